@@ -1,0 +1,115 @@
+"""Every error leaves as application/problem+json (RFC 9457), mapped here."""
+
+import logging
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import Response
+from sqlalchemy.exc import DBAPIError, OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeoutError
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from app import json_codec
+from app.errors import DatabaseUnavailable, InvalidInput, ServiceError
+
+logger = logging.getLogger("session_state")
+
+PROBLEM_MEDIA_TYPE = "application/problem+json"
+RETRY_AFTER_SECONDS = "1"
+_GENERIC_CODES = {404: "not_found", 405: "method_not_allowed", 400: "bad_request"}
+
+
+def problem_response(
+    status: int,
+    code: str,
+    title: str,
+    detail: str,
+    *,
+    headers: dict[str, str] | None = None,
+    **extra: Any,
+) -> Response:
+    body = {
+        "type": f"urn:session-state:problem:{code}",
+        "title": title,
+        "status": status,
+        "detail": detail,
+        "code": code,
+        **extra,
+    }
+    return Response(
+        json_codec.dumps(body), status_code=status, media_type=PROBLEM_MEDIA_TYPE, headers=headers
+    )
+
+
+def service_error_response(error: ServiceError) -> Response:
+    extra: dict[str, Any] = {}
+    headers = None
+    if isinstance(error, InvalidInput):
+        extra["errors"] = [{"loc": e.loc, "msg": e.msg} for e in error.errors]
+    if isinstance(error, DatabaseUnavailable):
+        headers = {"Retry-After": RETRY_AFTER_SECONDS}
+    return problem_response(
+        error.status, error.code, error.title, error.detail, headers=headers, **extra
+    )
+
+
+async def _on_service_error(_request: Request, error: Exception) -> Response:
+    assert isinstance(error, ServiceError)
+    return service_error_response(error)
+
+
+async def _on_validation_error(_request: Request, error: Exception) -> Response:
+    assert isinstance(error, RequestValidationError)
+    errors = list(error.errors())
+    if any(item.get("type") == "json_invalid" for item in errors):
+        return problem_response(400, "bad_request", "Bad request", "the body is not valid JSON")
+    details = [{"loc": list(item["loc"]), "msg": item["msg"]} for item in errors]
+    summary = "; ".join(f"{'.'.join(map(str, d['loc']))}: {d['msg']}" for d in details)
+    return problem_response(422, "validation_error", "Validation error", summary, errors=details)
+
+
+async def _on_http_error(_request: Request, error: Exception) -> Response:
+    assert isinstance(error, StarletteHTTPException)
+    code = _GENERIC_CODES.get(error.status_code, "http_error")
+    return problem_response(
+        error.status_code,
+        code,
+        str(error.detail),
+        str(error.detail),
+        headers=dict(error.headers or {}),
+    )
+
+
+async def _on_database_error(_request: Request, error: Exception) -> Response:
+    # Lost connections and pool timeouts are the database being away, which a
+    # client may retry; anything else from the database is our bug.
+    if isinstance(error, OperationalError | PoolTimeoutError) or (
+        isinstance(error, DBAPIError) and error.connection_invalidated
+    ):
+        logger.warning("database unavailable: %s", type(error).__name__)
+        return service_error_response(DatabaseUnavailable("the database is unreachable"))
+    return await _on_unexpected_error(_request, error)
+
+
+async def _on_connection_error(_request: Request, error: Exception) -> Response:
+    logger.warning("database unavailable: %s", error)
+    return service_error_response(DatabaseUnavailable("the database is unreachable"))
+
+
+async def _on_unexpected_error(_request: Request, error: Exception) -> Response:
+    logger.exception("unexpected error", exc_info=error)
+    return problem_response(
+        500, "internal_error", "Internal server error", "the server failed to handle the request"
+    )
+
+
+def install_problem_handlers(app: FastAPI) -> None:
+    app.add_exception_handler(ServiceError, _on_service_error)
+    app.add_exception_handler(RequestValidationError, _on_validation_error)
+    app.add_exception_handler(StarletteHTTPException, _on_http_error)
+    app.add_exception_handler(DBAPIError, _on_database_error)
+    app.add_exception_handler(PoolTimeoutError, _on_database_error)
+    app.add_exception_handler(ConnectionError, _on_connection_error)
+    app.add_exception_handler(TimeoutError, _on_connection_error)
+    app.add_exception_handler(Exception, _on_unexpected_error)

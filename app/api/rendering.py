@@ -1,0 +1,75 @@
+"""JSON responses built by hand, so that stored event JSON is sent verbatim
+(and without a parse and re-encode per event)."""
+
+from collections.abc import Iterable
+
+from fastapi.responses import Response
+
+from app import json_codec
+from app.service import SessionView
+
+JSON_MEDIA_TYPE = "application/json"
+
+
+def etag(revision: int) -> str:
+    return f'"{revision}"'
+
+
+def _event_array(events: Iterable[str]) -> bytes:
+    return b"[" + ",".join(events).encode() + b"]"
+
+
+def session_json(session: SessionView) -> bytes:
+    dumps = json_codec.dumps
+    return b"".join(
+        (
+            b'{"id":',
+            dumps(session.id),
+            b',"appName":',
+            dumps(session.app_name),
+            b',"userId":',
+            dumps(session.user_id),
+            b',"state":',
+            dumps(session.state),
+            b',"events":',
+            _event_array(session.events),
+            b',"lastUpdateTime":',
+            dumps(session.last_update_time),
+            b"}",
+        )
+    )
+
+
+def session_response(session: SessionView, status_code: int = 200) -> Response:
+    return Response(
+        session_json(session),
+        status_code=status_code,
+        media_type=JSON_MEDIA_TYPE,
+        headers={"ETag": etag(session.revision)},
+    )
+
+
+def session_list_response(sessions: list[SessionView], next_page_token: str | None) -> Response:
+    body = (
+        b'{"sessions":['
+        + b",".join(session_json(session) for session in sessions)
+        + b'],"nextPageToken":'
+        + json_codec.dumps(next_page_token)
+        + b"}"
+    )
+    return Response(body, media_type=JSON_MEDIA_TYPE)
+
+
+def event_list_response(events: list[str], next_page_token: str | None) -> Response:
+    body = (
+        b'{"events":'
+        + _event_array(events)
+        + b',"nextPageToken":'
+        + json_codec.dumps(next_page_token)
+        + b"}"
+    )
+    return Response(body, media_type=JSON_MEDIA_TYPE)
+
+
+def json_response(body: object) -> Response:
+    return Response(json_codec.dumps(body), media_type=JSON_MEDIA_TYPE)

@@ -1,0 +1,245 @@
+"""Sessions, their events and scoped state: the paths of ADK's api_server."""
+
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Body, Query, Request, Response
+
+from app import json_codec
+from app.api import rendering
+from app.api.dependencies import (
+    AppName,
+    ExpectedRevisionDep,
+    ServiceDep,
+    SessionKeyDep,
+    UserId,
+)
+from app.api.problems import PROBLEM_MEDIA_TYPE
+from app.errors import BadRequest
+from app.schemas import (
+    CreateSessionRequest,
+    Event,
+    EventList,
+    PatchSessionRequest,
+    Problem,
+    Session,
+    SessionList,
+    StateResponse,
+)
+
+router = APIRouter(tags=["sessions"])
+
+MAX_PAGE_SIZE = 1000
+DEFAULT_PAGE_SIZE = 100
+
+
+def _problems(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    descriptions = {
+        400: "Malformed JSON, If-Match or page token",
+        404: "Session not found",
+        409: "Conflict",
+        412: "The session is no longer at the If-Match revision",
+        413: "Request body too large",
+        422: "Invalid identifiers, query or body",
+        503: "Database unavailable",
+    }
+    return {
+        status: {
+            "model": Problem,
+            "description": descriptions[status],
+            "content": {PROBLEM_MEDIA_TYPE: {"schema": {"$ref": "#/components/schemas/Problem"}}},
+        }
+        for status in (*statuses, 422, 503)
+    }
+
+
+_ETAG_HEADER = {
+    "ETag": {"description": 'The session revision, as "<integer>"', "schema": {"type": "string"}}
+}
+
+PageSize = Annotated[int, Query(alias="pageSize", ge=1, le=MAX_PAGE_SIZE)]
+PageToken = Annotated[str | None, Query(alias="pageToken", description="From nextPageToken.")]
+AfterTimestamp = Annotated[
+    float | None,
+    Query(alias="afterTimestamp", description="Only events with timestamp >= this (epoch s)."),
+]
+
+
+@router.post(
+    "/apps/{app_name}/users/{user_id}/sessions",
+    status_code=201,
+    response_model=Session,
+    responses={201: {"headers": _ETAG_HEADER}, **_problems(400, 409)},
+    summary="Create a session",
+)
+async def create_session(
+    app_name: AppName,
+    user_id: UserId,
+    service: ServiceDep,
+    body: Annotated[CreateSessionRequest | None, Body()] = None,
+) -> Response:
+    request = body or CreateSessionRequest()
+    session = await service.create_session(app_name, user_id, request.session_id, request.state)
+    return rendering.session_response(session, status_code=201)
+
+
+@router.get(
+    "/apps/{app_name}/users/{user_id}/sessions/{session_id}",
+    response_model=Session,
+    responses={200: {"headers": _ETAG_HEADER}, **_problems(404)},
+    summary="Get a session with its events and merged state",
+)
+async def get_session(
+    key: SessionKeyDep,
+    service: ServiceDep,
+    num_recent_events: Annotated[
+        int | None, Query(alias="numRecentEvents", ge=0, description="Only the last n events.")
+    ] = None,
+    after_timestamp: AfterTimestamp = None,
+) -> Response:
+    session = await service.get_session(key, num_recent_events, after_timestamp)
+    return rendering.session_response(session)
+
+
+@router.get(
+    "/apps/{app_name}/users/{user_id}/sessions",
+    response_model=SessionList,
+    responses=_problems(400),
+    summary="List a user's sessions (without events)",
+)
+async def list_user_sessions(
+    app_name: AppName,
+    user_id: UserId,
+    service: ServiceDep,
+    page_size: PageSize = DEFAULT_PAGE_SIZE,
+    page_token: PageToken = None,
+) -> Response:
+    page = await service.list_sessions(app_name, user_id, page_size, page_token)
+    return rendering.session_list_response(page.sessions, page.next_page_token)
+
+
+@router.get(
+    "/apps/{app_name}/sessions",
+    response_model=SessionList,
+    responses=_problems(400),
+    summary="List the sessions of every user of an app (without events)",
+)
+async def list_app_sessions(
+    app_name: AppName,
+    service: ServiceDep,
+    page_size: PageSize = DEFAULT_PAGE_SIZE,
+    page_token: PageToken = None,
+) -> Response:
+    page = await service.list_sessions(app_name, None, page_size, page_token)
+    return rendering.session_list_response(page.sessions, page.next_page_token)
+
+
+@router.delete(
+    "/apps/{app_name}/users/{user_id}/sessions/{session_id}",
+    status_code=204,
+    responses=_problems(404),
+    summary="Delete a session and its events",
+)
+async def delete_session(key: SessionKeyDep, service: ServiceDep) -> Response:
+    await service.delete_session(key)
+    return Response(status_code=204)
+
+
+@router.post(
+    "/apps/{app_name}/users/{user_id}/sessions/{session_id}/events",
+    status_code=201,
+    response_model=Event,
+    responses={
+        200: {
+            "model": Event,
+            "description": "A retry of a stored event (returned as stored), or a partial "
+            "event (not stored: header Session-State-Persisted: false)",
+        },
+        201: {"headers": _ETAG_HEADER},
+        **_problems(400, 404, 409, 412, 413),
+    },
+    openapi_extra={
+        "requestBody": {
+            "required": True,
+            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Event"}}},
+        }
+    },
+    summary="Append an event, applying its state delta",
+)
+async def append_event(
+    key: SessionKeyDep,
+    request: Request,
+    service: ServiceDep,
+    revision: ExpectedRevisionDep,
+) -> Response:
+    try:
+        document = json_codec.loads(await request.body())
+    except json_codec.InvalidJSON:
+        raise BadRequest("the body is not valid JSON") from None
+    outcome = await service.append_event(key, document, revision)
+    if outcome.revision is None:
+        return Response(
+            outcome.event,
+            status_code=200,
+            media_type=rendering.JSON_MEDIA_TYPE,
+            headers={"Session-State-Persisted": "false"},
+        )
+    return Response(
+        outcome.event,
+        status_code=201 if outcome.created else 200,
+        media_type=rendering.JSON_MEDIA_TYPE,
+        headers={"ETag": rendering.etag(outcome.revision)},
+    )
+
+
+@router.patch(
+    "/apps/{app_name}/users/{user_id}/sessions/{session_id}",
+    response_model=Session,
+    responses={200: {"headers": _ETAG_HEADER}, **_problems(400, 404, 412)},
+    summary="Change state without running an agent (recorded as an event)",
+)
+async def patch_session(
+    key: SessionKeyDep,
+    body: PatchSessionRequest,
+    service: ServiceDep,
+    revision: ExpectedRevisionDep,
+) -> Response:
+    session = await service.patch_state(key, body.state_delta, revision)
+    return rendering.session_response(session)
+
+
+@router.get(
+    "/apps/{app_name}/users/{user_id}/sessions/{session_id}/events",
+    response_model=EventList,
+    responses=_problems(400, 404),
+    summary="Page through a session's event history",
+)
+async def list_events(
+    key: SessionKeyDep,
+    service: ServiceDep,
+    order: Literal["asc", "desc"] = "asc",
+    page_size: PageSize = DEFAULT_PAGE_SIZE,
+    page_token: PageToken = None,
+    after_timestamp: AfterTimestamp = None,
+) -> Response:
+    page = await service.list_events(key, order, page_size, page_token, after_timestamp)
+    return rendering.event_list_response(page.events, page.next_page_token)
+
+
+@router.get(
+    "/apps/{app_name}/users/{user_id}/state",
+    response_model=StateResponse,
+    responses=_problems(),
+    summary="A user's state in an app (keys without the user: prefix)",
+)
+async def get_user_state(app_name: AppName, user_id: UserId, service: ServiceDep) -> Response:
+    return rendering.json_response({"state": await service.get_user_state(app_name, user_id)})
+
+
+@router.get(
+    "/apps/{app_name}/state",
+    response_model=StateResponse,
+    responses=_problems(),
+    summary="An app's state (keys without the app: prefix)",
+)
+async def get_app_state(app_name: AppName, service: ServiceDep) -> Response:
+    return rendering.json_response({"state": await service.get_app_state(app_name)})

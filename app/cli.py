@@ -1,0 +1,111 @@
+"""The `session-state` command: serve, migrate, openapi."""
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+
+from app.config import Settings
+
+
+def _settings_from(arguments: argparse.Namespace) -> Settings:
+    # Command-line values become environment variables so that every uvicorn
+    # worker process reads the same settings.
+    for name in ("database_url", "host", "port", "workers"):
+        value = getattr(arguments, name, None)
+        if value is not None:
+            os.environ[f"SESSION_STATE_{name.upper()}"] = str(value)
+    return Settings()
+
+
+async def _prepare(settings: Settings) -> None:
+    from app.main import open_database
+
+    database = await open_database(settings)
+    await database.dispose()
+
+
+def serve(arguments: argparse.Namespace) -> int:
+    import uvicorn
+
+    from app.db.migrations import SchemaNotCurrent
+
+    settings = _settings_from(arguments)
+    try:
+        # Migrate (SQLite) or check (PostgreSQL) once, before any worker starts.
+        asyncio.run(_prepare(settings))
+    except SchemaNotCurrent as error:
+        print(f"session-state: {error}", file=sys.stderr)
+        return 2
+    except (OSError, ConnectionError) as error:
+        print(f"session-state: cannot reach the database: {error}", file=sys.stderr)
+        return 2
+    uvicorn.run(
+        "app.main:create_app",
+        factory=True,
+        host=settings.host,
+        port=settings.port,
+        workers=settings.workers,
+        log_level=settings.log_level,
+        timeout_graceful_shutdown=30,
+    )
+    return 0
+
+
+def migrate(arguments: argparse.Namespace) -> int:
+    from sqlalchemy.ext.asyncio import create_async_engine
+
+    from app.db import migrations
+
+    settings = _settings_from(arguments)
+
+    async def run() -> None:
+        engine = create_async_engine(settings.database_url)
+        try:
+            await migrations.upgrade(engine, arguments.revision)
+            print(f"session-state: schema at revision {await migrations.current_revision(engine)}")
+        finally:
+            await engine.dispose()
+
+    asyncio.run(run())
+    return 0
+
+
+def openapi(_arguments: argparse.Namespace) -> int:
+    from app.main import create_app
+
+    spec = create_app(Settings()).openapi()
+    print(json.dumps(spec, indent=2, ensure_ascii=False))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="session-state", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    serve_parser = commands.add_parser("serve", help="run the HTTP API")
+    serve_parser.add_argument("--host", help="address to bind (default 127.0.0.1)")
+    serve_parser.add_argument("--port", type=int, help="port (default 8000)")
+    serve_parser.add_argument("--workers", type=int, help="worker processes (default 1)")
+    serve_parser.add_argument("--database-url", help="overrides SESSION_STATE_DATABASE_URL")
+    serve_parser.set_defaults(handler=serve)
+
+    migrate_parser = commands.add_parser("migrate", help="upgrade the database schema")
+    migrate_parser.add_argument("--database-url", help="overrides SESSION_STATE_DATABASE_URL")
+    migrate_parser.add_argument("--revision", default="head", help="target (default head)")
+    migrate_parser.set_defaults(handler=migrate)
+
+    openapi_parser = commands.add_parser("openapi", help="print the OpenAPI spec as JSON")
+    openapi_parser.set_defaults(handler=openapi)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    arguments = build_parser().parse_args(argv)
+    exit_code: int = arguments.handler(arguments)
+    return exit_code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Storage: tables, engine and the SQL of the repository."""

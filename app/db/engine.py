@@ -1,0 +1,65 @@
+"""Engine construction for the two supported dialects."""
+
+from typing import Any
+
+from sqlalchemy import event
+from sqlalchemy.engine import Connection
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+
+from app import json_codec
+from app.config import Settings
+
+WRITE_OPTION = "session_state_write"
+SQLITE_BUSY_TIMEOUT_MS = 30_000
+
+
+def create_engine(settings: Settings) -> AsyncEngine:
+    if settings.is_sqlite:
+        return _create_sqlite_engine(settings)
+    return create_async_engine(
+        settings.database_url,
+        pool_size=settings.db_pool_size,
+        max_overflow=settings.db_max_overflow,
+        pool_timeout=settings.db_timeout_seconds,
+        pool_pre_ping=True,
+        json_serializer=json_codec.dumps_text,
+        json_deserializer=json_codec.loads,
+        connect_args={
+            "timeout": settings.db_timeout_seconds,
+            "command_timeout": max(settings.db_timeout_seconds, 30.0),
+            "server_settings": {"application_name": "session-state"},
+        },
+    )
+
+
+def _create_sqlite_engine(settings: Settings) -> AsyncEngine:
+    engine = create_async_engine(
+        settings.database_url,
+        json_serializer=json_codec.dumps_text,
+        json_deserializer=json_codec.loads,
+        connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000},
+    )
+
+    # pysqlite's own transaction handling defers BEGIN and cannot take the write
+    # lock up front; take control of BEGIN so that writers serialize.
+    @event.listens_for(engine.sync_engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.close()
+
+    @event.listens_for(engine.sync_engine, "begin")
+    def _on_begin(connection: Connection) -> None:
+        # A writer takes the database's write lock at BEGIN, so a
+        # read-modify-write inside its transaction cannot interleave with
+        # another writer, in this process or any other.
+        if connection.get_execution_options().get(WRITE_OPTION):
+            connection.exec_driver_sql("BEGIN IMMEDIATE")
+        else:
+            connection.exec_driver_sql("BEGIN")
+
+    return engine

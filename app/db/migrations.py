@@ -1,0 +1,71 @@
+"""Alembic, driven from code: upgrade, and where the schema stands."""
+
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy.engine import Connection
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+import migrations
+
+MIGRATIONS_DIRECTORY = Path(migrations.__file__).parent
+
+
+class SchemaNotCurrent(RuntimeError):
+    """The database schema is not at the latest migration."""
+
+
+def alembic_config(database_url: str | None = None) -> Config:
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS_DIRECTORY))
+    if database_url is not None:
+        config.set_main_option("sqlalchemy.url", database_url.replace("%", "%%"))
+    return config
+
+
+def head_revision() -> str | None:
+    return ScriptDirectory.from_config(alembic_config()).get_current_head()
+
+
+def _current_revision(connection: Connection) -> str | None:
+    return MigrationContext.configure(connection).get_current_revision()
+
+
+def _upgrade(connection: Connection, target: str) -> None:
+    config = alembic_config()
+    config.attributes["connection"] = connection
+    command.upgrade(config, target)
+
+
+def _downgrade(connection: Connection, target: str) -> None:
+    config = alembic_config()
+    config.attributes["connection"] = connection
+    command.downgrade(config, target)
+
+
+async def current_revision(engine: AsyncEngine) -> str | None:
+    async with engine.connect() as connection:
+        return await connection.run_sync(_current_revision)
+
+
+async def upgrade(engine: AsyncEngine, target: str = "head") -> None:
+    async with engine.begin() as connection:
+        await connection.run_sync(_upgrade, target)
+
+
+async def downgrade(engine: AsyncEngine, target: str) -> None:
+    async with engine.begin() as connection:
+        await connection.run_sync(_downgrade, target)
+
+
+async def require_current_schema(engine: AsyncEngine) -> None:
+    current, head = await current_revision(engine), head_revision()
+    if current != head:
+        raise SchemaNotCurrent(
+            f"the database schema is at revision {current or 'none (empty database)'}, "
+            f"the latest is {head}: run `session-state migrate` "
+            "(with the same SESSION_STATE_DATABASE_URL) first"
+        )

@@ -1,0 +1,89 @@
+"""Tables. App and user state are stored one row per key.
+
+One row per key means two writers of different keys of the same app never wait
+for each other; only writers of the same key serialize on its row.
+"""
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Column,
+    Double,
+    ForeignKeyConstraint,
+    Index,
+    MetaData,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.dialects.postgresql import JSONB
+
+IDENTIFIER_LENGTH = 128
+
+# JSONB on PostgreSQL (for the database-side `||` merge), JSON text on SQLite.
+JsonDocument = JSON().with_variant(JSONB(), "postgresql")
+
+metadata = MetaData(
+    naming_convention={
+        "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+        "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+        "fk": "fk_%(table_name)s_%(referred_table_name)s",
+        "pk": "pk_%(table_name)s",
+    }
+)
+
+app_states = Table(
+    "app_states",
+    metadata,
+    Column("app_name", String(IDENTIFIER_LENGTH), primary_key=True),
+    Column("key", Text, primary_key=True),
+    Column("value", JsonDocument, nullable=False),
+)
+
+user_states = Table(
+    "user_states",
+    metadata,
+    Column("app_name", String(IDENTIFIER_LENGTH), primary_key=True),
+    Column("user_id", String(IDENTIFIER_LENGTH), primary_key=True),
+    Column("key", Text, primary_key=True),
+    Column("value", JsonDocument, nullable=False),
+)
+
+sessions = Table(
+    "sessions",
+    metadata,
+    Column("app_name", String(IDENTIFIER_LENGTH), primary_key=True),
+    Column("user_id", String(IDENTIFIER_LENGTH), primary_key=True),
+    Column("id", String(IDENTIFIER_LENGTH), primary_key=True),
+    Column("state", JsonDocument, nullable=False),
+    Column("revision", BigInteger, nullable=False),
+    Column("create_time", Double, nullable=False),
+    Column("update_time", Double, nullable=False),
+    # Keyset pagination in ADK's order, for one app and for one user of an app.
+    Index("ix_sessions_app_order", "app_name", "update_time", "user_id", "id"),
+    Index("ix_sessions_app_user_order", "app_name", "user_id", "update_time", "id"),
+)
+
+events = Table(
+    "events",
+    metadata,
+    Column("app_name", String(IDENTIFIER_LENGTH), primary_key=True),
+    Column("user_id", String(IDENTIFIER_LENGTH), primary_key=True),
+    Column("session_id", String(IDENTIFIER_LENGTH), primary_key=True),
+    # The session revision this event produced: append order, and the key of
+    # "the last N events" without any other index.
+    Column("seq", BigInteger, primary_key=True),
+    Column("id", String(IDENTIFIER_LENGTH), nullable=False),
+    Column("invocation_id", Text, nullable=False),
+    Column("author", Text, nullable=False),
+    Column("timestamp", Double, nullable=False),
+    # The event JSON as text, so it comes back byte for byte as stored.
+    Column("data", Text, nullable=False),
+    UniqueConstraint("app_name", "user_id", "session_id", "id"),
+    ForeignKeyConstraint(
+        ["app_name", "user_id", "session_id"],
+        ["sessions.app_name", "sessions.user_id", "sessions.id"],
+        ondelete="CASCADE",
+    ),
+)

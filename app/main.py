@@ -1,0 +1,60 @@
+"""The application factory and its lifespan (engine in, engine out)."""
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+
+from app import __version__
+from app.api.body_limit import BodyLimitMiddleware
+from app.api.problems import install_problem_handlers
+from app.api.routes import health, sessions
+from app.config import Settings, get_settings
+from app.db import migrations
+from app.db.database import Database
+from app.db.engine import create_engine
+from app.service import SessionService
+
+DESCRIPTION = (
+    "Sessions, event history and scoped key-value state of AI agents "
+    "(Google ADK's concepts), on PostgreSQL or SQLite."
+)
+
+
+async def open_database(settings: Settings) -> Database:
+    """The embedded SQLite default migrates itself; PostgreSQL must be migrated
+    beforehand (`session-state migrate`), and is refused if it was not."""
+    engine = create_engine(settings)
+    try:
+        if settings.is_sqlite:
+            await migrations.upgrade(engine)
+        await migrations.require_current_schema(engine)
+    except BaseException:
+        await engine.dispose()
+        raise
+    return Database(engine)
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    settings = settings or get_settings()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        database = await open_database(settings)
+        app.state.service = SessionService(database)
+        try:
+            yield
+        finally:
+            await database.dispose()
+
+    app = FastAPI(
+        title="session-state",
+        version=__version__,
+        description=DESCRIPTION,
+        lifespan=lifespan,
+    )
+    app.add_middleware(BodyLimitMiddleware, max_body_bytes=settings.max_body_bytes)
+    install_problem_handlers(app)
+    app.include_router(sessions.router)
+    app.include_router(health.router)
+    return app

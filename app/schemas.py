@@ -1,0 +1,100 @@
+"""Wire models: request bodies, and the documented shape of every response.
+
+Responses are rendered by `app.api.rendering` (stored event JSON is spliced in
+verbatim); these models are what the OpenAPI spec shows for them.
+"""
+
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic.alias_generators import to_camel
+
+IDENTIFIER_MAX_LENGTH = 128
+# 1-128 characters, no control characters, no "/", no surrounding whitespace.
+IDENTIFIER_PATTERN = r"^[^\s/\x00-\x1f\x7f-\x9f]([^/\x00-\x1f\x7f-\x9f]*[^\s/\x00-\x1f\x7f-\x9f])?$"
+
+Identifier = Annotated[
+    str,
+    StringConstraints(min_length=1, max_length=IDENTIFIER_MAX_LENGTH, pattern=IDENTIFIER_PATTERN),
+]
+
+
+class WireModel(BaseModel):
+    """camelCase on the wire; snake_case accepted on input too."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
+
+
+class CreateSessionRequest(WireModel):
+    session_id: Identifier | None = Field(default=None, description="Omit to get a uuid4.")
+    state: dict[str, Any] | None = Field(
+        default=None, description="Initial state; app: and user: keys go to their scopes."
+    )
+
+
+class PatchSessionRequest(WireModel):
+    state_delta: dict[str, Any] = Field(description="Recorded as an event of author 'user'.")
+
+
+class EventActions(WireModel):
+    model_config = ConfigDict(extra="allow")
+
+    state_delta: dict[str, Any] | None = None
+
+
+class Event(WireModel):
+    """ADK's Event JSON. Every field, known here or not, is stored verbatim."""
+
+    model_config = ConfigDict(extra="allow")
+
+    id: str | None = Field(default=None, description="Assigned (uuid4) when missing.")
+    invocation_id: str | None = None
+    author: str
+    timestamp: float | None = Field(
+        default=None, description="Epoch seconds; server time if missing."
+    )
+    partial: bool | None = Field(default=None, description="Partial events are not stored.")
+    actions: EventActions | None = None
+
+
+class Session(WireModel):
+    id: str
+    app_name: str
+    user_id: str
+    state: dict[str, Any] = Field(description="Merged view: session, app: and user: keys.")
+    events: list[Event]
+    last_update_time: float
+
+
+class SessionList(WireModel):
+    sessions: list[Session]
+    next_page_token: str | None
+
+
+class EventList(WireModel):
+    events: list[Event]
+    next_page_token: str | None
+
+
+class StateResponse(WireModel):
+    state: dict[str, Any] = Field(description="Keys without their scope prefix.")
+
+
+class Health(WireModel):
+    status: str
+
+
+class FieldProblem(BaseModel):
+    loc: list[str | int]
+    msg: str
+
+
+class Problem(BaseModel):
+    """RFC 9457 problem details with a stable `code`."""
+
+    type: str
+    title: str
+    status: int
+    detail: str
+    code: str
+    errors: list[FieldProblem] | None = None

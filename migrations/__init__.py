@@ -1,0 +1,1 @@
+"""Alembic migrations of session-state (one history for SQLite and PostgreSQL)."""

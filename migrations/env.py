@@ -1,0 +1,41 @@
+"""Alembic environment: runs on a connection handed in by the service, or on
+the URL of alembic.ini / SESSION_STATE_DATABASE_URL when run by the alembic CLI."""
+
+import asyncio
+
+from alembic import context
+from sqlalchemy.engine import Connection
+from sqlalchemy.ext.asyncio import create_async_engine
+
+from app.config import Settings
+from app.db.tables import metadata
+
+config = context.config
+
+
+def run_on(connection: Connection) -> None:
+    context.configure(
+        connection=connection,
+        target_metadata=metadata,
+        render_as_batch=connection.dialect.name == "sqlite",
+        compare_type=True,
+    )
+    with context.begin_transaction():
+        context.run_migrations()
+
+
+async def run_from_url() -> None:
+    url = config.get_main_option("sqlalchemy.url") or Settings().database_url
+    engine = create_async_engine(url)
+    async with engine.begin() as connection:
+        await connection.run_sync(run_on)
+    await engine.dispose()
+
+
+connection = config.attributes.get("connection")
+if context.is_offline_mode():
+    raise SystemExit("offline (--sql) migrations are not supported")
+if connection is not None:
+    run_on(connection)
+else:
+    asyncio.run(run_from_url())
