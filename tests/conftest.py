@@ -1,0 +1,201 @@
+"""Fixtures: a real database per backend (SQLite file, PostgreSQL), the app
+over real HTTP semantics (httpx + ASGI), and started server processes."""
+
+import asyncio
+import os
+import socket
+import subprocess
+import sys
+import time
+import uuid
+import warnings
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import asyncpg
+import httpx
+import pytest
+from sqlalchemy.ext.asyncio import create_async_engine
+
+from app.config import Settings
+from app.db import migrations
+from app.main import create_app
+
+POSTGRES_ADMIN_URL = os.environ.get(
+    "SESSION_STATE_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
+)
+TABLES = ("events", "sessions", "user_states", "app_states")
+
+
+def _postgres_reachable() -> bool:
+    async def probe() -> None:
+        connection = await asyncpg.connect(POSTGRES_ADMIN_URL, timeout=3)
+        await connection.close()
+
+    try:
+        asyncio.run(probe())
+    except (OSError, asyncpg.PostgresError, TimeoutError):
+        return False
+    return True
+
+
+def _async_url(database: str) -> str:
+    base = POSTGRES_ADMIN_URL.rsplit("/", 1)[0].replace("postgresql://", "postgresql+asyncpg://")
+    return f"{base}/{database}"
+
+
+def _admin(sql: str) -> None:
+    async def run() -> None:
+        connection = await asyncpg.connect(POSTGRES_ADMIN_URL)
+        try:
+            await connection.execute(sql)
+        finally:
+            await connection.close()
+
+    asyncio.run(run())
+
+
+def create_postgres_database(prefix: str) -> str:
+    """A new empty database; its name is returned."""
+    name = f"{prefix}_{uuid.uuid4().hex[:10]}"
+    _admin(f'CREATE DATABASE "{name}"')
+    return name
+
+
+def drop_postgres_database(name: str) -> None:
+    _admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def migrate(url: str) -> None:
+    async def run() -> None:
+        engine = create_async_engine(url)
+        try:
+            await migrations.upgrade(engine)
+        finally:
+            await engine.dispose()
+
+    asyncio.run(run())
+
+
+@pytest.fixture(scope="session")
+def postgres_available() -> bool:
+    if _postgres_reachable():
+        return True
+    if os.environ.get("CI"):
+        pytest.fail(f"PostgreSQL is not reachable at {POSTGRES_ADMIN_URL}, and CI must test it")
+    warnings.warn(
+        f"PostgreSQL is not reachable at {POSTGRES_ADMIN_URL}: PostgreSQL tests are SKIPPED",
+        stacklevel=1,
+    )
+    return False
+
+
+@pytest.fixture(scope="session")
+def postgres_url(postgres_available: bool) -> Iterator[str]:
+    """A migrated PostgreSQL database for the whole test run."""
+    if not postgres_available:
+        pytest.skip("PostgreSQL not reachable (see the warning above)")
+    name = create_postgres_database("session_state_test")
+    url = _async_url(name)
+    migrate(url)
+    yield url
+    drop_postgres_database(name)
+
+
+@pytest.fixture
+def fresh_postgres_url(postgres_available: bool) -> Iterator[str]:
+    """An empty (unmigrated) PostgreSQL database for one test."""
+    if not postgres_available:
+        pytest.skip("PostgreSQL not reachable (see the warning above)")
+    name = create_postgres_database("session_state_fresh")
+    yield _async_url(name)
+    drop_postgres_database(name)
+
+
+async def _truncate(url: str) -> None:
+    connection = await asyncpg.connect(url.replace("postgresql+asyncpg://", "postgresql://"))
+    try:
+        await connection.execute(f"TRUNCATE {', '.join(TABLES)}")
+    finally:
+        await connection.close()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """Each test that uses this runs once on SQLite and once on PostgreSQL,
+    starting from empty tables."""
+    if request.param == "sqlite":
+        return f"sqlite+aiosqlite:///{tmp_path / 'session_state.db'}"
+    url: str = request.getfixturevalue("postgres_url")
+    asyncio.run(_truncate(url))
+    return url
+
+
+@pytest.fixture
+def settings(database_url: str) -> Settings:
+    return Settings(database_url=database_url)
+
+
+@pytest.fixture
+async def client(settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
+    app = create_app(settings)
+    async with (
+        app.router.lifespan_context(app),
+        httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://test") as http,
+    ):
+        yield http
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+class ServerProcess:
+    """`session-state serve` in a child process."""
+
+    def __init__(self, database_url: str, port: int | None = None, **env: str) -> None:
+        self.database_url = database_url
+        self.port = port or free_port()
+        self.env = env
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self, timeout: float = 30.0) -> "ServerProcess":
+        env = {
+            **os.environ,
+            "SESSION_STATE_DATABASE_URL": self.database_url,
+            "SESSION_STATE_LOG_LEVEL": "warning",
+            **self.env,
+        }
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "app.cli", "serve", "--port", str(self.port)],
+            env=env,
+        )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"server exited with {self.process.returncode}")
+            try:
+                if httpx.get(f"{self.base_url}/healthz", timeout=1).status_code == 200:
+                    return self
+            except httpx.TransportError:
+                pass
+            time.sleep(0.1)
+        self.stop()
+        raise RuntimeError("server did not start in time")
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self.process = None

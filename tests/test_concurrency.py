@@ -1,0 +1,159 @@
+"""Real concurrent HTTP requests against two `session-state serve` processes
+sharing one database: no update is lost, preconditions pick one winner,
+retries store once."""
+
+import asyncio
+import itertools
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.conftest import (
+    ServerProcess,
+    _async_url,
+    create_postgres_database,
+    drop_postgres_database,
+    migrate,
+)
+
+APP = "concurrency"
+USER = "writer"
+SESSIONS = 20
+KEYS_PER_SESSION = 25
+CREATIONS = 20
+PRECONDITION_ROUNDS = 40
+
+
+@pytest.fixture(scope="module", params=["postgresql", "sqlite"])
+def servers(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[list[ServerProcess]]:
+    database_name = None
+    if request.param == "postgresql":
+        if not request.getfixturevalue("postgres_available"):
+            pytest.skip("PostgreSQL not reachable")
+        database_name = create_postgres_database("session_state_concurrency")
+        url = _async_url(database_name)
+        migrate(url)
+    else:
+        url = f"sqlite+aiosqlite:///{Path(tmp_path_factory.mktemp('sqlite')) / 'shared.db'}"
+    processes = [ServerProcess(url).start(), ServerProcess(url).start()]
+    yield processes
+    for process in processes:
+        process.stop()
+    if database_name is not None:
+        drop_postgres_database(database_name)
+
+
+@pytest.fixture
+async def http() -> httpx.AsyncClient:
+    limits = httpx.Limits(max_connections=64)
+    async with httpx.AsyncClient(timeout=60, limits=limits) as client:
+        yield client
+
+
+async def test_concurrent_writers_of_user_and_app_keys_lose_nothing(servers, http):
+    bases = itertools.cycle([server.base_url for server in servers])
+    session_ids = [f"s{index}" for index in range(SESSIONS)]
+    for session_id in session_ids:
+        response = await http.post(
+            f"{next(bases)}/apps/{APP}/users/{USER}/sessions", json={"sessionId": session_id}
+        )
+        assert response.status_code == 201
+
+    async def append(base: str, session_id: str, key_index: int) -> int:
+        event = {
+            "author": "agent",
+            "actions": {"stateDelta": {f"user:{session_id}_k{key_index}": key_index}},
+        }
+        response = await http.post(
+            f"{base}/apps/{APP}/users/{USER}/sessions/{session_id}/events", json=event
+        )
+        return response.status_code
+
+    async def create(base: str, index: int) -> int:
+        body = {
+            "sessionId": f"created{index}",
+            "state": {f"user:created{index}": index, f"app:created{index}": index},
+        }
+        response = await http.post(f"{base}/apps/{APP}/users/{USER}/sessions", json=body)
+        return response.status_code
+
+    work = [
+        append(next(bases), session_id, key_index)
+        for key_index in range(KEYS_PER_SESSION)
+        for session_id in session_ids
+    ]
+    # Creations carrying initial user: and app: state, interleaved with appends.
+    for index in range(CREATIONS):
+        work.insert(index * len(work) // CREATIONS, create(next(bases), index))
+    statuses = await asyncio.gather(*work)
+    assert set(statuses) == {201}
+
+    user_state = (await http.get(f"{servers[0].base_url}/apps/{APP}/users/{USER}/state")).json()
+    expected_user_keys = {
+        f"{session_id}_k{key_index}"
+        for session_id in session_ids
+        for key_index in range(KEYS_PER_SESSION)
+    } | {f"created{index}" for index in range(CREATIONS)}
+    assert set(user_state["state"]) == expected_user_keys
+
+    app_state = (await http.get(f"{servers[1].base_url}/apps/{APP}/state")).json()
+    assert {f"created{index}" for index in range(CREATIONS)} <= set(app_state["state"])
+
+    session = (await http.get(f"{servers[1].base_url}/apps/{APP}/users/{USER}/sessions/s0")).json()
+    assert len(session["events"]) == KEYS_PER_SESSION
+    assert expected_user_keys <= {key.removeprefix("user:") for key in session["state"]}
+
+
+async def test_two_writers_with_the_same_revision_get_one_success_and_one_412(servers, http):
+    first, second = (server.base_url for server in servers)
+    path = f"/apps/{APP}/users/{USER}/sessions"
+    created = await http.post(f"{first}{path}", json={"sessionId": "contended"})
+    revision = created.headers["ETag"]
+    for round_number in range(PRECONDITION_ROUNDS):
+
+        async def write(base: str, writer: str, etag: str = revision, n: int = round_number):
+            return await http.post(
+                f"{base}{path}/contended/events",
+                json={"author": writer, "actions": {"stateDelta": {"winner": f"{writer}{n}"}}},
+                headers={"If-Match": etag},
+            )
+
+        responses = await asyncio.gather(write(first, "a"), write(second, "b"))
+        statuses = sorted(response.status_code for response in responses)
+        assert statuses == [201, 412], f"round {round_number}: {statuses}"
+        winner = next(response for response in responses if response.status_code == 201)
+        loser = next(response for response in responses if response.status_code == 412)
+        assert loser.json()["code"] == "stale_session"
+        revision = winner.headers["ETag"]
+
+    session = (await http.get(f"{first}{path}/contended")).json()
+    assert len(session["events"]) == PRECONDITION_ROUNDS
+    assert session["state"]["winner"] == session["events"][-1]["actions"]["stateDelta"]["winner"]
+
+
+async def test_the_same_event_sent_to_both_servers_at_once_is_stored_once(servers, http):
+    first, second = (server.base_url for server in servers)
+    path = f"/apps/{APP}/users/{USER}/sessions"
+    await http.post(f"{first}{path}", json={"sessionId": "retried"})
+    for index in range(20):
+        event = {
+            "id": f"event-{index}",
+            "author": "agent",
+            "timestamp": 1000.0 + index,
+            "actions": {"stateDelta": {"app:retried_counter": index}},
+        }
+        responses = await asyncio.gather(
+            http.post(f"{first}{path}/retried/events", json=event),
+            http.post(f"{second}{path}/retried/events", json=event),
+        )
+        assert sorted(response.status_code for response in responses) == [200, 201]
+        assert responses[0].json() == responses[1].json() == event
+        # A later retry, after the success, is recognised as well.
+        again = await http.post(f"{second}{path}/retried/events", json=event)
+        assert again.status_code == 200
+    session = (await http.get(f"{second}{path}/retried")).json()
+    assert [event["id"] for event in session["events"]] == [f"event-{i}" for i in range(20)]

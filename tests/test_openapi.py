@@ -1,0 +1,22 @@
+"""The committed spec in openapi/ is what the app serves."""
+
+import json
+from pathlib import Path
+
+from app.main import create_app
+
+SPEC_PATH = Path(__file__).parent.parent / "openapi" / "openapi.json"
+
+
+def test_committed_openapi_spec_matches_the_app():
+    served = create_app().openapi()
+    committed = json.loads(SPEC_PATH.read_text())
+    assert committed == served, (
+        "openapi/openapi.json is out of date: run `session-state openapi > openapi/openapi.json`"
+    )
+
+
+async def test_the_app_serves_its_spec(client):
+    response = await client.get("/openapi.json")
+    assert response.status_code == 200
+    assert response.json() == json.loads(SPEC_PATH.read_text())
