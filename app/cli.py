@@ -3,10 +3,16 @@
 import argparse
 import asyncio
 import json
+import logging
+import logging.config
 import os
 import sys
+import tempfile
 
 from app.config import Settings
+from app.observability import logging_config
+
+logger = logging.getLogger("session_state.cli")
 
 
 def _settings_from(arguments: argparse.Namespace) -> Settings:
@@ -17,6 +23,19 @@ def _settings_from(arguments: argparse.Namespace) -> Settings:
         if value is not None:
             os.environ[f"SESSION_STATE_{name.upper()}"] = str(value)
     return Settings()
+
+
+def _warn_if_open_to_the_network(settings: Settings) -> None:
+    from app.auth import ApiKeys
+
+    keys = ApiKeys.from_settings(settings.api_keys, settings.api_keys_file)
+    loopback = settings.host in ("localhost", "::1") or settings.host.startswith("127.")
+    if not keys.enabled and not loopback:
+        logger.warning(
+            "serving on %s with no API keys: anyone who can reach it can read and write "
+            "every session (set SESSION_STATE_API_KEYS or SESSION_STATE_API_KEYS_FILE)",
+            settings.host,
+        )
 
 
 async def _prepare(settings: Settings) -> None:
@@ -32,6 +51,11 @@ def serve(arguments: argparse.Namespace) -> int:
     from app.db.migrations import SchemaNotCurrent
 
     settings = _settings_from(arguments)
+    logging.config.dictConfig(logging_config(settings.log_level, settings.log_format == "json"))
+    _warn_if_open_to_the_network(settings)
+    if settings.workers > 1 and "PROMETHEUS_MULTIPROC_DIR" not in os.environ:
+        # Workers write their metrics here, so /metrics sums every process.
+        os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="session-state-metrics-")
     try:
         # Migrate (SQLite) or check (PostgreSQL) once, before any worker starts.
         asyncio.run(_prepare(settings))
@@ -48,6 +72,8 @@ def serve(arguments: argparse.Namespace) -> int:
         port=settings.port,
         workers=settings.workers,
         log_level=settings.log_level,
+        log_config=logging_config(settings.log_level, settings.log_format == "json"),
+        access_log=False,  # RequestContextMiddleware logs each request, with its id
         timeout_graceful_shutdown=30,
     )
     return 0

@@ -1,6 +1,8 @@
 """Settings, read from environment variables prefixed with ``SESSION_STATE_``."""
 
 from functools import lru_cache
+from pathlib import Path
+from typing import Literal
 
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -25,6 +27,14 @@ class Settings(BaseSettings):
     db_max_overflow: int = Field(default=10, ge=0)
     db_timeout_seconds: float = Field(default=5.0, gt=0)
     log_level: str = "info"
+    log_format: Literal["json", "text"] = "json"
+    api_keys: dict[str, list[str]] = Field(
+        default_factory=dict,
+        description='JSON object: API key -> app names it may use, ["*"] for all apps.',
+    )
+    api_keys_file: Path | None = Field(
+        default=None, description="A JSON file of the same shape as api_keys, merged with it."
+    )
 
     @field_validator("database_url")
     @classmethod

@@ -73,3 +73,15 @@ class InvalidInput(ServiceError):
     def __init__(self, errors: list[FieldError]) -> None:
         super().__init__("; ".join(f"{'.'.join(map(str, e.loc))}: {e.msg}" for e in errors))
         self.errors = errors
+
+
+class Unauthorized(ServiceError):
+    status = 401
+    code = "unauthorized"
+    title = "Unauthorized"
+
+
+class Forbidden(ServiceError):
+    status = 403
+    code = "forbidden"
+    title = "Forbidden"

@@ -9,9 +9,10 @@ from typing import Any
 from app import json_codec
 from app.db.repository import NewEvent
 from app.errors import FieldError, InvalidInput
-from app.state import drop_temp_keys, split_delta
+from app.state import drop_temp_keys, find_nul_character, split_delta
 
 MAX_EVENT_ID_LENGTH = 128
+NUL_MESSAGE = "state cannot hold the NUL character (U+0000)"
 
 
 @dataclass(frozen=True)
@@ -68,6 +69,8 @@ def _check(document: Any) -> list[FieldError]:
             key, delta = _field(actions, "stateDelta", "state_delta")
             if delta is not None and not isinstance(delta, dict):
                 errors.append(FieldError(["body", "actions", key], "must be an object"))
+            elif (nul_at := find_nul_character(delta)) is not None:
+                errors.append(FieldError(["body", "actions", key, *nul_at], NUL_MESSAGE))
     return errors
 
 

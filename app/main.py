@@ -7,8 +7,10 @@ from fastapi import FastAPI
 
 from app import __version__
 from app.api.body_limit import BodyLimitMiddleware
+from app.api.middleware import RequestContextMiddleware
 from app.api.problems import install_problem_handlers
-from app.api.routes import health, sessions
+from app.api.routes import health, operations, sessions
+from app.auth import ApiKeys
 from app.config import Settings, get_settings
 from app.db import migrations
 from app.db.database import Database
@@ -37,11 +39,14 @@ async def open_database(settings: Settings) -> Database:
 
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or get_settings()
+    # Read at construction, so a bad key configuration stops the start-up.
+    api_keys = ApiKeys.from_settings(settings.api_keys, settings.api_keys_file)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         database = await open_database(settings)
         app.state.service = SessionService(database)
+        app.state.api_keys = api_keys
         try:
             yield
         finally:
@@ -52,9 +57,15 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         version=__version__,
         description=DESCRIPTION,
         lifespan=lifespan,
+        docs_url=None,
+        redoc_url=None,
     )
+    # The last added middleware is the outermost: request context wraps all.
     app.add_middleware(BodyLimitMiddleware, max_body_bytes=settings.max_body_bytes)
+    app.add_middleware(RequestContextMiddleware)
     install_problem_handlers(app)
     app.include_router(sessions.router)
     app.include_router(health.router)
+    app.include_router(operations.router)
+    operations.install_offline_docs(app)
     return app

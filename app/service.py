@@ -14,13 +14,15 @@ from app.db.repository import SessionKey, SortOrder
 from app.errors import (
     BadRequest,
     EventIdConflict,
+    FieldError,
+    InvalidInput,
     SessionAlreadyExists,
     SessionNotFound,
     StaleSession,
 )
-from app.events import PreparedEvent, is_same_event, prepare_event
+from app.events import NUL_MESSAGE, PreparedEvent, is_same_event, prepare_event
 from app.pagination import decode_token, encode_token
-from app.state import StateDict, merge_scopes, split_delta
+from app.state import StateDict, find_nul_character, merge_scopes, split_delta
 
 SESSIONS_TOKEN = "sessions"
 EVENTS_TOKEN = "events"
@@ -80,6 +82,8 @@ class SessionService:
         self, app_name: str, user_id: str, session_id: str | None, state: StateDict | None
     ) -> SessionView:
         key = SessionKey(app_name, user_id, session_id or self.new_id())
+        if (nul_at := find_nul_character(state or {})) is not None:
+            raise InvalidInput([FieldError(["body", "state", *nul_at], NUL_MESSAGE)])
         delta = split_delta(state or {})
         now = self.clock()
         async with self.db.write() as connection:

@@ -58,3 +58,28 @@ def merge_scopes(
     for key, value in user_state.items():
         merged[USER_PREFIX + key] = value
     return merged
+
+
+def find_nul_character(
+    value: Any, path: tuple[str | int, ...] = ()
+) -> tuple[str | int, ...] | None:
+    """The path of the first string (key or value) holding U+0000, if any.
+
+    PostgreSQL's JSONB cannot store that character; refusing it everywhere
+    keeps the two backends' behaviour the same.
+    """
+    if isinstance(value, str):
+        return path if "\x00" in value else None
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if "\x00" in key:
+                return (*path, key)
+            found = find_nul_character(item, (*path, key))
+            if found is not None:
+                return found
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            found = find_nul_character(item, (*path, index))
+            if found is not None:
+                return found
+    return None

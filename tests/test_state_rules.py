@@ -104,3 +104,9 @@ def test_a_different_body_under_the_same_id_is_not_a_retry():
     first = fixed_event({"author": "a", "id": "e", "timestamp": 1.0})
     other = fixed_event({"author": "b", "id": "e", "timestamp": 1.0})
     assert not is_same_event(first.document, other)
+
+
+def test_nul_characters_in_state_are_refused_with_their_path():
+    with pytest.raises(InvalidInput) as raised:
+        fixed_event({"author": "a", "actions": {"stateDelta": {"k": ["ok", {"x": "a\x00b"}]}}})
+    assert raised.value.errors[0].loc == ["body", "actions", "stateDelta", "k", 1, "x"]

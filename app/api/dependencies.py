@@ -3,7 +3,9 @@
 from typing import Annotated
 
 from fastapi import Depends, Header, Path, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
+from app.auth import ApiKeys
 from app.db.repository import SessionKey
 from app.errors import BadRequest
 from app.schemas import IDENTIFIER_MAX_LENGTH, IDENTIFIER_PATTERN
@@ -59,3 +61,16 @@ def expected_revision(
 
 
 ExpectedRevisionDep = Annotated[int | None, Depends(expected_revision)]
+
+
+bearer_scheme = HTTPBearer(auto_error=False, description="An API key, when keys are configured.")
+
+
+def authorize(
+    request: Request,
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer_scheme)],
+) -> None:
+    api_keys: ApiKeys = request.app.state.api_keys
+    api_keys.authorize(
+        credentials.credentials if credentials else None, request.path_params.get("app_name")
+    )

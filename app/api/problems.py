@@ -11,7 +11,9 @@ from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from app import json_codec
-from app.errors import DatabaseUnavailable, InvalidInput, ServiceError
+from app.errors import DatabaseUnavailable, InvalidInput, ServiceError, Unauthorized
+from app.metrics import DB_ERRORS
+from app.observability import current_request_id
 
 logger = logging.getLogger("session_state")
 
@@ -37,6 +39,9 @@ def problem_response(
         "code": code,
         **extra,
     }
+    request_id = current_request_id.get()
+    if request_id is not None:
+        body["requestId"] = request_id
     return Response(
         json_codec.dumps(body), status_code=status, media_type=PROBLEM_MEDIA_TYPE, headers=headers
     )
@@ -49,6 +54,8 @@ def service_error_response(error: ServiceError) -> Response:
         extra["errors"] = [{"loc": e.loc, "msg": e.msg} for e in error.errors]
     if isinstance(error, DatabaseUnavailable):
         headers = {"Retry-After": RETRY_AFTER_SECONDS}
+    if isinstance(error, Unauthorized):
+        headers = {"WWW-Authenticate": "Bearer"}
     return problem_response(
         error.status, error.code, error.title, error.detail, headers=headers, **extra
     )
@@ -88,17 +95,20 @@ async def _on_database_error(_request: Request, error: Exception) -> Response:
         isinstance(error, DBAPIError) and error.connection_invalidated
     ):
         logger.warning("database unavailable: %s", type(error).__name__)
+        DB_ERRORS.labels("unavailable").inc()
         return service_error_response(DatabaseUnavailable("the database is unreachable"))
-    return await _on_unexpected_error(_request, error)
+    DB_ERRORS.labels("other").inc()
+    return unexpected_error_response(error)
 
 
 async def _on_connection_error(_request: Request, error: Exception) -> Response:
     logger.warning("database unavailable: %s", error)
+    DB_ERRORS.labels("unavailable").inc()
     return service_error_response(DatabaseUnavailable("the database is unreachable"))
 
 
-async def _on_unexpected_error(_request: Request, error: Exception) -> Response:
-    logger.exception("unexpected error", exc_info=error)
+def unexpected_error_response(error: BaseException) -> Response:
+    logger.error("unexpected error", exc_info=error)
     return problem_response(
         500, "internal_error", "Internal server error", "the server failed to handle the request"
     )
@@ -112,4 +122,5 @@ def install_problem_handlers(app: FastAPI) -> None:
     app.add_exception_handler(PoolTimeoutError, _on_database_error)
     app.add_exception_handler(ConnectionError, _on_connection_error)
     app.add_exception_handler(TimeoutError, _on_connection_error)
-    app.add_exception_handler(Exception, _on_unexpected_error)
+    # Any other exception becomes a 500 in RequestContextMiddleware, which
+    # still knows the request id.

@@ -8,14 +8,33 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from app import json_codec
 from app.config import Settings
+from app.metrics import DB_POOL_IN_USE
 
 WRITE_OPTION = "session_state_write"
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 
 
 def create_engine(settings: Settings) -> AsyncEngine:
-    if settings.is_sqlite:
-        return _create_sqlite_engine(settings)
+    engine = (
+        _create_sqlite_engine(settings)
+        if settings.is_sqlite
+        else _create_postgresql_engine(settings)
+    )
+    _count_connections_in_use(engine)
+    return engine
+
+
+def _count_connections_in_use(engine: AsyncEngine) -> None:
+    @event.listens_for(engine.sync_engine, "checkout")
+    def _on_checkout(*_arguments: Any) -> None:
+        DB_POOL_IN_USE.inc()
+
+    @event.listens_for(engine.sync_engine, "checkin")
+    def _on_checkin(*_arguments: Any) -> None:
+        DB_POOL_IN_USE.dec()
+
+
+def _create_postgresql_engine(settings: Settings) -> AsyncEngine:
     return create_async_engine(
         settings.database_url,
         pool_size=settings.db_pool_size,

@@ -2,19 +2,21 @@
 
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Body, Query, Request, Response
+from fastapi import APIRouter, Depends, Query, Request, Response
 
-from app import json_codec
 from app.api import rendering
+from app.api.bodies import documented_body, read_json, validate_body
 from app.api.dependencies import (
     AppName,
     ExpectedRevisionDep,
     ServiceDep,
     SessionKeyDep,
     UserId,
+    authorize,
 )
 from app.api.problems import PROBLEM_MEDIA_TYPE
-from app.errors import BadRequest
+from app.errors import ServiceError, StaleSession
+from app.metrics import APPENDS, EVENTS_STORED, STALE_REJECTIONS
 from app.schemas import (
     CreateSessionRequest,
     Event,
@@ -26,15 +28,22 @@ from app.schemas import (
     StateResponse,
 )
 
-router = APIRouter(tags=["sessions"])
+router = APIRouter(tags=["sessions"], dependencies=[Depends(authorize)])
 
 MAX_PAGE_SIZE = 1000
+_APPEND_RESULTS = {
+    "stale_session": "stale",
+    "event_id_conflict": "conflict",
+    "session_not_found": "not_found",
+}
 DEFAULT_PAGE_SIZE = 100
 
 
 def _problems(*statuses: int) -> dict[int | str, dict[str, Any]]:
     descriptions = {
         400: "Malformed JSON, If-Match or page token",
+        401: "API key missing or wrong (when keys are configured)",
+        403: "The API key is not allowed for this app",
         404: "Session not found",
         409: "Conflict",
         412: "The session is no longer at the If-Match revision",
@@ -48,7 +57,7 @@ def _problems(*statuses: int) -> dict[int | str, dict[str, Any]]:
             "description": descriptions[status],
             "content": {PROBLEM_MEDIA_TYPE: {"schema": {"$ref": "#/components/schemas/Problem"}}},
         }
-        for status in (*statuses, 422, 503)
+        for status in sorted({*statuses, 401, 403, 422, 503})
     }
 
 
@@ -69,16 +78,19 @@ AfterTimestamp = Annotated[
     status_code=201,
     response_model=Session,
     responses={201: {"headers": _ETAG_HEADER}, **_problems(400, 409)},
+    openapi_extra=documented_body(CreateSessionRequest, required=False),
     summary="Create a session",
 )
 async def create_session(
-    app_name: AppName,
-    user_id: UserId,
-    service: ServiceDep,
-    body: Annotated[CreateSessionRequest | None, Body()] = None,
+    app_name: AppName, user_id: UserId, request: Request, service: ServiceDep
 ) -> Response:
-    request = body or CreateSessionRequest()
-    session = await service.create_session(app_name, user_id, request.session_id, request.state)
+    document = await read_json(request)
+    body = (
+        CreateSessionRequest()
+        if document is None
+        else validate_body(CreateSessionRequest, document)
+    )
+    session = await service.create_session(app_name, user_id, body.session_id, body.state)
     return rendering.session_response(session, status_code=201)
 
 
@@ -171,18 +183,27 @@ async def append_event(
     service: ServiceDep,
     revision: ExpectedRevisionDep,
 ) -> Response:
+    document = await read_json(request)
     try:
-        document = json_codec.loads(await request.body())
-    except json_codec.InvalidJSON:
-        raise BadRequest("the body is not valid JSON") from None
-    outcome = await service.append_event(key, document, revision)
+        outcome = await service.append_event(key, document, revision)
+    except ServiceError as error:
+        APPENDS.labels(_APPEND_RESULTS.get(error.code, "invalid")).inc()
+        if isinstance(error, StaleSession):
+            STALE_REJECTIONS.inc()
+        raise
     if outcome.revision is None:
+        APPENDS.labels("partial").inc()
         return Response(
             outcome.event,
             status_code=200,
             media_type=rendering.JSON_MEDIA_TYPE,
             headers={"Session-State-Persisted": "false"},
         )
+    if outcome.created:
+        APPENDS.labels("stored").inc()
+        EVENTS_STORED.inc()
+    else:
+        APPENDS.labels("retry").inc()
     return Response(
         outcome.event,
         status_code=201 if outcome.created else 200,
@@ -195,15 +216,21 @@ async def append_event(
     "/apps/{app_name}/users/{user_id}/sessions/{session_id}",
     response_model=Session,
     responses={200: {"headers": _ETAG_HEADER}, **_problems(400, 404, 412)},
+    openapi_extra=documented_body(PatchSessionRequest, required=True),
     summary="Change state without running an agent (recorded as an event)",
 )
 async def patch_session(
     key: SessionKeyDep,
-    body: PatchSessionRequest,
+    request: Request,
     service: ServiceDep,
     revision: ExpectedRevisionDep,
 ) -> Response:
-    session = await service.patch_state(key, body.state_delta, revision)
+    body = validate_body(PatchSessionRequest, await read_json(request))
+    try:
+        session = await service.patch_state(key, body.state_delta, revision)
+    except StaleSession:
+        STALE_REJECTIONS.inc()
+        raise
     return rendering.session_response(session)
 
 

@@ -1,0 +1,53 @@
+"""Prometheus metrics. With several worker processes, prometheus_client's
+multiprocess mode (PROMETHEUS_MULTIPROC_DIR, set by `serve`) sums them."""
+
+import os
+
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+    multiprocess,
+)
+
+HTTP_REQUESTS = Counter(
+    "session_state_http_requests_total",
+    "HTTP requests by method, route template and status.",
+    ["method", "route", "status"],
+)
+HTTP_LATENCY = Histogram(
+    "session_state_http_request_duration_seconds",
+    "HTTP request latency by method, route template and status.",
+    ["method", "route", "status"],
+    buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0),
+)
+APPENDS = Counter(
+    "session_state_appends_total",
+    "Append requests by result: stored, retry, partial, stale, conflict, not_found.",
+    ["result"],
+)
+EVENTS_STORED = Counter("session_state_events_stored_total", "Events stored.")
+STALE_REJECTIONS = Counter(
+    "session_state_stale_rejections_total", "Writes refused with 412 stale_session."
+)
+DB_POOL_IN_USE = Gauge(
+    "session_state_db_pool_connections_in_use",
+    "Database connections checked out of the pool.",
+    multiprocess_mode="livesum",
+)
+DB_ERRORS = Counter(
+    "session_state_db_errors_total", "Database errors by kind: unavailable, other.", ["kind"]
+)
+
+
+def render_metrics() -> tuple[bytes, str]:
+    directory = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
+    if directory:
+        registry = CollectorRegistry()
+        # prometheus_client leaves this constructor unannotated.
+        multiprocess.MultiProcessCollector(registry, path=directory)  # type: ignore[no-untyped-call]
+        return generate_latest(registry), CONTENT_TYPE_LATEST
+    return generate_latest(), CONTENT_TYPE_LATEST

@@ -1,0 +1,75 @@
+"""Request ids and JSON logs.
+
+The request id lives in a context variable for the duration of a request, so
+every log line and every problem body of that request carries it.
+"""
+
+import json
+import logging
+import re
+import sys
+import time
+import uuid
+from contextvars import ContextVar
+from typing import Any
+
+REQUEST_ID_HEADER = "X-Request-ID"
+# Accept a caller's id only if it is short and printable: it ends up in logs.
+_ACCEPTABLE_REQUEST_ID = re.compile(r"^[A-Za-z0-9._:\-]{1,128}$")
+
+current_request_id: ContextVar[str | None] = ContextVar("current_request_id", default=None)
+
+
+def request_id_from(header_value: str | None) -> str:
+    if header_value and _ACCEPTABLE_REQUEST_ID.match(header_value):
+        return header_value
+    return uuid.uuid4().hex
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per line: time, level, logger, message, request id, extras."""
+
+    _RESERVED = set(logging.LogRecord("", 0, "", 0, "", (), None).__dict__) | {"message"}
+
+    def format(self, record: logging.LogRecord) -> str:
+        line: dict[str, Any] = {
+            "time": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created))
+            + f".{int(record.msecs):03d}Z",
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        request_id = current_request_id.get()
+        if request_id is not None:
+            line["request_id"] = request_id
+        for key, value in record.__dict__.items():
+            if key not in self._RESERVED and not key.startswith("_"):
+                line[key] = value
+        if record.exc_info:
+            line["exception"] = self.formatException(record.exc_info)
+        return json.dumps(line, default=str)
+
+
+def logging_config(level: str, json_logs: bool) -> dict[str, Any]:
+    """A dictConfig for our loggers and uvicorn's (whose access log we replace)."""
+    formatter = (
+        {"()": JsonFormatter} if json_logs else {"format": "%(levelname)s %(name)s %(message)s"}
+    )
+    return {
+        "version": 1,
+        "disable_existing_loggers": False,
+        "formatters": {"default": formatter},
+        "handlers": {
+            "default": {
+                "class": "logging.StreamHandler",
+                "formatter": "default",
+                "stream": sys.stderr,
+            }
+        },
+        "loggers": {
+            "session_state": {"handlers": ["default"], "level": level.upper(), "propagate": False},
+            "uvicorn": {"handlers": ["default"], "level": level.upper(), "propagate": False},
+            "uvicorn.error": {"level": level.upper()},
+            "uvicorn.access": {"handlers": [], "level": "WARNING", "propagate": False},
+        },
+    }
