@@ -1,0 +1,77 @@
+"""Request ids, metrics and readiness."""
+
+import re
+
+import pytest
+
+
+async def test_a_request_id_is_generated_and_echoed(client):
+    response = await client.get("/healthz")
+    assert re.fullmatch(r"[0-9a-f]{32}", response.headers["X-Request-ID"])
+
+
+async def test_a_given_request_id_is_echoed_in_header_and_problem_body(client):
+    response = await client.get(
+        "/apps/a/users/u/sessions/missing", headers={"X-Request-ID": "trace-42"}
+    )
+    assert response.status_code == 404
+    assert response.headers["X-Request-ID"] == "trace-42"
+    assert response.json()["requestId"] == "trace-42"
+
+
+async def test_an_unsafe_request_id_is_replaced(client):
+    response = await client.get("/healthz", headers={"X-Request-ID": "bad id\twith spaces"})
+    assert response.headers["X-Request-ID"] != "bad id\twith spaces"
+
+
+def _metric(text: str, name: str, **labels: str) -> float:
+    total = 0.0
+    for line in text.splitlines():
+        if not line.startswith(name + "{") and not line.startswith(name + " "):
+            continue
+        if all(f'{key}="{value}"' in line for key, value in labels.items()):
+            total += float(line.rsplit(" ", 1)[1])
+    return total
+
+
+async def test_metrics_count_requests_by_route_template_appends_and_stale_rejections(client):
+    before = (await client.get("/metrics")).text
+    created = await client.post("/apps/m/users/u/sessions", json={"sessionId": "s"})
+    path = "/apps/m/users/u/sessions/s/events"
+    await client.post(path, json={"author": "a", "id": "e1"})
+    await client.post(path, json={"author": "a", "id": "e1"})
+    stale = await client.post(
+        path, json={"author": "a"}, headers={"If-Match": created.headers["ETag"]}
+    )
+    assert stale.status_code == 412
+    after = (await client.get("/metrics")).text
+
+    def grew(name: str, **labels: str) -> float:
+        return _metric(after, name, **labels) - _metric(before, name, **labels)
+
+    template = "/apps/{app_name}/users/{user_id}/sessions/{session_id}/events"
+    assert grew("session_state_http_requests_total", route=template, status="201") == 1
+    assert grew("session_state_http_requests_total", route=template, status="412") == 1
+    assert grew("session_state_http_request_duration_seconds_count", route=template) == 3
+    assert grew("session_state_appends_total", result="stored") == 1
+    assert grew("session_state_appends_total", result="retry") == 1
+    assert grew("session_state_events_stored_total") == 1
+    assert grew("session_state_stale_rejections_total") == 1
+    assert "session_state_db_pool_connections_in_use" in after
+    assert "session_state_db_errors_total" in after or "# HELP session_state_db_errors" in after
+
+
+async def test_readiness_reports_a_reachable_current_database(client):
+    response = await client.get("/readyz")
+    assert response.status_code == 200
+
+
+@pytest.mark.parametrize("path", ["/docs", "/redoc"])
+async def test_docs_pages_load_their_assets_from_this_server(client, path):
+    page = (await client.get(path)).text
+    assets = re.findall(r'(?:src|href)="([^"]+)"', page)
+    assert assets, page
+    for asset in assets:
+        assert asset.startswith("/"), f"{asset} is not served by this server"
+        assert (await client.get(asset)).status_code == 200
+    assert "cdn" not in page.lower() and "googleapis" not in page
