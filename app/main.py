@@ -15,6 +15,7 @@ from app.config import Settings, get_settings
 from app.db import migrations
 from app.db.database import Database
 from app.db.engine import create_engine
+from app.db.postgresql_hot_path import PostgresHotPath
 from app.service import SessionService
 
 DESCRIPTION = (
@@ -31,10 +32,17 @@ async def open_database(settings: Settings) -> Database:
         if settings.is_sqlite:
             await migrations.upgrade(engine)
         await migrations.require_current_schema(engine)
+        hot_path = None
+        if not settings.is_sqlite:
+            hot_path = await PostgresHotPath.connect(
+                settings.database_url,
+                max_size=settings.db_pool_size,
+                connect_timeout=settings.db_timeout_seconds,
+            )
     except BaseException:
         await engine.dispose()
         raise
-    return Database(engine)
+    return Database(engine, hot_path)
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:

@@ -7,7 +7,6 @@ every log line and every problem body of that request carries it.
 import json
 import logging
 import re
-import sys
 import time
 import uuid
 from contextvars import ContextVar
@@ -63,7 +62,7 @@ def logging_config(level: str, json_logs: bool) -> dict[str, Any]:
             "default": {
                 "class": "logging.StreamHandler",
                 "formatter": "default",
-                "stream": sys.stderr,
+                "stream": "ext://sys.stderr",
             }
         },
         "loggers": {

@@ -30,13 +30,14 @@ EVENTS_TOKEN = "events"
 
 @dataclass(frozen=True)
 class SessionView:
-    """A session as a reader sees it; events are stored JSON texts."""
+    """A session as a reader sees it; `events_json` is the stored event JSON
+    texts joined by commas (empty for none)."""
 
     id: str
     app_name: str
     user_id: str
     state: StateDict
-    events: list[str]
+    events_json: str
     last_update_time: float
     revision: int
 
@@ -98,7 +99,7 @@ class SessionService:
             app_name=app_name,
             user_id=user_id,
             state=merge_scopes(delta.session, app_state, user_state),
-            events=[],
+            events_json="",
             last_update_time=now,
             revision=0,
         )
@@ -109,23 +110,23 @@ class SessionService:
         num_recent_events: int | None = None,
         after_timestamp: float | None = None,
     ) -> SessionView:
-        async with self.db.read() as connection:
-            session = await repository.read_session(connection, key)
-            if session is None:
-                raise SessionNotFound(f"session {key.session_id!r} not found")
-            # Events up to the revision read above, so the events, the state
-            # and the ETag describe the same moment even while writers append.
-            events = await repository.read_recent_events(
-                connection, key, session.revision, num_recent_events, after_timestamp
-            )
-            app_state = await repository.read_app_state(connection, key.app_name)
-            user_state = await repository.read_user_state(connection, key.app_name, key.user_id)
+        snapshot: repository.SessionSnapshot | None
+        if self.db.hot_path is not None:
+            snapshot = await self.db.hot_path.read_snapshot(key, num_recent_events, after_timestamp)
+        else:
+            async with self.db.read() as connection:
+                snapshot = await repository.read_snapshot(
+                    connection, key, num_recent_events, after_timestamp
+                )
+        if snapshot is None:
+            raise SessionNotFound(f"session {key.session_id!r} not found")
+        session = snapshot.session
         return SessionView(
             id=key.session_id,
             app_name=key.app_name,
             user_id=key.user_id,
-            state=merge_scopes(session.state, app_state, user_state),
-            events=events,
+            state=merge_scopes(session.state, snapshot.app_state, snapshot.user_state),
+            events_json=snapshot.events_json,
             last_update_time=session.update_time,
             revision=session.revision,
         )
@@ -158,7 +159,7 @@ class SessionService:
                 app_name=app_name,
                 user_id=row.user_id,
                 state=merge_scopes(row.state, app_state, user_states[row.user_id]),
-                events=[],
+                events_json="",
                 last_update_time=row.update_time,
                 revision=row.revision,
             )
@@ -181,14 +182,22 @@ class SessionService:
         prepared = prepare_event(document, now=self.clock, new_id=self.new_id)
         if prepared.partial:
             return AppendOutcome(json_codec.dumps_text(document), None, created=False)
-        async with self.db.single_statement_write() as connection:
-            try:
-                revision = await repository.append_event(
-                    connection, key, prepared.record, expected_revision
-                )
-            except repository.AppendNotApplied:
+        try:
+            revision = await self._store_event(key, prepared, expected_revision)
+        except repository.AppendNotApplied:
+            async with self.db.read() as connection:
                 return await self._explain_unapplied_append(connection, key, prepared)
         return AppendOutcome(prepared.record.data, revision, created=True)
+
+    async def _store_event(
+        self, key: SessionKey, prepared: PreparedEvent, expected_revision: int | None
+    ) -> int:
+        if self.db.hot_path is not None:
+            return await self.db.hot_path.append_event(key, prepared.record, expected_revision)
+        async with self.db.write() as connection:
+            return await repository.append_event(
+                connection, key, prepared.record, expected_revision
+            )
 
     async def _explain_unapplied_append(
         self, connection: Any, key: SessionKey, prepared: PreparedEvent

@@ -65,3 +65,18 @@ def test_openapi_command_prints_the_spec():
     result = _run("openapi")
     assert result.returncode == 0
     assert "/apps/{app_name}/users/{user_id}/sessions" in json.loads(result.stdout)["paths"]
+
+
+def test_serve_with_several_workers_shares_one_database(tmp_path):
+    url = f"sqlite+aiosqlite:///{tmp_path / 'workers.db'}"
+    server = ServerProcess(url, SESSION_STATE_WORKERS="2").start()
+    try:
+        for index in range(6):
+            created = httpx.post(f"{server.base_url}/apps/a/users/u/sessions", json={})
+            assert created.status_code == 201
+        listed = httpx.get(f"{server.base_url}/apps/a/users/u/sessions").json()
+        assert len(listed["sessions"]) == 6
+        metrics = httpx.get(f"{server.base_url}/metrics").text
+        assert "session_state_http_requests_total" in metrics
+    finally:
+        server.stop()

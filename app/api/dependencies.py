@@ -12,7 +12,7 @@ from app.schemas import IDENTIFIER_MAX_LENGTH, IDENTIFIER_PATTERN
 from app.service import SessionService
 
 
-def get_service(request: Request) -> SessionService:
+async def get_service(request: Request) -> SessionService:
     service: SessionService = request.app.state.service
     return service
 
@@ -34,14 +34,14 @@ UserId = Annotated[str, _identifier("User id.")]
 SessionId = Annotated[str, _identifier("Session id.")]
 
 
-def session_key(app_name: AppName, user_id: UserId, session_id: SessionId) -> SessionKey:
+async def session_key(app_name: AppName, user_id: UserId, session_id: SessionId) -> SessionKey:
     return SessionKey(app_name, user_id, session_id)
 
 
 SessionKeyDep = Annotated[SessionKey, Depends(session_key)]
 
 
-def expected_revision(
+async def expected_revision(
     if_match: Annotated[
         str | None,
         Header(
@@ -66,7 +66,7 @@ ExpectedRevisionDep = Annotated[int | None, Depends(expected_revision)]
 bearer_scheme = HTTPBearer(auto_error=False, description="An API key, when keys are configured.")
 
 
-def authorize(
+async def authorize(
     request: Request,
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer_scheme)],
 ) -> None:

@@ -3,6 +3,7 @@
 import logging
 from typing import Any
 
+import asyncpg
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import Response
@@ -121,6 +122,11 @@ def install_problem_handlers(app: FastAPI) -> None:
     app.add_exception_handler(DBAPIError, _on_database_error)
     app.add_exception_handler(PoolTimeoutError, _on_database_error)
     app.add_exception_handler(ConnectionError, _on_connection_error)
+    # asyncpg's own errors, from the PostgreSQL hot path: connection lost or
+    # refused, or the server shutting down or starting up.
+    app.add_exception_handler(asyncpg.PostgresConnectionError, _on_connection_error)
+    app.add_exception_handler(asyncpg.InterfaceError, _on_connection_error)
+    app.add_exception_handler(asyncpg.exceptions.OperatorInterventionError, _on_connection_error)
     app.add_exception_handler(TimeoutError, _on_connection_error)
     # Any other exception becomes a 500 in RequestContextMiddleware, which
     # still knows the request id.

@@ -6,16 +6,33 @@ from contextlib import asynccontextmanager
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from app.db.engine import WRITE_OPTION
+from app.db.postgresql_hot_path import PostgresHotPath
 
 
 class Database:
-    def __init__(self, engine: AsyncEngine) -> None:
+    """SQLAlchemy for everything, plus asyncpg for the hot path on PostgreSQL."""
+
+    def __init__(self, engine: AsyncEngine, hot_path: PostgresHotPath | None = None) -> None:
         self.engine = engine
+        self.hot_path = hot_path
         self.is_postgresql = engine.dialect.name == "postgresql"
 
     @asynccontextmanager
     async def read(self) -> AsyncIterator[AsyncConnection]:
+        """For reads. On PostgreSQL every statement runs by itself (autocommit),
+        which saves the BEGIN and COMMIT round trips; the queries are written to
+        be consistent on their own. On SQLite, a transaction (one snapshot)."""
+        if self.is_postgresql:
+            async with self._autocommit() as connection:
+                yield connection
+            return
         async with self.engine.connect() as connection, connection.begin():
+            yield connection
+
+    @asynccontextmanager
+    async def _autocommit(self) -> AsyncIterator[AsyncConnection]:
+        async with self.engine.connect() as connection:
+            await connection.execution_options(isolation_level="AUTOCOMMIT")
             yield connection
 
     @asynccontextmanager
@@ -26,21 +43,7 @@ class Database:
             async with connection.begin():
                 yield connection
 
-    @asynccontextmanager
-    async def single_statement_write(self) -> AsyncIterator[AsyncConnection]:
-        """For a write that one statement makes atomic by itself.
-
-        On PostgreSQL that statement runs in autocommit: no BEGIN and COMMIT
-        round trips. SQLite has no such statement here, so it gets a write
-        transaction.
-        """
-        if not self.is_postgresql:
-            async with self.write() as connection:
-                yield connection
-            return
-        async with self.engine.connect() as connection:
-            await connection.execution_options(isolation_level="AUTOCOMMIT")
-            yield connection
-
     async def dispose(self) -> None:
+        if self.hot_path is not None:
+            await self.hot_path.close()
         await self.engine.dispose()

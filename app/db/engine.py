@@ -40,7 +40,6 @@ def _create_postgresql_engine(settings: Settings) -> AsyncEngine:
         pool_size=settings.db_pool_size,
         max_overflow=settings.db_max_overflow,
         pool_timeout=settings.db_timeout_seconds,
-        pool_pre_ping=True,
         json_serializer=json_codec.dumps_text,
         json_deserializer=json_codec.loads,
         connect_args={

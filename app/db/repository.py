@@ -5,13 +5,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from sqlalchemy import bindparam, delete, func, select, text, tuple_
+from sqlalchemy import delete, func, select, tuple_
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from app.db.tables import JsonDocument, app_states, events, sessions, user_states
+from app.db.tables import app_states, events, sessions, user_states
 from app.state import ScopedDelta, StateDict, apply_delta
 
 SortOrder = Literal["asc", "desc"]
@@ -238,6 +237,38 @@ def _events_of(key: SessionKey) -> list[Any]:
     ]
 
 
+@dataclass(frozen=True)
+class SessionSnapshot:
+    """A session, its scopes' state and its events (JSON texts joined by commas)."""
+
+    session: SessionRow
+    app_state: StateDict
+    user_state: StateDict
+    events_json: str
+
+
+async def read_snapshot(
+    connection: AsyncConnection,
+    key: SessionKey,
+    limit: int | None,
+    after_timestamp: float | None,
+) -> SessionSnapshot | None:
+    """Everything a session read returns (the SQLAlchemy path, used on SQLite;
+    PostgreSQL reads through `PostgresHotPath`). Events are those up to the
+    revision read with the session row, so events, state and ETag describe one
+    moment."""
+    found = await read_session(connection, key)
+    if found is None:
+        return None
+    events = await read_recent_events(connection, key, found.revision, limit, after_timestamp)
+    return SessionSnapshot(
+        found,
+        await read_app_state(connection, key.app_name),
+        await read_user_state(connection, key.app_name, key.user_id),
+        ",".join(events),
+    )
+
+
 async def read_recent_events(
     connection: AsyncConnection,
     key: SessionKey,
@@ -306,111 +337,13 @@ async def count_events(connection: AsyncConnection, key: SessionKey) -> int:
 async def append_event(
     connection: AsyncConnection, key: SessionKey, event: NewEvent, expected_revision: int | None
 ) -> int:
-    """Stores the event and applies its delta; returns the new revision.
+    """Stores the event and applies its delta; returns the new revision. The
+    SQLAlchemy path, used on SQLite (PostgreSQL appends through
+    `PostgresHotPath`).
 
     Raises AppendNotApplied, with nothing written, when the session is missing,
     is not at `expected_revision`, or already holds an event with this id.
     """
-    if _is_postgresql(connection):
-        return await _append_event_postgresql(connection, key, event, expected_revision)
-    return await _append_event_sqlite(connection, key, event, expected_revision)
-
-
-def _postgresql_append_statement(with_app: bool, with_user: bool) -> Any:
-    # One statement, one round trip: the session row is locked and bumped
-    # first, every other write joins on its result, so a missing or stale
-    # session writes nothing, and state merges happen inside PostgreSQL.
-    parts = [
-        """
-        WITH bumped AS (
-            UPDATE sessions
-               SET state = state || CAST(:session_delta AS jsonb),
-                   revision = revision + 1,
-                   update_time = :timestamp
-             WHERE app_name = :app_name AND user_id = :user_id AND id = :session_id
-               AND (CAST(:expected_revision AS bigint) IS NULL
-                    OR revision = CAST(:expected_revision AS bigint))
-         RETURNING revision
-        ), stored AS (
-            INSERT INTO events (app_name, user_id, session_id, seq, id, invocation_id,
-                                author, timestamp, data)
-            SELECT :app_name, :user_id, :session_id, revision, :event_id, :invocation_id,
-                   :author, :timestamp, :data
-              FROM bumped
-         RETURNING seq
-        )"""
-    ]
-    if with_app:
-        parts.append(
-            """, app_written AS (
-            INSERT INTO app_states (app_name, key, value)
-            SELECT :app_name, delta.key, delta.value
-              FROM bumped, jsonb_each(CAST(:app_delta AS jsonb)) AS delta
-             ORDER BY delta.key
-            ON CONFLICT (app_name, key) DO UPDATE SET value = EXCLUDED.value
-        )"""
-        )
-    if with_user:
-        parts.append(
-            """, user_written AS (
-            INSERT INTO user_states (app_name, user_id, key, value)
-            SELECT :app_name, :user_id, delta.key, delta.value
-              FROM bumped, jsonb_each(CAST(:user_delta AS jsonb)) AS delta
-             ORDER BY delta.key
-            ON CONFLICT (app_name, user_id, key) DO UPDATE SET value = EXCLUDED.value
-        )"""
-        )
-    parts.append("\nSELECT seq FROM stored")
-    json_parameters = ["session_delta"]
-    json_parameters += ["app_delta"] if with_app else []
-    json_parameters += ["user_delta"] if with_user else []
-    return text("".join(parts)).bindparams(
-        *(bindparam(name, type_=JsonDocument) for name in json_parameters)
-    )
-
-
-_POSTGRESQL_APPEND_STATEMENTS = {
-    (with_app, with_user): _postgresql_append_statement(with_app, with_user)
-    for with_app in (False, True)
-    for with_user in (False, True)
-}
-
-
-async def _append_event_postgresql(
-    connection: AsyncConnection, key: SessionKey, event: NewEvent, expected_revision: int | None
-) -> int:
-    delta = event.delta
-    statement = _POSTGRESQL_APPEND_STATEMENTS[(bool(delta.app), bool(delta.user))]
-    parameters: dict[str, Any] = {
-        "app_name": key.app_name,
-        "user_id": key.user_id,
-        "session_id": key.session_id,
-        "session_delta": delta.session,
-        "expected_revision": expected_revision,
-        "timestamp": event.timestamp,
-        "event_id": event.id,
-        "invocation_id": event.invocation_id,
-        "author": event.author,
-        "data": event.data,
-    }
-    if delta.app:
-        parameters["app_delta"] = delta.app
-    if delta.user:
-        parameters["user_delta"] = delta.user
-    # Run outside an explicit transaction: the statement is atomic by itself.
-    try:
-        result = await connection.execute(statement, parameters)
-        revision = result.scalar_one_or_none()
-    except IntegrityError as error:
-        raise AppendNotApplied("event id already stored") from error
-    if revision is None:
-        raise AppendNotApplied("session missing or stale")
-    return int(revision)
-
-
-async def _append_event_sqlite(
-    connection: AsyncConnection, key: SessionKey, event: NewEvent, expected_revision: int | None
-) -> int:
     # The transaction began with BEGIN IMMEDIATE: this connection holds the
     # database's write lock, so reading and writing back the session state in
     # Python cannot lose a concurrent update.
