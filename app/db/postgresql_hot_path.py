@@ -87,6 +87,13 @@ async def _use_json_codecs(connection: asyncpg.Connection) -> None:
         )
 
 
+async def _skip_session_reset(_connection: asyncpg.Connection) -> None:
+    """Replaces asyncpg's reset on release (RESET ALL, UNLISTEN *, ...: one
+    more round trip per request). The hot path sets no session state, listens
+    to nothing and takes no advisory locks; an open transaction, if any, is
+    still rolled back by asyncpg before this is called."""
+
+
 class PostgresHotPath:
     def __init__(self, pool: asyncpg.Pool) -> None:
         self.pool = pool
@@ -102,6 +109,7 @@ class PostgresHotPath:
             timeout=connect_timeout,
             command_timeout=max(connect_timeout, 30.0),
             init=_use_json_codecs,
+            reset=_skip_session_reset,
             server_settings={"application_name": "session-state"},
         )
         return cls(pool)
