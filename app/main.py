@@ -2,10 +2,12 @@
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 from fastapi import FastAPI
 
 from app import __version__
+from app.api.authentication import ApiKeyMiddleware, document_bearer_security
 from app.api.body_limit import BodyLimitMiddleware
 from app.api.middleware import RequestContextMiddleware
 from app.api.problems import install_problem_handlers
@@ -54,7 +56,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         database = await open_database(settings)
         app.state.service = SessionService(database)
-        app.state.api_keys = api_keys
         try:
             yield
         finally:
@@ -70,10 +71,18 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     # The last added middleware is the outermost: request context wraps all.
     app.add_middleware(BodyLimitMiddleware, max_body_bytes=settings.max_body_bytes)
+    app.add_middleware(ApiKeyMiddleware, api_keys=api_keys)
     app.add_middleware(RequestContextMiddleware)
     install_problem_handlers(app)
     app.include_router(sessions.router)
     app.include_router(health.router)
     app.include_router(operations.router)
     operations.install_offline_docs(app)
+
+    def openapi_with_security() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            app.openapi_schema = document_bearer_security(FastAPI.openapi(app))
+        return app.openapi_schema
+
+    app.openapi = openapi_with_security  # type: ignore[method-assign]  # FastAPI's documented override
     return app

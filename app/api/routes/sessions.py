@@ -2,19 +2,20 @@
 
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Depends, Query, Request, Response
+from fastapi import APIRouter, Query, Request, Response
 
 from app.api import rendering
 from app.api.bodies import documented_body, read_json, validate_body
 from app.api.dependencies import (
     AppName,
-    ExpectedRevisionDep,
-    ServiceDep,
-    SessionKeyDep,
+    IfMatch,
+    SessionId,
     UserId,
-    authorize,
+    expected_revision,
+    service_of,
 )
 from app.api.problems import PROBLEM_MEDIA_TYPE
+from app.db.repository import SessionKey
 from app.errors import ServiceError, StaleSession
 from app.metrics import APPENDS, EVENTS_STORED, STALE_REJECTIONS
 from app.schemas import (
@@ -28,7 +29,7 @@ from app.schemas import (
     StateResponse,
 )
 
-router = APIRouter(tags=["sessions"], dependencies=[Depends(authorize)])
+router = APIRouter(tags=["sessions"])
 
 MAX_PAGE_SIZE = 1000
 _APPEND_RESULTS = {
@@ -81,9 +82,8 @@ AfterTimestamp = Annotated[
     openapi_extra=documented_body(CreateSessionRequest, required=False),
     summary="Create a session",
 )
-async def create_session(
-    app_name: AppName, user_id: UserId, request: Request, service: ServiceDep
-) -> Response:
+async def create_session(app_name: AppName, user_id: UserId, request: Request) -> Response:
+    service = service_of(request)
     document = await read_json(request)
     body = (
         CreateSessionRequest()
@@ -101,14 +101,17 @@ async def create_session(
     summary="Get a session with its events and merged state",
 )
 async def get_session(
-    key: SessionKeyDep,
-    service: ServiceDep,
+    app_name: AppName,
+    user_id: UserId,
+    session_id: SessionId,
+    request: Request,
     num_recent_events: Annotated[
         int | None, Query(alias="numRecentEvents", ge=0, description="Only the last n events.")
     ] = None,
     after_timestamp: AfterTimestamp = None,
 ) -> Response:
-    session = await service.get_session(key, num_recent_events, after_timestamp)
+    key = SessionKey(app_name, user_id, session_id)
+    session = await service_of(request).get_session(key, num_recent_events, after_timestamp)
     return rendering.session_response(session)
 
 
@@ -121,11 +124,11 @@ async def get_session(
 async def list_user_sessions(
     app_name: AppName,
     user_id: UserId,
-    service: ServiceDep,
+    request: Request,
     page_size: PageSize = DEFAULT_PAGE_SIZE,
     page_token: PageToken = None,
 ) -> Response:
-    page = await service.list_sessions(app_name, user_id, page_size, page_token)
+    page = await service_of(request).list_sessions(app_name, user_id, page_size, page_token)
     return rendering.session_list_response(page.sessions, page.next_page_token)
 
 
@@ -137,11 +140,11 @@ async def list_user_sessions(
 )
 async def list_app_sessions(
     app_name: AppName,
-    service: ServiceDep,
+    request: Request,
     page_size: PageSize = DEFAULT_PAGE_SIZE,
     page_token: PageToken = None,
 ) -> Response:
-    page = await service.list_sessions(app_name, None, page_size, page_token)
+    page = await service_of(request).list_sessions(app_name, None, page_size, page_token)
     return rendering.session_list_response(page.sessions, page.next_page_token)
 
 
@@ -151,8 +154,10 @@ async def list_app_sessions(
     responses=_problems(404),
     summary="Delete a session and its events",
 )
-async def delete_session(key: SessionKeyDep, service: ServiceDep) -> Response:
-    await service.delete_session(key)
+async def delete_session(
+    app_name: AppName, user_id: UserId, session_id: SessionId, request: Request
+) -> Response:
+    await service_of(request).delete_session(SessionKey(app_name, user_id, session_id))
     return Response(status_code=204)
 
 
@@ -178,14 +183,17 @@ async def delete_session(key: SessionKeyDep, service: ServiceDep) -> Response:
     summary="Append an event, applying its state delta",
 )
 async def append_event(
-    key: SessionKeyDep,
+    app_name: AppName,
+    user_id: UserId,
+    session_id: SessionId,
     request: Request,
-    service: ServiceDep,
-    revision: ExpectedRevisionDep,
+    if_match: IfMatch = None,
 ) -> Response:
+    key = SessionKey(app_name, user_id, session_id)
+    revision = expected_revision(if_match)
     document = await read_json(request)
     try:
-        outcome = await service.append_event(key, document, revision)
+        outcome = await service_of(request).append_event(key, document, revision)
     except ServiceError as error:
         APPENDS.labels(_APPEND_RESULTS.get(error.code, "invalid")).inc()
         if isinstance(error, StaleSession):
@@ -220,14 +228,17 @@ async def append_event(
     summary="Change state without running an agent (recorded as an event)",
 )
 async def patch_session(
-    key: SessionKeyDep,
+    app_name: AppName,
+    user_id: UserId,
+    session_id: SessionId,
     request: Request,
-    service: ServiceDep,
-    revision: ExpectedRevisionDep,
+    if_match: IfMatch = None,
 ) -> Response:
+    key = SessionKey(app_name, user_id, session_id)
+    revision = expected_revision(if_match)
     body = validate_body(PatchSessionRequest, await read_json(request))
     try:
-        session = await service.patch_state(key, body.state_delta, revision)
+        session = await service_of(request).patch_state(key, body.state_delta, revision)
     except StaleSession:
         STALE_REJECTIONS.inc()
         raise
@@ -241,14 +252,17 @@ async def patch_session(
     summary="Page through a session's event history",
 )
 async def list_events(
-    key: SessionKeyDep,
-    service: ServiceDep,
+    app_name: AppName,
+    user_id: UserId,
+    session_id: SessionId,
+    request: Request,
     order: Literal["asc", "desc"] = "asc",
     page_size: PageSize = DEFAULT_PAGE_SIZE,
     page_token: PageToken = None,
     after_timestamp: AfterTimestamp = None,
 ) -> Response:
-    page = await service.list_events(key, order, page_size, page_token, after_timestamp)
+    key = SessionKey(app_name, user_id, session_id)
+    page = await service_of(request).list_events(key, order, page_size, page_token, after_timestamp)
     return rendering.event_list_response(page.events, page.next_page_token)
 
 
@@ -258,8 +272,9 @@ async def list_events(
     responses=_problems(),
     summary="A user's state in an app (keys without the user: prefix)",
 )
-async def get_user_state(app_name: AppName, user_id: UserId, service: ServiceDep) -> Response:
-    return rendering.json_response({"state": await service.get_user_state(app_name, user_id)})
+async def get_user_state(app_name: AppName, user_id: UserId, request: Request) -> Response:
+    state = await service_of(request).get_user_state(app_name, user_id)
+    return rendering.json_response({"state": state})
 
 
 @router.get(
@@ -268,5 +283,5 @@ async def get_user_state(app_name: AppName, user_id: UserId, service: ServiceDep
     responses=_problems(),
     summary="An app's state (keys without the app: prefix)",
 )
-async def get_app_state(app_name: AppName, service: ServiceDep) -> Response:
-    return rendering.json_response({"state": await service.get_app_state(app_name)})
+async def get_app_state(app_name: AppName, request: Request) -> Response:
+    return rendering.json_response({"state": await service_of(request).get_app_state(app_name)})

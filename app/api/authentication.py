@@ -1,0 +1,60 @@
+"""API keys checked once per request, before routing and validation, for every
+path under /apps/{app_name}; health, readiness, metrics and docs stay open."""
+
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from app.api.problems import service_error_response
+from app.auth import ApiKeys
+from app.errors import ServiceError
+
+PROTECTED_PREFIX = "/apps/"
+_AUTHORIZATION = b"authorization"
+
+
+def _bearer_token(scope: Scope) -> str | None:
+    for name, value in scope["headers"]:
+        if name == _AUTHORIZATION:
+            header: str = value.decode("latin-1")
+            scheme, _, token = header.partition(" ")
+            if scheme.lower() == "bearer" and token.strip():
+                return token.strip()
+            return None
+    return None
+
+
+class ApiKeyMiddleware:
+    def __init__(self, app: ASGIApp, api_keys: ApiKeys) -> None:
+        self.app = app
+        self.api_keys = api_keys
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if (
+            scope["type"] == "http"
+            and self.api_keys.enabled
+            and scope["path"].startswith(PROTECTED_PREFIX)
+        ):
+            app_name = scope["path"][len(PROTECTED_PREFIX) :].split("/", 1)[0]
+            try:
+                self.api_keys.authorize(_bearer_token(scope), app_name)
+            except ServiceError as error:
+                await service_error_response(error)(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
+def document_bearer_security(schema: dict[str, object]) -> dict[str, object]:
+    """Adds the API key scheme to an OpenAPI document, on every /apps/ operation."""
+    components = schema.setdefault("components", {})
+    assert isinstance(components, dict)
+    components.setdefault("securitySchemes", {})["ApiKey"] = {
+        "type": "http",
+        "scheme": "bearer",
+        "description": "An API key, when keys are configured (SESSION_STATE_API_KEYS).",
+    }
+    paths = schema.get("paths", {})
+    assert isinstance(paths, dict)
+    for path, operations in paths.items():
+        if path.startswith(PROTECTED_PREFIX):
+            for operation in operations.values():
+                operation["security"] = [{"ApiKey": []}]
+    return schema
