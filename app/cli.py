@@ -6,6 +6,7 @@ import json
 import logging
 import logging.config
 import os
+import shutil
 import sys
 import tempfile
 
@@ -46,16 +47,16 @@ async def _prepare(settings: Settings) -> None:
 
 
 def serve(arguments: argparse.Namespace) -> int:
-    import uvicorn
-
     from app.db.migrations import SchemaNotCurrent
 
     settings = _settings_from(arguments)
     logging.config.dictConfig(logging_config(settings.log_level, settings.log_format == "json"))
     _warn_if_open_to_the_network(settings)
+    metrics_directory = None
     if settings.workers > 1 and "PROMETHEUS_MULTIPROC_DIR" not in os.environ:
         # Workers write their metrics here, so /metrics sums every process.
-        os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="session-state-metrics-")
+        metrics_directory = tempfile.mkdtemp(prefix="session-state-metrics-")
+        os.environ["PROMETHEUS_MULTIPROC_DIR"] = metrics_directory
     try:
         # Migrate (SQLite) or check (PostgreSQL) once, before any worker starts.
         asyncio.run(_prepare(settings))
@@ -65,6 +66,17 @@ def serve(arguments: argparse.Namespace) -> int:
     except (OSError, ConnectionError) as error:
         print(f"session-state: cannot reach the database: {error}", file=sys.stderr)
         return 2
+    try:
+        _run_uvicorn(settings)
+    finally:
+        if metrics_directory is not None:
+            shutil.rmtree(metrics_directory, ignore_errors=True)
+    return 0
+
+
+def _run_uvicorn(settings: Settings) -> None:
+    import uvicorn
+
     uvicorn.run(
         "app.main:create_app",
         factory=True,
@@ -76,7 +88,6 @@ def serve(arguments: argparse.Namespace) -> int:
         access_log=False,  # RequestContextMiddleware logs each request, with its id
         timeout_graceful_shutdown=30,
     )
-    return 0
 
 
 def migrate(arguments: argparse.Namespace) -> int:
