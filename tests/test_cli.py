@@ -71,7 +71,7 @@ def test_serve_with_several_workers_shares_one_database(tmp_path):
     url = f"sqlite+aiosqlite:///{tmp_path / 'workers.db'}"
     server = ServerProcess(url, SESSION_STATE_WORKERS="2").start()
     try:
-        for index in range(6):
+        for _ in range(6):
             created = httpx.post(f"{server.base_url}/apps/a/users/u/sessions", json={})
             assert created.status_code == 201
         listed = httpx.get(f"{server.base_url}/apps/a/users/u/sessions").json()
