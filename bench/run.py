@@ -1,0 +1,449 @@
+"""Benchmark session-state against ADK's DatabaseSessionService and the asyncpg
+floor, side by side in one run on one PostgreSQL.
+
+    python -m bench.run            # full sizes, 3 repetitions
+    python -m bench.run --quick    # small sizes, 1 repetition (CI)
+
+Writes bench/results/<name>.json, .md (table) and .png (chart).
+"""
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+import httpx
+
+from bench import report, seed
+from bench.events import event_document, hot_delta, spread_delta
+from bench.targets import AdkTarget, FloorTarget, HttpTarget, Target
+
+RESULTS = Path(__file__).parent / "results"
+ADMIN_DSN = os.environ.get("BENCH_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
+
+
+@dataclass(frozen=True)
+class Sizes:
+    repetitions: int
+    sessions: int
+    users: int
+    events_per_session: int
+    sequential_appends: int
+    history_lengths: tuple[int, ...]
+    read_samples: int
+    listed_sessions: int
+    list_users: int
+    list_samples: int
+    racing_creations: int
+
+
+FULL = Sizes(3, 50, 10, 40, 2000, (100, 1_000, 10_000, 100_000), 200, 100_000, 100, 30, 50)
+QUICK = Sizes(1, 8, 2, 5, 50, (100, 1_000), 20, 2_000, 2, 3, 10)
+
+
+def percentile(values: list[float], fraction: float) -> float:
+    ordered = sorted(values)
+    index = min(len(ordered) - 1, max(0, round(fraction * (len(ordered) - 1))))
+    return ordered[index]
+
+
+def latency_summary(latencies: list[float]) -> dict[str, float]:
+    return {
+        "p50_ms": percentile(latencies, 0.5) * 1000,
+        "p99_ms": percentile(latencies, 0.99) * 1000,
+    }
+
+
+async def timed(call: Callable[[], Awaitable[Any]], latencies: list[float]) -> Any:
+    started = time.perf_counter()
+    result = await call()
+    latencies.append(time.perf_counter() - started)
+    return result
+
+
+# -- databases and the server --------------------------------------------------
+
+
+async def create_database(prefix: str) -> str:
+    name = f"{prefix}_{uuid.uuid4().hex[:8]}"
+    connection = await asyncpg.connect(ADMIN_DSN)
+    try:
+        await connection.execute(f'CREATE DATABASE "{name}"')
+    finally:
+        await connection.close()
+    return name
+
+
+async def drop_database(name: str) -> None:
+    connection = await asyncpg.connect(ADMIN_DSN)
+    try:
+        await connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    finally:
+        await connection.close()
+
+
+def dsn(name: str) -> str:
+    return ADMIN_DSN.rsplit("/", 1)[0] + f"/{name}"
+
+
+def sqlalchemy_url(name: str) -> str:
+    return dsn(name).replace("postgresql://", "postgresql+asyncpg://")
+
+
+def migrate(name: str) -> None:
+    env = {**os.environ, "SESSION_STATE_DATABASE_URL": sqlalchemy_url(name)}
+    subprocess.run(
+        [sys.executable, "-m", "app.cli", "migrate"], env=env, check=True, capture_output=True
+    )
+
+
+class Server:
+    """`session-state serve` in its own process, as it runs in production."""
+
+    def __init__(self, database: str, port: int, workers: int) -> None:
+        self.port = port
+        env = {
+            **os.environ,
+            "SESSION_STATE_DATABASE_URL": sqlalchemy_url(database),
+            "SESSION_STATE_LOG_LEVEL": "warning",
+            "SESSION_STATE_DB_POOL_SIZE": "20",
+            "SESSION_STATE_MAX_BODY_BYTES": str(64 * 1024 * 1024),
+        }
+        command = [
+            sys.executable,
+            "-m",
+            "app.cli",
+            "serve",
+            "--port",
+            str(port),
+            "--workers",
+            str(workers),
+        ]
+        self.process = subprocess.Popen(command, env=env)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(f"{self.base_url}/readyz", timeout=1).status_code == 200:
+                    return
+            except httpx.TransportError:
+                time.sleep(0.1)
+        self.stop()
+        raise RuntimeError("the server did not start")
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def rss_megabytes(self) -> float:
+        """Resident memory of the server and its worker processes."""
+        pids = [self.process.pid]
+        children = Path(f"/proc/{self.process.pid}/task/{self.process.pid}/children")
+        if children.exists():
+            pids += [int(pid) for pid in children.read_text().split()]
+        total_kb = 0
+        for pid in pids:
+            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    total_kb += int(line.split()[1])
+        return total_kb / 1024
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(timeout=30)
+
+
+# -- workloads -----------------------------------------------------------------
+
+
+async def concurrent_appends(
+    target: Target, app: str, sizes: Sizes, delta: Callable[[str, int], dict[str, Any]]
+) -> dict[str, float]:
+    sessions = []
+    for index in range(sizes.sessions):
+        user, session_id = f"u{index % sizes.users}", f"s{index}"
+        sessions.append((session_id, await target.create_session(app, user, session_id, {})))
+    latencies: list[float] = []
+
+    async def writer(session_id: str, handle: Any) -> None:
+        for step in range(sizes.events_per_session):
+            event = event_document(author="agent", delta=delta(session_id, step))
+            await timed(lambda event=event: target.append(handle, event), latencies)
+
+    started = time.perf_counter()
+    await asyncio.gather(*(writer(session_id, handle) for session_id, handle in sessions))
+    elapsed = time.perf_counter() - started
+    return {"events_per_s": len(latencies) / elapsed, **latency_summary(latencies)}
+
+
+async def sequential_appends(target: Target, app: str, sizes: Sizes) -> dict[str, float]:
+    handle = await target.create_session(app, "u", "s", {})
+    latencies: list[float] = []
+    started = time.perf_counter()
+    for step in range(sizes.sequential_appends):
+        event = event_document(author="agent", delta=spread_delta("s", step))
+        await timed(lambda event=event: target.append(handle, event), latencies)
+    elapsed = time.perf_counter() - started
+    return {"events_per_s": len(latencies) / elapsed, **latency_summary(latencies)}
+
+
+async def reads(
+    target: Target, app: str, session_id: str, count: int | None, samples: int
+) -> dict[str, float]:
+    for _ in range(min(20, samples)):  # warm caches and prepared statements
+        await target.get_recent(app, "reader", session_id, count)
+    latencies: list[float] = []
+    for _ in range(samples):
+        await timed(lambda: target.get_recent(app, "reader", session_id, count), latencies)
+    return latency_summary(latencies)
+
+
+async def creation_race(target: Target, app: str, sizes: Sizes) -> dict[str, float]:
+    count = sizes.racing_creations
+
+    async def create(index: int) -> None:
+        state = {f"user:created_{index}": index, f"app:created_{index}": index}
+        await target.create_session(app, "racer", f"race-{index}", state)
+
+    await asyncio.gather(*(create(index) for index in range(count)))
+    user_state = await target.user_state(app, "racer")
+    app_state = await target.app_state(app, ("racer", "race-0"))
+    lost_user = sum(f"created_{index}" not in user_state for index in range(count))
+    lost_app = sum(f"created_{index}" not in app_state for index in range(count))
+    return {"keys_written": 2 * count, "keys_lost": lost_user + lost_app}
+
+
+# -- the run -------------------------------------------------------------------
+
+
+class Run:
+    def __init__(self, sizes: Sizes, workers: int) -> None:
+        self.sizes = sizes
+        self.workers = workers
+        self.results: dict[str, dict[str, dict[str, list[dict[str, float]]]]] = {}
+
+    def record(self, workload: str, target: str, figures: dict[str, float]) -> None:
+        self.results.setdefault(workload, {}).setdefault(target, []).append(figures)
+        shown = ", ".join(f"{key}={value:,.2f}" for key, value in figures.items())
+        print(f"  {workload:<28} {target:<14} {shown}", flush=True)
+
+    async def execute(self) -> dict[str, Any]:
+        databases = {
+            "adk": await create_database("bench_adk"),
+            "ours": await create_database("bench_session_state"),
+            "floor": await create_database("bench_floor"),
+        }
+        migrate(databases["ours"])
+        migrate(databases["floor"])
+        server = Server(databases["ours"], port=18765, workers=self.workers)
+        targets: list[Target] = [
+            AdkTarget(sqlalchemy_url(databases["adk"])),
+            HttpTarget(server.base_url),
+            await FloorTarget.connect(dsn(databases["floor"])),
+        ]
+        try:
+            await self._writes(targets)
+            await self._reads(targets, databases, server)
+            await self._lists(targets, databases)
+            for target in targets:
+                self.record(
+                    "create_race", target.name, await creation_race(target, "race", self.sizes)
+                )
+        finally:
+            for target in targets:
+                await target.close()
+            server.stop()
+            for name in databases.values():
+                await drop_database(name)
+        return self.results
+
+    async def _writes(self, targets: list[Target]) -> None:
+        for repetition in range(self.sizes.repetitions):
+            print(f"repetition {repetition + 1}/{self.sizes.repetitions}", flush=True)
+            # Rotate the order so no target always runs first (warm or cold).
+            order = targets[repetition % 3 :] + targets[: repetition % 3]
+            for target in order:
+                app = f"spread-{repetition}"
+                self.record(
+                    "concurrent_appends",
+                    target.name,
+                    await concurrent_appends(target, app, self.sizes, spread_delta),
+                )
+            for target in order:
+                app = f"hot-{repetition}"
+                self.record(
+                    "concurrent_appends_hot_key",
+                    target.name,
+                    await concurrent_appends(target, app, self.sizes, hot_delta),
+                )
+            for target in order:
+                app = f"sequential-{repetition}"
+                self.record(
+                    "sequential_appends",
+                    target.name,
+                    await sequential_appends(target, app, self.sizes),
+                )
+
+    async def _reads(
+        self, targets: list[Target], databases: dict[str, str], server: Server
+    ) -> None:
+        seeders = {
+            "adk": (databases["adk"], seed.seed_events_adk),
+            "session-state": (databases["ours"], seed.seed_events_session_state),
+            "asyncpg floor": (databases["floor"], seed.seed_events_session_state),
+        }
+        for length in self.sizes.history_lengths:
+            for target in targets:
+                await target.create_session("reads", "reader", f"h{length}", {"user:name": "Ada"})
+                database, seeder = seeders[target.name]
+                connection = await asyncpg.connect(dsn(database))
+                try:
+                    await seeder(connection, "reads", "reader", f"h{length}", length)
+                    await connection.execute("ANALYZE events")
+                finally:
+                    await connection.close()
+        for repetition in range(self.sizes.repetitions):
+            for target in targets[repetition % 3 :] + targets[: repetition % 3]:
+                for length in self.sizes.history_lengths:
+                    self.record(
+                        f"get_last_20_of_{length}",
+                        target.name,
+                        await reads(target, "reads", f"h{length}", 20, self.sizes.read_samples),
+                    )
+                full = 1_000 if 1_000 in self.sizes.history_lengths else None
+                if full is not None:
+                    self.record(
+                        "get_all_1000",
+                        target.name,
+                        await reads(
+                            target, "reads", "h1000", None, max(5, self.sizes.read_samples // 4)
+                        ),
+                    )
+        largest = max(self.sizes.history_lengths)
+        before = server.rss_megabytes()
+        http = next(target for target in targets if target.name == "session-state")
+        events = await http.get_recent("reads", "reader", f"h{largest}", None)
+        self.record(
+            "memory",
+            "session-state",
+            {
+                "events_read": events,
+                "rss_before_mb": before,
+                "rss_after_mb": server.rss_megabytes(),
+            },
+        )
+
+    async def _lists(self, targets: list[Target], databases: dict[str, str]) -> None:
+        sizes = self.sizes
+        for database, seeder in [
+            (databases["adk"], seed.seed_sessions_adk),
+            (databases["ours"], seed.seed_sessions_session_state),
+            (databases["floor"], seed.seed_sessions_session_state),
+        ]:
+            connection = await asyncpg.connect(dsn(database))
+            try:
+                await seeder(connection, "listing", sizes.list_users, sizes.listed_sessions)
+            finally:
+                await connection.close()
+        per_user = sizes.listed_sessions // sizes.list_users
+        for repetition in range(sizes.repetitions):
+            for target in targets[repetition % 3 :] + targets[: repetition % 3]:
+                latencies: list[float] = []
+                for _ in range(sizes.list_samples):
+                    listed = await timed(
+                        lambda target=target: target.list_user_sessions("listing", "u1"), latencies
+                    )
+                    assert listed == per_user, (target.name, listed)
+                self.record(
+                    f"list_user_{per_user}_sessions", target.name, latency_summary(latencies)
+                )
+            http = next(target for target in targets if isinstance(target, HttpTarget))
+            deep_token = await self._deep_token(databases["ours"], sizes.listed_sessions - 200)
+            for label, token in (("first", None), ("deep", deep_token)):
+                latencies = []
+                for _ in range(sizes.list_samples * 3):
+                    await timed(
+                        lambda token=token, http=http: http.list_page("listing", 100, token),
+                        latencies,
+                    )
+                self.record(
+                    f"list_page_100_{label}_of_{sizes.listed_sessions}",
+                    http.name,
+                    latency_summary(latencies),
+                )
+
+    @staticmethod
+    async def _deep_token(database: str, offset: int) -> str:
+        from app.pagination import encode_token
+        from app.service import SESSIONS_TOKEN
+
+        connection = await asyncpg.connect(dsn(database))
+        try:
+            row = await connection.fetchrow(
+                "SELECT update_time, user_id, id FROM sessions WHERE app_name = 'listing'"
+                " ORDER BY update_time, user_id, id OFFSET $1 LIMIT 1",
+                offset,
+            )
+        finally:
+            await connection.close()
+        return encode_token(SESSIONS_TOKEN, [row["update_time"], row["user_id"], row["id"]])
+
+
+def summarise(raw: dict[str, dict[str, list[dict[str, float]]]]) -> dict[str, Any]:
+    """Medians over repetitions, per workload, target and figure."""
+    return {
+        workload: {
+            target: {key: statistics.median(run[key] for run in runs) for key in runs[0]}
+            | {"repetitions": len(runs)}
+            for target, runs in by_target.items()
+        }
+        for workload, by_target in raw.items()
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--quick", action="store_true", help="small sizes, one repetition")
+    parser.add_argument("--workers", type=int, default=2, help="server worker processes")
+    parser.add_argument("--name", help="results file name (default: quick or full)")
+    arguments = parser.parse_args(argv)
+    sizes = QUICK if arguments.quick else FULL
+    started = time.time()
+    raw = asyncio.run(Run(sizes, arguments.workers).execute())
+    results = {
+        "meta": {
+            "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
+            "quick": arguments.quick,
+            "sizes": sizes.__dict__,
+            "server_workers": arguments.workers,
+            "cpus": os.cpu_count(),
+            "python": platform.python_version(),
+            "duration_s": round(time.time() - started, 1),
+        },
+        "summary": summarise(raw),
+        "runs": raw,
+    }
+    name = arguments.name or ("quick" if arguments.quick else "full")
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / f"{name}.json").write_text(json.dumps(results, indent=2))
+    table = report.markdown_table(results)
+    (RESULTS / f"{name}.md").write_text(table)
+    report.chart(results, RESULTS / f"{name}.png")
+    print(table)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
