@@ -74,91 +74,7 @@ AfterTimestamp = Annotated[
 ]
 
 
-@router.post(
-    "/apps/{app_name}/users/{user_id}/sessions",
-    status_code=201,
-    response_model=Session,
-    responses={201: {"headers": _ETAG_HEADER}, **_problems(400, 409)},
-    openapi_extra=documented_body(CreateSessionRequest, required=False),
-    summary="Create a session",
-)
-async def create_session(app_name: AppName, user_id: UserId, request: Request) -> Response:
-    service = service_of(request)
-    document = await read_json(request)
-    body = (
-        CreateSessionRequest()
-        if document is None
-        else validate_body(CreateSessionRequest, document)
-    )
-    session = await service.create_session(app_name, user_id, body.session_id, body.state)
-    return rendering.session_response(session, status_code=201)
-
-
-@router.get(
-    "/apps/{app_name}/users/{user_id}/sessions/{session_id}",
-    response_model=Session,
-    responses={200: {"headers": _ETAG_HEADER}, **_problems(404)},
-    summary="Get a session with its events and merged state",
-)
-async def get_session(
-    app_name: AppName,
-    user_id: UserId,
-    session_id: SessionId,
-    request: Request,
-    num_recent_events: Annotated[
-        int | None, Query(alias="numRecentEvents", ge=0, description="Only the last n events.")
-    ] = None,
-    after_timestamp: AfterTimestamp = None,
-) -> Response:
-    key = SessionKey(app_name, user_id, session_id)
-    session = await service_of(request).get_session(key, num_recent_events, after_timestamp)
-    return rendering.session_response(session)
-
-
-@router.get(
-    "/apps/{app_name}/users/{user_id}/sessions",
-    response_model=SessionList,
-    responses=_problems(400),
-    summary="List a user's sessions (without events)",
-)
-async def list_user_sessions(
-    app_name: AppName,
-    user_id: UserId,
-    request: Request,
-    page_size: PageSize = DEFAULT_PAGE_SIZE,
-    page_token: PageToken = None,
-) -> Response:
-    page = await service_of(request).list_sessions(app_name, user_id, page_size, page_token)
-    return rendering.session_list_response(page.sessions, page.next_page_token)
-
-
-@router.get(
-    "/apps/{app_name}/sessions",
-    response_model=SessionList,
-    responses=_problems(400),
-    summary="List the sessions of every user of an app (without events)",
-)
-async def list_app_sessions(
-    app_name: AppName,
-    request: Request,
-    page_size: PageSize = DEFAULT_PAGE_SIZE,
-    page_token: PageToken = None,
-) -> Response:
-    page = await service_of(request).list_sessions(app_name, None, page_size, page_token)
-    return rendering.session_list_response(page.sessions, page.next_page_token)
-
-
-@router.delete(
-    "/apps/{app_name}/users/{user_id}/sessions/{session_id}",
-    status_code=204,
-    responses=_problems(404),
-    summary="Delete a session and its events",
-)
-async def delete_session(
-    app_name: AppName, user_id: UserId, session_id: SessionId, request: Request
-) -> Response:
-    await service_of(request).delete_session(SessionKey(app_name, user_id, session_id))
-    return Response(status_code=204)
+# The hot routes first: routes are matched in order, and matching each costs.
 
 
 @router.post(
@@ -218,6 +134,93 @@ async def append_event(
         media_type=rendering.JSON_MEDIA_TYPE,
         headers={"ETag": rendering.etag(outcome.revision)},
     )
+
+
+@router.get(
+    "/apps/{app_name}/users/{user_id}/sessions/{session_id}",
+    response_model=Session,
+    responses={200: {"headers": _ETAG_HEADER}, **_problems(404)},
+    summary="Get a session with its events and merged state",
+)
+async def get_session(
+    app_name: AppName,
+    user_id: UserId,
+    session_id: SessionId,
+    request: Request,
+    num_recent_events: Annotated[
+        int | None, Query(alias="numRecentEvents", ge=0, description="Only the last n events.")
+    ] = None,
+    after_timestamp: AfterTimestamp = None,
+) -> Response:
+    key = SessionKey(app_name, user_id, session_id)
+    session = await service_of(request).get_session(key, num_recent_events, after_timestamp)
+    return rendering.session_response(session)
+
+
+@router.post(
+    "/apps/{app_name}/users/{user_id}/sessions",
+    status_code=201,
+    response_model=Session,
+    responses={201: {"headers": _ETAG_HEADER}, **_problems(400, 409)},
+    openapi_extra=documented_body(CreateSessionRequest, required=False),
+    summary="Create a session",
+)
+async def create_session(app_name: AppName, user_id: UserId, request: Request) -> Response:
+    service = service_of(request)
+    document = await read_json(request)
+    body = (
+        CreateSessionRequest()
+        if document is None
+        else validate_body(CreateSessionRequest, document)
+    )
+    session = await service.create_session(app_name, user_id, body.session_id, body.state)
+    return rendering.session_response(session, status_code=201)
+
+
+@router.get(
+    "/apps/{app_name}/users/{user_id}/sessions",
+    response_model=SessionList,
+    responses=_problems(400),
+    summary="List a user's sessions (without events)",
+)
+async def list_user_sessions(
+    app_name: AppName,
+    user_id: UserId,
+    request: Request,
+    page_size: PageSize = DEFAULT_PAGE_SIZE,
+    page_token: PageToken = None,
+) -> Response:
+    page = await service_of(request).list_sessions(app_name, user_id, page_size, page_token)
+    return rendering.session_list_response(page.sessions, page.next_page_token)
+
+
+@router.get(
+    "/apps/{app_name}/sessions",
+    response_model=SessionList,
+    responses=_problems(400),
+    summary="List the sessions of every user of an app (without events)",
+)
+async def list_app_sessions(
+    app_name: AppName,
+    request: Request,
+    page_size: PageSize = DEFAULT_PAGE_SIZE,
+    page_token: PageToken = None,
+) -> Response:
+    page = await service_of(request).list_sessions(app_name, None, page_size, page_token)
+    return rendering.session_list_response(page.sessions, page.next_page_token)
+
+
+@router.delete(
+    "/apps/{app_name}/users/{user_id}/sessions/{session_id}",
+    status_code=204,
+    responses=_problems(404),
+    summary="Delete a session and its events",
+)
+async def delete_session(
+    app_name: AppName, user_id: UserId, session_id: SessionId, request: Request
+) -> Response:
+    await service_of(request).delete_session(SessionKey(app_name, user_id, session_id))
+    return Response(status_code=204)
 
 
 @router.patch(
