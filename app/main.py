@@ -11,13 +11,14 @@ from app.api.authentication import ApiKeyMiddleware, document_bearer_security
 from app.api.body_limit import BodyLimitMiddleware
 from app.api.middleware import RequestContextMiddleware
 from app.api.problems import install_problem_handlers
-from app.api.routes import health, operations, sessions
+from app.api.routes import health, memory, operations, sessions
 from app.auth import ApiKeys
 from app.config import Settings, get_settings
 from app.db import migrations
 from app.db.database import Database
 from app.db.engine import create_engine
 from app.db.postgresql_hot_path import PostgresHotPath
+from app.memory_service import MemoryService
 from app.service import SessionService
 
 DESCRIPTION = (
@@ -56,6 +57,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         database = await open_database(settings)
         app.state.service = SessionService(database)
+        app.state.memory = MemoryService(database)
         try:
             yield
         finally:
@@ -75,6 +77,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(RequestContextMiddleware)
     install_problem_handlers(app)
     app.include_router(sessions.router)
+    app.include_router(memory.router)
     app.include_router(health.router)
     app.include_router(operations.router)
     operations.install_offline_docs(app)

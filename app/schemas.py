@@ -80,6 +80,40 @@ class StateResponse(WireModel):
     state: dict[str, Any] = Field(description="Keys without their scope prefix.")
 
 
+class IngestMemoryRequest(WireModel):
+    session_id: Identifier = Field(description="A stored session of this app and user.")
+
+
+class IngestMemoryResponse(WireModel):
+    session_id: str
+    memories_added: int = Field(description="Events newly taken into memory (0 on a repeat).")
+
+
+class MemoryPart(WireModel):
+    text: str
+
+
+class MemoryContent(WireModel):
+    role: str | None = None
+    parts: list[MemoryPart]
+
+
+class MemoryEntry(WireModel):
+    """ADK's MemoryEntry, camelCase."""
+
+    id: str = Field(description="The id of the event the memory comes from.")
+    author: str
+    timestamp: str = Field(description="ISO 8601, UTC.")
+    content: MemoryContent
+    custom_metadata: dict[str, Any] = Field(description="sessionId of the source session.")
+
+
+class SearchMemoryResponse(WireModel):
+    """ADK's SearchMemoryResponse, camelCase."""
+
+    memories: list[MemoryEntry]
+
+
 class Health(WireModel):
     status: str
 

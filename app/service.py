@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from app import json_codec
-from app.db import repository
+from app.db import memory_repository, repository
 from app.db.database import Database
 from app.db.repository import SessionKey, SortOrder
 from app.errors import (
@@ -171,10 +171,12 @@ class SessionService:
             token = encode_token(SESSIONS_TOKEN, [last.update_time, last.user_id, last.id])
         return SessionPage(sessions, token)
 
-    async def delete_session(self, key: SessionKey) -> None:
+    async def delete_session(self, key: SessionKey, *, delete_memories: bool = False) -> None:
         async with self.db.write() as connection:
             if not await repository.delete_session(connection, key):
                 raise SessionNotFound(f"session {key.session_id!r} not found")
+            if delete_memories:
+                await memory_repository.delete_session_memories(connection, key)
 
     async def append_event(
         self, key: SessionKey, document: Any, expected_revision: int | None

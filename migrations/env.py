@@ -8,6 +8,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from app.config import Settings
+from app.db.migrations import include_object
 from app.db.tables import metadata
 
 config = context.config
@@ -17,6 +18,7 @@ def run_on(connection: Connection) -> None:
     context.configure(
         connection=connection,
         target_metadata=metadata,
+        include_object=include_object,
         render_as_batch=connection.dialect.name == "sqlite",
         compare_type=True,
     )

@@ -24,7 +24,7 @@ from app.main import create_app
 POSTGRES_ADMIN_URL = os.environ.get(
     "SESSION_STATE_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
 )
-TABLES = ("events", "sessions", "user_states", "app_states")
+TABLES = ("events", "sessions", "user_states", "app_states", "memories")
 
 
 def _postgres_reachable() -> bool:

@@ -6,18 +6,21 @@ from sqlalchemy import inspect
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from app.db import migrations
-from app.db.tables import metadata
+from app.db.migrations import include_object
+from app.db.tables import SEARCH_INDEX_OBJECTS, metadata
 
-TABLES = {"app_states", "user_states", "sessions", "events"}
+TABLES = {"app_states", "user_states", "sessions", "events", "memories"}
 
 
 def _differences(connection):
-    context = MigrationContext.configure(connection, opts={"compare_type": True})
+    context = MigrationContext.configure(
+        connection, opts={"compare_type": True, "include_object": include_object}
+    )
     return compare_metadata(context, metadata)
 
 
 def _tables(connection):
-    return set(inspect(connection).get_table_names()) - {"alembic_version"}
+    return set(inspect(connection).get_table_names()) - {"alembic_version"} - SEARCH_INDEX_OBJECTS
 
 
 async def _check_upgrade_downgrade_upgrade(url: str) -> None:

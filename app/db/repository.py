@@ -382,3 +382,10 @@ async def append_event(
     await upsert_app_state(connection, key.app_name, event.delta.app)
     await upsert_user_state(connection, key.app_name, key.user_id, event.delta.user)
     return revision
+
+
+async def read_all_events(connection: AsyncConnection, key: SessionKey) -> list[StoredEvent]:
+    result = await connection.execute(
+        select(events.c.seq, events.c.data).where(*_events_of(key)).order_by(events.c.seq)
+    )
+    return [StoredEvent(seq, data) for seq, data in result]

@@ -11,6 +11,7 @@ from sqlalchemy import (
     Double,
     ForeignKeyConstraint,
     Index,
+    Integer,
     MetaData,
     String,
     Table,
@@ -86,4 +87,37 @@ events = Table(
         ["sessions.app_name", "sessions.user_id", "sessions.id"],
         ondelete="CASCADE",
     ),
+)
+
+# Long-term memory: the text of ingested events, one row per event. The search
+# index is dialect-specific and created by the migration only (a generated
+# tsvector column with a GIN index on PostgreSQL, an FTS5 table on SQLite):
+# see SEARCH_INDEX_OBJECTS.
+memories = Table(
+    "memories",
+    metadata,
+    Column("id", BigInteger().with_variant(Integer(), "sqlite"), primary_key=True),
+    Column("app_name", String(IDENTIFIER_LENGTH), nullable=False),
+    Column("user_id", String(IDENTIFIER_LENGTH), nullable=False),
+    Column("session_id", String(IDENTIFIER_LENGTH), nullable=False),
+    Column("event_id", String(IDENTIFIER_LENGTH), nullable=False),
+    Column("author", Text, nullable=False),
+    Column("role", Text, nullable=True),
+    Column("timestamp", Double, nullable=False),
+    Column("text", Text, nullable=False),
+    UniqueConstraint("app_name", "user_id", "session_id", "event_id"),
+    Index("ix_memories_app_user", "app_name", "user_id"),
+)
+
+SEARCH_INDEX_OBJECTS = frozenset(
+    {
+        "search_vector",
+        "ix_memories_search_vector",
+        "memories_fts",
+        "memories_fts_data",
+        "memories_fts_idx",
+        "memories_fts_docsize",
+        "memories_fts_config",
+        "memories_fts_content",
+    }
 )

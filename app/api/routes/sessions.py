@@ -40,7 +40,7 @@ _APPEND_RESULTS = {
 DEFAULT_PAGE_SIZE = 100
 
 
-def _problems(*statuses: int) -> dict[int | str, dict[str, Any]]:
+def problem_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
     descriptions = {
         400: "Malformed JSON, If-Match or page token",
         401: "API key missing or wrong (when keys are configured)",
@@ -88,7 +88,7 @@ AfterTimestamp = Annotated[
             "event (not stored: header Session-State-Persisted: false)",
         },
         201: {"headers": _ETAG_HEADER},
-        **_problems(400, 404, 409, 412, 413),
+        **problem_responses(400, 404, 409, 412, 413),
     },
     openapi_extra={
         "requestBody": {
@@ -139,7 +139,7 @@ async def append_event(
 @router.get(
     "/apps/{app_name}/users/{user_id}/sessions/{session_id}",
     response_model=Session,
-    responses={200: {"headers": _ETAG_HEADER}, **_problems(404)},
+    responses={200: {"headers": _ETAG_HEADER}, **problem_responses(404)},
     summary="Get a session with its events and merged state",
 )
 async def get_session(
@@ -161,7 +161,7 @@ async def get_session(
     "/apps/{app_name}/users/{user_id}/sessions",
     status_code=201,
     response_model=Session,
-    responses={201: {"headers": _ETAG_HEADER}, **_problems(400, 409)},
+    responses={201: {"headers": _ETAG_HEADER}, **problem_responses(400, 409)},
     openapi_extra=documented_body(CreateSessionRequest, required=False),
     summary="Create a session",
 )
@@ -180,7 +180,7 @@ async def create_session(app_name: AppName, user_id: UserId, request: Request) -
 @router.get(
     "/apps/{app_name}/users/{user_id}/sessions",
     response_model=SessionList,
-    responses=_problems(400),
+    responses=problem_responses(400),
     summary="List a user's sessions (without events)",
 )
 async def list_user_sessions(
@@ -197,7 +197,7 @@ async def list_user_sessions(
 @router.get(
     "/apps/{app_name}/sessions",
     response_model=SessionList,
-    responses=_problems(400),
+    responses=problem_responses(400),
     summary="List the sessions of every user of an app (without events)",
 )
 async def list_app_sessions(
@@ -213,20 +213,28 @@ async def list_app_sessions(
 @router.delete(
     "/apps/{app_name}/users/{user_id}/sessions/{session_id}",
     status_code=204,
-    responses=_problems(404),
+    responses=problem_responses(404),
     summary="Delete a session and its events",
 )
 async def delete_session(
-    app_name: AppName, user_id: UserId, session_id: SessionId, request: Request
+    app_name: AppName,
+    user_id: UserId,
+    session_id: SessionId,
+    request: Request,
+    delete_memories: Annotated[
+        bool,
+        Query(alias="deleteMemories", description="Also forget what memory took from it."),
+    ] = False,
 ) -> Response:
-    await service_of(request).delete_session(SessionKey(app_name, user_id, session_id))
+    key = SessionKey(app_name, user_id, session_id)
+    await service_of(request).delete_session(key, delete_memories=delete_memories)
     return Response(status_code=204)
 
 
 @router.patch(
     "/apps/{app_name}/users/{user_id}/sessions/{session_id}",
     response_model=Session,
-    responses={200: {"headers": _ETAG_HEADER}, **_problems(400, 404, 412)},
+    responses={200: {"headers": _ETAG_HEADER}, **problem_responses(400, 404, 412)},
     openapi_extra=documented_body(PatchSessionRequest, required=True),
     summary="Change state without running an agent (recorded as an event)",
 )
@@ -251,7 +259,7 @@ async def patch_session(
 @router.get(
     "/apps/{app_name}/users/{user_id}/sessions/{session_id}/events",
     response_model=EventList,
-    responses=_problems(400, 404),
+    responses=problem_responses(400, 404),
     summary="Page through a session's event history",
 )
 async def list_events(
@@ -272,7 +280,7 @@ async def list_events(
 @router.get(
     "/apps/{app_name}/users/{user_id}/state",
     response_model=StateResponse,
-    responses=_problems(),
+    responses=problem_responses(),
     summary="A user's state in an app (keys without the user: prefix)",
 )
 async def get_user_state(app_name: AppName, user_id: UserId, request: Request) -> Response:
@@ -283,7 +291,7 @@ async def get_user_state(app_name: AppName, user_id: UserId, request: Request) -
 @router.get(
     "/apps/{app_name}/state",
     response_model=StateResponse,
-    responses=_problems(),
+    responses=problem_responses(),
     summary="An app's state (keys without the app: prefix)",
 )
 async def get_app_state(app_name: AppName, request: Request) -> Response:

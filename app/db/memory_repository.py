@@ -1,0 +1,131 @@
+"""SQL of long-term memory. Full-text search is PostgreSQL's tsvector with
+websearch_to_tsquery and ts_rank_cd, or SQLite's FTS5 with bm25."""
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from sqlalchemy import delete, select, text
+from sqlalchemy.dialects.postgresql import insert as postgresql_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from app.db.repository import SessionKey
+from app.db.tables import memories
+from app.memory import fts5_query
+
+
+@dataclass(frozen=True)
+class MemoryRecord:
+    session_id: str
+    event_id: str
+    author: str
+    role: str | None
+    timestamp: float
+    text: str
+
+
+async def stored_event_ids(connection: AsyncConnection, key: SessionKey) -> set[str]:
+    result = await connection.execute(
+        select(memories.c.event_id).where(
+            memories.c.app_name == key.app_name,
+            memories.c.user_id == key.user_id,
+            memories.c.session_id == key.session_id,
+        )
+    )
+    return set(result.scalars())
+
+
+async def insert_memories(
+    connection: AsyncConnection, app_name: str, user_id: str, records: Sequence[MemoryRecord]
+) -> None:
+    if not records:
+        return
+    insert = postgresql_insert if connection.dialect.name == "postgresql" else sqlite_insert
+    # A concurrent ingestion of the same session inserts each event once.
+    statement = insert(memories).on_conflict_do_nothing(
+        index_elements=["app_name", "user_id", "session_id", "event_id"]
+    )
+    await connection.execute(
+        statement,
+        [
+            {
+                "app_name": app_name,
+                "user_id": user_id,
+                "session_id": record.session_id,
+                "event_id": record.event_id,
+                "author": record.author,
+                "role": record.role,
+                "timestamp": record.timestamp,
+                "text": record.text,
+            }
+            for record in records
+        ],
+    )
+
+
+_POSTGRESQL_SEARCH = text(
+    """
+    WITH parsed AS (
+        SELECT websearch_to_tsquery('english', :question)::text AS query_text
+    ), matching AS (
+        -- Any word may match (a question rarely repeats every word of the
+        -- answer), except when the user wrote a negation: then keep the
+        -- query as written.
+        SELECT CASE WHEN position('!' IN query_text) > 0 THEN query_text::tsquery
+                    ELSE replace(query_text, ' & ', ' | ')::tsquery END AS query
+          FROM parsed
+    )
+    SELECT m.session_id, m.event_id, m.author, m.role, m.timestamp, m.text
+      FROM memories AS m, matching
+     WHERE m.app_name = :app_name AND m.user_id = :user_id
+       AND m.search_vector @@ matching.query
+     ORDER BY ts_rank_cd(m.search_vector, matching.query) DESC, m.timestamp DESC, m.id
+     LIMIT :limit
+    """
+)
+
+_SQLITE_SEARCH = text(
+    """
+    SELECT m.session_id, m.event_id, m.author, m.role, m.timestamp, m.text
+      FROM memories_fts
+      JOIN memories AS m ON m.id = memories_fts.rowid
+     WHERE memories_fts MATCH :question
+       AND m.app_name = :app_name AND m.user_id = :user_id
+     ORDER BY bm25(memories_fts), m.timestamp DESC, m.id
+     LIMIT :limit
+    """
+)
+
+
+async def search(
+    connection: AsyncConnection, app_name: str, user_id: str, question: str, limit: int
+) -> list[MemoryRecord]:
+    parameters: dict[str, object] = {"app_name": app_name, "user_id": user_id, "limit": limit}
+    if connection.dialect.name == "postgresql":
+        statement = _POSTGRESQL_SEARCH
+        parameters["question"] = question
+    else:
+        query = fts5_query(question)
+        if query is None:
+            return []
+        statement = _SQLITE_SEARCH
+        parameters["question"] = query
+    result = await connection.execute(statement, parameters)
+    return [MemoryRecord(*row) for row in result]
+
+
+async def delete_session_memories(connection: AsyncConnection, key: SessionKey) -> None:
+    await connection.execute(
+        delete(memories).where(
+            memories.c.app_name == key.app_name,
+            memories.c.user_id == key.user_id,
+            memories.c.session_id == key.session_id,
+        )
+    )
+
+
+async def delete_user_memories(connection: AsyncConnection, app_name: str, user_id: str) -> int:
+    result = await connection.execute(
+        delete(memories).where(memories.c.app_name == app_name, memories.c.user_id == user_id)
+    )
+    return result.rowcount

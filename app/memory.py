@@ -1,0 +1,45 @@
+"""Pure rules of long-term memory: what text an event contributes, and how a
+question becomes a full-text query."""
+
+import re
+from datetime import UTC, datetime
+from typing import Any
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+def event_text(document: dict[str, Any]) -> str | None:
+    """The text parts of an event's content, joined; None when it has none."""
+    content = document.get("content")
+    if not isinstance(content, dict):
+        return None
+    parts = content.get("parts")
+    if not isinstance(parts, list):
+        return None
+    texts = [
+        part["text"]
+        for part in parts
+        if isinstance(part, dict) and isinstance(part.get("text"), str) and part["text"].strip()
+    ]
+    return "\n".join(texts) if texts else None
+
+
+def event_role(document: dict[str, Any]) -> str | None:
+    content = document.get("content")
+    role = content.get("role") if isinstance(content, dict) else None
+    return role if isinstance(role, str) else None
+
+
+def fts5_query(question: str) -> str | None:
+    """An SQLite FTS5 query matching any word of the question (ranked by bm25,
+    so rarer words weigh more); None when the question has no words. Each word
+    is quoted, so no FTS5 operator in user input is ever interpreted."""
+    words = dict.fromkeys(word.lower() for word in _WORD.findall(question))
+    if not words:
+        return None
+    return " OR ".join(f'"{word}"' for word in words)
+
+
+def iso_timestamp(timestamp: float) -> str:
+    """ISO 8601, as ADK's memory entries carry it for the model to read."""
+    return datetime.fromtimestamp(timestamp, UTC).isoformat()
