@@ -7,6 +7,7 @@ import logging
 import logging.config
 import os
 import shutil
+import signal
 import sys
 import tempfile
 
@@ -66,12 +67,19 @@ def serve(arguments: argparse.Namespace) -> int:
     except (OSError, ConnectionError) as error:
         print(f"session-state: cannot reach the database: {error}", file=sys.stderr)
         return 2
+    # uvicorn re-raises the SIGTERM it handled once its graceful shutdown is
+    # done; with this handler in place that ends the process with status 0.
+    signal.signal(signal.SIGTERM, _exit_cleanly)
     try:
         _run_uvicorn(settings)
     finally:
         if metrics_directory is not None:
             shutil.rmtree(metrics_directory, ignore_errors=True)
     return 0
+
+
+def _exit_cleanly(_signal_number: int, _frame: object) -> None:
+    raise SystemExit(0)
 
 
 def _run_uvicorn(settings: Settings) -> None:

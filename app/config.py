@@ -25,7 +25,11 @@ class Settings(BaseSettings):
     max_body_bytes: int = Field(default=DEFAULT_MAX_BODY_BYTES, ge=1024)
     db_pool_size: int = Field(default=10, ge=1)
     db_max_overflow: int = Field(default=10, ge=0)
-    db_timeout_seconds: float = Field(default=5.0, gt=0)
+    db_timeout_seconds: float = Field(
+        default=5.0,
+        gt=0,
+        description="Bounds connecting, waiting for a pooled connection and every statement.",
+    )
     log_level: str = "info"
     log_format: Literal["json", "text"] = "json"
     api_keys: dict[str, list[str]] = Field(

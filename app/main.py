@@ -40,7 +40,7 @@ async def open_database(settings: Settings) -> Database:
             hot_path = await PostgresHotPath.connect(
                 settings.database_url,
                 max_size=settings.db_pool_size,
-                connect_timeout=settings.db_timeout_seconds,
+                timeout_seconds=settings.db_timeout_seconds,
             )
     except BaseException:
         await engine.dispose()

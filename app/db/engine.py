@@ -44,7 +44,9 @@ def _create_postgresql_engine(settings: Settings) -> AsyncEngine:
         json_deserializer=json_codec.loads,
         connect_args={
             "timeout": settings.db_timeout_seconds,
-            "command_timeout": max(settings.db_timeout_seconds, 30.0),
+            # Every statement too: a database that stops answering (not only one
+            # that refuses connections) must not hold a request past the limit.
+            "command_timeout": settings.db_timeout_seconds,
             "server_settings": {"application_name": "session-state"},
         },
     )

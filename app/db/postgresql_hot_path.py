@@ -95,24 +95,29 @@ async def _skip_session_reset(_connection: asyncpg.Connection) -> None:
 
 
 class PostgresHotPath:
-    def __init__(self, pool: asyncpg.Pool) -> None:
+    def __init__(self, pool: asyncpg.Pool, timeout: float) -> None:
         self.pool = pool
+        self.timeout = timeout
 
     @classmethod
     async def connect(
-        cls, sqlalchemy_url: str, *, max_size: int, connect_timeout: float
+        cls, sqlalchemy_url: str, *, max_size: int, timeout_seconds: float
     ) -> "PostgresHotPath":
+        """`timeout_seconds` bounds connecting, waiting for a pooled connection
+        and every statement, so no request waits longer on the database."""
         pool = await asyncpg.create_pool(
             asyncpg_dsn(sqlalchemy_url),
-            min_size=1,
+            # No floor of idle connections: while the database is away the
+            # pool would log a failed attempt to restore it, again and again.
+            min_size=0,
             max_size=max_size,
-            timeout=connect_timeout,
-            command_timeout=max(connect_timeout, 30.0),
+            timeout=timeout_seconds,
+            command_timeout=timeout_seconds,
             init=_use_json_codecs,
             reset=_skip_session_reset,
             server_settings={"application_name": "session-state"},
         )
-        return cls(pool)
+        return cls(pool, timeout_seconds)
 
     async def append_event(
         self, key: SessionKey, event: NewEvent, expected_revision: int | None
@@ -120,21 +125,22 @@ class PostgresHotPath:
         """Returns the new revision; AppendNotApplied when nothing was written."""
         delta = event.delta
         try:
-            revision: Any = await self.pool.fetchval(
-                _APPEND,
-                key.app_name,
-                key.user_id,
-                key.session_id,
-                delta.session,
-                event.timestamp,
-                event.id,
-                event.invocation_id,
-                event.author,
-                event.data,
-                delta.app,
-                delta.user,
-                expected_revision,
-            )
+            async with self.pool.acquire(timeout=self.timeout) as connection:
+                revision: Any = await connection.fetchval(
+                    _APPEND,
+                    key.app_name,
+                    key.user_id,
+                    key.session_id,
+                    delta.session,
+                    event.timestamp,
+                    event.id,
+                    event.invocation_id,
+                    event.author,
+                    event.data,
+                    delta.app,
+                    delta.user,
+                    expected_revision,
+                )
         except asyncpg.UniqueViolationError as error:
             raise AppendNotApplied("event id already stored") from error
         if revision is None:
@@ -144,9 +150,10 @@ class PostgresHotPath:
     async def read_snapshot(
         self, key: SessionKey, limit: int | None, after_timestamp: float | None
     ) -> SessionSnapshot | None:
-        row = await self.pool.fetchrow(
-            _SNAPSHOT, key.app_name, key.user_id, key.session_id, after_timestamp, limit
-        )
+        async with self.pool.acquire(timeout=self.timeout) as connection:
+            row = await connection.fetchrow(
+                _SNAPSHOT, key.app_name, key.user_id, key.session_id, after_timestamp, limit
+            )
         if row is None:
             return None
         state, revision, update_time, app_state, user_state, events_json = row
