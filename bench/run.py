@@ -85,6 +85,17 @@ async def create_database(prefix: str) -> str:
     return name
 
 
+async def vacuum(name: str) -> None:
+    """Every append rewrites its session row, leaving a dead tuple behind.
+    PostgreSQL's autovacuum clears them in production; it is off on this
+    machine's cluster, so the run vacuums between workloads, for every target."""
+    connection = await asyncpg.connect(dsn(name))
+    try:
+        await connection.execute("VACUUM ANALYZE")
+    finally:
+        await connection.close()
+
+
 async def drop_database(name: str) -> None:
     connection = await asyncpg.connect(ADMIN_DSN)
     try:
@@ -230,7 +241,8 @@ class Run:
     def __init__(self, sizes: Sizes, workers: int) -> None:
         self.sizes = sizes
         self.workers = workers
-        self.results: dict[str, dict[str, dict[str, list[dict[str, float]]]]] = {}
+        self.results: dict[str, dict[str, list[dict[str, float]]]] = {}
+        self.databases: dict[str, str] = {}
 
     def record(self, workload: str, target: str, figures: dict[str, float]) -> None:
         self.results.setdefault(workload, {}).setdefault(target, []).append(figures)
@@ -238,7 +250,7 @@ class Run:
         print(f"  {workload:<28} {target:<14} {shown}", flush=True)
 
     async def execute(self) -> dict[str, Any]:
-        databases = {
+        databases = self.databases = {
             "adk": await create_database("bench_adk"),
             "ours": await create_database("bench_session_state"),
             "floor": await create_database("bench_floor"),
@@ -266,6 +278,10 @@ class Run:
             for name in databases.values():
                 await drop_database(name)
         return self.results
+
+    async def _vacuum(self) -> None:
+        for name in self.databases.values():
+            await vacuum(name)
 
     async def _writes(self, targets: list[Target]) -> None:
         for repetition in range(self.sizes.repetitions):
@@ -312,6 +328,7 @@ class Run:
                     await connection.execute("ANALYZE events")
                 finally:
                     await connection.close()
+        await self._vacuum()
         for repetition in range(self.sizes.repetitions):
             for target in targets[repetition % 3 :] + targets[: repetition % 3]:
                 for length in self.sizes.history_lengths:
@@ -355,6 +372,7 @@ class Run:
                 await seeder(connection, "listing", sizes.list_users, sizes.listed_sessions)
             finally:
                 await connection.close()
+        await self._vacuum()
         per_user = sizes.listed_sessions // sizes.list_users
         for repetition in range(sizes.repetitions):
             for target in targets[repetition % 3 :] + targets[: repetition % 3]:
