@@ -9,8 +9,10 @@ import sys
 import time
 import uuid
 import warnings
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Coroutine, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any, TypeVar
 
 import asyncpg
 import httpx
@@ -20,6 +22,16 @@ from sqlalchemy.ext.asyncio import create_async_engine
 from app.config import Settings
 from app.db import migrations
 from app.main import create_app
+
+T = TypeVar("T")
+
+
+def run_blocking(coroutine: Coroutine[Any, Any, T]) -> T:
+    """Runs a coroutine to completion from sync code, even when a fixture is
+    set up while an event loop is already running (in a thread of its own)."""
+    with ThreadPoolExecutor(max_workers=1) as executor:
+        return executor.submit(asyncio.run, coroutine).result()
+
 
 POSTGRES_ADMIN_URL = os.environ.get(
     "SESSION_STATE_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
@@ -33,7 +45,7 @@ def _postgres_reachable() -> bool:
         await connection.close()
 
     try:
-        asyncio.run(probe())
+        run_blocking(probe())
     except (OSError, asyncpg.PostgresError, TimeoutError):
         return False
     return True
@@ -52,7 +64,7 @@ def _admin(sql: str) -> None:
         finally:
             await connection.close()
 
-    asyncio.run(run())
+    run_blocking(run())
 
 
 def create_postgres_database(prefix: str) -> str:
@@ -74,7 +86,7 @@ def migrate(url: str) -> None:
         finally:
             await engine.dispose()
 
-    asyncio.run(run())
+    run_blocking(run())
 
 
 @pytest.fixture(scope="session")
@@ -127,7 +139,7 @@ def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "sqlite":
         return f"sqlite+aiosqlite:///{tmp_path / 'session_state.db'}"
     url: str = request.getfixturevalue("postgres_url")
-    asyncio.run(_truncate(url))
+    run_blocking(_truncate(url))
     return url
 
 

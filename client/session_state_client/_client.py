@@ -1,0 +1,484 @@
+"""SessionStateClient (sync) and AsyncSessionStateClient: one method per API call."""
+
+import asyncio
+import os
+import time
+from collections.abc import AsyncIterator, Iterator, Mapping
+from types import TracebackType
+from typing import Any, Literal, Self, TypeVar
+
+import httpx
+
+from session_state_client import _requests
+from session_state_client._constants import (
+    API_KEY_ENV,
+    BASE_URL_ENV,
+    DEFAULT_BASE_URL,
+    DEFAULT_MAX_RETRIES,
+    DEFAULT_TIMEOUT,
+)
+from session_state_client._exceptions import APIConnectionError, APITimeoutError
+from session_state_client._models import (
+    AppendResult,
+    EventPage,
+    MemoryIngestResult,
+    SearchMemoryResponse,
+    Session,
+    SessionPage,
+)
+from session_state_client._requests import Call
+
+__all__ = ["AsyncSessionStateClient", "SessionStateClient"]
+
+T = TypeVar("T")
+Order = Literal["asc", "desc"]
+EventJSON = Mapping[str, Any]
+
+
+def _settings(base_url: str | None, api_key: str | None) -> tuple[str, dict[str, str]]:
+    url = base_url or os.environ.get(BASE_URL_ENV) or DEFAULT_BASE_URL
+    key = api_key if api_key is not None else os.environ.get(API_KEY_ENV)
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    return url.rstrip("/"), headers
+
+
+def _connection_error(error: httpx.TransportError) -> APIConnectionError:
+    if isinstance(error, httpx.TimeoutException):
+        return APITimeoutError(f"request timed out: {error!r}")
+    return APIConnectionError(f"connection failed: {error!r}")
+
+
+class SessionStateClient:
+    """Synchronous client of a session-state server.
+
+    Args:
+        base_url: the server, default $SESSION_STATE_BASE_URL or http://127.0.0.1:8000.
+        api_key: sent as a bearer token, default $SESSION_STATE_API_KEY.
+        timeout: seconds or an httpx.Timeout for each attempt.
+        max_retries: extra attempts on connection errors, 429, 502, 503, 504
+            (only for requests that are safe to repeat; never on 409 or 412).
+        http_client: an httpx.Client to use (its base URL and headers are kept).
+    """
+
+    def __init__(
+        self,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        timeout: float | httpx.Timeout = DEFAULT_TIMEOUT,
+        max_retries: int = DEFAULT_MAX_RETRIES,
+        http_client: httpx.Client | None = None,
+    ) -> None:
+        url, headers = _settings(base_url, api_key)
+        self.max_retries = max_retries
+        self._owns_http = http_client is None
+        self._http = http_client or httpx.Client(base_url=url, timeout=timeout)
+        if http_client is not None and not str(http_client.base_url):
+            self._http.base_url = httpx.URL(url)
+        self._http.headers.update(headers)
+
+    def _send(self, call: Call[T]) -> T:
+        attempt = 0
+        while True:
+            response: httpx.Response | None = None
+            try:
+                response = self._http.request(
+                    call.method, call.path, params=call.params, json=call.json, headers=call.headers
+                )
+            except httpx.TransportError as error:
+                if attempt >= self.max_retries or not _requests.may_retry_error(call, error):
+                    raise _connection_error(error) from error
+            else:
+                if attempt >= self.max_retries or not _requests.may_retry_status(call, response):
+                    return _requests.read(call, response)
+            time.sleep(_requests.retry_delay(attempt, response))
+            attempt += 1
+
+    def create_session(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        session_id: str | None = None,
+        state: Mapping[str, Any] | None = None,
+    ) -> Session:
+        """Creates a session; AlreadyExistsError if the id is taken."""
+        return self._send(_requests.create_session(app_name, user_id, session_id, state))
+
+    def get_session(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        num_recent_events: int | None = None,
+        after_timestamp: float | None = None,
+    ) -> Session:
+        """The session with its events and merged state; NotFoundError if missing."""
+        return self._send(
+            _requests.get_session(app_name, user_id, session_id, num_recent_events, after_timestamp)
+        )
+
+    def list_sessions(
+        self,
+        *,
+        app_name: str,
+        user_id: str | None = None,
+        page_size: int | None = None,
+        page_token: str | None = None,
+    ) -> SessionPage:
+        """One page of sessions (no events), of one user or of the whole app."""
+        return self._send(_requests.list_sessions(app_name, user_id, page_size, page_token))
+
+    def iter_sessions(
+        self, *, app_name: str, user_id: str | None = None, page_size: int | None = None
+    ) -> Iterator[Session]:
+        """Every session, page after page."""
+        token: str | None = None
+        while True:
+            page = self.list_sessions(
+                app_name=app_name, user_id=user_id, page_size=page_size, page_token=token
+            )
+            yield from page.sessions
+            if page.next_page_token is None:
+                return
+            token = page.next_page_token
+
+    def delete_session(
+        self, *, app_name: str, user_id: str, session_id: str, delete_memories: bool = False
+    ) -> None:
+        """Deletes the session and its events; NotFoundError if missing."""
+        self._send(_requests.delete_session(app_name, user_id, session_id, delete_memories))
+
+    def append_event(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        event: EventJSON,
+        if_match: int | None = None,
+    ) -> AppendResult:
+        """Appends an ADK event (JSON). An id is assigned first if it has none,
+        so retries are deduplicated. `if_match`: the revision the write is based
+        on (StaleSessionError when the session moved on)."""
+        document = _requests.with_event_id(event)
+        return self._send(_requests.append_event(app_name, user_id, session_id, document, if_match))
+
+    def patch_state(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        state_delta: Mapping[str, Any],
+        if_match: int | None = None,
+    ) -> Session:
+        """Changes state without an agent turn (recorded as an event of the user)."""
+        return self._send(
+            _requests.patch_state(app_name, user_id, session_id, state_delta, if_match)
+        )
+
+    def list_events(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        order: Order = "asc",
+        page_size: int | None = None,
+        page_token: str | None = None,
+        after_timestamp: float | None = None,
+    ) -> EventPage:
+        """One page of the session's event history."""
+        return self._send(
+            _requests.list_events(
+                app_name, user_id, session_id, order, page_size, page_token, after_timestamp
+            )
+        )
+
+    def iter_events(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        order: Order = "asc",
+        page_size: int | None = None,
+        after_timestamp: float | None = None,
+    ) -> Iterator[dict[str, Any]]:
+        """Every event of the session, page after page."""
+        token: str | None = None
+        while True:
+            page = self.list_events(
+                app_name=app_name,
+                user_id=user_id,
+                session_id=session_id,
+                order=order,
+                page_size=page_size,
+                page_token=token,
+                after_timestamp=after_timestamp,
+            )
+            yield from page.events
+            if page.next_page_token is None:
+                return
+            token = page.next_page_token
+
+    def get_user_state(self, *, app_name: str, user_id: str) -> dict[str, Any]:
+        """The user's state in the app, keys without the user: prefix."""
+        return self._send(_requests.get_user_state(app_name, user_id))
+
+    def get_app_state(self, *, app_name: str) -> dict[str, Any]:
+        """The app's state, keys without the app: prefix."""
+        return self._send(_requests.get_app_state(app_name))
+
+    def add_session_to_memory(
+        self, *, app_name: str, user_id: str, session_id: str
+    ) -> MemoryIngestResult:
+        """Takes the stored session's event texts into the user's memory."""
+        return self._send(_requests.add_session_to_memory(app_name, user_id, session_id))
+
+    def search_memory(
+        self, *, app_name: str, user_id: str, query: str, limit: int | None = None
+    ) -> SearchMemoryResponse:
+        """The user's memories best matching the query, best first."""
+        return self._send(_requests.search_memory(app_name, user_id, query, limit))
+
+    def forget_user_memory(self, *, app_name: str, user_id: str) -> None:
+        """Deletes everything in the user's memory."""
+        self._send(_requests.forget_user_memory(app_name, user_id))
+
+    def close(self) -> None:
+        if self._owns_http:
+            self._http.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+class AsyncSessionStateClient:
+    """Asynchronous client of a session-state server.
+
+    Args:
+        base_url: the server, default $SESSION_STATE_BASE_URL or http://127.0.0.1:8000.
+        api_key: sent as a bearer token, default $SESSION_STATE_API_KEY.
+        timeout: seconds or an httpx.Timeout for each attempt.
+        max_retries: extra attempts on connection errors, 429, 502, 503, 504
+            (only for requests that are safe to repeat; never on 409 or 412).
+        http_client: an httpx.AsyncClient to use (its base URL and headers are kept).
+    """
+
+    def __init__(
+        self,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        timeout: float | httpx.Timeout = DEFAULT_TIMEOUT,
+        max_retries: int = DEFAULT_MAX_RETRIES,
+        http_client: httpx.AsyncClient | None = None,
+    ) -> None:
+        url, headers = _settings(base_url, api_key)
+        self.max_retries = max_retries
+        self._owns_http = http_client is None
+        self._http = http_client or httpx.AsyncClient(base_url=url, timeout=timeout)
+        if http_client is not None and not str(http_client.base_url):
+            self._http.base_url = httpx.URL(url)
+        self._http.headers.update(headers)
+
+    async def _send(self, call: Call[T]) -> T:
+        attempt = 0
+        while True:
+            response: httpx.Response | None = None
+            try:
+                response = await self._http.request(
+                    call.method, call.path, params=call.params, json=call.json, headers=call.headers
+                )
+            except httpx.TransportError as error:
+                if attempt >= self.max_retries or not _requests.may_retry_error(call, error):
+                    raise _connection_error(error) from error
+            else:
+                if attempt >= self.max_retries or not _requests.may_retry_status(call, response):
+                    return _requests.read(call, response)
+            await asyncio.sleep(_requests.retry_delay(attempt, response))
+            attempt += 1
+
+    async def create_session(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        session_id: str | None = None,
+        state: Mapping[str, Any] | None = None,
+    ) -> Session:
+        """Creates a session; AlreadyExistsError if the id is taken."""
+        return await self._send(_requests.create_session(app_name, user_id, session_id, state))
+
+    async def get_session(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        num_recent_events: int | None = None,
+        after_timestamp: float | None = None,
+    ) -> Session:
+        """The session with its events and merged state; NotFoundError if missing."""
+        return await self._send(
+            _requests.get_session(app_name, user_id, session_id, num_recent_events, after_timestamp)
+        )
+
+    async def list_sessions(
+        self,
+        *,
+        app_name: str,
+        user_id: str | None = None,
+        page_size: int | None = None,
+        page_token: str | None = None,
+    ) -> SessionPage:
+        """One page of sessions (no events), of one user or of the whole app."""
+        return await self._send(_requests.list_sessions(app_name, user_id, page_size, page_token))
+
+    async def iter_sessions(
+        self, *, app_name: str, user_id: str | None = None, page_size: int | None = None
+    ) -> AsyncIterator[Session]:
+        """Every session, page after page."""
+        token: str | None = None
+        while True:
+            page = await self.list_sessions(
+                app_name=app_name, user_id=user_id, page_size=page_size, page_token=token
+            )
+            for session in page.sessions:
+                yield session
+            if page.next_page_token is None:
+                return
+            token = page.next_page_token
+
+    async def delete_session(
+        self, *, app_name: str, user_id: str, session_id: str, delete_memories: bool = False
+    ) -> None:
+        """Deletes the session and its events; NotFoundError if missing."""
+        await self._send(_requests.delete_session(app_name, user_id, session_id, delete_memories))
+
+    async def append_event(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        event: EventJSON,
+        if_match: int | None = None,
+    ) -> AppendResult:
+        """Appends an ADK event (JSON). An id is assigned first if it has none,
+        so retries are deduplicated. `if_match`: the revision the write is based
+        on (StaleSessionError when the session moved on)."""
+        document = _requests.with_event_id(event)
+        return await self._send(
+            _requests.append_event(app_name, user_id, session_id, document, if_match)
+        )
+
+    async def patch_state(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        state_delta: Mapping[str, Any],
+        if_match: int | None = None,
+    ) -> Session:
+        """Changes state without an agent turn (recorded as an event of the user)."""
+        return await self._send(
+            _requests.patch_state(app_name, user_id, session_id, state_delta, if_match)
+        )
+
+    async def list_events(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        order: Order = "asc",
+        page_size: int | None = None,
+        page_token: str | None = None,
+        after_timestamp: float | None = None,
+    ) -> EventPage:
+        """One page of the session's event history."""
+        return await self._send(
+            _requests.list_events(
+                app_name, user_id, session_id, order, page_size, page_token, after_timestamp
+            )
+        )
+
+    async def iter_events(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        order: Order = "asc",
+        page_size: int | None = None,
+        after_timestamp: float | None = None,
+    ) -> AsyncIterator[dict[str, Any]]:
+        """Every event of the session, page after page."""
+        token: str | None = None
+        while True:
+            page = await self.list_events(
+                app_name=app_name,
+                user_id=user_id,
+                session_id=session_id,
+                order=order,
+                page_size=page_size,
+                page_token=token,
+                after_timestamp=after_timestamp,
+            )
+            for event in page.events:
+                yield event
+            if page.next_page_token is None:
+                return
+            token = page.next_page_token
+
+    async def get_user_state(self, *, app_name: str, user_id: str) -> dict[str, Any]:
+        """The user's state in the app, keys without the user: prefix."""
+        return await self._send(_requests.get_user_state(app_name, user_id))
+
+    async def get_app_state(self, *, app_name: str) -> dict[str, Any]:
+        """The app's state, keys without the app: prefix."""
+        return await self._send(_requests.get_app_state(app_name))
+
+    async def add_session_to_memory(
+        self, *, app_name: str, user_id: str, session_id: str
+    ) -> MemoryIngestResult:
+        """Takes the stored session's event texts into the user's memory."""
+        return await self._send(_requests.add_session_to_memory(app_name, user_id, session_id))
+
+    async def search_memory(
+        self, *, app_name: str, user_id: str, query: str, limit: int | None = None
+    ) -> SearchMemoryResponse:
+        """The user's memories best matching the query, best first."""
+        return await self._send(_requests.search_memory(app_name, user_id, query, limit))
+
+    async def forget_user_memory(self, *, app_name: str, user_id: str) -> None:
+        """Deletes everything in the user's memory."""
+        await self._send(_requests.forget_user_memory(app_name, user_id))
+
+    async def close(self) -> None:
+        if self._owns_http:
+            await self._http.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.close()

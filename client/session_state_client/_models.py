@@ -1,0 +1,79 @@
+"""Typed return values. Events stay ADK Event JSON (`dict`), exactly as stored."""
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+__all__ = [
+    "AppendResult",
+    "EventPage",
+    "MemoryEntry",
+    "MemoryIngestResult",
+    "SearchMemoryResponse",
+    "Session",
+    "SessionPage",
+]
+
+EventJSON = dict[str, Any]
+
+
+class _Wire(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
+
+
+class Session(_Wire):
+    """A session with its merged state; `revision` comes from the ETag."""
+
+    id: str
+    app_name: str
+    user_id: str
+    state: dict[str, Any] = Field(default_factory=dict)
+    events: list[EventJSON] = Field(default_factory=list)
+    last_update_time: float = 0.0
+    revision: int | None = None
+
+
+class SessionPage(_Wire):
+    sessions: list[Session]
+    next_page_token: str | None = None
+
+
+class EventPage(_Wire):
+    events: list[EventJSON]
+    next_page_token: str | None = None
+
+
+class AppendResult(_Wire):
+    """`event` is the event as stored (or as sent, for a partial event)."""
+
+    event: EventJSON
+    revision: int | None
+    persisted: bool
+    replayed: bool = Field(description="True when the server recognised a retry.")
+
+
+class MemoryContentPart(_Wire):
+    text: str
+
+
+class MemoryContent(_Wire):
+    role: str | None = None
+    parts: list[MemoryContentPart]
+
+
+class MemoryEntry(_Wire):
+    id: str
+    author: str
+    timestamp: str
+    content: MemoryContent
+    custom_metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class SearchMemoryResponse(_Wire):
+    memories: list[MemoryEntry]
+
+
+class MemoryIngestResult(_Wire):
+    session_id: str
+    memories_added: int

@@ -1,0 +1,264 @@
+"""What each API call sends and how its answer is read, shared by the sync and
+async clients, and when a failed attempt may be repeated."""
+
+import random
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+from urllib.parse import quote
+
+import httpx
+
+from session_state_client._constants import (
+    INITIAL_RETRY_DELAY,
+    MAX_RETRY_AFTER,
+    MAX_RETRY_DELAY,
+    RETRYABLE_STATUSES,
+)
+from session_state_client._exceptions import error_from_response
+from session_state_client._models import (
+    AppendResult,
+    EventPage,
+    MemoryIngestResult,
+    SearchMemoryResponse,
+    Session,
+    SessionPage,
+)
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Call(Generic[T]):
+    method: str
+    path: str
+    parse: Callable[[httpx.Response], T]
+    params: dict[str, Any] = field(default_factory=dict)
+    json: Any = None
+    headers: dict[str, str] = field(default_factory=dict)
+    # Safe to send again after an answer was possibly lost: reads, appends
+    # (the event id makes the server deduplicate) and memory ingestion.
+    repeatable: bool = False
+
+
+def _segment(value: str) -> str:
+    return quote(value, safe="")
+
+
+def _session_path(app_name: str, user_id: str, session_id: str) -> str:
+    return f"/apps/{_segment(app_name)}/users/{_segment(user_id)}/sessions/{_segment(session_id)}"
+
+
+def _params(**values: Any) -> dict[str, Any]:
+    return {key: value for key, value in values.items() if value is not None}
+
+
+def _revision(response: httpx.Response) -> int | None:
+    etag = response.headers.get("etag")
+    if etag is None:
+        return None
+    return int(etag.strip('W/"'))
+
+
+def _session(response: httpx.Response) -> Session:
+    session = Session.model_validate(response.json())
+    session.revision = _revision(response)
+    return session
+
+
+def _nothing(_response: httpx.Response) -> None:
+    return None
+
+
+def _state(response: httpx.Response) -> dict[str, Any]:
+    state: dict[str, Any] = response.json()["state"]
+    return state
+
+
+def create_session(
+    app_name: str, user_id: str, session_id: str | None, state: Mapping[str, Any] | None
+) -> Call[Session]:
+    body: dict[str, Any] = {}
+    if session_id is not None:
+        body["sessionId"] = session_id
+    if state is not None:
+        body["state"] = dict(state)
+    path = f"/apps/{_segment(app_name)}/users/{_segment(user_id)}/sessions"
+    return Call("POST", path, _session, json=body)
+
+
+def get_session(
+    app_name: str,
+    user_id: str,
+    session_id: str,
+    num_recent_events: int | None,
+    after_timestamp: float | None,
+) -> Call[Session]:
+    params = _params(numRecentEvents=num_recent_events, afterTimestamp=after_timestamp)
+    return Call(
+        "GET", _session_path(app_name, user_id, session_id), _session, params, repeatable=True
+    )
+
+
+def list_sessions(
+    app_name: str, user_id: str | None, page_size: int | None, page_token: str | None
+) -> Call[SessionPage]:
+    path = f"/apps/{_segment(app_name)}/sessions"
+    if user_id is not None:
+        path = f"/apps/{_segment(app_name)}/users/{_segment(user_id)}/sessions"
+    params = _params(pageSize=page_size, pageToken=page_token)
+    return Call(
+        "GET",
+        path,
+        lambda response: SessionPage.model_validate(response.json()),
+        params,
+        repeatable=True,
+    )
+
+
+def delete_session(
+    app_name: str, user_id: str, session_id: str, delete_memories: bool
+) -> Call[None]:
+    params = {"deleteMemories": "true"} if delete_memories else {}
+    return Call("DELETE", _session_path(app_name, user_id, session_id), _nothing, params)
+
+
+def with_event_id(event: Mapping[str, Any]) -> dict[str, Any]:
+    """The event with an id, so that every attempt sends the same one."""
+    document = dict(event)
+    if not document.get("id"):
+        document["id"] = str(uuid.uuid4())
+    return document
+
+
+def _if_match(revision: int | None) -> dict[str, str]:
+    return {} if revision is None else {"If-Match": f'"{revision}"'}
+
+
+def append_event(
+    app_name: str,
+    user_id: str,
+    session_id: str,
+    event: dict[str, Any],
+    if_match: int | None,
+) -> Call[AppendResult]:
+    def parse(response: httpx.Response) -> AppendResult:
+        persisted = response.headers.get("session-state-persisted") != "false"
+        return AppendResult(
+            event=response.json(),
+            revision=_revision(response),
+            persisted=persisted,
+            replayed=persisted and response.status_code == 200,
+        )
+
+    path = _session_path(app_name, user_id, session_id) + "/events"
+    return Call("POST", path, parse, json=event, headers=_if_match(if_match), repeatable=True)
+
+
+def patch_state(
+    app_name: str,
+    user_id: str,
+    session_id: str,
+    state_delta: Mapping[str, Any],
+    if_match: int | None,
+) -> Call[Session]:
+    return Call(
+        "PATCH",
+        _session_path(app_name, user_id, session_id),
+        _session,
+        json={"stateDelta": dict(state_delta)},
+        headers=_if_match(if_match),
+    )
+
+
+def list_events(
+    app_name: str,
+    user_id: str,
+    session_id: str,
+    order: str,
+    page_size: int | None,
+    page_token: str | None,
+    after_timestamp: float | None,
+) -> Call[EventPage]:
+    params = _params(
+        order=order, pageSize=page_size, pageToken=page_token, afterTimestamp=after_timestamp
+    )
+    return Call(
+        "GET",
+        _session_path(app_name, user_id, session_id) + "/events",
+        lambda response: EventPage.model_validate(response.json()),
+        params,
+        repeatable=True,
+    )
+
+
+def get_user_state(app_name: str, user_id: str) -> Call[dict[str, Any]]:
+    path = f"/apps/{_segment(app_name)}/users/{_segment(user_id)}/state"
+    return Call("GET", path, _state, repeatable=True)
+
+
+def get_app_state(app_name: str) -> Call[dict[str, Any]]:
+    return Call("GET", f"/apps/{_segment(app_name)}/state", _state, repeatable=True)
+
+
+def _memory_path(app_name: str, user_id: str) -> str:
+    return f"/apps/{_segment(app_name)}/users/{_segment(user_id)}/memory"
+
+
+def add_session_to_memory(app_name: str, user_id: str, session_id: str) -> Call[MemoryIngestResult]:
+    return Call(
+        "POST",
+        _memory_path(app_name, user_id),
+        lambda response: MemoryIngestResult.model_validate(response.json()),
+        json={"sessionId": session_id},
+        repeatable=True,
+    )
+
+
+def search_memory(
+    app_name: str, user_id: str, query: str, limit: int | None
+) -> Call[SearchMemoryResponse]:
+    return Call(
+        "GET",
+        _memory_path(app_name, user_id),
+        lambda response: SearchMemoryResponse.model_validate(response.json()),
+        _params(query=query, limit=limit),
+        repeatable=True,
+    )
+
+
+def forget_user_memory(app_name: str, user_id: str) -> Call[None]:
+    return Call("DELETE", _memory_path(app_name, user_id), _nothing)
+
+
+# -- retries ----------------------------------------------------------------
+
+
+def may_retry_status(call: Call[Any], response: httpx.Response) -> bool:
+    return call.repeatable and response.status_code in RETRYABLE_STATUSES
+
+
+def may_retry_error(call: Call[Any], error: httpx.TransportError) -> bool:
+    # A request that never reached the server can always be sent again.
+    not_sent = isinstance(error, httpx.ConnectError | httpx.ConnectTimeout)
+    return not_sent or call.repeatable
+
+
+def retry_delay(attempt: int, response: httpx.Response | None) -> float:
+    """Exponential backoff with full jitter, or the server's Retry-After."""
+    if response is not None:
+        retry_after = response.headers.get("retry-after")
+        if retry_after is not None:
+            try:
+                return min(max(float(retry_after), 0.0), MAX_RETRY_AFTER)
+            except ValueError:
+                pass
+    ceiling = min(MAX_RETRY_DELAY, INITIAL_RETRY_DELAY * 2**attempt)
+    return random.uniform(0, ceiling)
+
+
+def read(call: Call[T], response: httpx.Response) -> T:
+    if response.status_code >= 400:
+        raise error_from_response(response)
+    return call.parse(response)

@@ -1,0 +1,187 @@
+"""Drop-in ADK services backed by a session-state server (extra `adk`).
+
+    session_service = HttpSessionService(base_url="http://sessions:8000")
+    runner = Runner(agent=agent, app_name="app", session_service=session_service)
+
+They behave as ADK's own DatabaseSessionService: the server's revision is kept
+in the session's `_storage_update_marker` and sent as If-Match, so an append
+from a stale session object raises ADK's StaleSessionError.
+"""
+
+from typing import Any
+
+from google.adk.errors._stale_session_error import StaleSessionError
+from google.adk.errors.already_exists_error import AlreadyExistsError
+from google.adk.errors.session_not_found_error import SessionNotFoundError
+from google.adk.events.event import Event
+from google.adk.memory.base_memory_service import BaseMemoryService, SearchMemoryResponse
+from google.adk.memory.memory_entry import MemoryEntry
+from google.adk.sessions.base_session_service import (
+    BaseSessionService,
+    GetSessionConfig,
+    ListSessionsResponse,
+)
+from google.adk.sessions.session import Session
+from google.genai import types
+
+from session_state_client import _exceptions
+from session_state_client._client import AsyncSessionStateClient
+from session_state_client._models import Session as WireSession
+
+__all__ = ["HttpMemoryService", "HttpSessionService"]
+
+_STALE_MESSAGE = (
+    "The session has been modified in storage since it was loaded. "
+    "Please reload the session before appending more events."
+)
+
+
+def _adk_session(wire: WireSession) -> Session:
+    session = Session(
+        id=wire.id,
+        app_name=wire.app_name,
+        user_id=wire.user_id,
+        state=wire.state,
+        events=[Event.model_validate(event) for event in wire.events],
+        last_update_time=wire.last_update_time,
+    )
+    session._storage_update_marker = None if wire.revision is None else str(wire.revision)
+    return session
+
+
+def _event_json(event: Event) -> dict[str, Any]:
+    document: dict[str, Any] = event.model_dump(mode="json", by_alias=True, exclude_none=True)
+    return document
+
+
+class HttpSessionService(BaseSessionService):
+    """ADK's BaseSessionService over HTTP; takes the client's constructor
+    arguments, or a ready `client`."""
+
+    def __init__(self, *, client: AsyncSessionStateClient | None = None, **options: Any) -> None:
+        self.client = client or AsyncSessionStateClient(**options)
+
+    async def create_session(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        state: dict[str, Any] | None = None,
+        session_id: str | None = None,
+    ) -> Session:
+        try:
+            wire = await self.client.create_session(
+                app_name=app_name, user_id=user_id, session_id=session_id, state=state
+            )
+        except _exceptions.AlreadyExistsError as error:
+            raise AlreadyExistsError(f"Session with id {session_id} already exists.") from error
+        return _adk_session(wire)
+
+    async def get_session(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        config: GetSessionConfig | None = None,
+    ) -> Session | None:
+        try:
+            wire = await self.client.get_session(
+                app_name=app_name,
+                user_id=user_id,
+                session_id=session_id,
+                num_recent_events=config.num_recent_events if config else None,
+                after_timestamp=config.after_timestamp if config else None,
+            )
+        except _exceptions.NotFoundError:
+            return None
+        return _adk_session(wire)
+
+    async def list_sessions(
+        self, *, app_name: str, user_id: str | None = None
+    ) -> ListSessionsResponse:
+        sessions = [
+            _adk_session(wire)
+            async for wire in self.client.iter_sessions(
+                app_name=app_name, user_id=user_id, page_size=1000
+            )
+        ]
+        return ListSessionsResponse(sessions=sessions)
+
+    async def delete_session(self, *, app_name: str, user_id: str, session_id: str) -> None:
+        try:
+            await self.client.delete_session(
+                app_name=app_name, user_id=user_id, session_id=session_id
+            )
+        except _exceptions.NotFoundError:
+            return
+
+    async def get_user_state(self, *, app_name: str, user_id: str) -> dict[str, Any]:
+        return await self.client.get_user_state(app_name=app_name, user_id=user_id)
+
+    async def append_event(self, session: Session, event: Event) -> Event:
+        if event.partial:
+            return event
+        # As ADK: temp: keys reach the caller's session state, never storage.
+        self._apply_temp_state(session, event)
+        event = self._trim_temp_delta_state(event)
+        marker = session._storage_update_marker
+        try:
+            appended = await self.client.append_event(
+                app_name=session.app_name,
+                user_id=session.user_id,
+                session_id=session.id,
+                event=_event_json(event),
+                if_match=int(marker) if marker is not None else None,
+            )
+        except _exceptions.StaleSessionError as error:
+            raise StaleSessionError(_STALE_MESSAGE) from error
+        except _exceptions.NotFoundError as error:
+            raise SessionNotFoundError(f"Session {session.id} not found.") from error
+        if appended.replayed and any(known.id == event.id for known in session.events):
+            # A re-delivery of an event this session already holds: as ADK's
+            # own services, apply nothing twice.
+            return event
+        session.last_update_time = event.timestamp
+        if appended.revision is not None:
+            session._storage_update_marker = str(appended.revision)
+        return self._commit_event_to_session(session, event)
+
+    async def close(self) -> None:
+        await self.client.close()
+
+
+class HttpMemoryService(BaseMemoryService):
+    """ADK's BaseMemoryService over HTTP: the server ingests the stored
+    session, so sessions must be kept by a session-state server too."""
+
+    def __init__(self, *, client: AsyncSessionStateClient | None = None, **options: Any) -> None:
+        self.client = client or AsyncSessionStateClient(**options)
+
+    async def add_session_to_memory(self, session: Session) -> None:
+        await self.client.add_session_to_memory(
+            app_name=session.app_name, user_id=session.user_id, session_id=session.id
+        )
+
+    async def search_memory(
+        self, *, app_name: str, user_id: str, query: str
+    ) -> SearchMemoryResponse:
+        found = await self.client.search_memory(app_name=app_name, user_id=user_id, query=query)
+        return SearchMemoryResponse(
+            memories=[
+                MemoryEntry(
+                    id=entry.id,
+                    author=entry.author,
+                    timestamp=entry.timestamp,
+                    content=types.Content(
+                        role=entry.content.role,
+                        parts=[types.Part(text=part.text) for part in entry.content.parts],
+                    ),
+                    custom_metadata=entry.custom_metadata,
+                )
+                for entry in found.memories
+            ]
+        )
+
+    async def close(self) -> None:
+        await self.client.close()

@@ -1,0 +1,245 @@
+"""SessionStateClient and AsyncSessionStateClient against a real server."""
+
+import httpx
+import pytest
+
+from session_state_client import (
+    AlreadyExistsError,
+    APIConnectionError,
+    APIStatusError,
+    AsyncSessionStateClient,
+    BadRequestError,
+    EventIdConflictError,
+    NotFoundError,
+    ServiceUnavailableError,
+    SessionStateClient,
+    StaleSessionError,
+    ValidationError,
+)
+
+
+def test_every_method_of_the_sync_client(base_url, app_name):
+    with SessionStateClient(base_url=base_url) as client:
+        created = client.create_session(
+            app_name=app_name, user_id="ada", session_id="s1", state={"user:n": 1, "k": "v"}
+        )
+        assert created.revision == 0
+        assert created.state == {"k": "v", "user:n": 1}
+
+        appended = client.append_event(
+            app_name=app_name,
+            user_id="ada",
+            session_id="s1",
+            event={"author": "agent", "actions": {"stateDelta": {"app:a": 1, "temp:t": 0}}},
+            if_match=created.revision,
+        )
+        assert appended.revision == 1 and appended.persisted and not appended.replayed
+        assert appended.event["id"]
+        assert appended.event["actions"]["stateDelta"] == {"app:a": 1}
+
+        session = client.get_session(app_name=app_name, user_id="ada", session_id="s1")
+        assert session.revision == 1
+        assert session.events == [appended.event]
+        assert session.state == {"k": "v", "app:a": 1, "user:n": 1}
+        assert session.last_update_time == appended.event["timestamp"]
+
+        patched = client.patch_state(
+            app_name=app_name, user_id="ada", session_id="s1", state_delta={"k": "w"}, if_match=1
+        )
+        assert patched.state["k"] == "w" and patched.revision == 2
+
+        page = client.list_events(app_name=app_name, user_id="ada", session_id="s1", order="desc")
+        assert [event["author"] for event in page.events] == ["user", "agent"]
+        assert client.get_user_state(app_name=app_name, user_id="ada") == {"n": 1}
+        assert client.get_app_state(app_name=app_name) == {"a": 1}
+        listed = client.list_sessions(app_name=app_name, user_id="ada")
+        assert [listed_session.id for listed_session in listed.sessions] == ["s1"]
+        assert listed.sessions[0].events == []
+
+        client.delete_session(app_name=app_name, user_id="ada", session_id="s1")
+        with pytest.raises(NotFoundError) as raised:
+            client.get_session(app_name=app_name, user_id="ada", session_id="s1")
+        assert raised.value.status_code == 404
+        assert raised.value.code == "session_not_found"
+        assert raised.value.request_id
+
+
+async def test_every_method_of_the_async_client(base_url, app_name):
+    async with AsyncSessionStateClient(base_url=base_url) as client:
+        created = await client.create_session(app_name=app_name, user_id="bob")
+        appended = await client.append_event(
+            app_name=app_name,
+            user_id="bob",
+            session_id=created.id,
+            event={"author": "user", "content": {"parts": [{"text": "I like owls."}]}},
+        )
+        assert appended.revision == 1
+        session = await client.get_session(
+            app_name=app_name, user_id="bob", session_id=created.id, num_recent_events=0
+        )
+        assert session.events == []
+        patched = await client.patch_state(
+            app_name=app_name, user_id="bob", session_id=created.id, state_delta={"x": 1}
+        )
+        assert patched.state == {"x": 1}
+        events = [
+            event
+            async for event in client.iter_events(
+                app_name=app_name, user_id="bob", session_id=created.id, page_size=1
+            )
+        ]
+        assert len(events) == 2
+        assert (await client.get_user_state(app_name=app_name, user_id="bob")) == {}
+        assert (await client.get_app_state(app_name=app_name)) == {}
+        assert (await client.list_sessions(app_name=app_name)).sessions[0].id == created.id
+
+        ingested = await client.add_session_to_memory(
+            app_name=app_name, user_id="bob", session_id=created.id
+        )
+        assert ingested.memories_added == 1
+        found = await client.search_memory(app_name=app_name, user_id="bob", query="owls")
+        assert found.memories[0].content.parts[0].text == "I like owls."
+        await client.forget_user_memory(app_name=app_name, user_id="bob")
+        assert not (
+            await client.search_memory(app_name=app_name, user_id="bob", query="owls")
+        ).memories
+        await client.delete_session(
+            app_name=app_name, user_id="bob", session_id=created.id, delete_memories=True
+        )
+        with pytest.raises(NotFoundError):
+            await client.delete_session(app_name=app_name, user_id="bob", session_id=created.id)
+
+
+def test_iterators_walk_every_page(base_url, app_name):
+    with SessionStateClient(base_url=base_url) as client:
+        for index in range(7):
+            client.create_session(
+                app_name=app_name, user_id=f"u{index % 2}", session_id=f"s{index}"
+            )
+        ids = [session.id for session in client.iter_sessions(app_name=app_name, page_size=2)]
+        assert sorted(ids) == [f"s{index}" for index in range(7)]
+        mine = list(client.iter_sessions(app_name=app_name, user_id="u0", page_size=3))
+        assert sorted(session.id for session in mine) == ["s0", "s2", "s4", "s6"]
+
+
+def test_errors_map_to_the_exception_tree(base_url, app_name):
+    with SessionStateClient(base_url=base_url) as client:
+        client.create_session(app_name=app_name, user_id="u", session_id="s")
+        with pytest.raises(AlreadyExistsError) as exists:
+            client.create_session(app_name=app_name, user_id="u", session_id="s")
+        assert exists.value.status_code == 409
+        event = {"id": "e1", "author": "a"}
+        client.append_event(app_name=app_name, user_id="u", session_id="s", event=event)
+        with pytest.raises(EventIdConflictError):
+            client.append_event(
+                app_name=app_name, user_id="u", session_id="s", event={**event, "author": "b"}
+            )
+        with pytest.raises(StaleSessionError) as stale:
+            client.append_event(
+                app_name=app_name, user_id="u", session_id="s", event={"author": "a"}, if_match=0
+            )
+        assert stale.value.body["code"] == "stale_session"
+        with pytest.raises(ValidationError) as invalid:
+            client.create_session(app_name=app_name, user_id="u", session_id=" bad ")
+        assert invalid.value.body["errors"]
+        with pytest.raises(BadRequestError):
+            client.list_sessions(app_name=app_name, page_token="not-a-token")
+    with (
+        SessionStateClient(base_url="http://127.0.0.1:9", max_retries=0) as offline,
+        pytest.raises(APIConnectionError),
+    ):
+        offline.get_app_state(app_name=app_name)
+
+
+def test_a_retried_append_is_stored_once(base_url, app_name):
+    with SessionStateClient(base_url=base_url) as client:
+        client.create_session(app_name=app_name, user_id="u", session_id="s")
+        first = client.append_event(
+            app_name=app_name, user_id="u", session_id="s", event={"author": "a"}, if_match=0
+        )
+        again = client.append_event(
+            app_name=app_name, user_id="u", session_id="s", event=first.event, if_match=0
+        )
+        assert again.replayed and again.revision == first.revision
+        assert len(client.get_session(app_name=app_name, user_id="u", session_id="s").events) == 1
+
+
+class FlakyTransport(httpx.BaseTransport):
+    """Fails the first attempts, then forwards to the real server."""
+
+    def __init__(self, failures: list[int | type[Exception]]) -> None:
+        self.failures = failures
+        self.attempts: list[str] = []
+        self.real = httpx.HTTPTransport()
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        self.attempts.append(request.method)
+        if self.failures:
+            failure = self.failures.pop(0)
+            if isinstance(failure, int):
+                return httpx.Response(failure, headers={"Retry-After": "0"}, json={"code": "x"})
+            raise failure("simulated", request=request)
+        return self.real.handle_request(request)
+
+
+def _flaky_client(base_url: str, failures: list[int | type[Exception]], retries: int = 3):
+    transport = FlakyTransport(failures)
+    http = httpx.Client(base_url=base_url, transport=transport)
+    return SessionStateClient(http_client=http, max_retries=retries), transport
+
+
+@pytest.mark.parametrize("failure", [503, 502, 504, 429, httpx.ConnectError, httpx.ReadError])
+def test_safe_requests_are_retried_with_the_same_event_id(base_url, app_name, failure):
+    setup = SessionStateClient(base_url=base_url)
+    setup.create_session(app_name=app_name, user_id="u", session_id="s")
+    client, transport = _flaky_client(base_url, [failure, failure])
+    appended = client.append_event(
+        app_name=app_name, user_id="u", session_id="s", event={"author": "a"}
+    )
+    assert len(transport.attempts) == 3
+    events = setup.get_session(app_name=app_name, user_id="u", session_id="s").events
+    assert [event["id"] for event in events] == [appended.event["id"]]
+
+
+def test_retries_stop_after_max_retries(base_url, app_name):
+    client, transport = _flaky_client(base_url, [503, 503, 503], retries=2)
+    with pytest.raises(ServiceUnavailableError):
+        client.get_app_state(app_name=app_name)
+    assert len(transport.attempts) == 3
+
+
+@pytest.mark.parametrize("status", [409, 412])
+def test_conflicts_and_preconditions_are_never_retried(base_url, app_name, status):
+    client, transport = _flaky_client(base_url, [status])
+    with pytest.raises(APIStatusError) as raised:
+        client.get_app_state(app_name=app_name)
+    assert raised.value.status_code == status
+    assert len(transport.attempts) == 1
+
+
+def test_non_idempotent_writes_are_not_retried_after_a_lost_answer(base_url, app_name):
+    client, transport = _flaky_client(base_url, [httpx.ReadError, 503])
+    with pytest.raises(APIConnectionError):
+        client.patch_state(app_name=app_name, user_id="u", session_id="s", state_delta={"k": 1})
+    assert transport.attempts == ["PATCH"]
+
+
+def test_api_key_is_sent_as_a_bearer_token(monkeypatch):
+    seen = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request.headers.get("authorization"))
+        return httpx.Response(200, json={"state": {}})
+
+    http = httpx.Client(base_url="http://x", transport=httpx.MockTransport(handler))
+    SessionStateClient(http_client=http, api_key="k-123").get_app_state(app_name="a")
+    monkeypatch.setenv("SESSION_STATE_API_KEY", "k-env")
+    http = httpx.Client(base_url="http://x", transport=httpx.MockTransport(handler))
+    SessionStateClient(http_client=http).get_app_state(app_name="a")
+    assert seen == ["Bearer k-123", "Bearer k-env"]
+
+
+def test_base_url_falls_back_to_the_environment(monkeypatch, base_url, app_name):
+    monkeypatch.setenv("SESSION_STATE_BASE_URL", base_url)
+    with SessionStateClient() as client:
+        assert client.get_app_state(app_name=app_name) == {}
