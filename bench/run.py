@@ -128,7 +128,9 @@ class Server:
             **os.environ,
             "SESSION_STATE_DATABASE_URL": sqlalchemy_url(database),
             "SESSION_STATE_LOG_LEVEL": "warning",
-            "SESSION_STATE_DB_POOL_SIZE": "20",
+            # Within PostgreSQL's 100 connections, next to ADK's and the floor's pools.
+            "SESSION_STATE_DB_POOL_SIZE": "10",
+            "SESSION_STATE_DB_MAX_OVERFLOW": "5",
             "SESSION_STATE_MAX_BODY_BYTES": str(64 * 1024 * 1024),
         }
         command = [

@@ -75,3 +75,28 @@ async def test_docs_pages_load_their_assets_from_this_server(client, path):
         assert asset.startswith("/"), f"{asset} is not served by this server"
         assert (await client.get(asset)).status_code == 200
     assert "cdn" not in page.lower() and "googleapis" not in page
+
+
+
+@pytest.mark.parametrize(
+    ("postgres_error", "unavailable"),
+    [
+        ("TooManyConnectionsError", True),
+        ("CannotConnectNowError", True),
+        ("AdminShutdownError", True),
+        ("UniqueViolationError", False),
+        ("UndefinedTableError", False),
+    ],
+)
+def test_database_errors_that_mean_unavailable_become_503(postgres_error, unavailable):
+    """As SQLAlchemy reports asyncpg errors: the driver's error is the cause
+    of the adapted one. Too many clients, shutting down or starting up is the
+    database being unavailable (503, retry later); anything else is a bug (500)."""
+    import asyncpg
+    from sqlalchemy.exc import DBAPIError
+
+    from app.api.problems import is_database_unavailable
+
+    adapted = Exception("adapted by SQLAlchemy")
+    adapted.__cause__ = getattr(asyncpg.exceptions, postgres_error)("from PostgreSQL")
+    assert is_database_unavailable(DBAPIError("SELECT 1", {}, adapted)) is unavailable

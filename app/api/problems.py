@@ -89,11 +89,25 @@ async def _on_http_error(_request: Request, error: Exception) -> Response:
     )
 
 
+# SQLSTATE classes that say the database cannot serve now, not that the
+# request is wrong: connection exception, insufficient resources (such as too
+# many connections), operator intervention (shutting down, starting up).
+_UNAVAILABLE_SQLSTATE_CLASSES = ("08", "53", "57")
+
+
+def is_database_unavailable(error: DBAPIError) -> bool:
+    if isinstance(error, OperationalError) or error.connection_invalidated:
+        return True
+    cause = error.orig.__cause__ if error.orig is not None else None
+    sqlstate = getattr(cause, "sqlstate", None) or getattr(error.orig, "sqlstate", None)
+    return isinstance(sqlstate, str) and sqlstate.startswith(_UNAVAILABLE_SQLSTATE_CLASSES)
+
+
 async def _on_database_error(_request: Request, error: Exception) -> Response:
-    # Lost connections and pool timeouts are the database being away, which a
-    # client may retry; anything else from the database is our bug.
-    if isinstance(error, OperationalError | PoolTimeoutError) or (
-        isinstance(error, DBAPIError) and error.connection_invalidated
+    # The database being away or overloaded is something a client may retry;
+    # anything else from the database is our bug.
+    if isinstance(error, PoolTimeoutError) or (
+        isinstance(error, DBAPIError) and is_database_unavailable(error)
     ):
         logger.warning("database unavailable: %s", type(error).__name__)
         DB_ERRORS.labels("unavailable").inc()
@@ -127,6 +141,7 @@ def install_problem_handlers(app: FastAPI) -> None:
     app.add_exception_handler(asyncpg.PostgresConnectionError, _on_connection_error)
     app.add_exception_handler(asyncpg.InterfaceError, _on_connection_error)
     app.add_exception_handler(asyncpg.exceptions.OperatorInterventionError, _on_connection_error)
+    app.add_exception_handler(asyncpg.exceptions.InsufficientResourcesError, _on_connection_error)
     app.add_exception_handler(TimeoutError, _on_connection_error)
     # Any other exception becomes a 500 in RequestContextMiddleware, which
     # still knows the request id.
