@@ -77,7 +77,6 @@ async def test_docs_pages_load_their_assets_from_this_server(client, path):
     assert "cdn" not in page.lower() and "googleapis" not in page
 
 
-
 @pytest.mark.parametrize(
     ("postgres_error", "unavailable"),
     [
