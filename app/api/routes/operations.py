@@ -17,6 +17,18 @@ DOCS_ASSETS_URL = "/docs-assets"
 
 router = APIRouter(tags=["operations"])
 
+# The pages may load only what this server serves: ReDoc's footer would
+# otherwise fetch its logo from a CDN.
+DOCS_CONTENT_SECURITY_POLICY = (
+    "default-src 'self'; script-src 'self' 'unsafe-inline'; style-src 'self' 'unsafe-inline'; "
+    "img-src 'self' data: blob:; worker-src 'self' blob:; connect-src 'self'; font-src 'self' data:"
+)
+
+
+def _offline(page: HTMLResponse) -> HTMLResponse:
+    page.headers["Content-Security-Policy"] = DOCS_CONTENT_SECURITY_POLICY
+    return page
+
 
 @router.get(
     "/metrics",
@@ -35,7 +47,7 @@ def install_offline_docs(app: FastAPI) -> None:
     @app.get("/docs", include_in_schema=False)
     async def swagger_ui(request: Request) -> HTMLResponse:
         root = request.scope.get("root_path", "")
-        return get_swagger_ui_html(
+        page = get_swagger_ui_html(
             openapi_url=f"{root}{app.openapi_url}",
             title=f"{app.title} - Swagger UI",
             swagger_js_url=f"{root}{DOCS_ASSETS_URL}/swagger-ui-bundle.js",
@@ -44,14 +56,16 @@ def install_offline_docs(app: FastAPI) -> None:
             # No call to the public validator badge service.
             swagger_ui_parameters={"validatorUrl": None},
         )
+        return _offline(page)
 
     @app.get("/redoc", include_in_schema=False)
     async def redoc(request: Request) -> HTMLResponse:
         root = request.scope.get("root_path", "")
-        return get_redoc_html(
+        page = get_redoc_html(
             openapi_url=f"{root}{app.openapi_url}",
             title=f"{app.title} - ReDoc",
             redoc_js_url=f"{root}{DOCS_ASSETS_URL}/redoc.standalone.js",
             redoc_favicon_url=f"{root}{DOCS_ASSETS_URL}/favicon.png",
             with_google_fonts=False,
         )
+        return _offline(page)
