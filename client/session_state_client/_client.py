@@ -31,6 +31,7 @@ from session_state_client._requests import Call
 __all__ = ["AsyncSessionStateClient", "SessionStateClient"]
 
 T = TypeVar("T")
+JSON_HEADERS = {"Content-Type": "application/json"}
 Order = Literal["asc", "desc"]
 EventJSON = Mapping[str, Any]
 
@@ -83,7 +84,11 @@ class SessionStateClient:
             response: httpx.Response | None = None
             try:
                 response = self._http.request(
-                    call.method, call.path, params=call.params, json=call.json, headers=call.headers
+                    call.method,
+                    call.path,
+                    params=call.params,
+                    content=None if call.json is None else _requests.encode(call.json),
+                    headers=call.headers if call.json is None else {**JSON_HEADERS, **call.headers},
                 )
             except httpx.TransportError as error:
                 if attempt >= self.max_retries or not _requests.may_retry_error(call, error):
@@ -299,7 +304,11 @@ class AsyncSessionStateClient:
             response: httpx.Response | None = None
             try:
                 response = await self._http.request(
-                    call.method, call.path, params=call.params, json=call.json, headers=call.headers
+                    call.method,
+                    call.path,
+                    params=call.params,
+                    content=None if call.json is None else _requests.encode(call.json),
+                    headers=call.headers if call.json is None else {**JSON_HEADERS, **call.headers},
                 )
             except httpx.TransportError as error:
                 if attempt >= self.max_retries or not _requests.may_retry_error(call, error):

@@ -9,6 +9,7 @@ from typing import Any, Generic, TypeVar
 from urllib.parse import quote
 
 import httpx
+import pydantic_core
 
 from session_state_client._constants import (
     INITIAL_RETRY_DELAY,
@@ -61,8 +62,18 @@ def _revision(response: httpx.Response) -> int | None:
     return int(etag.strip('W/"'))
 
 
+def _json(response: httpx.Response) -> Any:
+    # pydantic_core's parser: several times faster than the standard library's,
+    # exact for floats and arbitrary-size integers.
+    return pydantic_core.from_json(response.content)
+
+
+def encode(document: Any) -> bytes:
+    return pydantic_core.to_json(document)
+
+
 def _session(response: httpx.Response) -> Session:
-    session = Session.model_validate(response.json())
+    session = Session.model_validate(_json(response))
     session.revision = _revision(response)
     return session
 
@@ -72,7 +83,7 @@ def _nothing(_response: httpx.Response) -> None:
 
 
 def _state(response: httpx.Response) -> dict[str, Any]:
-    state: dict[str, Any] = response.json()["state"]
+    state: dict[str, Any] = _json(response)["state"]
     return state
 
 
@@ -111,7 +122,7 @@ def list_sessions(
     return Call(
         "GET",
         path,
-        lambda response: SessionPage.model_validate(response.json()),
+        lambda response: SessionPage.model_validate(_json(response)),
         params,
         repeatable=True,
     )
@@ -145,8 +156,9 @@ def append_event(
 ) -> Call[AppendResult]:
     def parse(response: httpx.Response) -> AppendResult:
         persisted = response.headers.get("session-state-persisted") != "false"
-        return AppendResult(
-            event=response.json(),
+        # Built without validation: the server returns the event it stored.
+        return AppendResult.model_construct(
+            event=_json(response),
             revision=_revision(response),
             persisted=persisted,
             replayed=persisted and response.status_code == 200,
@@ -187,7 +199,7 @@ def list_events(
     return Call(
         "GET",
         _session_path(app_name, user_id, session_id) + "/events",
-        lambda response: EventPage.model_validate(response.json()),
+        lambda response: EventPage.model_validate(_json(response)),
         params,
         repeatable=True,
     )
@@ -210,7 +222,7 @@ def add_session_to_memory(app_name: str, user_id: str, session_id: str) -> Call[
     return Call(
         "POST",
         _memory_path(app_name, user_id),
-        lambda response: MemoryIngestResult.model_validate(response.json()),
+        lambda response: MemoryIngestResult.model_validate(_json(response)),
         json={"sessionId": session_id},
         repeatable=True,
     )
@@ -222,7 +234,7 @@ def search_memory(
     return Call(
         "GET",
         _memory_path(app_name, user_id),
-        lambda response: SearchMemoryResponse.model_validate(response.json()),
+        lambda response: SearchMemoryResponse.model_validate(_json(response)),
         _params(query=query, limit=limit),
         repeatable=True,
     )
