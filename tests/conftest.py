@@ -211,3 +211,12 @@ class ServerProcess:
                 self.process.kill()
                 self.process.wait()
         self.process = None
+
+
+@pytest.fixture(scope="module")
+def sqlite_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    """`session-state serve` on a SQLite file of its own, for one test module."""
+    url = f"sqlite+aiosqlite:///{tmp_path_factory.mktemp('server') / 'server.db'}"
+    process = ServerProcess(url).start()
+    yield process
+    process.stop()

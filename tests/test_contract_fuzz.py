@@ -14,8 +14,6 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from tests.conftest import ServerProcess
-
 EXAMPLES_PER_OPERATION = int(os.environ.get("FUZZ_EXAMPLES", "50"))
 # What the contract promises: no 5xx, and status, content type, headers and
 # body of every response as documented. (Schemathesis' "schema-valid data is
@@ -31,16 +29,8 @@ CHECKS = [
 
 
 @pytest.fixture(scope="module")
-def fuzzed_server(tmp_path_factory):
-    url = f"sqlite+aiosqlite:///{tmp_path_factory.mktemp('fuzz') / 'fuzz.db'}"
-    process = ServerProcess(url).start()
-    yield process
-    process.stop()
-
-
-@pytest.fixture(scope="module")
-def api_schema(fuzzed_server):
-    return schemathesis.openapi.from_url(f"{fuzzed_server.base_url}/openapi.json")
+def api_schema(sqlite_server):
+    return schemathesis.openapi.from_url(f"{sqlite_server.base_url}/openapi.json")
 
 
 def test_every_operation_answers_as_its_spec_says(api_schema):

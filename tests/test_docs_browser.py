@@ -9,8 +9,6 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
-from tests.conftest import ServerProcess
-
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMIUM_ARGS = [
     "--headless",
@@ -45,11 +43,8 @@ def browser():
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    url = f"sqlite+aiosqlite:///{tmp_path_factory.mktemp('docs') / 'docs.db'}"
-    process = ServerProcess(url).start()
-    yield process
-    process.stop()
+def server(sqlite_server):
+    return sqlite_server
 
 
 def _page(browser):

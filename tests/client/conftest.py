@@ -3,19 +3,10 @@ client tests of a module; each test works in an app of its own."""
 
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from tests.conftest import ServerProcess
-
-
-@pytest.fixture(scope="module")
-def sqlite_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    url = f"sqlite+aiosqlite:///{Path(tmp_path_factory.mktemp('client')) / 'client.db'}"
-    process = ServerProcess(url).start()
-    yield process
-    process.stop()
 
 
 @pytest.fixture(scope="module")
