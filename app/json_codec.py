@@ -1,10 +1,15 @@
-"""JSON encoding: orjson for speed, the standard library where orjson refuses.
+"""JSON encoding: orjson for speed, the standard library where orjson would
+change a value.
 
-orjson rejects integers beyond 64 bits; the standard library keeps them, so a
-client's document is never refused or altered for that reason.
+orjson reads an integer beyond 64 bits as a float, silently, and refuses to
+write one; the standard library keeps them exact. A document with a run of 19
+or more digits (where such integers can hide) is therefore read by the
+standard library, so a client's document is never altered.
 """
 
 import json
+import math
+import re
 from typing import Any
 
 import orjson
@@ -18,13 +23,18 @@ def _refuse_constant(name: str) -> Any:
     raise InvalidJSON(f"{name} is not valid JSON")
 
 
+_LONG_DIGIT_RUN = re.compile(rb"\d{19}")
+
+
 def loads(data: bytes | str) -> Any:
+    raw = data.encode() if isinstance(data, str) else data
+    if not _LONG_DIGIT_RUN.search(raw):
+        try:
+            return orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            pass
     try:
-        return orjson.loads(data)
-    except orjson.JSONDecodeError:
-        pass
-    try:
-        return json.loads(data, parse_constant=_refuse_constant)
+        return json.loads(raw, parse_constant=_refuse_constant)
     except (ValueError, RecursionError) as error:
         raise InvalidJSON(str(error)) from None
 
@@ -38,3 +48,38 @@ def dumps(value: Any) -> bytes:
 
 def dumps_text(value: Any) -> str:
     return dumps(value).decode()
+
+
+# JSONB keeps numbers as `numeric`, which prints 1e+16 as 10000000000000000: read
+# back, a float written with an exponent would become an integer.
+_POSITIVE_EXPONENT = b"e+"
+_INT64_RANGE = range(-(2**63), 2**64)
+
+
+def _jsonb_safe_numbers(value: Any) -> Any:
+    """`value` with floats of 1e16 and above written out with a fractional part
+    (JSONB keeps "10000000000000000.0" as written) and integers beyond 64 bits
+    as raw fragments (orjson refuses them)."""
+    if isinstance(value, float):
+        if math.isfinite(value) and abs(value) >= 1e16:
+            return orjson.Fragment(f"{int(value)}.0")
+        return value
+    if isinstance(value, int) and not isinstance(value, bool) and value not in _INT64_RANGE:
+        return orjson.Fragment(str(value))
+    if isinstance(value, dict):
+        return {key: _jsonb_safe_numbers(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_jsonb_safe_numbers(item) for item in value]
+    return value
+
+
+def dumps_for_jsonb(value: Any) -> str:
+    """JSON text for a PostgreSQL JSONB value, such that every number reads back
+    with its Python type (int or float) and exact value."""
+    try:
+        text = orjson.dumps(value)
+    except TypeError:
+        text = _POSITIVE_EXPONENT  # an integer beyond 64 bits: take the slow path
+    if _POSITIVE_EXPONENT in text:
+        text = orjson.dumps(_jsonb_safe_numbers(value))
+    return text.decode()

@@ -2,12 +2,12 @@
 
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
-from sqlalchemy import inspect
+from sqlalchemy import inspect, select
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from app.db import migrations
 from app.db.migrations import include_object
-from app.db.tables import SEARCH_INDEX_OBJECTS, metadata
+from app.db.tables import SEARCH_INDEX_OBJECTS, app_states, metadata
 
 TABLES = {"app_states", "user_states", "sessions", "events", "memories"}
 
@@ -50,3 +50,26 @@ async def test_postgresql_upgrade_downgrade_upgrade_matches_the_models(fresh_pos
 
 async def test_sqlite_upgrade_downgrade_upgrade_matches_the_models(tmp_path):
     await _check_upgrade_downgrade_upgrade(f"sqlite+aiosqlite:///{tmp_path / 'm.db'}")
+
+
+async def test_sqlite_state_values_survive_the_move_to_text_columns(tmp_path):
+    engine = create_async_engine(f"sqlite+aiosqlite:///{tmp_path / 'v.db'}")
+    try:
+        await migrations.upgrade(engine, "0002")
+        async with engine.begin() as connection:
+            await connection.exec_driver_sql(
+                "INSERT INTO app_states (app_name, key, value) VALUES "
+                "('a', 'app:n', '1.5'), ('a', 'app:s', '\"x\"'), ('a', 'app:d', '{\"k\": [1]}')"
+            )
+        await migrations.upgrade(engine)
+        async with engine.begin() as connection:
+            await connection.execute(
+                app_states.insert().values(app_name="a", key="app:f", value=1.0)
+            )
+            rows = (await connection.execute(select(app_states.c.key, app_states.c.value))).all()
+    finally:
+        await engine.dispose()
+    values = dict(rows)
+    assert values == {"app:n": 1.5, "app:s": "x", "app:d": {"k": [1]}, "app:f": 1.0}
+    # Exactly a float, as written: TEXT has no numeric affinity.
+    assert isinstance(values["app:f"], float)

@@ -77,8 +77,26 @@ async def _on_validation_error(_request: Request, error: Exception) -> Response:
     return problem_response(422, "validation_error", "Validation error", summary, errors=details)
 
 
-async def _on_http_error(_request: Request, error: Exception) -> Response:
+def _has_bad_identifier(request: Request) -> bool:
+    """An /apps/ path that matched no route because an identifier in it is
+    empty or holds an encoded "/": a bad identifier (422), not a missing page."""
+    raw_path: bytes = request.scope.get("raw_path") or request.url.path.encode()
+    if not raw_path.startswith(b"/apps/"):
+        return False
+    return b"//" in raw_path or b"%2f" in raw_path.lower()
+
+
+async def _on_http_error(request: Request, error: Exception) -> Response:
     assert isinstance(error, StarletteHTTPException)
+    if error.status_code == 404 and _has_bad_identifier(request):
+        message = "identifiers are 1 to 128 characters and hold no '/'"
+        return problem_response(
+            422,
+            "validation_error",
+            "Validation error",
+            f"path: {message}",
+            errors=[{"loc": ["path"], "msg": message}],
+        )
     code = _GENERIC_CODES.get(error.status_code, "http_error")
     return problem_response(
         error.status_code,

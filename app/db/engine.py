@@ -40,7 +40,7 @@ def _create_postgresql_engine(settings: Settings) -> AsyncEngine:
         pool_size=settings.db_pool_size,
         max_overflow=settings.db_max_overflow,
         pool_timeout=settings.db_timeout_seconds,
-        json_serializer=json_codec.dumps_text,
+        json_serializer=json_codec.dumps_for_jsonb,
         json_deserializer=json_codec.loads,
         connect_args={
             "timeout": settings.db_timeout_seconds,

@@ -81,7 +81,7 @@ async def _use_json_codecs(connection: asyncpg.Connection) -> None:
     for type_name in ("json", "jsonb"):
         await connection.set_type_codec(
             type_name,
-            encoder=json_codec.dumps_text,
+            encoder=json_codec.dumps_for_jsonb,
             decoder=json_codec.loads,
             schema="pg_catalog",
         )

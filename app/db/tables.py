@@ -4,6 +4,8 @@ One row per key means two writers of different keys of the same app never wait
 for each other; only writers of the same key serialize on its row.
 """
 
+from typing import Any
+
 from sqlalchemy import (
     JSON,
     BigInteger,
@@ -19,11 +21,33 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.engine import Dialect
+from sqlalchemy.types import TypeDecorator
+
+from app import json_codec
 
 IDENTIFIER_LENGTH = 128
 
-# JSONB on PostgreSQL (for the database-side `||` merge), JSON text on SQLite.
+
+class JsonText(TypeDecorator[Any]):
+    """JSON kept in a TEXT column. SQLite gives a column declared JSON numeric
+    affinity, which would turn a stored `1.0` into the integer 1."""
+
+    impl = Text
+    cache_ok = True
+
+    def process_bind_param(self, value: Any, dialect: Dialect) -> str:
+        return json_codec.dumps_text(value)
+
+    def process_result_value(self, value: str | None, dialect: Dialect) -> Any:
+        return None if value is None else json_codec.loads(value)
+
+
+# JSONB on PostgreSQL (for the database-side `||` merge). On SQLite a session's
+# state (always an object, so never mistaken for a number) is a JSON column; one
+# key's value, which may be a bare number, is TEXT (see JsonText).
 JsonDocument = JSON().with_variant(JSONB(), "postgresql")
+JsonValue = JsonText().with_variant(JSONB(), "postgresql")
 
 metadata = MetaData(
     naming_convention={
@@ -39,7 +63,7 @@ app_states = Table(
     metadata,
     Column("app_name", String(IDENTIFIER_LENGTH), primary_key=True),
     Column("key", Text, primary_key=True),
-    Column("value", JsonDocument, nullable=False),
+    Column("value", JsonValue, nullable=False),
 )
 
 user_states = Table(
@@ -48,7 +72,7 @@ user_states = Table(
     Column("app_name", String(IDENTIFIER_LENGTH), primary_key=True),
     Column("user_id", String(IDENTIFIER_LENGTH), primary_key=True),
     Column("key", Text, primary_key=True),
-    Column("value", JsonDocument, nullable=False),
+    Column("value", JsonValue, nullable=False),
 )
 
 sessions = Table(
