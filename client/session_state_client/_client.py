@@ -27,6 +27,7 @@ from session_state_client._models import (
     SessionPage,
 )
 from session_state_client._requests import Call
+from session_state_client._transport import LeanAsyncTransport
 
 __all__ = ["AsyncSessionStateClient", "SessionStateClient"]
 
@@ -47,6 +48,11 @@ def _connection_error(error: httpx.TransportError) -> APIConnectionError:
     if isinstance(error, httpx.TimeoutException):
         return APITimeoutError(f"request timed out: {error!r}")
     return APIConnectionError(f"connection failed: {error!r}")
+
+
+def _default_async_transport(base_url: str) -> httpx.AsyncBaseTransport | None:
+    """The lean transport for plain http; httpx's own for https."""
+    return LeanAsyncTransport() if base_url.startswith("http://") else None
 
 
 class SessionStateClient:
@@ -293,7 +299,9 @@ class AsyncSessionStateClient:
         url, headers = _settings(base_url, api_key)
         self.max_retries = max_retries
         self._owns_http = http_client is None
-        self._http = http_client or httpx.AsyncClient(base_url=url, timeout=timeout)
+        self._http = http_client or httpx.AsyncClient(
+            base_url=url, timeout=timeout, transport=_default_async_transport(url)
+        )
         if http_client is not None and not str(http_client.base_url):
             self._http.base_url = httpx.URL(url)
         self._http.headers.update(headers)

@@ -1,0 +1,230 @@
+"""A lean HTTP/1.1 transport for httpx, on plain asyncio streams.
+
+Measured under 50 concurrent appends, httpx's default transport (httpcore on
+anyio) spent about half of the client's CPU per request: cancel scopes, locks,
+socket probes and h11 state machines for every call. This transport keeps
+idle keep-alive connections in a list and writes and parses HTTP/1.1 itself,
+for plain `http://` servers only; httpx still builds the request and reads the
+response, so retries, errors and decoding are unchanged.
+"""
+
+import asyncio
+import time
+from types import TracebackType
+
+import httpx
+
+MAX_HEADER_BYTES = 64 * 1024
+DEFAULT_MAX_CONNECTIONS = 100
+DEFAULT_MAX_IDLE_CONNECTIONS = 20
+# Below uvicorn's default keep-alive of 5 s, so that a connection is not reused
+# just as the server closes it.
+IDLE_EXPIRY_SECONDS = 4.0
+_NO_BODY_STATUSES = frozenset({204, 304})
+
+
+class _Connection:
+    __slots__ = ("idle_since", "reader", "writer")
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.reader = reader
+        self.writer = writer
+        self.idle_since = 0.0
+
+    def is_reusable(self) -> bool:
+        # A server that closed an idle connection has delivered its EOF to the
+        # event loop by the time the connection is taken from the pool.
+        fresh = time.monotonic() - self.idle_since < IDLE_EXPIRY_SECONDS
+        return fresh and not (self.reader.at_eof() or self.writer.is_closing())
+
+    def close(self) -> None:
+        self.writer.close()
+
+
+def _request_head(request: httpx.Request) -> bytes:
+    lines = [b"%s %s HTTP/1.1" % (request.method.encode(), request.url.raw_path)]
+    lines += [b"%s: %s" % (name, value) for name, value in request.headers.raw]
+    return b"\r\n".join(lines) + b"\r\n\r\n"
+
+
+def _parse_head(head: bytes) -> tuple[bytes, int, bytes, list[tuple[bytes, bytes]]]:
+    status_line, *header_lines = head[:-4].split(b"\r\n")
+    version, _, rest = status_line.partition(b" ")
+    code, _, reason = rest.partition(b" ")
+    if not version.startswith(b"HTTP/1.") or not code.isdigit():
+        raise httpx.RemoteProtocolError(f"not an HTTP/1.1 status line: {status_line!r}")
+    headers = []
+    for line in header_lines:
+        name, colon, value = line.partition(b":")
+        if not colon:
+            raise httpx.RemoteProtocolError(f"malformed header line: {line!r}")
+        headers.append((name.strip(), value.strip()))
+    return version, int(code), reason, headers
+
+
+def _header(headers: list[tuple[bytes, bytes]], name: bytes) -> bytes | None:
+    for key, value in headers:
+        if key.lower() == name:
+            return value
+    return None
+
+
+async def _read_chunked(reader: asyncio.StreamReader) -> bytes:
+    body = bytearray()
+    while True:
+        size_line = await reader.readuntil(b"\r\n")
+        size = int(size_line.split(b";", 1)[0].strip(), 16)
+        if size == 0:
+            # Trailers, if any, end with an empty line.
+            while await reader.readuntil(b"\r\n") != b"\r\n":
+                pass
+            return bytes(body)
+        body += await reader.readexactly(size)
+        await reader.readexactly(2)
+
+
+class LeanAsyncTransport(httpx.AsyncBaseTransport):
+    """HTTP/1.1 over asyncio streams, with a pool of keep-alive connections.
+
+    Only `http://` URLs; an https base URL keeps httpx's own transport.
+    """
+
+    def __init__(
+        self,
+        *,
+        max_connections: int = DEFAULT_MAX_CONNECTIONS,
+        max_idle_connections: int = DEFAULT_MAX_IDLE_CONNECTIONS,
+    ) -> None:
+        self._idle: list[_Connection] = []
+        self._max_idle = max_idle_connections
+        self._slots = asyncio.Semaphore(max_connections)
+        self._closed = False
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        if request.url.scheme != "http":
+            raise httpx.UnsupportedProtocol(
+                "the lean transport speaks plain http only", request=request
+            )
+        # httpx hands each request its timeouts: connect, read, write, pool.
+        timeouts = request.extensions.get("timeout", {})
+        try:
+            async with asyncio.timeout(timeouts.get("pool")):
+                await self._slots.acquire()
+        except TimeoutError as error:
+            raise httpx.PoolTimeout("no connection free in time", request=request) from error
+        try:
+            connection = await self._connection(request, connect_timeout=timeouts.get("connect"))
+            try:
+                response = await self._exchange(connection, request, timeouts)
+            except BaseException:
+                # Cancelled or failed half way: the connection's state is unknown.
+                connection.close()
+                raise
+        finally:
+            self._slots.release()
+        return response
+
+    async def _connection(
+        self, request: httpx.Request, *, connect_timeout: float | None
+    ) -> _Connection:
+        while self._idle:
+            connection = self._idle.pop()
+            if connection.is_reusable():
+                return connection
+            connection.close()
+        url = request.url
+        try:
+            async with asyncio.timeout(connect_timeout):
+                reader, writer = await asyncio.open_connection(
+                    url.host, url.port or 80, limit=MAX_HEADER_BYTES
+                )
+        except TimeoutError as error:
+            raise httpx.ConnectTimeout("connect timed out", request=request) from error
+        except OSError as error:
+            raise httpx.ConnectError(str(error), request=request) from error
+        return _Connection(reader, writer)
+
+    async def _exchange(
+        self, connection: _Connection, request: httpx.Request, timeouts: dict[str, float | None]
+    ) -> httpx.Response:
+        body = await request.aread()
+        if "transfer-encoding" in request.headers:  # a streamed body, sent whole
+            body = (b"%x\r\n%s\r\n0\r\n\r\n" % (len(body), body)) if body else b"0\r\n\r\n"
+        writer, reader = connection.writer, connection.reader
+        try:
+            async with asyncio.timeout(timeouts.get("write")):
+                writer.write(_request_head(request) + body)
+                await writer.drain()
+        except TimeoutError as error:
+            raise httpx.WriteTimeout("write timed out", request=request) from error
+        except OSError as error:
+            raise httpx.WriteError(str(error), request=request) from error
+        try:
+            async with asyncio.timeout(timeouts.get("read")):
+                status, reason, headers, content, keep_alive = await self._read_response(
+                    reader, request
+                )
+        except TimeoutError as error:
+            raise httpx.ReadTimeout("read timed out", request=request) from error
+        except asyncio.IncompleteReadError as error:
+            raise httpx.RemoteProtocolError(
+                "the server closed the connection before the response ended", request=request
+            ) from error
+        except asyncio.LimitOverrunError as error:
+            raise httpx.RemoteProtocolError("headers too large", request=request) from error
+        except ValueError as error:  # a malformed chunk size
+            raise httpx.RemoteProtocolError(str(error), request=request) from error
+        except OSError as error:
+            raise httpx.ReadError(str(error), request=request) from error
+        if keep_alive and not self._closed and len(self._idle) < self._max_idle:
+            connection.idle_since = time.monotonic()
+            self._idle.append(connection)
+        else:
+            connection.close()
+        return httpx.Response(
+            status,
+            headers=headers,
+            stream=httpx.ByteStream(content),
+            extensions={"http_version": b"HTTP/1.1", "reason_phrase": reason},
+            request=request,
+        )
+
+    async def _read_response(
+        self, reader: asyncio.StreamReader, request: httpx.Request
+    ) -> tuple[int, bytes, list[tuple[bytes, bytes]], bytes, bool]:
+        while True:
+            version, status, reason, headers = _parse_head(await reader.readuntil(b"\r\n\r\n"))
+            if not 100 <= status < 200:
+                break  # 1xx interim responses (103 Early Hints) are skipped
+        connection_header = (_header(headers, b"connection") or b"").lower()
+        if version == b"HTTP/1.0":
+            keep_alive = connection_header == b"keep-alive"
+        else:
+            keep_alive = connection_header != b"close"
+        length = _header(headers, b"content-length")
+        if request.method == "HEAD" or status in _NO_BODY_STATUSES:
+            content = b""
+        elif (_header(headers, b"transfer-encoding") or b"").lower().endswith(b"chunked"):
+            content = await _read_chunked(reader)
+        elif length is not None:
+            if not length.isdigit():
+                raise httpx.RemoteProtocolError(f"bad Content-Length {length!r}", request=request)
+            content = await reader.readexactly(int(length))
+        else:
+            content = await reader.read()  # delimited by the end of the connection
+            keep_alive = False
+        return status, reason, headers, content, keep_alive
+
+    async def aclose(self) -> None:
+        self._closed = True
+        idle, self._idle = self._idle, []
+        for connection in idle:
+            connection.close()
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None = None,
+        exc_value: BaseException | None = None,
+        traceback: TracebackType | None = None,
+    ) -> None:
+        await self.aclose()

@@ -1,0 +1,266 @@
+"""The async client's lean HTTP/1.1 transport against real sockets: a scripted
+raw server for the framings and failures uvicorn never produces, and a real
+`session-state serve` for keep-alive."""
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+
+import httpx
+import pytest
+
+from session_state_client import (
+    APIConnectionError,
+    APITimeoutError,
+    AsyncSessionStateClient,
+    NotFoundError,
+)
+from session_state_client._transport import LeanAsyncTransport
+
+# What the scripted server answers to each request it reads: raw bytes, or None
+# to close the connection without answering.
+Script = Callable[[bytes], bytes | None]
+
+
+class ScriptedServer:
+    def __init__(self, script: Script) -> None:
+        self.script = script
+        self.requests: list[bytes] = []
+        self.connections = 0
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.connections += 1
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                length = 0
+                for line in head.split(b"\r\n"):
+                    if line.lower().startswith(b"content-length:"):
+                        length = int(line.split(b":")[1])
+                request = head + await reader.readexactly(length)
+                self.requests.append(request)
+                answer = self.script(request)
+                if answer is None:
+                    break
+                writer.write(answer)
+                await writer.drain()
+                framing = answer.lower()
+                delimited = b"content-length" in framing or b"transfer-encoding" in framing
+                closing = b"connection: close" in framing or b"x-test-close-idle" in framing
+                if closing or not (delimited or b" 204 " in framing):
+                    break
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            writer.close()
+
+
+@pytest.fixture
+async def scripted() -> AsyncIterator[Callable[[Script], tuple[ScriptedServer, str]]]:
+    servers: list[asyncio.Server] = []
+
+    async def start(script: Script) -> tuple[ScriptedServer, str]:
+        scripted_server = ScriptedServer(script)
+        server = await asyncio.start_server(scripted_server._handle, "127.0.0.1", 0)
+        servers.append(server)
+        port = server.sockets[0].getsockname()[1]
+        return scripted_server, f"http://127.0.0.1:{port}"
+
+    yield start  # type: ignore[misc]
+    for server in servers:
+        server.close()
+        await server.wait_closed()
+
+
+def _answer(body: bytes, *headers: bytes, status: bytes = b"200 OK") -> bytes:
+    lines = [b"HTTP/1.1 " + status, *headers]
+    return b"\r\n".join(lines) + b"\r\n\r\n" + body
+
+
+def _json(body: bytes, *extra: bytes) -> bytes:
+    return _answer(
+        body, b"content-type: application/json", b"content-length: %d" % len(body), *extra
+    )
+
+
+async def _get(base_url: str, path: str = "/x", **kwargs: object) -> httpx.Response:
+    async with httpx.AsyncClient(base_url=base_url, transport=LeanAsyncTransport()) as client:
+        return await client.get(path, **kwargs)  # type: ignore[arg-type]
+
+
+async def test_requests_share_one_kept_alive_connection(scripted):
+    server, url = await scripted(lambda request: _json(b'{"ok": true}'))
+    async with httpx.AsyncClient(base_url=url, transport=LeanAsyncTransport()) as client:
+        for _ in range(5):
+            response = await client.post("/p?q=1", content=b'{"a": 1}')
+            assert response.json() == {"ok": True}
+    assert server.connections == 1
+    assert server.requests[0].startswith(b"POST /p?q=1 HTTP/1.1\r\n")
+    assert server.requests[0].endswith(b'\r\n\r\n{"a": 1}')
+
+
+async def test_a_chunked_response_with_trailers_is_read_whole(scripted):
+    chunked = _answer(
+        b"4\r\nabcd\r\n3;ext=1\r\nefg\r\n0\r\nx-trailer: 1\r\n\r\n", b"transfer-encoding: chunked"
+    )
+    server, url = await scripted(lambda request: chunked)
+    async with httpx.AsyncClient(base_url=url, transport=LeanAsyncTransport()) as client:
+        assert (await client.get("/")).content == b"abcdefg"
+        assert (await client.get("/")).content == b"abcdefg"
+    assert server.connections == 1
+
+
+async def test_connection_close_and_close_delimited_bodies_open_a_new_connection(scripted):
+    answers = iter(
+        [
+            _json(b"1", b"connection: close"),
+            _answer(b"until the end", b"content-type: text/plain"),
+            _json(b"3"),
+        ]
+    )
+
+    def script(request: bytes) -> bytes:
+        return next(answers)
+
+    server, url = await scripted(script)
+    transport = LeanAsyncTransport()
+    async with httpx.AsyncClient(base_url=url, transport=transport) as client:
+        assert (await client.get("/")).content == b"1"
+        assert (await client.get("/")).content == b"until the end"
+        assert (await client.get("/")).content == b"3"
+    assert server.connections == 3
+
+
+async def test_interim_responses_are_skipped_and_204_has_no_body(scripted):
+    answers = iter(
+        [
+            b"HTTP/1.1 103 Early Hints\r\nlink: </a>\r\n\r\n" + _json(b"[]"),
+            _answer(b"", status=b"204 No Content"),
+        ]
+    )
+    _, url = await scripted(lambda request: next(answers))
+    async with httpx.AsyncClient(base_url=url, transport=LeanAsyncTransport()) as client:
+        assert (await client.get("/")).json() == []
+        response = await client.delete("/")
+        assert response.status_code == 204 and response.content == b""
+
+
+async def test_a_connection_the_server_closed_while_idle_is_not_reused(scripted):
+    # Answers that keep the connection alive, then the server closes it idle
+    # (as uvicorn does after its keep-alive timeout).
+    server, url = await scripted(lambda request: _json(b"1", b"x-test-close-idle: 1"))
+    async with httpx.AsyncClient(base_url=url, transport=LeanAsyncTransport()) as client:
+        assert (await client.get("/")).content == b"1"
+        await asyncio.sleep(0.05)
+        assert (await client.get("/")).content == b"1"
+    assert server.connections == 2
+
+
+async def test_a_kept_connection_dropped_without_an_answer_is_an_error_then_replaced(scripted):
+    answers = iter([_json(b"1", b"connection: keep-alive"), None])
+
+    def script(request: bytes) -> bytes | None:
+        # The first connection answers once, then the server drops it idle.
+        return next(answers, _json(b"2"))
+
+    server, url = await scripted(script)
+    async with httpx.AsyncClient(base_url=url, transport=LeanAsyncTransport()) as client:
+        assert (await client.get("/")).content == b"1"
+        # The server reads the next request on the kept connection, answers
+        # nothing and closes: that is a protocol error, not a hang.
+        with pytest.raises(httpx.RemoteProtocolError):
+            await client.get("/")
+        # The broken connection was dropped; the next request opens a new one.
+        assert (await client.get("/")).content == b"2"
+    assert server.connections == 2
+
+
+async def test_gzip_responses_are_decoded_by_httpx(scripted):
+    import gzip
+
+    body = gzip.compress(b'{"zipped": 1}')
+    _, url = await scripted(lambda request: _json(body, b"content-encoding: gzip"))
+    assert (await _get(url)).json() == {"zipped": 1}
+
+
+async def test_malformed_answers_are_protocol_errors(scripted):
+    _, url = await scripted(lambda request: b"SSH-2.0-OpenSSH\r\n\r\n")
+    with pytest.raises(httpx.RemoteProtocolError):
+        await _get(url)
+
+
+async def test_a_server_that_does_not_answer_times_out(scripted):
+    async def never(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await asyncio.sleep(5)
+
+    server = await asyncio.start_server(never, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        async with AsyncSessionStateClient(
+            base_url=f"http://127.0.0.1:{port}", timeout=0.3, max_retries=0
+        ) as client:
+            with pytest.raises(APITimeoutError):
+                await client.get_app_state(app_name="a")
+    finally:
+        server.close()
+
+
+async def test_a_refused_connection_is_a_connection_error():
+    server = await asyncio.start_server(lambda r, w: None, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    server.close()
+    await server.wait_closed()
+    async with AsyncSessionStateClient(
+        base_url=f"http://127.0.0.1:{port}", max_retries=1
+    ) as client:
+        with pytest.raises(APIConnectionError):
+            await client.get_app_state(app_name="a")
+
+
+async def test_a_cancelled_request_leaves_no_half_read_connection_behind(scripted):
+    release = asyncio.Event()
+
+    async def slow_then_fast(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = await reader.readuntil(b"\r\n\r\n")
+        if b"slow" in head:
+            await release.wait()
+            writer.write(_json(b'"late"'))
+        else:
+            writer.write(_json(b'"fast"'))
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(slow_then_fast, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    transport = LeanAsyncTransport()
+    try:
+        async with httpx.AsyncClient(
+            base_url=f"http://127.0.0.1:{port}", transport=transport
+        ) as client:
+            with pytest.raises(TimeoutError):
+                async with asyncio.timeout(0.2):
+                    await client.get("/slow")
+            release.set()
+            # Had the cancelled connection gone back to the pool, this would
+            # read the late answer to the other request.
+            assert (await client.get("/fast")).json() == "fast"
+    finally:
+        server.close()
+
+
+async def test_the_client_keeps_alive_against_a_real_server(base_url, app_name):
+    async with AsyncSessionStateClient(base_url=base_url) as client:
+        assert isinstance(client._http._transport, LeanAsyncTransport)
+        await client.create_session(app_name=app_name, user_id="u", session_id="s")
+        results = await asyncio.gather(
+            *(
+                client.append_event(
+                    app_name=app_name, user_id="u", session_id="s", event={"author": "a"}
+                )
+                for _ in range(30)
+            )
+        )
+        assert sorted(result.revision for result in results) == list(range(1, 31))
+        with pytest.raises(NotFoundError):
+            await client.get_session(app_name=app_name, user_id="u", session_id="missing")
+        idle = client._http._transport._idle
+        assert 1 <= len(idle) <= 20
