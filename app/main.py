@@ -7,6 +7,7 @@ from typing import Any
 from fastapi import FastAPI
 
 from app import __version__
+from app.api.append_fast_path import AppendFastPath
 from app.api.authentication import ApiKeyMiddleware, document_bearer_security
 from app.api.body_limit import BodyLimitMiddleware
 from app.api.middleware import RequestContextMiddleware
@@ -71,15 +72,17 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         docs_url=None,
         redoc_url=None,
     )
-    # The last added middleware is the outermost: request context wraps all.
-    app.add_middleware(BodyLimitMiddleware, max_body_bytes=settings.max_body_bytes)
-    app.add_middleware(ApiKeyMiddleware, api_keys=api_keys)
-    app.add_middleware(RequestContextMiddleware)
     install_problem_handlers(app)
     app.include_router(sessions.router)
     app.include_router(memory.router)
     app.include_router(health.router)
     app.include_router(operations.router)
+    # The last added middleware is the outermost: request context wraps all,
+    # the append fast path is innermost (after keys and the body limit).
+    app.add_middleware(AppendFastPath, route=sessions.append_route())
+    app.add_middleware(BodyLimitMiddleware, max_body_bytes=settings.max_body_bytes)
+    app.add_middleware(ApiKeyMiddleware, api_keys=api_keys)
+    app.add_middleware(RequestContextMiddleware)
     operations.install_offline_docs(app)
 
     def openapi_with_security() -> dict[str, Any]:

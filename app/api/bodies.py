@@ -14,7 +14,11 @@ ModelT = TypeVar("ModelT", bound=BaseModel)
 
 async def read_json(request: Request) -> Any:
     """The parsed body; None when the body is empty."""
-    raw = await request.body()
+    return parse_json(await request.body())
+
+
+def parse_json(raw: bytes) -> Any:
+    """`raw` parsed; None when it is empty."""
     if not raw.strip():
         return None
     try:

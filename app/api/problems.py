@@ -122,6 +122,10 @@ def is_database_unavailable(error: DBAPIError) -> bool:
 
 
 async def _on_database_error(_request: Request, error: Exception) -> Response:
+    return database_error_response(error)
+
+
+def database_error_response(error: Exception) -> Response:
     # The database being away or overloaded is something a client may retry;
     # anything else from the database is our bug.
     if isinstance(error, PoolTimeoutError) or (
@@ -135,6 +139,10 @@ async def _on_database_error(_request: Request, error: Exception) -> Response:
 
 
 async def _on_connection_error(_request: Request, error: Exception) -> Response:
+    return connection_error_response(error)
+
+
+def connection_error_response(error: Exception) -> Response:
     logger.warning("database unavailable: %s", error)
     DB_ERRORS.labels("unavailable").inc()
     return service_error_response(DatabaseUnavailable("the database is unreachable"))
@@ -147,19 +155,38 @@ def unexpected_error_response(error: BaseException) -> Response:
     )
 
 
+# The database cannot be reached or answer now: ours, the OS's and asyncpg's
+# own errors from the PostgreSQL hot path (connection lost or refused, the
+# server shutting down or starting up, out of connections).
+_CONNECTION_ERRORS: tuple[type[Exception], ...] = (
+    ConnectionError,
+    asyncpg.PostgresConnectionError,
+    asyncpg.InterfaceError,
+    asyncpg.exceptions.OperatorInterventionError,
+    asyncpg.exceptions.InsufficientResourcesError,
+    TimeoutError,
+)
+
+
+def known_error_response(error: Exception) -> Response | None:
+    """The response the exception handlers below give for `error`, for code
+    that runs outside FastAPI's routing; None for anything else (a bug)."""
+    if isinstance(error, ServiceError):
+        return service_error_response(error)
+    if isinstance(error, DBAPIError | PoolTimeoutError):
+        return database_error_response(error)
+    if isinstance(error, _CONNECTION_ERRORS):
+        return connection_error_response(error)
+    return None
+
+
 def install_problem_handlers(app: FastAPI) -> None:
     app.add_exception_handler(ServiceError, _on_service_error)
     app.add_exception_handler(RequestValidationError, _on_validation_error)
     app.add_exception_handler(StarletteHTTPException, _on_http_error)
     app.add_exception_handler(DBAPIError, _on_database_error)
     app.add_exception_handler(PoolTimeoutError, _on_database_error)
-    app.add_exception_handler(ConnectionError, _on_connection_error)
-    # asyncpg's own errors, from the PostgreSQL hot path: connection lost or
-    # refused, or the server shutting down or starting up.
-    app.add_exception_handler(asyncpg.PostgresConnectionError, _on_connection_error)
-    app.add_exception_handler(asyncpg.InterfaceError, _on_connection_error)
-    app.add_exception_handler(asyncpg.exceptions.OperatorInterventionError, _on_connection_error)
-    app.add_exception_handler(asyncpg.exceptions.InsufficientResourcesError, _on_connection_error)
-    app.add_exception_handler(TimeoutError, _on_connection_error)
+    for error_class in _CONNECTION_ERRORS:
+        app.add_exception_handler(error_class, _on_connection_error)
     # Any other exception becomes a 500 in RequestContextMiddleware, which
     # still knows the request id.

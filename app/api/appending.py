@@ -1,0 +1,51 @@
+"""An append, from parsed request to response: shared by the FastAPI route
+and the fast path in front of it, so both answer and count alike."""
+
+from typing import Any
+
+from fastapi.responses import Response
+
+from app.api import rendering
+from app.db.repository import SessionKey
+from app.errors import ServiceError, StaleSession
+from app.metrics import APPENDS, EVENTS_STORED, STALE_REJECTIONS
+from app.service import SessionService
+
+_APPEND_RESULTS = {
+    "stale_session": "stale",
+    "event_id_conflict": "conflict",
+    "session_not_found": "not_found",
+}
+
+
+async def append(
+    service: SessionService, key: SessionKey, document: Any, revision: int | None
+) -> Response:
+    """201 with the stored event; 200 for a retry, or for a partial event
+    (not stored). Raises ServiceError for the problem responses."""
+    try:
+        outcome = await service.append_event(key, document, revision)
+    except ServiceError as error:
+        APPENDS.labels(_APPEND_RESULTS.get(error.code, "invalid")).inc()
+        if isinstance(error, StaleSession):
+            STALE_REJECTIONS.inc()
+        raise
+    if outcome.revision is None:
+        APPENDS.labels("partial").inc()
+        return Response(
+            outcome.event,
+            status_code=200,
+            media_type=rendering.JSON_MEDIA_TYPE,
+            headers={"Session-State-Persisted": "false"},
+        )
+    if outcome.created:
+        APPENDS.labels("stored").inc()
+        EVENTS_STORED.inc()
+    else:
+        APPENDS.labels("retry").inc()
+    return Response(
+        outcome.event,
+        status_code=201 if outcome.created else 200,
+        media_type=rendering.JSON_MEDIA_TYPE,
+        headers={"ETag": rendering.etag(outcome.revision)},
+    )
