@@ -3,6 +3,7 @@
 import asyncio
 import os
 import time
+import urllib.request
 from collections.abc import AsyncIterator, Iterator, Mapping
 from types import TracebackType
 from typing import Any, Literal, Self, TypeVar
@@ -17,6 +18,7 @@ from session_state_client._constants import (
     DEFAULT_MAX_RETRIES,
     DEFAULT_TIMEOUT,
 )
+from session_state_client._direct import DirectSender
 from session_state_client._exceptions import APIConnectionError, APITimeoutError
 from session_state_client._models import (
     AppendResult,
@@ -50,9 +52,21 @@ def _connection_error(error: httpx.TransportError) -> APIConnectionError:
     return APIConnectionError(f"connection failed: {error!r}")
 
 
-def _default_async_transport(base_url: str) -> httpx.AsyncBaseTransport | None:
-    """The lean transport for plain http; httpx's own for https."""
-    return LeanAsyncTransport() if base_url.startswith("http://") else None
+def _proxied_by_environment(base_url: str) -> bool:
+    """Whether HTTP_PROXY / ALL_PROXY (less NO_PROXY) send this URL to a proxy,
+    as httpx's own transport would."""
+    proxies = urllib.request.getproxies()
+    if not (proxies.get("http") or proxies.get("all")):
+        return False
+    return not urllib.request.proxy_bypass(httpx.URL(base_url).host)
+
+
+def _default_async_transport(base_url: str) -> LeanAsyncTransport | None:
+    """The lean transport for plain http without a proxy; otherwise httpx's own
+    (TLS, proxies)."""
+    if base_url.startswith("http://") and not _proxied_by_environment(base_url):
+        return LeanAsyncTransport()
+    return None
 
 
 class SessionStateClient:
@@ -299,25 +313,31 @@ class AsyncSessionStateClient:
         url, headers = _settings(base_url, api_key)
         self.max_retries = max_retries
         self._owns_http = http_client is None
+        transport = _default_async_transport(url) if http_client is None else None
         self._http = http_client or httpx.AsyncClient(
-            base_url=url, timeout=timeout, transport=_default_async_transport(url)
+            base_url=url, timeout=timeout, transport=transport
         )
         if http_client is not None and not str(http_client.base_url):
             self._http.base_url = httpx.URL(url)
         self._http.headers.update(headers)
+        # A client of our own on the lean transport writes its requests itself.
+        self._direct = None if transport is None else DirectSender(transport, self._http)
+
+    async def _request(self, call: Call[Any]) -> httpx.Response:
+        content = None if call.json is None else _requests.encode(call.json)
+        headers = call.headers if call.json is None else {**JSON_HEADERS, **call.headers}
+        if self._direct is not None:
+            return await self._direct.send(call.method, call.path, call.params, content, headers)
+        return await self._http.request(
+            call.method, call.path, params=call.params, content=content, headers=headers
+        )
 
     async def _send(self, call: Call[T]) -> T:
         attempt = 0
         while True:
             response: httpx.Response | None = None
             try:
-                response = await self._http.request(
-                    call.method,
-                    call.path,
-                    params=call.params,
-                    content=None if call.json is None else _requests.encode(call.json),
-                    headers=call.headers if call.json is None else {**JSON_HEADERS, **call.headers},
-                )
+                response = await self._request(call)
             except httpx.TransportError as error:
                 if attempt >= self.max_retries or not _requests.may_retry_error(call, error):
                     raise _connection_error(error) from error

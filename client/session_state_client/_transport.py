@@ -10,7 +10,9 @@ response, so retries, errors and decoding are unchanged.
 
 import asyncio
 import time
+from collections.abc import Mapping
 from types import TracebackType
+from typing import NamedTuple
 
 import httpx
 
@@ -52,12 +54,12 @@ def _parse_head(head: bytes) -> tuple[bytes, int, bytes, list[tuple[bytes, bytes
     version, _, rest = status_line.partition(b" ")
     code, _, reason = rest.partition(b" ")
     if not version.startswith(b"HTTP/1.") or not code.isdigit():
-        raise httpx.RemoteProtocolError(f"not an HTTP/1.1 status line: {status_line!r}")
+        raise ValueError(f"not an HTTP/1.1 status line: {status_line!r}")
     headers = []
     for line in header_lines:
         name, colon, value = line.partition(b":")
         if not colon:
-            raise httpx.RemoteProtocolError(f"malformed header line: {line!r}")
+            raise ValueError(f"malformed header line: {line!r}")
         headers.append((name.strip(), value.strip()))
     return version, int(code), reason, headers
 
@@ -83,6 +85,44 @@ async def _read_chunked(reader: asyncio.StreamReader) -> bytes:
         await reader.readexactly(2)
 
 
+class Origin(NamedTuple):
+    host: str
+    port: int
+
+
+class Answer(NamedTuple):
+    status: int
+    reason: bytes
+    headers: list[tuple[bytes, bytes]]
+    content: bytes
+
+
+async def _read_answer(reader: asyncio.StreamReader, method: str) -> tuple[Answer, bool]:
+    """The response, and whether the connection may be used again."""
+    while True:
+        version, status, reason, headers = _parse_head(await reader.readuntil(b"\r\n\r\n"))
+        if not 100 <= status < 200:
+            break  # 1xx interim responses (103 Early Hints) are skipped
+    connection_header = (_header(headers, b"connection") or b"").lower()
+    if version == b"HTTP/1.0":
+        keep_alive = connection_header == b"keep-alive"
+    else:
+        keep_alive = connection_header != b"close"
+    length = _header(headers, b"content-length")
+    if method == "HEAD" or status in _NO_BODY_STATUSES:
+        content = b""
+    elif (_header(headers, b"transfer-encoding") or b"").lower().endswith(b"chunked"):
+        content = await _read_chunked(reader)
+    elif length is not None:
+        if not length.isdigit():
+            raise ValueError(f"bad Content-Length {length!r}")
+        content = await reader.readexactly(int(length))
+    else:
+        content = await reader.read()  # delimited by the end of the connection
+        keep_alive = False
+    return Answer(status, reason, headers, content), keep_alive
+
+
 class LeanAsyncTransport(httpx.AsyncBaseTransport):
     """HTTP/1.1 over asyncio streams, with a pool of keep-alive connections.
 
@@ -105,38 +145,70 @@ class LeanAsyncTransport(httpx.AsyncBaseTransport):
             raise httpx.UnsupportedProtocol(
                 "the lean transport speaks plain http only", request=request
             )
-        # httpx hands each request its timeouts: connect, read, write, pool.
-        timeouts = request.extensions.get("timeout", {})
-        try:
-            async with asyncio.timeout(timeouts.get("pool")):
-                await self._slots.acquire()
-        except TimeoutError as error:
-            raise httpx.PoolTimeout("no connection free in time", request=request) from error
-        try:
-            connection = await self._connection(request, connect_timeout=timeouts.get("connect"))
+        body = await request.aread()
+        if "transfer-encoding" in request.headers:  # a streamed body, sent whole
+            body = (b"%x\r\n%s\r\n0\r\n\r\n" % (len(body), body)) if body else b"0\r\n\r\n"
+        answer = await self.exchange(
+            Origin(request.url.host, request.url.port or 80),
+            request.method,
+            _request_head(request) + body,
+            # httpx hands each request its timeouts: connect, read, write, pool.
+            request.extensions.get("timeout", {}),
+            request,
+        )
+        return httpx.Response(
+            answer.status,
+            headers=answer.headers,
+            stream=httpx.ByteStream(answer.content),
+            extensions={"http_version": b"HTTP/1.1", "reason_phrase": answer.reason},
+            request=request,
+        )
+
+    async def exchange(
+        self,
+        origin: "Origin",
+        method: str,
+        message: bytes,
+        timeouts: Mapping[str, float | None],
+        request: httpx.Request | None = None,
+    ) -> "Answer":
+        """Sends `message` (request head and body) on a pooled connection and
+        reads the answer. Raises httpx's transport errors; `request`, when
+        given, is attached to them."""
+        # A timer costs as much as the rest of the wait: arm one only for a
+        # wait that can take time.
+        if self._slots.locked():
             try:
-                response = await self._exchange(connection, request, timeouts)
+                async with asyncio.timeout(timeouts.get("pool")):
+                    await self._slots.acquire()
+            except TimeoutError as error:
+                raise httpx.PoolTimeout("no connection free in time", request=request) from error
+        else:
+            await self._slots.acquire()
+        try:
+            connection = await self._connection(origin, timeouts.get("connect"), request)
+            try:
+                answer = await self._exchange(connection, method, message, timeouts, request)
             except BaseException:
                 # Cancelled or failed half way: the connection's state is unknown.
                 connection.close()
                 raise
         finally:
             self._slots.release()
-        return response
+        return answer
 
     async def _connection(
-        self, request: httpx.Request, *, connect_timeout: float | None
+        self, origin: "Origin", connect_timeout: float | None, request: httpx.Request | None
     ) -> _Connection:
         while self._idle:
             connection = self._idle.pop()
             if connection.is_reusable():
                 return connection
             connection.close()
-        url = request.url
         try:
             async with asyncio.timeout(connect_timeout):
                 reader, writer = await asyncio.open_connection(
-                    url.host, url.port or 80, limit=MAX_HEADER_BYTES
+                    origin.host, origin.port, limit=MAX_HEADER_BYTES
                 )
         except TimeoutError as error:
             raise httpx.ConnectTimeout("connect timed out", request=request) from error
@@ -145,25 +217,26 @@ class LeanAsyncTransport(httpx.AsyncBaseTransport):
         return _Connection(reader, writer)
 
     async def _exchange(
-        self, connection: _Connection, request: httpx.Request, timeouts: dict[str, float | None]
-    ) -> httpx.Response:
-        body = await request.aread()
-        if "transfer-encoding" in request.headers:  # a streamed body, sent whole
-            body = (b"%x\r\n%s\r\n0\r\n\r\n" % (len(body), body)) if body else b"0\r\n\r\n"
+        self,
+        connection: _Connection,
+        method: str,
+        message: bytes,
+        timeouts: Mapping[str, float | None],
+        request: httpx.Request | None,
+    ) -> "Answer":
         writer, reader = connection.writer, connection.reader
         try:
-            async with asyncio.timeout(timeouts.get("write")):
-                writer.write(_request_head(request) + body)
-                await writer.drain()
+            writer.write(message)
+            if writer.transport.get_write_buffer_size():  # the socket took only part of it
+                async with asyncio.timeout(timeouts.get("write")):
+                    await writer.drain()
         except TimeoutError as error:
             raise httpx.WriteTimeout("write timed out", request=request) from error
         except OSError as error:
             raise httpx.WriteError(str(error), request=request) from error
         try:
             async with asyncio.timeout(timeouts.get("read")):
-                status, reason, headers, content, keep_alive = await self._read_response(
-                    reader, request
-                )
+                answer, keep_alive = await _read_answer(reader, method)
         except TimeoutError as error:
             raise httpx.ReadTimeout("read timed out", request=request) from error
         except asyncio.IncompleteReadError as error:
@@ -172,7 +245,7 @@ class LeanAsyncTransport(httpx.AsyncBaseTransport):
             ) from error
         except asyncio.LimitOverrunError as error:
             raise httpx.RemoteProtocolError("headers too large", request=request) from error
-        except ValueError as error:  # a malformed chunk size
+        except ValueError as error:  # a malformed status line, header or chunk size
             raise httpx.RemoteProtocolError(str(error), request=request) from error
         except OSError as error:
             raise httpx.ReadError(str(error), request=request) from error
@@ -181,39 +254,7 @@ class LeanAsyncTransport(httpx.AsyncBaseTransport):
             self._idle.append(connection)
         else:
             connection.close()
-        return httpx.Response(
-            status,
-            headers=headers,
-            stream=httpx.ByteStream(content),
-            extensions={"http_version": b"HTTP/1.1", "reason_phrase": reason},
-            request=request,
-        )
-
-    async def _read_response(
-        self, reader: asyncio.StreamReader, request: httpx.Request
-    ) -> tuple[int, bytes, list[tuple[bytes, bytes]], bytes, bool]:
-        while True:
-            version, status, reason, headers = _parse_head(await reader.readuntil(b"\r\n\r\n"))
-            if not 100 <= status < 200:
-                break  # 1xx interim responses (103 Early Hints) are skipped
-        connection_header = (_header(headers, b"connection") or b"").lower()
-        if version == b"HTTP/1.0":
-            keep_alive = connection_header == b"keep-alive"
-        else:
-            keep_alive = connection_header != b"close"
-        length = _header(headers, b"content-length")
-        if request.method == "HEAD" or status in _NO_BODY_STATUSES:
-            content = b""
-        elif (_header(headers, b"transfer-encoding") or b"").lower().endswith(b"chunked"):
-            content = await _read_chunked(reader)
-        elif length is not None:
-            if not length.isdigit():
-                raise httpx.RemoteProtocolError(f"bad Content-Length {length!r}", request=request)
-            content = await reader.readexactly(int(length))
-        else:
-            content = await reader.read()  # delimited by the end of the connection
-            keep_alive = False
-        return status, reason, headers, content, keep_alive
+        return answer
 
     async def aclose(self) -> None:
         self._closed = True

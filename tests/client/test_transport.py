@@ -76,9 +76,13 @@ def _answer(body: bytes, *headers: bytes, status: bytes = b"200 OK") -> bytes:
     return b"\r\n".join(lines) + b"\r\n\r\n" + body
 
 
-def _json(body: bytes, *extra: bytes) -> bytes:
+def _json(body: bytes, *extra: bytes, status: bytes = b"200 OK") -> bytes:
     return _answer(
-        body, b"content-type: application/json", b"content-length: %d" % len(body), *extra
+        body,
+        b"content-type: application/json",
+        b"content-length: %d" % len(body),
+        *extra,
+        status=status,
     )
 
 
@@ -264,3 +268,82 @@ async def test_the_client_keeps_alive_against_a_real_server(base_url, app_name):
             await client.get_session(app_name=app_name, user_id="u", session_id="missing")
         idle = client._http._transport._idle
         assert 1 <= len(idle) <= 20
+
+
+# -- the async client's direct path (its requests written without httpx) -------
+
+
+def _parsed(request: bytes) -> tuple[str, str, dict[str, list[str]], dict[str, str], bytes]:
+    from urllib.parse import parse_qs, unquote, urlsplit
+
+    head, _, body = request.partition(b"\r\n\r\n")
+    request_line, *header_lines = head.decode("latin-1").split("\r\n")
+    method, target, _ = request_line.split(" ")
+    url = urlsplit(target)
+    headers = {}
+    for line in header_lines:
+        name, _, value = line.partition(":")
+        headers[name.strip().lower()] = value.strip()
+    return method, unquote(url.path), parse_qs(url.query), headers, body
+
+
+async def _calls(client: AsyncSessionStateClient) -> None:
+    await client.append_event(
+        app_name="a p/p", user_id="ü", session_id="s", event={"id": "e", "author": "a"}, if_match=3
+    )
+    await client.list_events(
+        app_name="a", user_id="u", session_id="s", order="desc", page_token="x y+z=", page_size=5
+    )
+    await client.delete_session(app_name="a", user_id="u", session_id="s", delete_memories=True)
+    await client.search_memory(app_name="a", user_id="u", query="where & why?")
+
+
+async def test_the_direct_path_sends_what_httpx_sends(scripted):
+    answer = _json(b'{"events": [], "nextPageToken": null, "memories": []}', b'etag: "4"')
+    direct_server, direct_url = await scripted(lambda request: answer)
+    httpx_server, httpx_url = await scripted(lambda request: answer)
+    async with AsyncSessionStateClient(base_url=direct_url, api_key="k" * 32) as direct:
+        assert direct._direct is not None
+        await _calls(direct)
+    through_httpx = httpx.AsyncClient(base_url=httpx_url, transport=LeanAsyncTransport())
+    async with AsyncSessionStateClient(http_client=through_httpx, api_key="k" * 32) as client:
+        assert client._direct is None
+        await _calls(client)
+    assert len(direct_server.requests) == len(httpx_server.requests) == 4
+    compared = ("authorization", "content-type", "content-length", "if-match", "host")
+    for ours, theirs in zip(direct_server.requests, httpx_server.requests, strict=True):
+        method, path, query, headers, body = _parsed(ours)
+        their_method, their_path, their_query, their_headers, their_body = _parsed(theirs)
+        assert (method, path, query, body) == (their_method, their_path, their_query, their_body)
+        for name in compared:
+            expected = their_headers.get(name)
+            if name == "host":
+                expected = expected.replace(httpx_url.split(":")[-1], direct_url.split(":")[-1])
+            assert headers.get(name) == expected, name
+
+
+async def test_the_direct_path_keeps_a_base_url_prefix(scripted):
+    server, url = await scripted(lambda request: _json(b'{"state": {"k": 1}}'))
+    async with AsyncSessionStateClient(base_url=url + "/behind/proxy/") as client:
+        assert await client.get_app_state(app_name="a") == {"k": 1}
+    assert server.requests[0].startswith(b"GET /behind/proxy/apps/a/state HTTP/1.1\r\n")
+
+
+async def test_errors_from_the_direct_path_carry_their_request(scripted):
+    problem = b'{"code": "session_not_found", "detail": "session \'s\' not found"}'
+    _, url = await scripted(lambda request: _json(problem, status=b"404 Not Found"))
+    async with AsyncSessionStateClient(base_url=url) as client:
+        with pytest.raises(NotFoundError) as raised:
+            await client.get_session(app_name="a", user_id="u", session_id="s")
+    response = raised.value.response
+    assert response.request.method == "GET"
+    assert response.request.url.path == "/apps/a/users/u/sessions/s"
+    assert "not found" in str(raised.value)
+
+
+async def test_a_proxy_from_the_environment_is_honoured(scripted, monkeypatch):
+    monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:9")
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    async with AsyncSessionStateClient(base_url="http://session-state.internal:8000") as client:
+        assert client._direct is None

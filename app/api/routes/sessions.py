@@ -79,9 +79,9 @@ APPEND_PATH = "/apps/{app_name}/users/{user_id}/sessions/{session_id}/events"
 def append_route() -> APIRoute:
     """The append route, for the fast path that serves it (append_fast_path)."""
     for route in router.routes:
-        posts = isinstance(route, APIRoute) and "POST" in (route.methods or ())
-        if posts and getattr(route, "path", None) == APPEND_PATH:
-            assert isinstance(route, APIRoute)
+        if not isinstance(route, APIRoute) or route.path != APPEND_PATH:
+            continue
+        if "POST" in (route.methods or ()):
             return route
     raise LookupError(APPEND_PATH)
 
