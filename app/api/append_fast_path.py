@@ -53,16 +53,17 @@ def _if_match(scope: Scope) -> str | None:
     return None
 
 
-async def _read_body(receive: Receive) -> bytes:
+async def _read_body(receive: Receive) -> bytes | None:
+    """The whole body; None when the client went away before sending it all
+    (what it did send may still parse, and must not be stored)."""
     chunks = []
     while True:
         message = await receive()
         if message["type"] == "http.disconnect":
-            break
+            return None
         chunks.append(message.get("body", b""))
         if not message.get("more_body", False):
-            break
-    return b"".join(chunks)
+            return b"".join(chunks)
 
 
 class AppendFastPath:
@@ -88,7 +89,10 @@ class AppendFastPath:
         scope["route"] = self.route
         service: SessionService = scope["app"].state.service
         try:
-            document = parse_json(await _read_body(receive))
+            body = await _read_body(receive)
+            if body is None:
+                return  # nobody to answer
+            document = parse_json(body)
             response = await appending.append(service, key, document, revision)
         except Exception as error:
             known = known_error_response(error)
