@@ -220,3 +220,18 @@ def sqlite_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerPr
     process = ServerProcess(url).start()
     yield process
     process.stop()
+
+
+@pytest.fixture(scope="module")
+def postgresql_server(postgres_url: str) -> Iterator[ServerProcess]:
+    """`session-state serve` on the shared test database, for one test module."""
+    process = ServerProcess(postgres_url).start()
+    yield process
+    process.stop()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def server(request: pytest.FixtureRequest) -> ServerProcess:
+    """A started server on each backend in turn."""
+    process: ServerProcess = request.getfixturevalue(f"{request.param}_server")
+    return process

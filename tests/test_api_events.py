@@ -17,6 +17,7 @@ from google.genai import types
 
 from app.config import Settings
 from app.main import create_app
+from tests.values import exactly
 
 APP = "app"
 USER = "u"
@@ -74,20 +75,6 @@ def assert_problem(response, status, code):
     assert response.status_code == status, response.text
     assert response.headers["content-type"] == "application/problem+json"
     assert response.json()["code"] == code
-
-
-def exactly(value):
-    """`value` with every number tagged by its type, and floats by their bits,
-    so that a comparison fails on 1 vs 1.0, 0.0 vs -0.0 or a last-bit change."""
-    if isinstance(value, dict):
-        return {key: exactly(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [exactly(item) for item in value]
-    if isinstance(value, float):
-        return ("float", value.hex())
-    if isinstance(value, bool | int):
-        return (type(value).__name__, value)
-    return value
 
 
 # --- append ----------------------------------------------------------------------------------

@@ -9,6 +9,8 @@ import asyncio
 
 import pytest
 
+from tests.values import exactly
+
 APP = "app"
 USER = "u"
 
@@ -234,19 +236,6 @@ STATE_VALUES = {
     "numeric text": "123",
     "a.b/c": "keys with punctuation",
 }
-
-
-def exactly(value):
-    """`value` with every number tagged by its type, and floats by their bits."""
-    if isinstance(value, dict):
-        return {key: exactly(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [exactly(item) for item in value]
-    if isinstance(value, float):
-        return ("float", value.hex())
-    if isinstance(value, bool | int):
-        return (type(value).__name__, value)
-    return value
 
 
 def in_every_scope(values):

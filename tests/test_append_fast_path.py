@@ -2,25 +2,8 @@
 real socket to a started server: what an ASGI test client cannot show."""
 
 import asyncio
-from collections.abc import Iterator
 
 import httpx
-import pytest
-
-from tests.conftest import ServerProcess
-
-
-@pytest.fixture(scope="module")
-def postgresql_server(postgres_url: str) -> Iterator[ServerProcess]:
-    process = ServerProcess(postgres_url).start()
-    yield process
-    process.stop()
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def server(request: pytest.FixtureRequest) -> ServerProcess:
-    process: ServerProcess = request.getfixturevalue(f"{request.param}_server")
-    return process
 
 
 async def test_a_body_cut_short_by_a_disconnect_stores_nothing(server):
