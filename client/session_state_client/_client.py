@@ -313,17 +313,41 @@ class AsyncSessionStateClient:
         url, headers = _settings(base_url, api_key)
         self.max_retries = max_retries
         self._owns_http = http_client is None
-        transport = _default_async_transport(url) if http_client is None else None
-        self._http = http_client or httpx.AsyncClient(
-            base_url=url, timeout=timeout, transport=transport
-        )
-        if http_client is not None and not str(http_client.base_url):
-            self._http.base_url = httpx.URL(url)
-        self._http.headers.update(headers)
+        self._url, self._timeout, self._headers = url, timeout, headers
+        self._direct: DirectSender | None = None
+        self._lean: LeanAsyncTransport | None = None
+        if http_client is None:
+            self._http = self._open_http()
+        else:
+            self._http = http_client
+            if not str(http_client.base_url):
+                self._http.base_url = httpx.URL(url)
+            self._http.headers.update(headers)
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def _open_http(self) -> httpx.AsyncClient:
+        self._lean = _default_async_transport(self._url)
+        http = httpx.AsyncClient(base_url=self._url, timeout=self._timeout, transport=self._lean)
+        http.headers.update(self._headers)
         # A client of our own on the lean transport writes its requests itself.
-        self._direct = None if transport is None else DirectSender(transport, self._http)
+        self._direct = None if self._lean is None else DirectSender(self._lean, http)
+        return http
+
+    def _follow_event_loop(self) -> None:
+        """Connections belong to the event loop that opened them. ADK's sync
+        `Runner.run` runs each call in a new thread with a new loop: on a loop
+        change, a client of our own opens new connections there."""
+        loop = asyncio.get_running_loop()
+        if loop is self._loop:
+            return
+        if self._loop is not None and self._owns_http:
+            if self._lean is not None:
+                self._lean.abandon()
+            self._http = self._open_http()
+        self._loop = loop
 
     async def _request(self, call: Call[Any]) -> httpx.Response:
+        self._follow_event_loop()
         content = None if call.json is None else _requests.encode(call.json)
         headers = call.headers if call.json is None else {**JSON_HEADERS, **call.headers}
         if self._direct is not None:

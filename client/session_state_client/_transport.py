@@ -9,6 +9,7 @@ response, so retries, errors and decoding are unchanged.
 """
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Mapping
 from types import TracebackType
@@ -255,6 +256,15 @@ class LeanAsyncTransport(httpx.AsyncBaseTransport):
         else:
             connection.close()
         return answer
+
+    def abandon(self) -> None:
+        """Closes the idle connections without awaiting anything: their event
+        loop may be closed (a connection whose loop is gone is left to the
+        garbage collector, which closes its socket)."""
+        idle, self._idle = self._idle, []
+        for connection in idle:
+            with contextlib.suppress(RuntimeError):  # raised when its event loop is closed
+                connection.writer.transport.abort()
 
     async def aclose(self) -> None:
         self._closed = True

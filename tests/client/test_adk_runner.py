@@ -142,3 +142,20 @@ async def test_a_runner_keeps_its_state_in_session_state_across_a_restart(
         await service.close()
     finally:
         restarted.stop()
+
+
+def test_the_sync_runner_works_turn_after_turn(server):
+    """ADK's sync `Runner.run` runs every call on a new event loop in a new
+    thread: the service's connections must follow, call after call."""
+    import asyncio
+
+    app = f"sync-runner-{uuid.uuid4().hex[:8]}"
+    runner, service = _runner(server.base_url, app)
+    session = asyncio.run(service.create_session(app_name=app, user_id="ada"))
+    for text in ("I like tea.", "Again.", "Once more."):
+        message = types.Content(role="user", parts=[types.Part(text=text)])
+        events = list(runner.run(user_id="ada", session_id=session.id, new_message=message))
+        assert events
+    stored = asyncio.run(service.get_session(app_name=app, user_id="ada", session_id=session.id))
+    assert stored.state["visits"] == 3
+    assert stored.state["app:turns"] == 3
