@@ -2,8 +2,15 @@
 real socket to a started server: what an ASGI test client cannot show."""
 
 import asyncio
+from contextlib import AsyncExitStack
+from urllib.parse import quote
 
 import httpx
+from fastapi import FastAPI
+
+from app.api.append_fast_path import AppendFastPath
+from app.config import Settings
+from app.main import create_app
 
 
 async def test_a_body_cut_short_by_a_disconnect_stores_nothing(server):
@@ -40,3 +47,87 @@ async def test_appends_are_counted_under_the_route_template(server):
         metrics = (await client.get("/metrics")).text
     template = "/apps/{app_name}/users/{user_id}/sessions/{session_id}/events"
     assert f'route="{template}"' in metrics and 'status="201"' in metrics
+
+
+# -- the fast path answers exactly as the FastAPI route it stands in front of --
+
+SESSION_IDS = [
+    "s",
+    "a b",
+    " leading-space",
+    "\u00a0leading-nbsp",
+    "tab\there",
+    "é中😀",
+    "x" * 128,
+    "x" * 129,
+    "a%2Fb",
+    "",
+]
+IF_MATCHES = [None, '"0"', "*", '"1"', "nonsense", '"999"']
+FIRST = b'{"id": "e1", "author": "a", "timestamp": 1.5, "actions": {"stateDelta": {"k": 1}}}'
+BODIES = [
+    FIRST,
+    FIRST,  # a retry
+    b'{"id": "e4", "author": "a", "timestamp": 5, "actions": {"stateDelta": {"temp:t": 2}}}',
+    b'{"id": "e1", "author": "someone else", "timestamp": 2}',
+    b'{"id": "e2", "author": "a", "timestamp": 3, "partial": true}',
+    b"{not json",
+    b"[]",
+    b'{"author": 5, "timestamp": "noon"}',
+    b"",
+    b'{"id": "e3", "author": "a", "timestamp": 4, "actions": {"stateDelta": {"k": "\\u0000"}}}',
+]
+
+
+def _without_fast_path(app: FastAPI) -> FastAPI:
+    app.user_middleware = [m for m in app.user_middleware if m.cls is not AppendFastPath]
+    return app
+
+
+def _outcome(response: httpx.Response) -> tuple[object, ...]:
+    body = response.json() if response.content else None
+    if isinstance(body, dict):
+        body.pop("requestId", None)
+    headers = tuple(
+        response.headers.get(name) for name in ("content-type", "etag", "session-state-persisted")
+    )
+    return response.status_code, headers, body
+
+
+async def test_the_fast_path_answers_as_the_route_does(tmp_path):
+    apps = [
+        create_app(Settings(database_url=f"sqlite+aiosqlite:///{tmp_path / 'fast.db'}")),
+        _without_fast_path(
+            create_app(Settings(database_url=f"sqlite+aiosqlite:///{tmp_path / 'route.db'}"))
+        ),
+    ]
+    async with AsyncExitStack() as stack:
+        clients = []
+        for app in apps:
+            await stack.enter_async_context(app.router.lifespan_context(app))
+            clients.append(
+                await stack.enter_async_context(
+                    httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t")
+                )
+            )
+        for client in clients:
+            for session_id in SESSION_IDS:
+                await client.post("/apps/app/users/u/sessions", json={"sessionId": session_id})
+        compared = 0
+        for session_id in SESSION_IDS:
+            path = f"/apps/app/users/u/sessions/{quote(session_id, safe='%')}/events"
+            for if_match in IF_MATCHES:
+                for body in BODIES:
+                    headers = {} if if_match is None else {"If-Match": if_match}
+                    fast, route = [
+                        _outcome(await client.post(path, content=body, headers=headers))
+                        for client in clients
+                    ]
+                    assert fast == route, (session_id, if_match, body)
+                    compared += 1
+        statuses = set()
+        for client in clients:
+            sessions = (await client.get("/apps/app/users/u/sessions")).json()["sessions"]
+            statuses.add(tuple(sorted((s["id"], str(s["state"])) for s in sessions)))
+        assert len(statuses) == 1  # both databases hold the same sessions and state
+    assert compared == len(SESSION_IDS) * len(IF_MATCHES) * len(BODIES)

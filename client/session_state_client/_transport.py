@@ -4,8 +4,8 @@ Measured under 50 concurrent appends, httpx's default transport (httpcore on
 anyio) spent about half of the client's CPU per request: cancel scopes, locks,
 socket probes and h11 state machines for every call. This transport keeps
 idle keep-alive connections in a list and writes and parses HTTP/1.1 itself,
-for plain `http://` servers only; httpx still builds the request and reads the
-response, so retries, errors and decoding are unchanged.
+for plain `http://` servers only. It serves httpx (`handle_async_request`)
+and, through `exchange`, the async client's direct path (_direct.py).
 """
 
 import asyncio
