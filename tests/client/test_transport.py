@@ -347,3 +347,25 @@ async def test_a_proxy_from_the_environment_is_honoured(scripted, monkeypatch):
     monkeypatch.delenv("no_proxy", raising=False)
     async with AsyncSessionStateClient(base_url="http://session-state.internal:8000") as client:
         assert client._direct is None
+
+
+async def test_a_refused_large_body_leaves_the_client_usable(tmp_path):
+    from session_state_client import PayloadTooLargeError
+    from tests.conftest import ServerProcess
+
+    url = f"sqlite+aiosqlite:///{tmp_path / 'limit.db'}"
+    server = ServerProcess(url, SESSION_STATE_MAX_BODY_BYTES="10000").start()
+    try:
+        async with AsyncSessionStateClient(base_url=server.base_url, max_retries=0) as client:
+            await client.create_session(app_name="a", user_id="u", session_id="s")
+            for size in (20_000, 5_000_000):  # answered before the body was read
+                with pytest.raises(PayloadTooLargeError):
+                    await client.append_event(
+                        app_name="a", user_id="u", session_id="s", event={"author": "x" * size}
+                    )
+                appended = await client.append_event(
+                    app_name="a", user_id="u", session_id="s", event={"author": "a"}
+                )
+                assert appended.persisted
+    finally:
+        server.stop()
