@@ -85,40 +85,33 @@ class AdkTarget:
 
 class HttpTarget:
     """Our async client against a started server: one client shared by every
-    concurrent writer, as an agent process would use it (its lean transport
-    keeps idle connections in a plain list, so sharing costs nothing: measured
-    as fast as one client per writer; `clients` spreads writers over several)."""
+    concurrent writer, as an agent process would use it (its connections are
+    a plain list, so sharing costs nothing: measured as fast as one client per
+    writer)."""
 
     name = "session-state"
 
-    def __init__(self, base_url: str, clients: int = 1) -> None:
+    def __init__(self, base_url: str) -> None:
         from session_state_client import AsyncSessionStateClient
 
-        self.clients = [
-            AsyncSessionStateClient(base_url=base_url, max_retries=0, timeout=120)
-            for _ in range(clients)
-        ]
-        self.client = self.clients[0]
-        self._next = 0
+        self.client = AsyncSessionStateClient(base_url=base_url, max_retries=0, timeout=120)
 
     async def create_session(
         self, app: str, user: str, session_id: str, state: dict[str, Any]
     ) -> Any:
-        client = self.clients[self._next % len(self.clients)]
-        self._next += 1
-        session = await client.create_session(
+        session = await self.client.create_session(
             app_name=app, user_id=user, session_id=session_id, state=state
         )
-        return [client, app, user, session_id, session.revision]
+        return [app, user, session_id, session.revision]
 
     async def append(self, handle: Any, event: dict[str, Any]) -> Any:
-        client, app, user, session_id, revision = handle
+        app, user, session_id, revision = handle
         # With If-Match, as the ADK adapter sends it: the same work ADK's
         # stale-session check does.
-        appended = await client.append_event(
+        appended = await self.client.append_event(
             app_name=app, user_id=user, session_id=session_id, event=event, if_match=revision
         )
-        handle[4] = appended.revision
+        handle[3] = appended.revision
         return appended
 
     async def get_recent(self, app: str, user: str, session_id: str, count: int | None) -> int:
@@ -146,8 +139,7 @@ class HttpTarget:
         return await self.client.get_app_state(app_name=app)
 
     async def close(self) -> None:
-        for client in self.clients:
-            await client.close()
+        await self.client.close()
 
 
 # The minimal append: one statement, one round trip, merges done by PostgreSQL

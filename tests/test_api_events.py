@@ -17,6 +17,7 @@ from google.genai import types
 
 from app.config import Settings
 from app.main import create_app
+from tests.paging import every_item
 from tests.values import exactly
 
 APP = "app"
@@ -642,20 +643,7 @@ APPEND_ORDER = ["e0", "e1", "e2", "e3", "e4", "e5"]
 
 async def walk(client, path=EVENTS, **params):
     """The ids of every event of the history, page after page."""
-    ids, token, pages = [], None, 0
-    while True:
-        query = {**params, **({"pageToken": token} if token is not None else {})}
-        response = await client.get(path, params=query)
-        assert response.status_code == 200, response.text
-        page = response.json()
-        if "pageSize" in params:
-            assert len(page["events"]) <= params["pageSize"]
-        ids += [event["id"] for event in page["events"]]
-        token = page["nextPageToken"]
-        pages += 1
-        assert pages <= 50, "the pages never end"
-        if token is None:
-            return ids
+    return [event["id"] for event in await every_item(client, path, "events", **params)]
 
 
 async def test_the_history_is_in_append_order_by_default(history):

@@ -11,6 +11,8 @@ from google.adk.events import Event as AdkEvent
 from google.adk.sessions import Session as AdkSession
 from google.genai import types
 
+from tests.paging import every_item
+
 APP = "app"
 USER = "u"
 SESSION_KEYS = {"id", "appName", "userId", "state", "events", "lastUpdateTime"}
@@ -79,19 +81,8 @@ def assert_problem(response, status, code):
 
 
 async def list_all(client, path, **params):
-    """Every session of a list, walking its pages; fails on a repeated page."""
-    seen, token, pages = [], None, 0
-    while True:
-        query = {**params, **({"pageToken": token} if token is not None else {})}
-        response = await client.get(path, params=query)
-        assert response.status_code == 200, response.text
-        page = response.json()
-        seen += page["sessions"]
-        token = page["nextPageToken"]
-        pages += 1
-        assert pages <= 100, "the pages never end"
-        if token is None:
-            return seen
+    """Every session of a list, walking its pages."""
+    return await every_item(client, path, "sessions", **params)
 
 
 # --- create ----------------------------------------------------------------------------------

@@ -18,8 +18,8 @@ from session_state_client._constants import (
     DEFAULT_MAX_RETRIES,
     DEFAULT_TIMEOUT,
 )
-from session_state_client._direct import DirectSender
 from session_state_client._exceptions import APIConnectionError, APITimeoutError
+from session_state_client._http11 import Http11Client
 from session_state_client._models import (
     AppendResult,
     EventPage,
@@ -29,7 +29,6 @@ from session_state_client._models import (
     SessionPage,
 )
 from session_state_client._requests import Call
-from session_state_client._transport import LeanAsyncTransport
 
 __all__ = ["AsyncSessionStateClient", "SessionStateClient"]
 
@@ -61,12 +60,10 @@ def _proxied_by_environment(base_url: str) -> bool:
     return not urllib.request.proxy_bypass(httpx.URL(base_url).host)
 
 
-def _default_async_transport(base_url: str) -> LeanAsyncTransport | None:
-    """The lean transport for plain http without a proxy; otherwise httpx's own
-    (TLS, proxies)."""
-    if base_url.startswith("http://") and not _proxied_by_environment(base_url):
-        return LeanAsyncTransport()
-    return None
+def _speaks_http11_itself(base_url: str) -> bool:
+    """Plain http with no proxy: the client's own HTTP/1.1 (_http11); otherwise
+    httpx (TLS, proxies)."""
+    return base_url.startswith("http://") and not _proxied_by_environment(base_url)
 
 
 class SessionStateClient:
@@ -314,24 +311,25 @@ class AsyncSessionStateClient:
         self.max_retries = max_retries
         self._owns_http = http_client is None
         self._url, self._timeout, self._headers = url, timeout, headers
-        self._direct: DirectSender | None = None
-        self._lean: LeanAsyncTransport | None = None
+        # Exactly one of the two: our own HTTP/1.1 to a plain-http server, or
+        # httpx (https, a proxy, or the caller's client).
+        self._http11: Http11Client | None = None
+        self._http: httpx.AsyncClient | None = http_client
         if http_client is None:
-            self._http = self._open_http()
+            self._open_connections()
         else:
-            self._http = http_client
             if not str(http_client.base_url):
-                self._http.base_url = httpx.URL(url)
-            self._http.headers.update(headers)
+                http_client.base_url = httpx.URL(url)
+            http_client.headers.update(headers)
         self._loop: asyncio.AbstractEventLoop | None = None
 
-    def _open_http(self) -> httpx.AsyncClient:
-        self._lean = _default_async_transport(self._url)
-        http = httpx.AsyncClient(base_url=self._url, timeout=self._timeout, transport=self._lean)
-        http.headers.update(self._headers)
-        # A client of our own on the lean transport writes its requests itself.
-        self._direct = None if self._lean is None else DirectSender(self._lean, http)
-        return http
+    def _open_connections(self) -> None:
+        if _speaks_http11_itself(self._url):
+            self._http11 = Http11Client(self._url, self._headers, self._timeout)
+        else:
+            self._http = httpx.AsyncClient(
+                base_url=self._url, timeout=self._timeout, headers=self._headers
+            )
 
     def _follow_event_loop(self) -> None:
         """Connections belong to the event loop that opened them. ADK's sync
@@ -341,17 +339,18 @@ class AsyncSessionStateClient:
         if loop is self._loop:
             return
         if self._loop is not None and self._owns_http:
-            if self._lean is not None:
-                self._lean.abandon()
-            self._http = self._open_http()
+            if self._http11 is not None:
+                self._http11.abandon()
+            self._open_connections()
         self._loop = loop
 
     async def _request(self, call: Call[Any]) -> httpx.Response:
         self._follow_event_loop()
         content = None if call.json is None else _requests.encode(call.json)
         headers = call.headers if call.json is None else {**JSON_HEADERS, **call.headers}
-        if self._direct is not None:
-            return await self._direct.send(call.method, call.path, call.params, content, headers)
+        if self._http11 is not None:
+            return await self._http11.send(call.method, call.path, call.params, content, headers)
+        assert self._http is not None
         return await self._http.request(
             call.method, call.path, params=call.params, content=content, headers=headers
         )
@@ -530,7 +529,11 @@ class AsyncSessionStateClient:
         await self._send(_requests.forget_user_memory(app_name, user_id))
 
     async def close(self) -> None:
-        if self._owns_http:
+        if not self._owns_http:
+            return
+        if self._http11 is not None:
+            await self._http11.aclose()
+        if self._http is not None:
             await self._http.aclose()
 
     async def __aenter__(self) -> Self:

@@ -1,9 +1,10 @@
-"""The async client's lean HTTP/1.1 transport against real sockets: a scripted
-raw server for the framings and failures uvicorn never produces, and a real
-`session-state serve` for keep-alive."""
+"""The async client's own HTTP/1.1 against real sockets: a scripted raw server
+for the framings and failures uvicorn never produces, a real `session-state
+serve` for keep-alive, and httpx as the reference for what is sent."""
 
 import asyncio
 from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 
 import httpx
 import pytest
@@ -14,7 +15,7 @@ from session_state_client import (
     AsyncSessionStateClient,
     NotFoundError,
 )
-from session_state_client._transport import LeanAsyncTransport
+from session_state_client._http11 import Http11Client
 
 # What the scripted server answers to each request it reads: raw bytes, or None
 # to close the connection without answering.
@@ -86,16 +87,24 @@ def _json(body: bytes, *extra: bytes, status: bytes = b"200 OK") -> bytes:
     )
 
 
-async def _get(base_url: str, path: str = "/x", **kwargs: object) -> httpx.Response:
-    async with httpx.AsyncClient(base_url=base_url, transport=LeanAsyncTransport()) as client:
-        return await client.get(path, **kwargs)  # type: ignore[arg-type]
+@asynccontextmanager
+async def _http11(base_url: str) -> AsyncIterator[Http11Client]:
+    client = Http11Client(base_url, {}, 5.0)
+    try:
+        yield client
+    finally:
+        await client.aclose()
+
+
+async def _get(client: Http11Client, path: str = "/") -> httpx.Response:
+    return await client.send("GET", path, {}, None, {})
 
 
 async def test_requests_share_one_kept_alive_connection(scripted):
     server, url = await scripted(lambda request: _json(b'{"ok": true}'))
-    async with httpx.AsyncClient(base_url=url, transport=LeanAsyncTransport()) as client:
+    async with _http11(url) as client:
         for _ in range(5):
-            response = await client.post("/p?q=1", content=b'{"a": 1}')
+            response = await client.send("POST", "/p", {"q": 1}, b'{"a": 1}', {})
             assert response.json() == {"ok": True}
     assert server.connections == 1
     assert server.requests[0].startswith(b"POST /p?q=1 HTTP/1.1\r\n")
@@ -107,9 +116,9 @@ async def test_a_chunked_response_with_trailers_is_read_whole(scripted):
         b"4\r\nabcd\r\n3;ext=1\r\nefg\r\n0\r\nx-trailer: 1\r\n\r\n", b"transfer-encoding: chunked"
     )
     server, url = await scripted(lambda request: chunked)
-    async with httpx.AsyncClient(base_url=url, transport=LeanAsyncTransport()) as client:
-        assert (await client.get("/")).content == b"abcdefg"
-        assert (await client.get("/")).content == b"abcdefg"
+    async with _http11(url) as client:
+        assert (await _get(client)).content == b"abcdefg"
+        assert (await _get(client)).content == b"abcdefg"
     assert server.connections == 1
 
 
@@ -126,11 +135,10 @@ async def test_connection_close_and_close_delimited_bodies_open_a_new_connection
         return next(answers)
 
     server, url = await scripted(script)
-    transport = LeanAsyncTransport()
-    async with httpx.AsyncClient(base_url=url, transport=transport) as client:
-        assert (await client.get("/")).content == b"1"
-        assert (await client.get("/")).content == b"until the end"
-        assert (await client.get("/")).content == b"3"
+    async with _http11(url) as client:
+        assert (await _get(client)).content == b"1"
+        assert (await _get(client)).content == b"until the end"
+        assert (await _get(client)).content == b"3"
     assert server.connections == 3
 
 
@@ -142,9 +150,9 @@ async def test_interim_responses_are_skipped_and_204_has_no_body(scripted):
         ]
     )
     _, url = await scripted(lambda request: next(answers))
-    async with httpx.AsyncClient(base_url=url, transport=LeanAsyncTransport()) as client:
-        assert (await client.get("/")).json() == []
-        response = await client.delete("/")
+    async with _http11(url) as client:
+        assert (await _get(client)).json() == []
+        response = await client.send("DELETE", "/", {}, None, {})
         assert response.status_code == 204 and response.content == b""
 
 
@@ -152,10 +160,10 @@ async def test_a_connection_the_server_closed_while_idle_is_not_reused(scripted)
     # Answers that keep the connection alive, then the server closes it idle
     # (as uvicorn does after its keep-alive timeout).
     server, url = await scripted(lambda request: _json(b"1", b"x-test-close-idle: 1"))
-    async with httpx.AsyncClient(base_url=url, transport=LeanAsyncTransport()) as client:
-        assert (await client.get("/")).content == b"1"
+    async with _http11(url) as client:
+        assert (await _get(client)).content == b"1"
         await asyncio.sleep(0.05)
-        assert (await client.get("/")).content == b"1"
+        assert (await _get(client)).content == b"1"
     assert server.connections == 2
 
 
@@ -167,29 +175,22 @@ async def test_a_kept_connection_dropped_without_an_answer_is_an_error_then_repl
         return next(answers, _json(b"2"))
 
     server, url = await scripted(script)
-    async with httpx.AsyncClient(base_url=url, transport=LeanAsyncTransport()) as client:
-        assert (await client.get("/")).content == b"1"
+    async with _http11(url) as client:
+        assert (await _get(client)).content == b"1"
         # The server reads the next request on the kept connection, answers
         # nothing and closes: that is a protocol error, not a hang.
         with pytest.raises(httpx.RemoteProtocolError):
-            await client.get("/")
+            await _get(client)
         # The broken connection was dropped; the next request opens a new one.
-        assert (await client.get("/")).content == b"2"
+        assert (await _get(client)).content == b"2"
     assert server.connections == 2
-
-
-async def test_gzip_responses_are_decoded_by_httpx(scripted):
-    import gzip
-
-    body = gzip.compress(b'{"zipped": 1}')
-    _, url = await scripted(lambda request: _json(body, b"content-encoding: gzip"))
-    assert (await _get(url)).json() == {"zipped": 1}
 
 
 async def test_malformed_answers_are_protocol_errors(scripted):
     _, url = await scripted(lambda request: b"SSH-2.0-OpenSSH\r\n\r\n")
-    with pytest.raises(httpx.RemoteProtocolError):
-        await _get(url)
+    async with _http11(url) as client:
+        with pytest.raises(httpx.RemoteProtocolError):
+            await _get(client)
 
 
 async def test_a_server_that_does_not_answer_times_out(scripted):
@@ -235,25 +236,22 @@ async def test_a_cancelled_request_leaves_no_half_read_connection_behind(scripte
 
     server = await asyncio.start_server(slow_then_fast, "127.0.0.1", 0)
     port = server.sockets[0].getsockname()[1]
-    transport = LeanAsyncTransport()
     try:
-        async with httpx.AsyncClient(
-            base_url=f"http://127.0.0.1:{port}", transport=transport
-        ) as client:
+        async with _http11(f"http://127.0.0.1:{port}") as client:
             with pytest.raises(TimeoutError):
                 async with asyncio.timeout(0.2):
-                    await client.get("/slow")
+                    await _get(client, "/slow")
             release.set()
             # Had the cancelled connection gone back to the pool, this would
             # read the late answer to the other request.
-            assert (await client.get("/fast")).json() == "fast"
+            assert (await _get(client, "/fast")).json() == "fast"
     finally:
         server.close()
 
 
 async def test_the_client_keeps_alive_against_a_real_server(base_url, app_name):
     async with AsyncSessionStateClient(base_url=base_url) as client:
-        assert isinstance(client._http._transport, LeanAsyncTransport)
+        assert client._http11 is not None
         await client.create_session(app_name=app_name, user_id="u", session_id="s")
         results = await asyncio.gather(
             *(
@@ -266,11 +264,11 @@ async def test_the_client_keeps_alive_against_a_real_server(base_url, app_name):
         assert sorted(result.revision for result in results) == list(range(1, 31))
         with pytest.raises(NotFoundError):
             await client.get_session(app_name=app_name, user_id="u", session_id="missing")
-        idle = client._http._transport._idle
+        idle = client._http11._idle
         assert 1 <= len(idle) <= 20
 
 
-# -- the async client's direct path (its requests written without httpx) -------
+# -- what is sent: the same as httpx sends ------------------------------------
 
 
 def _parsed(request: bytes) -> tuple[str, str, dict[str, list[str]], dict[str, str], bytes]:
@@ -298,16 +296,16 @@ async def _calls(client: AsyncSessionStateClient) -> None:
     await client.search_memory(app_name="a", user_id="u", query="where & why?")
 
 
-async def test_the_direct_path_sends_what_httpx_sends(scripted):
+async def test_requests_are_sent_as_httpx_sends_them(scripted):
     answer = _json(b'{"events": [], "nextPageToken": null, "memories": []}', b'etag: "4"')
     direct_server, direct_url = await scripted(lambda request: answer)
     httpx_server, httpx_url = await scripted(lambda request: answer)
     async with AsyncSessionStateClient(base_url=direct_url, api_key="k" * 32) as direct:
-        assert direct._direct is not None
+        assert direct._http11 is not None
         await _calls(direct)
-    through_httpx = httpx.AsyncClient(base_url=httpx_url, transport=LeanAsyncTransport())
+    through_httpx = httpx.AsyncClient(base_url=httpx_url)
     async with AsyncSessionStateClient(http_client=through_httpx, api_key="k" * 32) as client:
-        assert client._direct is None
+        assert client._http11 is None
         await _calls(client)
     assert len(direct_server.requests) == len(httpx_server.requests) == 4
     compared = ("authorization", "content-type", "content-length", "if-match", "host")
@@ -322,14 +320,14 @@ async def test_the_direct_path_sends_what_httpx_sends(scripted):
             assert headers.get(name) == expected, name
 
 
-async def test_the_direct_path_keeps_a_base_url_prefix(scripted):
+async def test_a_base_url_prefix_is_kept(scripted):
     server, url = await scripted(lambda request: _json(b'{"state": {"k": 1}}'))
     async with AsyncSessionStateClient(base_url=url + "/behind/proxy/") as client:
         assert await client.get_app_state(app_name="a") == {"k": 1}
     assert server.requests[0].startswith(b"GET /behind/proxy/apps/a/state HTTP/1.1\r\n")
 
 
-async def test_errors_from_the_direct_path_carry_their_request(scripted):
+async def test_errors_carry_their_request(scripted):
     problem = b'{"code": "session_not_found", "detail": "session \'s\' not found"}'
     _, url = await scripted(lambda request: _json(problem, status=b"404 Not Found"))
     async with AsyncSessionStateClient(base_url=url) as client:
@@ -346,7 +344,7 @@ async def test_a_proxy_from_the_environment_is_honoured(scripted, monkeypatch):
     monkeypatch.delenv("NO_PROXY", raising=False)
     monkeypatch.delenv("no_proxy", raising=False)
     async with AsyncSessionStateClient(base_url="http://session-state.internal:8000") as client:
-        assert client._direct is None
+        assert client._http11 is None and client._http is not None
 
 
 async def test_a_refused_large_body_leaves_the_client_usable(tmp_path):

@@ -1,29 +1,35 @@
-"""A lean HTTP/1.1 transport for httpx, on plain asyncio streams.
+"""HTTP/1.1 of the async client to a plain `http://` server, on asyncio streams.
 
-Measured under 50 concurrent appends, httpx's default transport (httpcore on
-anyio) spent about half of the client's CPU per request: cancel scopes, locks,
-socket probes and h11 state machines for every call. This transport keeps
-idle keep-alive connections in a list and writes and parses HTTP/1.1 itself,
-for plain `http://` servers only. It serves httpx (`handle_async_request`)
-and, through `exchange`, the async client's direct path (_direct.py).
+Profiled under 50 concurrent appends, httpx spent about 0.55 ms of the
+client's 0.69 ms of CPU per append: httpcore on anyio (cancel scopes, locks,
+socket probes, h11) and its request building (URL parsing, header merging,
+cookies, redirects). None of it applies to this client: one base URL, fixed
+headers, an API that sets no cookies and sends no redirects. This module
+keeps keep-alive connections in a list, writes the request bytes and parses
+the answer itself (0.13 ms per append). Answers come back as httpx.Response
+and failures as httpx's transport errors, so reading, retries and errors are
+the same as on the httpx path (https, proxies, a caller's own http_client).
 """
 
 import asyncio
 import contextlib
 import time
 from collections.abc import Mapping
-from types import TracebackType
-from typing import NamedTuple
+from typing import Any
+from urllib.parse import quote, urlencode
 
 import httpx
 
 MAX_HEADER_BYTES = 64 * 1024
-DEFAULT_MAX_CONNECTIONS = 100
-DEFAULT_MAX_IDLE_CONNECTIONS = 20
+MAX_CONNECTIONS = 100
+MAX_IDLE_CONNECTIONS = 20
 # Below uvicorn's default keep-alive of 5 s, so that a connection is not reused
 # just as the server closes it.
 IDLE_EXPIRY_SECONDS = 4.0
 _NO_BODY_STATUSES = frozenset({204, 304})
+_BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
+
+Headers = list[tuple[bytes, bytes]]
 
 
 class _Connection:
@@ -44,13 +50,16 @@ class _Connection:
         self.writer.close()
 
 
-def _request_head(request: httpx.Request) -> bytes:
-    lines = [b"%s %s HTTP/1.1" % (request.method.encode(), request.url.raw_path)]
-    lines += [b"%s: %s" % (name, value) for name, value in request.headers.raw]
-    return b"\r\n".join(lines) + b"\r\n\r\n"
+def _query_value(value: Any) -> str:
+    # As httpx renders query values.
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    return "" if value is None else str(value)
 
 
-def _parse_head(head: bytes) -> tuple[bytes, int, bytes, list[tuple[bytes, bytes]]]:
+def _parse_head(head: bytes) -> tuple[bytes, int, bytes, Headers]:
     status_line, *header_lines = head[:-4].split(b"\r\n")
     version, _, rest = status_line.partition(b" ")
     code, _, reason = rest.partition(b" ")
@@ -65,7 +74,7 @@ def _parse_head(head: bytes) -> tuple[bytes, int, bytes, list[tuple[bytes, bytes
     return version, int(code), reason, headers
 
 
-def _header(headers: list[tuple[bytes, bytes]], name: bytes) -> bytes | None:
+def _header(headers: Headers, name: bytes) -> bytes | None:
     for key, value in headers:
         if key.lower() == name:
             return value
@@ -86,20 +95,10 @@ async def _read_chunked(reader: asyncio.StreamReader) -> bytes:
         await reader.readexactly(2)
 
 
-class Origin(NamedTuple):
-    host: str
-    port: int
-
-
-class Answer(NamedTuple):
-    status: int
-    reason: bytes
-    headers: list[tuple[bytes, bytes]]
-    content: bytes
-
-
-async def _read_answer(reader: asyncio.StreamReader, method: str) -> tuple[Answer, bool]:
-    """The response, and whether the connection may be used again."""
+async def _read_response(
+    reader: asyncio.StreamReader, method: str
+) -> tuple[int, bytes, Headers, bytes, bool]:
+    """Status, reason, headers, body, and whether the connection may be reused."""
     while True:
         version, status, reason, headers = _parse_head(await reader.readuntil(b"\r\n\r\n"))
         if not 100 <= status < 200:
@@ -121,141 +120,134 @@ async def _read_answer(reader: asyncio.StreamReader, method: str) -> tuple[Answe
     else:
         content = await reader.read()  # delimited by the end of the connection
         keep_alive = False
-    return Answer(status, reason, headers, content), keep_alive
+    return status, reason, headers, content, keep_alive
 
 
-class LeanAsyncTransport(httpx.AsyncBaseTransport):
-    """HTTP/1.1 over asyncio streams, with a pool of keep-alive connections.
-
-    Only `http://` URLs; an https base URL keeps httpx's own transport.
-    """
+class Http11Client:
+    """Requests to one plain-http base URL over a pool of keep-alive connections."""
 
     def __init__(
-        self,
-        *,
-        max_connections: int = DEFAULT_MAX_CONNECTIONS,
-        max_idle_connections: int = DEFAULT_MAX_IDLE_CONNECTIONS,
+        self, base_url: str, headers: Mapping[str, str], timeout: float | httpx.Timeout
     ) -> None:
+        url = httpx.URL(base_url)
+        if url.scheme != "http":
+            raise ValueError(f"plain http only, not {base_url!r}")
+        self._base_url = url
+        self._host, self._port = url.host, url.port or 80
+        self._base_path = url.raw_path.split(b"?", 1)[0].rstrip(b"/")
+        common = {"Host": url.netloc.decode("ascii"), "Accept": "*/*", **headers}
+        self._common_headers = b"\r\n".join(
+            f"{name}: {value}".encode("latin-1") for name, value in common.items()
+        )
+        self._timeouts = httpx.Timeout(timeout).as_dict()
         self._idle: list[_Connection] = []
-        self._max_idle = max_idle_connections
-        self._slots = asyncio.Semaphore(max_connections)
+        self._slots = asyncio.Semaphore(MAX_CONNECTIONS)
         self._closed = False
 
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        if request.url.scheme != "http":
-            raise httpx.UnsupportedProtocol(
-                "the lean transport speaks plain http only", request=request
-            )
-        body = await request.aread()
-        if "transfer-encoding" in request.headers:  # a streamed body, sent whole
-            body = (b"%x\r\n%s\r\n0\r\n\r\n" % (len(body), body)) if body else b"0\r\n\r\n"
-        answer = await self.exchange(
-            Origin(request.url.host, request.url.port or 80),
-            request.method,
-            _request_head(request) + body,
-            # httpx hands each request its timeouts: connect, read, write, pool.
-            request.extensions.get("timeout", {}),
-            request,
-        )
-        return httpx.Response(
-            answer.status,
-            headers=answer.headers,
-            stream=httpx.ByteStream(answer.content),
-            extensions={"http_version": b"HTTP/1.1", "reason_phrase": answer.reason},
-            request=request,
-        )
-
-    async def exchange(
+    async def send(
         self,
-        origin: "Origin",
         method: str,
-        message: bytes,
-        timeouts: Mapping[str, float | None],
-        request: httpx.Request | None = None,
-    ) -> "Answer":
-        """Sends `message` (request head and body) on a pooled connection and
-        reads the answer. Raises httpx's transport errors; `request`, when
-        given, is attached to them."""
+        path: str,
+        params: Mapping[str, Any],
+        body: bytes | None,
+        headers: Mapping[str, str],
+    ) -> httpx.Response:
+        # `path` comes from _requests, its segments already percent-encoded.
+        target = self._base_path + path.encode("ascii")
+        if params:
+            query = {name: _query_value(value) for name, value in params.items()}
+            target += b"?" + urlencode(query, quote_via=quote).encode("ascii")
+        lines = [b"%s %s HTTP/1.1" % (method.encode("ascii"), target), self._common_headers]
+        lines += [f"{name}: {value}".encode("latin-1") for name, value in headers.items()]
+        if body is not None or method in _BODY_METHODS:
+            lines.append(b"Content-Length: %d" % len(body or b""))
+        message = b"\r\n".join(lines) + b"\r\n\r\n" + (body or b"")
+        status, reason, answer_headers, content = await self._exchange(method, message)
+        response = httpx.Response(
+            status,
+            headers=answer_headers,
+            content=content,
+            extensions={"http_version": b"HTTP/1.1", "reason_phrase": reason},
+        )
+        if status >= 400:
+            # Errors carry the response; give it its request, as httpx would.
+            response.request = httpx.Request(method, self._base_url.copy_with(raw_path=target))
+        return response
+
+    async def _exchange(self, method: str, message: bytes) -> tuple[int, bytes, Headers, bytes]:
+        timeouts = self._timeouts
         # A timer costs as much as the rest of the wait: arm one only for a
         # wait that can take time.
         if self._slots.locked():
             try:
-                async with asyncio.timeout(timeouts.get("pool")):
+                async with asyncio.timeout(timeouts["pool"]):
                     await self._slots.acquire()
             except TimeoutError as error:
-                raise httpx.PoolTimeout("no connection free in time", request=request) from error
+                raise httpx.PoolTimeout("no connection free in time") from error
         else:
             await self._slots.acquire()
         try:
-            connection = await self._connection(origin, timeouts.get("connect"), request)
+            connection = await self._connection()
             try:
-                answer = await self._exchange(connection, method, message, timeouts, request)
+                return await self._exchange_on(connection, method, message)
             except BaseException:
                 # Cancelled or failed half way: the connection's state is unknown.
                 connection.close()
                 raise
         finally:
             self._slots.release()
-        return answer
 
-    async def _connection(
-        self, origin: "Origin", connect_timeout: float | None, request: httpx.Request | None
-    ) -> _Connection:
+    async def _connection(self) -> _Connection:
         while self._idle:
             connection = self._idle.pop()
             if connection.is_reusable():
                 return connection
             connection.close()
         try:
-            async with asyncio.timeout(connect_timeout):
+            async with asyncio.timeout(self._timeouts["connect"]):
                 reader, writer = await asyncio.open_connection(
-                    origin.host, origin.port, limit=MAX_HEADER_BYTES
+                    self._host, self._port, limit=MAX_HEADER_BYTES
                 )
         except TimeoutError as error:
-            raise httpx.ConnectTimeout("connect timed out", request=request) from error
+            raise httpx.ConnectTimeout("connect timed out") from error
         except OSError as error:
-            raise httpx.ConnectError(str(error), request=request) from error
+            raise httpx.ConnectError(str(error)) from error
         return _Connection(reader, writer)
 
-    async def _exchange(
-        self,
-        connection: _Connection,
-        method: str,
-        message: bytes,
-        timeouts: Mapping[str, float | None],
-        request: httpx.Request | None,
-    ) -> "Answer":
+    async def _exchange_on(
+        self, connection: _Connection, method: str, message: bytes
+    ) -> tuple[int, bytes, Headers, bytes]:
         writer, reader = connection.writer, connection.reader
         try:
             writer.write(message)
             if writer.transport.get_write_buffer_size():  # the socket took only part of it
-                async with asyncio.timeout(timeouts.get("write")):
+                async with asyncio.timeout(self._timeouts["write"]):
                     await writer.drain()
         except TimeoutError as error:
-            raise httpx.WriteTimeout("write timed out", request=request) from error
+            raise httpx.WriteTimeout("write timed out") from error
         except OSError as error:
-            raise httpx.WriteError(str(error), request=request) from error
+            raise httpx.WriteError(str(error)) from error
         try:
-            async with asyncio.timeout(timeouts.get("read")):
-                answer, keep_alive = await _read_answer(reader, method)
+            async with asyncio.timeout(self._timeouts["read"]):
+                status, reason, headers, content, keep_alive = await _read_response(reader, method)
         except TimeoutError as error:
-            raise httpx.ReadTimeout("read timed out", request=request) from error
+            raise httpx.ReadTimeout("read timed out") from error
         except asyncio.IncompleteReadError as error:
             raise httpx.RemoteProtocolError(
-                "the server closed the connection before the response ended", request=request
+                "the server closed the connection before the response ended"
             ) from error
         except asyncio.LimitOverrunError as error:
-            raise httpx.RemoteProtocolError("headers too large", request=request) from error
+            raise httpx.RemoteProtocolError("headers too large") from error
         except ValueError as error:  # a malformed status line, header or chunk size
-            raise httpx.RemoteProtocolError(str(error), request=request) from error
+            raise httpx.RemoteProtocolError(str(error)) from error
         except OSError as error:
-            raise httpx.ReadError(str(error), request=request) from error
-        if keep_alive and not self._closed and len(self._idle) < self._max_idle:
+            raise httpx.ReadError(str(error)) from error
+        if keep_alive and not self._closed and len(self._idle) < MAX_IDLE_CONNECTIONS:
             connection.idle_since = time.monotonic()
             self._idle.append(connection)
         else:
             connection.close()
-        return answer
+        return status, reason, headers, content
 
     def abandon(self) -> None:
         """Closes the idle connections without awaiting anything: their event
@@ -271,11 +263,3 @@ class LeanAsyncTransport(httpx.AsyncBaseTransport):
         idle, self._idle = self._idle, []
         for connection in idle:
             connection.close()
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None = None,
-        exc_value: BaseException | None = None,
-        traceback: TracebackType | None = None,
-    ) -> None:
-        await self.aclose()
