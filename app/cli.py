@@ -85,9 +85,12 @@ def _exit_cleanly(_signal_number: int, _frame: object) -> None:
 def _run_uvicorn(settings: Settings) -> None:
     import uvicorn
 
+    from app.http_protocol import RequestHeadTimeoutProtocol
+
     uvicorn.run(
         "app.main:create_app",
         factory=True,
+        http=RequestHeadTimeoutProtocol,  # closes connections slow to send a request head
         host=settings.host,
         port=settings.port,
         workers=settings.workers,

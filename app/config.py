@@ -2,14 +2,33 @@
 
 from functools import lru_cache
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal, Self
 
-from pydantic import Field, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import Field, field_validator, model_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./session_state.db"
 DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024
 SUPPORTED_DRIVERS = ("sqlite+aiosqlite", "postgresql+asyncpg")
+
+# Limits on what one request may store or receive. The defaults are far above
+# what an agent writes by accident; each can be lowered (or raised within the
+# maximum) per deployment.
+DEFAULT_MAX_JSON_DEPTH = 64
+# orjson refuses to write documents nested deeper than 254 levels, and a stored
+# event wraps a state value in three more levels.
+MAX_JSON_DEPTH_CEILING = 200
+DEFAULT_MAX_KEY_LENGTH = 256
+# PostgreSQL's btree entries hold at most ~2,700 bytes: app name, user id and
+# key (4 bytes a character at worst) must fit one.
+MAX_KEY_LENGTH_CEILING = 256
+DEFAULT_MAX_STATE_BYTES = 1024 * 1024
+DEFAULT_MAX_EVENT_BYTES = 4 * 1024 * 1024
+DEFAULT_MAX_RESPONSE_BYTES = 16 * 1024 * 1024
+DEFAULT_REQUEST_HEAD_TIMEOUT_SECONDS = 10.0
+MAX_REQUEST_HEAD_TIMEOUT_SECONDS = 30.0
+# Room in a response for everything but events and state (ids, field names).
+RESPONSE_OVERHEAD_BYTES = 64 * 1024
 
 
 class Settings(BaseSettings):
@@ -39,6 +58,42 @@ class Settings(BaseSettings):
     api_keys_file: Path | None = Field(
         default=None, description="A JSON file of the same shape as api_keys, merged with it."
     )
+    max_json_depth: int = Field(
+        default=DEFAULT_MAX_JSON_DEPTH,
+        ge=4,
+        le=MAX_JSON_DEPTH_CEILING,
+        description="Deepest nesting of arrays and objects in a request body.",
+    )
+    max_key_length: int = Field(
+        default=DEFAULT_MAX_KEY_LENGTH,
+        ge=1,
+        le=MAX_KEY_LENGTH_CEILING,
+        description="Longest state key, in characters, prefix included.",
+    )
+    max_state_bytes: int = Field(
+        default=DEFAULT_MAX_STATE_BYTES,
+        ge=1024,
+        description="Largest serialized state of one scope (an app's, a user's, a session's).",
+    )
+    max_event_bytes: int = Field(
+        default=DEFAULT_MAX_EVENT_BYTES, ge=1024, description="Largest stored event (its JSON)."
+    )
+    max_response_bytes: int = Field(
+        default=DEFAULT_MAX_RESPONSE_BYTES,
+        ge=64 * 1024,
+        description="Largest session read, event page or session page.",
+    )
+    request_head_timeout_seconds: float = Field(
+        default=DEFAULT_REQUEST_HEAD_TIMEOUT_SECONDS,
+        gt=0,
+        le=MAX_REQUEST_HEAD_TIMEOUT_SECONDS,
+        description="A connection that has not sent a whole request head by then is closed.",
+    )
+    allowed_hosts: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="Host names (comma-separated) accepted in the Host header in open mode, "
+        "besides localhost and the bound address; '*' accepts any.",
+    )
 
     @field_validator("database_url")
     @classmethod
@@ -50,6 +105,25 @@ class Settings(BaseSettings):
                 + ", ".join(f"'{driver}://'" for driver in SUPPORTED_DRIVERS)
             )
         return url
+
+    @field_validator("allowed_hosts", mode="before")
+    @classmethod
+    def _split_hosts(cls, value: object) -> object:
+        if isinstance(value, str):
+            return [host.strip().lower() for host in value.split(",") if host.strip()]
+        return value
+
+    @model_validator(mode="after")
+    def _responses_hold_one_of_everything(self) -> Self:
+        # A response must always be able to carry one event and one session's
+        # merged state (three scopes), or something stored could never be read.
+        needed = self.max_event_bytes + 3 * self.max_state_bytes + RESPONSE_OVERHEAD_BYTES
+        if self.max_response_bytes < needed:
+            raise ValueError(
+                f"max_response_bytes must be at least max_event_bytes + 3 x max_state_bytes "
+                f"+ {RESPONSE_OVERHEAD_BYTES} ({needed})"
+            )
+        return self
 
     @property
     def is_sqlite(self) -> bool:

@@ -62,6 +62,10 @@ class FieldError:
     loc: list[str | int]
     msg: str
 
+    def under(self, *parents: str | int) -> "FieldError":
+        """The same error, located inside `parents`."""
+        return FieldError([*parents, *self.loc], self.msg)
+
 
 class InvalidInput(ServiceError):
     """422 for a body that parses as JSON but breaks the contract."""
@@ -85,3 +89,25 @@ class Forbidden(ServiceError):
     status = 403
     code = "forbidden"
     title = "Forbidden"
+
+
+class EventTooLarge(ServiceError):
+    status = 413
+    code = "event_too_large"
+    title = "Event too large"
+
+
+class StateTooLarge(ServiceError):
+    """The write would take a scope's state past its size limit."""
+
+    status = 422
+    code = "state_too_large"
+    title = "State too large"
+
+
+class ResponseTooLarge(ServiceError):
+    """What was asked for is larger than one response may carry."""
+
+    status = 413
+    code = "response_too_large"
+    title = "Response too large"

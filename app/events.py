@@ -1,18 +1,21 @@
 """Pure rules for an incoming event document: validation, ``temp:`` removal,
 assigned id and timestamp, and recognising a retry."""
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from app import json_codec
 from app.db.repository import NewEvent
-from app.errors import FieldError, InvalidInput
-from app.state import drop_temp_keys, find_nul_character, split_delta
+from app.errors import EventTooLarge, FieldError, InvalidInput
+from app.limits import MAX_TIMESTAMP, MIN_TIMESTAMP, Limits
+from app.state import drop_temp_keys, find_long_key, split_delta
 
 MAX_EVENT_ID_LENGTH = 128
-NUL_MESSAGE = "state cannot hold the NUL character (U+0000)"
+TIMESTAMP_MESSAGE = (
+    f"must be a number of epoch seconds from {MIN_TIMESTAMP:.0f} to {MAX_TIMESTAMP:.0f} "
+    "(1970 to 9999)"
+)
 
 
 @dataclass(frozen=True)
@@ -38,7 +41,11 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
-def _check(document: Any) -> list[FieldError]:
+def is_valid_timestamp(value: Any) -> bool:
+    return _is_number(value) and MIN_TIMESTAMP <= value <= MAX_TIMESTAMP
+
+
+def _check(document: Any, limits: Limits) -> list[FieldError]:
     if not isinstance(document, dict):
         return [FieldError(["body"], "an event must be a JSON object")]
     errors: list[FieldError] = []
@@ -53,8 +60,8 @@ def _check(document: Any) -> list[FieldError]:
     if not isinstance(author, str):
         errors.append(FieldError(["body", "author"], "is required and must be a string"))
     timestamp = document.get("timestamp")
-    if timestamp is not None and not (_is_number(timestamp) and math.isfinite(timestamp)):
-        errors.append(FieldError(["body", "timestamp"], "must be a number (epoch seconds)"))
+    if timestamp is not None and not is_valid_timestamp(timestamp):
+        errors.append(FieldError(["body", "timestamp"], TIMESTAMP_MESSAGE))
     key, invocation_id = _field(document, "invocationId", "invocation_id")
     if invocation_id is not None and not isinstance(invocation_id, str):
         errors.append(FieldError(["body", key], "must be a string"))
@@ -69,19 +76,21 @@ def _check(document: Any) -> list[FieldError]:
             key, delta = _field(actions, "stateDelta", "state_delta")
             if delta is not None and not isinstance(delta, dict):
                 errors.append(FieldError(["body", "actions", key], "must be an object"))
-            elif (nul_at := find_nul_character(delta)) is not None:
-                errors.append(FieldError(["body", "actions", key, *nul_at], NUL_MESSAGE))
+            elif delta is not None and (long_key := find_long_key(delta, limits)) is not None:
+                errors.append(long_key.under("body", "actions", key))
     return errors
 
 
 def prepare_event(
-    document: Any, *, now: Callable[[], float], new_id: Callable[[], str]
+    document: Any, limits: Limits, *, now: Callable[[], float], new_id: Callable[[], str]
 ) -> PreparedEvent:
     """Validates the event and returns it as it will be stored.
 
-    Raises InvalidInput listing every problem found.
+    Raises InvalidInput listing every problem found, EventTooLarge when its
+    JSON is larger than the limit. Its values were checked when the body was
+    read (app.json_rules).
     """
-    errors = _check(document)
+    errors = _check(document, limits)
     if errors:
         raise InvalidInput(errors)
     stored = dict(document)
@@ -99,12 +108,18 @@ def prepare_event(
     if not had_timestamp:
         stored["timestamp"] = now()
     _, invocation_id = _field(stored, "invocationId", "invocation_id")
+    encoded = json_codec.dumps(stored)
+    if len(encoded) > limits.max_event_bytes:
+        raise EventTooLarge(
+            f"the event is {len(encoded)} bytes as JSON, above the limit of "
+            f"{limits.max_event_bytes} (SESSION_STATE_MAX_EVENT_BYTES)"
+        )
     record = NewEvent(
         id=stored["id"],
         invocation_id=invocation_id or "",
         author=stored["author"],
         timestamp=float(stored["timestamp"]),
-        data=json_codec.dumps_text(stored),
+        data=encoded.decode(),
         delta=split_delta(delta),
     )
     return PreparedEvent(stored, bool(stored.get("partial")), had_timestamp, record)

@@ -19,6 +19,10 @@ class InvalidJSON(ValueError):
     """The bytes are not one JSON document (NaN and Infinity included)."""
 
 
+class TooDeep(InvalidJSON):
+    """The document nests deeper than the parsers go (about 1,000 levels)."""
+
+
 def _refuse_constant(name: str) -> Any:
     raise InvalidJSON(f"{name} is not valid JSON")
 
@@ -31,11 +35,17 @@ def loads(data: bytes | str) -> Any:
     if not _LONG_DIGIT_RUN.search(raw):
         try:
             return orjson.loads(raw)
-        except orjson.JSONDecodeError:
-            pass
+        except orjson.JSONDecodeError as error:
+            if "recursion" in str(error):
+                raise TooDeep(str(error)) from None
+    # Also where orjson refused a number it reads as infinity or a lone
+    # surrogate: the standard library reads them, and the caller's value
+    # rules (app.json_rules) then name the field that holds them.
     try:
         return json.loads(raw, parse_constant=_refuse_constant)
-    except (ValueError, RecursionError) as error:
+    except RecursionError:
+        raise TooDeep("the document nests too deep") from None
+    except ValueError as error:
         raise InvalidJSON(str(error)) from None
 
 
@@ -43,7 +53,11 @@ def dumps(value: Any) -> bytes:
     try:
         return orjson.dumps(value)
     except TypeError:
-        return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
+        # Integers beyond 64 bits. Never NaN or Infinity: not JSON, and no
+        # reader would take the document back.
+        return json.dumps(
+            value, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+        ).encode()
 
 
 def dumps_text(value: Any) -> str:

@@ -10,6 +10,7 @@ from app import __version__
 from app.api.append_fast_path import AppendFastPath
 from app.api.authentication import ApiKeyMiddleware, document_bearer_security
 from app.api.body_limit import BodyLimitMiddleware
+from app.api.browser_guard import BrowserGuardMiddleware
 from app.api.middleware import RequestContextMiddleware
 from app.api.problems import install_problem_handlers
 from app.api.routes import health, memory, operations, sessions
@@ -19,6 +20,7 @@ from app.db import migrations
 from app.db.database import Database
 from app.db.engine import create_engine
 from app.db.postgresql_hot_path import PostgresHotPath
+from app.limits import Limits
 from app.memory_service import MemoryService
 from app.service import SessionService
 
@@ -53,11 +55,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or get_settings()
     # Read at construction, so a bad key configuration stops the start-up.
     api_keys = ApiKeys.from_settings(settings.api_keys, settings.api_keys_file)
+    limits = Limits.from_settings(settings)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         database = await open_database(settings)
-        app.state.service = SessionService(database)
+        app.state.service = SessionService(database, limits)
         app.state.memory = MemoryService(database)
         try:
             yield
@@ -72,6 +75,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         docs_url=None,
         redoc_url=None,
     )
+    app.state.limits = limits
     install_problem_handlers(app)
     app.include_router(sessions.router)
     app.include_router(memory.router)
@@ -82,6 +86,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(AppendFastPath, route=sessions.append_route())
     app.add_middleware(BodyLimitMiddleware, max_body_bytes=settings.max_body_bytes)
     app.add_middleware(ApiKeyMiddleware, api_keys=api_keys)
+    app.add_middleware(BrowserGuardMiddleware, api_keys=api_keys, settings=settings)
     app.add_middleware(RequestContextMiddleware)
     operations.install_offline_docs(app)
 

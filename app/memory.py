@@ -41,5 +41,14 @@ def fts5_query(question: str) -> str | None:
 
 
 def iso_timestamp(timestamp: float) -> str:
-    """ISO 8601, as ADK's memory entries carry it for the model to read."""
-    return datetime.fromtimestamp(timestamp, UTC).isoformat()
+    """ISO 8601, as ADK's memory entries carry it for the model to read.
+    Times outside what datetime shows (only in data stored before timestamps
+    were checked) are shown as the nearest one it can."""
+    try:
+        return datetime.fromtimestamp(timestamp, UTC).isoformat()
+    except (OverflowError, OSError, ValueError):
+        return (
+            datetime.max.replace(tzinfo=UTC).isoformat()
+            if timestamp > 0
+            else (datetime.fromtimestamp(0, UTC).isoformat())
+        )

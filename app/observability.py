@@ -8,6 +8,7 @@ import json
 import logging
 import re
 import time
+import traceback
 import uuid
 from contextvars import ContextVar
 from typing import Any
@@ -72,3 +73,22 @@ def logging_config(level: str, json_logs: bool) -> dict[str, Any]:
             "uvicorn.access": {"handlers": [], "level": "WARNING", "propagate": False},
         },
     }
+
+
+def trace_without_data(error: BaseException) -> str:
+    """Where an error happened: exception types and frames, never messages.
+
+    Database drivers put statement parameters and offending values in their
+    messages (SQLAlchemy's "[parameters: ...]", PostgreSQL's DETAIL), and
+    those are users' data: state, memory text, queries.
+    """
+    lines: list[str] = []
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        lines.append(f"{type(current).__module__}.{type(current).__qualname__}")
+        for frame in traceback.extract_tb(current.__traceback__):
+            lines.append(f"  {frame.filename}:{frame.lineno} in {frame.name}")
+        current = current.__cause__ or current.__context__
+    return "\n".join(lines)

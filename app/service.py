@@ -8,24 +8,31 @@ from dataclasses import dataclass
 from typing import Any
 
 from app import json_codec
+from app.config import RESPONSE_OVERHEAD_BYTES
 from app.db import memory_repository, repository
 from app.db.database import Database
 from app.db.repository import SessionKey, SortOrder
 from app.errors import (
     BadRequest,
     EventIdConflict,
-    FieldError,
     InvalidInput,
+    ResponseTooLarge,
     SessionAlreadyExists,
     SessionNotFound,
     StaleSession,
 )
-from app.events import NUL_MESSAGE, PreparedEvent, is_same_event, prepare_event
-from app.pagination import decode_token, encode_token
-from app.state import StateDict, find_nul_character, merge_scopes, split_delta
+from app.events import PreparedEvent, is_same_event, prepare_event
+from app.json_rules import text_problem
+from app.limits import MAX_INT64, Limits
+from app.pagination import INVALID_TOKEN, decode_token, encode_token
+from app.schemas import IDENTIFIER_MAX_LENGTH
+from app.state import StateDict, find_long_key, merge_scopes, split_delta
 
 SESSIONS_TOKEN = "sessions"
 EVENTS_TOKEN = "events"
+# An append that wrote nothing is explained by a read; if the read finds no
+# reason (the session changed in between), the append is tried again.
+APPEND_ATTEMPTS = 3
 
 
 @dataclass(frozen=True)
@@ -71,27 +78,40 @@ class SessionService:
     def __init__(
         self,
         db: Database,
+        limits: Limits | None = None,
         *,
         clock: Callable[[], float] = time.time,
         new_id: Callable[[], str] = new_uuid,
     ) -> None:
         self.db = db
+        self.limits = limits or Limits()
         self.clock = clock
         self.new_id = new_id
+        # What a whole session read may carry in events: the response bound
+        # less room for the three scopes' state, each at most its limit.
+        self.session_events_budget = (
+            self.limits.max_response_bytes
+            - 3 * self.limits.max_state_bytes
+            - RESPONSE_OVERHEAD_BYTES
+        )
 
     async def create_session(
         self, app_name: str, user_id: str, session_id: str | None, state: StateDict | None
     ) -> SessionView:
         key = SessionKey(app_name, user_id, session_id or self.new_id())
-        if (nul_at := find_nul_character(state or {})) is not None:
-            raise InvalidInput([FieldError(["body", "state", *nul_at], NUL_MESSAGE)])
+        if (long_key := find_long_key(state or {}, self.limits)) is not None:
+            raise InvalidInput([long_key.under("body", "state")])
         delta = split_delta(state or {})
+        limit = self.limits.max_state_bytes
+        if (size := repository.session_state_bytes(delta.session)) > limit:
+            raise repository.state_too_large("session", size, limit)
         now = self.clock()
         async with self.db.write() as connection:
             if not await repository.insert_session(connection, key, delta.session, now):
                 raise SessionAlreadyExists(f"session {key.session_id!r} already exists")
             await repository.upsert_app_state(connection, app_name, delta.app)
             await repository.upsert_user_state(connection, app_name, user_id, delta.user)
+            await repository.check_shared_state_sizes(connection, app_name, user_id, delta, limit)
             app_state = await repository.read_app_state(connection, app_name)
             user_state = await repository.read_user_state(connection, app_name, user_id)
         return SessionView(
@@ -111,15 +131,25 @@ class SessionService:
         after_timestamp: float | None = None,
     ) -> SessionView:
         snapshot: repository.SessionSnapshot | None
+        budget = self.session_events_budget
         if self.db.hot_path is not None:
-            snapshot = await self.db.hot_path.read_snapshot(key, num_recent_events, after_timestamp)
+            snapshot = await self.db.hot_path.read_snapshot(
+                key, num_recent_events, after_timestamp, budget
+            )
         else:
             async with self.db.read() as connection:
                 snapshot = await repository.read_snapshot(
-                    connection, key, num_recent_events, after_timestamp
+                    connection, key, num_recent_events, after_timestamp, budget
                 )
         if snapshot is None:
             raise SessionNotFound(f"session {key.session_id!r} not found")
+        if snapshot.events_json is None:
+            raise ResponseTooLarge(
+                f"the events asked for are {snapshot.events_bytes} bytes, above the {budget} "
+                "a session read may carry (SESSION_STATE_MAX_RESPONSE_BYTES): ask for fewer "
+                "with numRecentEvents or afterTimestamp, or page through "
+                f"/apps/{{app}}/users/{{user}}/sessions/{{id}}/events"
+            )
         session = snapshot.session
         return SessionView(
             id=key.session_id,
@@ -135,20 +165,18 @@ class SessionService:
         self, app_name: str, user_id: str | None, page_size: int, page_token: str | None
     ) -> SessionPage:
         after: repository.SessionCursor | None = None
+        list_identity = (app_name, user_id or "")
         if page_token is not None:
-            position = decode_token(page_token, SESSIONS_TOKEN)
-            if not (
-                len(position) == 3
-                and isinstance(position[0], int | float)
-                and all(isinstance(part, str) for part in position[1:])
-            ):
-                raise BadRequest("pageToken is not a valid page token")
-            after = (float(position[0]), position[1], position[2])
+            after = _session_cursor(decode_token(page_token, SESSIONS_TOKEN, list_identity))
         async with self.db.read() as connection:
-            rows = await repository.page_sessions(
-                connection, app_name, user_id, after, page_size + 1
+            page, more = await repository.page_sessions(
+                connection,
+                app_name,
+                user_id,
+                after,
+                page_size,
+                self.limits.max_response_bytes - RESPONSE_OVERHEAD_BYTES,
             )
-            page, more = rows[:page_size], len(rows) > page_size
             app_state = await repository.read_app_state(connection, app_name)
             user_states = await repository.read_user_states(
                 connection, app_name, sorted({row.user_id for row in page})
@@ -166,9 +194,11 @@ class SessionService:
             for row in page
         ]
         token = None
-        if more:
+        if more and page:
             last = page[-1]
-            token = encode_token(SESSIONS_TOKEN, [last.update_time, last.user_id, last.id])
+            token = encode_token(
+                SESSIONS_TOKEN, list_identity, [last.update_time, last.user_id, last.id]
+            )
         return SessionPage(sessions, token)
 
     async def delete_session(self, key: SessionKey, *, delete_memories: bool = False) -> None:
@@ -181,29 +211,46 @@ class SessionService:
     async def append_event(
         self, key: SessionKey, document: Any, expected_revision: int | None
     ) -> AppendOutcome:
-        prepared = prepare_event(document, now=self.clock, new_id=self.new_id)
+        prepared = prepare_event(document, self.limits, now=self.clock, new_id=self.new_id)
         if prepared.partial:
             return AppendOutcome(json_codec.dumps_text(document), None, created=False)
-        try:
-            revision = await self._store_event(key, prepared, expected_revision)
-        except repository.AppendNotApplied:
-            async with self.db.read() as connection:
-                return await self._explain_unapplied_append(connection, key, prepared)
-        return AppendOutcome(prepared.record.data, revision, created=True)
+        for _ in range(APPEND_ATTEMPTS):
+            try:
+                revision = await self._store_event(key, prepared, expected_revision)
+            except repository.AppendNotApplied as not_applied:
+                async with self.db.read() as connection:
+                    explained = await self._explain_unapplied_append(
+                        connection, key, prepared, expected_revision, not_applied
+                    )
+                if explained is not None:
+                    return explained
+                continue
+            return AppendOutcome(prepared.record.data, revision, created=True)
+        raise StaleSession("the session kept changing while the event was appended; try again")
 
     async def _store_event(
         self, key: SessionKey, prepared: PreparedEvent, expected_revision: int | None
     ) -> int:
+        limit = self.limits.max_state_bytes
         if self.db.hot_path is not None:
-            return await self.db.hot_path.append_event(key, prepared.record, expected_revision)
+            return await self.db.hot_path.append_event(
+                key, prepared.record, expected_revision, limit
+            )
         async with self.db.write() as connection:
             return await repository.append_event(
-                connection, key, prepared.record, expected_revision
+                connection, key, prepared.record, expected_revision, limit
             )
 
     async def _explain_unapplied_append(
-        self, connection: Any, key: SessionKey, prepared: PreparedEvent
-    ) -> AppendOutcome:
+        self,
+        connection: Any,
+        key: SessionKey,
+        prepared: PreparedEvent,
+        expected_revision: int | None,
+        not_applied: repository.AppendNotApplied,
+    ) -> AppendOutcome | None:
+        """Why an append wrote nothing, as the outcome or error to answer with;
+        None when the reason is gone and the append should be tried again."""
         # A retry is recognised before the precondition: the first attempt
         # may have moved the revision the client still holds.
         stored = await repository.find_event(connection, key, prepared.record.id)
@@ -213,9 +260,14 @@ class SessionService:
             raise EventIdConflict(
                 f"event {prepared.record.id!r} is already stored with other content"
             )
-        if await repository.read_session(connection, key) is None:
+        session = await repository.read_session(connection, key)
+        if session is None:
             raise SessionNotFound(f"session {key.session_id!r} not found")
-        raise StaleSession("the session has been modified since the revision given in If-Match")
+        if expected_revision is not None and session.revision != expected_revision:
+            raise StaleSession("the session has been modified since the revision given in If-Match")
+        if not_applied.state_error is not None:
+            raise not_applied.state_error
+        return None
 
     async def patch_state(
         self, key: SessionKey, state_delta: StateDict, expected_revision: int | None
@@ -240,21 +292,27 @@ class SessionService:
         after_timestamp: float | None,
     ) -> EventPage:
         after_seq: int | None = None
+        list_identity = (key.app_name, key.user_id, key.session_id, order)
         if page_token is not None:
-            position = decode_token(page_token, EVENTS_TOKEN)
-            if not (len(position) == 2 and position[0] == order and isinstance(position[1], int)):
-                raise BadRequest("pageToken does not belong to this list")
+            position = decode_token(page_token, EVENTS_TOKEN, list_identity)
+            if not (len(position) == 2 and position[0] == order and _is_int64(position[1])):
+                raise BadRequest(INVALID_TOKEN)
             after_seq = position[1]
         async with self.db.read() as connection:
             if await repository.read_session(connection, key) is None:
                 raise SessionNotFound(f"session {key.session_id!r} not found")
-            rows = await repository.page_events(
-                connection, key, order, after_seq, after_timestamp, page_size + 1
+            page, more = await repository.page_events(
+                connection,
+                key,
+                order,
+                after_seq,
+                after_timestamp,
+                page_size,
+                self.limits.max_response_bytes - RESPONSE_OVERHEAD_BYTES,
             )
-        page = rows[:page_size]
         token = None
-        if len(rows) > page_size:
-            token = encode_token(EVENTS_TOKEN, [order, page[-1].seq])
+        if more and page:
+            token = encode_token(EVENTS_TOKEN, list_identity, [order, page[-1].seq])
         return EventPage([row.data for row in page], token)
 
     async def get_user_state(self, app_name: str, user_id: str) -> StateDict:
@@ -264,3 +322,32 @@ class SessionService:
     async def get_app_state(self, app_name: str) -> StateDict:
         async with self.db.read() as connection:
             return await repository.read_app_state(connection, app_name)
+
+
+def _is_int64(value: Any) -> bool:
+    return type(value) is int and 0 <= value <= MAX_INT64
+
+
+def _is_identifier(value: Any) -> bool:
+    return (
+        isinstance(value, str)
+        and 1 <= len(value) <= IDENTIFIER_MAX_LENGTH
+        and text_problem(value) is None
+    )
+
+
+def _session_cursor(position: list[Any]) -> repository.SessionCursor:
+    """A sessions page token's position, checked in full: a finite time and
+    two identifiers."""
+    if len(position) != 3:
+        raise BadRequest(INVALID_TOKEN)
+    update_time, user_id, session_id = position
+    if not (
+        type(update_time) in (int, float)
+        and abs(update_time) <= 1e300
+        and update_time == update_time  # not NaN
+        and _is_identifier(user_id)
+        and _is_identifier(session_id)
+    ):
+        raise BadRequest(INVALID_TOKEN)
+    return (float(update_time), user_id, session_id)

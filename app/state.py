@@ -4,6 +4,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from app.errors import FieldError
+from app.limits import Limits
+
 APP_PREFIX = "app:"
 USER_PREFIX = "user:"
 TEMP_PREFIX = "temp:"
@@ -60,26 +63,13 @@ def merge_scopes(
     return merged
 
 
-def find_nul_character(
-    value: Any, path: tuple[str | int, ...] = ()
-) -> tuple[str | int, ...] | None:
-    """The path of the first string (key or value) holding U+0000, if any.
-
-    PostgreSQL's JSONB cannot store that character; refusing it everywhere
-    keeps the two backends' behaviour the same.
-    """
-    if isinstance(value, str):
-        return path if "\x00" in value else None
-    if isinstance(value, dict):
-        for key, item in value.items():
-            if "\x00" in key:
-                return (*path, key)
-            found = find_nul_character(item, (*path, key))
-            if found is not None:
-                return found
-    elif isinstance(value, list):
-        for index, item in enumerate(value):
-            found = find_nul_character(item, (*path, index))
-            if found is not None:
-                return found
+def find_long_key(state: Mapping[str, Any], limits: Limits) -> FieldError | None:
+    """A key longer than the limit (prefix included), located in `state`."""
+    for key in state:
+        if len(key) > limits.max_key_length:
+            return FieldError(
+                [key[:40] + "..."],
+                f"state keys are at most {limits.max_key_length} characters, prefix included "
+                f"(this one has {len(key)})",
+            )
     return None

@@ -125,7 +125,7 @@ async def test_a_body_above_the_limit_is_413_and_nothing_is_stored(database_url)
     transport = httpx.ASGITransport(app=app)
     async with (
         app.router.lifespan_context(app),
-        httpx.AsyncClient(transport=transport, base_url="http://test") as client,
+        httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client,
     ):
         await _create(client)
         big = {"author": "a", "content": {"parts": [{"text": "x" * 4096}]}}

@@ -191,7 +191,9 @@ async def test_a_body_above_the_limit_is_a_payload_too_large_problem(database_ur
     app = create_app(Settings(database_url=database_url, max_body_bytes=1024))
     async with (
         app.router.lifespan_context(app),
-        httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://test") as client,
+        httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1"
+        ) as client,
     ):
         await create(client)
         response = await append(client, {"author": "a", "content": {"text": "x" * 2048}})
@@ -202,7 +204,9 @@ async def test_an_unexpected_failure_is_an_internal_error_without_internals(data
     app = create_app(Settings(database_url=database_url))
     async with (
         app.router.lifespan_context(app),
-        httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://test") as client,
+        httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1"
+        ) as client,
     ):
 
         async def fail(app_name):

@@ -23,7 +23,7 @@ async def test_a_body_cut_short_by_a_disconnect_stores_nothing(server):
         host, port = server.base_url.removeprefix("http://").split(":")
         _, writer = await asyncio.open_connection(host, int(port))
         writer.write(
-            b"POST /apps/cut/users/u/sessions/s/events HTTP/1.1\r\nHost: x\r\n"
+            b"POST /apps/cut/users/u/sessions/s/events HTTP/1.1\r\nHost: 127.0.0.1\r\n"
             b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
             % (len(event) + 100, event)
         )
@@ -95,7 +95,9 @@ async def test_the_fast_path_answers_as_the_route_does(tmp_path):
             await stack.enter_async_context(app.router.lifespan_context(app))
             clients.append(
                 await stack.enter_async_context(
-                    httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t")
+                    httpx.AsyncClient(
+                        transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1"
+                    )
                 )
             )
         for client in clients:

@@ -7,11 +7,13 @@ import pytest
 from app import json_codec
 from app.errors import InvalidInput
 from app.events import is_same_event, prepare_event
+from app.json_rules import find_unstorable
+from app.limits import Limits
 from app.state import apply_delta, drop_temp_keys, merge_scopes, split_delta
 
 
 def fixed_event(document, *, now=1000.5, new_id="generated-id"):
-    return prepare_event(document, now=lambda: now, new_id=lambda: new_id)
+    return prepare_event(document, Limits(), now=lambda: now, new_id=lambda: new_id)
 
 
 def test_split_delta_routes_each_prefix_to_its_scope():
@@ -106,7 +108,50 @@ def test_a_different_body_under_the_same_id_is_not_a_retry():
     assert not is_same_event(first.document, other)
 
 
-def test_nul_characters_in_state_are_refused_with_their_path():
-    with pytest.raises(InvalidInput) as raised:
-        fixed_event({"author": "a", "actions": {"stateDelta": {"k": ["ok", {"x": "a\x00b"}]}}})
-    assert raised.value.errors[0].loc == ["body", "actions", "stateDelta", "k", 1, "x"]
+def test_unstorable_values_are_located_by_their_path():
+    event = {"author": "a", "actions": {"stateDelta": {"k": ["ok", {"x": "a\x00b"}]}}}
+    problem = find_unstorable(event, max_depth=64)
+    assert problem is not None
+    assert problem.loc == ["body", "actions", "stateDelta", "k", 1, "x"]
+    assert "NUL" in problem.msg
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        (float("inf"), "finite"),
+        (float("-inf"), "finite"),
+        (float("nan"), "finite"),
+        ("\ud800", "surrogate"),
+        ("ok \udfff", "surrogate"),
+        ("a\x00", "NUL"),
+    ],
+)
+def test_values_no_backend_can_store_are_found_anywhere(value, message):
+    for document in ({"v": value}, [1, [value]], {"a": {"b": [value]}}):
+        problem = find_unstorable(document, max_depth=64)
+        assert problem is not None and message in problem.msg
+
+
+def test_keys_are_held_to_the_same_rule_as_values():
+    problem = find_unstorable({"ok": {"bad\ud800": 1}}, max_depth=64)
+    assert problem is not None
+    assert problem.loc == ["body", "ok", "bad\\ud800"]  # printable in the error
+
+
+def test_nesting_is_bounded_by_one_number():
+    def nested(levels):
+        value = []
+        for _ in range(levels - 1):
+            value = [value]
+        return value
+
+    assert find_unstorable(nested(64), max_depth=64) is None
+    assert find_unstorable(nested(65), max_depth=64) is not None
+    assert find_unstorable({"a": nested(63)}, max_depth=64) is None
+    assert find_unstorable({"a": nested(64)}, max_depth=64) is not None
+
+
+def test_storable_values_pass():
+    document = {"big": 2**200, "float": 1e308, "tiny": 5e-324, "text": "é中😀\u2028", "n": None}
+    assert find_unstorable(document, max_depth=64) is None

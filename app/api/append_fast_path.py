@@ -16,7 +16,7 @@ from starlette.routing import BaseRoute
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.api import appending
-from app.api.bodies import parse_json
+from app.api.bodies import decode_json
 from app.api.dependencies import expected_revision
 from app.api.problems import known_error_response
 from app.db.repository import SessionKey
@@ -92,7 +92,7 @@ class AppendFastPath:
             body = await _read_body(receive)
             if body is None:
                 return  # nobody to answer
-            document = parse_json(body)
+            document = await decode_json(body, service.limits)
             response = await appending.append(service, key, document, revision)
         except Exception as error:
             known = known_error_response(error)

@@ -1,6 +1,8 @@
 """JSON request bodies parsed whatever their Content-Type (curl's `-d` sends
-form encoding), with the same 400/422 problems as everywhere else."""
+form encoding), held to the value rules (app.json_rules), with the same
+400/422 problems as everywhere else."""
 
+import asyncio
 from typing import Any, TypeVar
 
 from fastapi import Request
@@ -8,23 +10,44 @@ from pydantic import BaseModel, ValidationError
 
 from app import json_codec
 from app.errors import BadRequest, FieldError, InvalidInput
+from app.json_rules import depth_message, find_unstorable
+from app.limits import OFFLOAD_BODY_BYTES, Limits
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
 
 
+def limits_of(request: Request) -> Limits:
+    limits: Limits = request.app.state.limits
+    return limits
+
+
 async def read_json(request: Request) -> Any:
     """The parsed body; None when the body is empty."""
-    return parse_json(await request.body())
+    return await decode_json(await request.body(), limits_of(request))
 
 
-def parse_json(raw: bytes) -> Any:
-    """`raw` parsed; None when it is empty."""
+async def decode_json(raw: bytes, limits: Limits) -> Any:
+    """`parse_json`, off the event loop for large bodies: parsing and checking
+    megabytes would hold every other request for tens of milliseconds."""
+    if len(raw) > OFFLOAD_BODY_BYTES:
+        return await asyncio.to_thread(parse_json, raw, limits)
+    return parse_json(raw, limits)
+
+
+def parse_json(raw: bytes, limits: Limits) -> Any:
+    """`raw` parsed and its values checked; None when it is empty."""
     if not raw.strip():
         return None
     try:
-        return json_codec.loads(raw)
+        document = json_codec.loads(raw)
+    except json_codec.TooDeep:
+        raise InvalidInput([FieldError(["body"], depth_message(limits.max_json_depth))]) from None
     except json_codec.InvalidJSON:
         raise BadRequest("the body is not valid JSON") from None
+    problem = find_unstorable(document, limits.max_json_depth)
+    if problem is not None:
+        raise InvalidInput([problem])
+    return document
 
 
 def validate_body(model: type[ModelT], document: Any) -> ModelT:

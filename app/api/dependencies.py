@@ -6,11 +6,13 @@ dependency separately, which measured as the largest server-side cost of a
 request here.
 """
 
+import re
 from typing import Annotated
 
 from fastapi import Header, Path, Request
 
 from app.errors import BadRequest
+from app.limits import MAX_INT64
 from app.schemas import IDENTIFIER_MAX_LENGTH, IDENTIFIER_PATTERN
 from app.service import SessionService
 
@@ -43,13 +45,21 @@ IfMatch = Annotated[
 ]
 
 
+# ASCII digits only (str.isdigit also takes "²" and other scripts' digits),
+# at most what a bigint holds.
+_REVISION = re.compile(r'"?([0-9]{1,19})"?')
+IF_MATCH_MESSAGE = 'If-Match must be a session revision as sent in ETag, such as "3"'
+
+
 def expected_revision(if_match: str | None) -> int | None:
     """The revision an If-Match header names; None when there is no condition."""
     if if_match is None or if_match.strip() == "*":
         return None
     value = if_match.strip()
-    if len(value) >= 2 and value[0] == value[-1] == '"':
-        value = value[1:-1]
-    if not value.isdigit():
-        raise BadRequest('If-Match must be a session revision as sent in ETag, such as "3"')
-    return int(value)
+    match = _REVISION.fullmatch(value)
+    if match is None or (value[0] == '"') != (value[-1] == '"'):
+        raise BadRequest(IF_MATCH_MESSAGE)
+    revision = int(match.group(1))
+    if revision > MAX_INT64:
+        raise BadRequest(IF_MATCH_MESSAGE)
+    return revision

@@ -9,9 +9,15 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.api.problems import unexpected_error_response
 from app.metrics import HTTP_LATENCY, HTTP_REQUESTS
-from app.observability import REQUEST_ID_HEADER, current_request_id, request_id_from
+from app.observability import (
+    REQUEST_ID_HEADER,
+    current_request_id,
+    request_id_from,
+    trace_without_data,
+)
 
 access_logger = logging.getLogger("session_state.access")
+logger = logging.getLogger("session_state")
 
 _REQUEST_ID_HEADER_BYTES = REQUEST_ID_HEADER.lower().encode()
 UNMATCHED_ROUTE = "unmatched"
@@ -49,7 +55,12 @@ class RequestContextMiddleware:
             await self.app(scope, receive, send_with_request_id)
         except Exception as error:
             if started_response:
-                raise
+                # Too late for a problem response; logged without data (the
+                # server would log the exception's message, which may hold it).
+                logger.error(
+                    "unexpected error after the response started\n%s", trace_without_data(error)
+                )
+                return
             await unexpected_error_response(error)(scope, receive, send_with_request_id)
         finally:
             elapsed = time.perf_counter() - started

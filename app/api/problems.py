@@ -14,7 +14,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from app import json_codec
 from app.errors import DatabaseUnavailable, InvalidInput, ServiceError, Unauthorized
 from app.metrics import DB_ERRORS
-from app.observability import current_request_id
+from app.observability import current_request_id, trace_without_data
 
 logger = logging.getLogger("session_state")
 
@@ -143,13 +143,14 @@ async def _on_connection_error(_request: Request, error: Exception) -> Response:
 
 
 def connection_error_response(error: Exception) -> Response:
-    logger.warning("database unavailable: %s", error)
+    logger.warning("database unavailable: %s", type(error).__name__)
     DB_ERRORS.labels("unavailable").inc()
     return service_error_response(DatabaseUnavailable("the database is unreachable"))
 
 
 def unexpected_error_response(error: BaseException) -> Response:
-    logger.error("unexpected error", exc_info=error)
+    # Types and frames only: messages of database errors carry users' data.
+    logger.error("unexpected error\n%s", trace_without_data(error))
     return problem_response(
         500, "internal_error", "Internal server error", "the server failed to handle the request"
     )

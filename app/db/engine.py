@@ -40,6 +40,8 @@ def _create_postgresql_engine(settings: Settings) -> AsyncEngine:
         pool_size=settings.db_pool_size,
         max_overflow=settings.db_max_overflow,
         pool_timeout=settings.db_timeout_seconds,
+        # Statement parameters are users' data: never in error messages (logs).
+        hide_parameters=True,
         json_serializer=json_codec.dumps_for_jsonb,
         json_deserializer=json_codec.loads,
         connect_args={
@@ -55,6 +57,7 @@ def _create_postgresql_engine(settings: Settings) -> AsyncEngine:
 def _create_sqlite_engine(settings: Settings) -> AsyncEngine:
     engine = create_async_engine(
         settings.database_url,
+        hide_parameters=True,
         json_serializer=json_codec.dumps_text,
         json_deserializer=json_codec.loads,
         connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000},

@@ -17,19 +17,38 @@ from app.db.repository import (
     SessionKey,
     SessionRow,
     SessionSnapshot,
+    state_too_large,
 )
 
 # One statement, one round trip, in autocommit: the session row is locked and
 # bumped first, every other write joins on its result, so a missing or stale
 # session writes nothing; state merges happen inside PostgreSQL (`||` for the
 # session document, one row per app/user key upserted in key order so that
-# writers of overlapping keys cannot deadlock).
+# writers of overlapping keys cannot deadlock). A delta that would take a
+# scope past its size limit ($13) bumps nothing, so writes nothing; the sizes
+# come back to say which scope. App and user sizes are measured on the rows
+# committed when the statement starts: concurrent appends of new keys can each
+# add one delta beyond the limit, never more.
 _APPEND = """
-WITH bumped AS (
+WITH shared_bytes AS (
+    SELECT CASE WHEN $10::jsonb = '{}'::jsonb THEN 0 ELSE
+             (SELECT coalesce(sum(octet_length(a.key) + octet_length(a.value::text) + 4), 0)
+                FROM app_states AS a WHERE a.app_name = $1 AND NOT $10::jsonb ? a.key)
+           + (SELECT sum(octet_length(d.key) + octet_length(d.value::text) + 4)
+                FROM jsonb_each($10::jsonb) AS d) END AS app_bytes,
+           CASE WHEN $11::jsonb = '{}'::jsonb THEN 0 ELSE
+             (SELECT coalesce(sum(octet_length(u.key) + octet_length(u.value::text) + 4), 0)
+                FROM user_states AS u
+               WHERE u.app_name = $1 AND u.user_id = $2 AND NOT $11::jsonb ? u.key)
+           + (SELECT sum(octet_length(d.key) + octet_length(d.value::text) + 4)
+                FROM jsonb_each($11::jsonb) AS d) END AS user_bytes
+), bumped AS (
     UPDATE sessions
        SET state = state || $4::jsonb, revision = revision + 1, update_time = $5
      WHERE app_name = $1 AND user_id = $2 AND id = $3
        AND ($12::bigint IS NULL OR revision = $12::bigint)
+       AND ($4::jsonb = '{}'::jsonb OR octet_length((state || $4::jsonb)::text) <= $13)
+       AND (SELECT app_bytes <= $13 AND user_bytes <= $13 FROM shared_bytes)
  RETURNING revision
 ), stored AS (
     INSERT INTO events (app_name, user_id, session_id, seq, id, invocation_id, author,
@@ -49,26 +68,41 @@ WITH bumped AS (
      ORDER BY delta.key
     ON CONFLICT (app_name, user_id, key) DO UPDATE SET value = EXCLUDED.value
 )
-SELECT seq FROM stored
+SELECT (SELECT seq FROM stored), shared.app_bytes, shared.user_bytes,
+       CASE WHEN $4::jsonb = '{}'::jsonb THEN 0 ELSE
+         (SELECT octet_length((s.state || $4::jsonb)::text) FROM sessions AS s
+           WHERE s.app_name = $1 AND s.user_id = $2 AND s.id = $3) END
+  FROM shared_bytes AS shared
 """
 
 # One round trip for a whole session read; event texts are joined by the
 # database, and only events up to the revision read with the session row are
-# taken, so events, state and ETag describe one moment.
+# taken, so events, state and ETag describe one moment. Their size is read
+# first (from the TOAST pointers, without reading the texts): when it passes
+# $6 the texts are not joined at all, so no read can ask for a gigabyte.
 _SNAPSHOT = """
 SELECT s.state, s.revision, s.update_time,
        (SELECT jsonb_object_agg(a.key, a.value) FROM app_states AS a
          WHERE a.app_name = $1) AS app_state,
        (SELECT jsonb_object_agg(u.key, u.value) FROM user_states AS u
          WHERE u.app_name = $1 AND u.user_id = $2) AS user_state,
+       sized.bytes,
+       CASE WHEN sized.bytes <= $6 THEN
        (SELECT string_agg(recent.data, ',' ORDER BY recent.seq)
           FROM (SELECT e.seq, e.data FROM events AS e
                  WHERE e.app_name = $1 AND e.user_id = $2 AND e.session_id = $3
                    AND e.seq <= s.revision
                    AND ($4::float8 IS NULL OR e.timestamp >= $4::float8)
                  ORDER BY e.seq DESC
-                 LIMIT $5::bigint) AS recent) AS events
-  FROM sessions AS s
+                 LIMIT $5::bigint) AS recent) END AS events
+  FROM sessions AS s,
+       LATERAL (SELECT coalesce(sum(octet_length(recent.data)), 0) AS bytes
+                  FROM (SELECT e.data FROM events AS e
+                         WHERE e.app_name = $1 AND e.user_id = $2 AND e.session_id = $3
+                           AND e.seq <= s.revision
+                           AND ($4::float8 IS NULL OR e.timestamp >= $4::float8)
+                         ORDER BY e.seq DESC
+                         LIMIT $5::bigint) AS recent) AS sized
  WHERE s.app_name = $1 AND s.user_id = $2 AND s.id = $3
 """
 
@@ -120,13 +154,18 @@ class PostgresHotPath:
         return cls(pool, timeout_seconds)
 
     async def append_event(
-        self, key: SessionKey, event: NewEvent, expected_revision: int | None
+        self,
+        key: SessionKey,
+        event: NewEvent,
+        expected_revision: int | None,
+        max_state_bytes: int,
     ) -> int:
-        """Returns the new revision; AppendNotApplied when nothing was written."""
+        """Returns the new revision; AppendNotApplied when nothing was written
+        (with `state_error` set when a scope would pass `max_state_bytes`)."""
         delta = event.delta
         try:
             async with self.pool.acquire(timeout=self.timeout) as connection:
-                revision: Any = await connection.fetchval(
+                row: Any = await connection.fetchrow(
                     _APPEND,
                     key.app_name,
                     key.user_id,
@@ -140,27 +179,48 @@ class PostgresHotPath:
                     delta.app,
                     delta.user,
                     expected_revision,
+                    max_state_bytes,
                 )
         except asyncpg.UniqueViolationError as error:
             raise AppendNotApplied("event id already stored") from error
-        if revision is None:
-            raise AppendNotApplied("session missing or stale")
-        return int(revision)
+        revision, app_bytes, user_bytes, session_bytes = row
+        if revision is not None:
+            return int(revision)
+        for scope, size in (("app", app_bytes), ("user", user_bytes), ("session", session_bytes)):
+            if size is not None and size > max_state_bytes:
+                raise AppendNotApplied(
+                    "state too large", state_error=state_too_large(scope, size, max_state_bytes)
+                )
+        raise AppendNotApplied("session missing or stale")
 
     async def read_snapshot(
-        self, key: SessionKey, limit: int | None, after_timestamp: float | None
+        self,
+        key: SessionKey,
+        limit: int | None,
+        after_timestamp: float | None,
+        max_events_bytes: int,
     ) -> SessionSnapshot | None:
         async with self.pool.acquire(timeout=self.timeout) as connection:
             row = await connection.fetchrow(
-                _SNAPSHOT, key.app_name, key.user_id, key.session_id, after_timestamp, limit
+                _SNAPSHOT,
+                key.app_name,
+                key.user_id,
+                key.session_id,
+                after_timestamp,
+                limit,
+                max_events_bytes,
             )
         if row is None:
             return None
-        state, revision, update_time, app_state, user_state, events_json = row
+        state, revision, update_time, app_state, user_state, events_bytes, events_json = row
         session = SessionRow(
             key.app_name, key.user_id, key.session_id, state, revision, update_time
         )
-        return SessionSnapshot(session, app_state or {}, user_state or {}, events_json or "")
+        if events_bytes <= max_events_bytes:
+            events_json = events_json or ""
+        return SessionSnapshot(
+            session, app_state or {}, user_state or {}, events_json, int(events_bytes)
+        )
 
     async def close(self) -> None:
         await self.pool.close()

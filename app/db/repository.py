@@ -5,13 +5,24 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from sqlalchemy import delete, func, select, tuple_
+from sqlalchemy import LargeBinary, Text, cast, delete, func, select, tuple_
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy.sql.elements import ColumnElement
 
+from app import json_codec
 from app.db.tables import app_states, events, sessions, user_states
+from app.errors import ResponseTooLarge, StateTooLarge
 from app.state import ScopedDelta, StateDict, apply_delta
+
+# A scope's size counts, for each key, its bytes, its value's JSON bytes and
+# these four (quotes, colon, comma): about the size of the scope as a JSON
+# object. PostgreSQL measures values as JSONB prints them (a space after each
+# ":" and "," inside nested values), so it counts a few bytes more.
+KEY_OVERHEAD_BYTES = 4
+# What a session in a list adds besides its state (ids, field names, time).
+LISTED_SESSION_OVERHEAD_BYTES = 512
 
 SortOrder = Literal["asc", "desc"]
 
@@ -53,11 +64,82 @@ class StoredEvent:
 
 class AppendNotApplied(Exception):
     """The append changed nothing: the session is missing, stale, or the event
-    id is taken. The caller finds out which with a read."""
+    id is taken, or (`state_error`) a scope would pass its size limit. The
+    caller finds out which with a read: a retry of a stored event is still a
+    retry, whatever the state's size now."""
+
+    def __init__(self, reason: str, *, state_error: StateTooLarge | None = None) -> None:
+        super().__init__(reason)
+        self.state_error = state_error
 
 
 def _is_postgresql(connection: AsyncConnection) -> bool:
     return connection.dialect.name == "postgresql"
+
+
+def _byte_length(connection: AsyncConnection, column: Any) -> ColumnElement[int]:
+    """Bytes of a text or JSON column, without reading large values whole
+    where the database can avoid it (PostgreSQL reads TOASTed sizes from the
+    pointer)."""
+    if _is_postgresql(connection):
+        return func.octet_length(cast(column, Text))
+    return func.length(cast(column, LargeBinary))
+
+
+def state_too_large(scope: str, size: int, limit: int) -> StateTooLarge:
+    return StateTooLarge(
+        f"this write would make the {scope} state {size} bytes, above the limit of {limit} "
+        "(SESSION_STATE_MAX_STATE_BYTES); nothing was written"
+    )
+
+
+def session_state_bytes(state: StateDict) -> int:
+    return len(json_codec.dumps(state))
+
+
+async def app_state_bytes(connection: AsyncConnection, app_name: str) -> int:
+    size = _byte_length(connection, app_states.c.key) + _byte_length(connection, app_states.c.value)
+    result = await connection.execute(
+        select(func.coalesce(func.sum(size + KEY_OVERHEAD_BYTES), 0)).where(
+            app_states.c.app_name == app_name
+        )
+    )
+    return int(result.scalar_one())
+
+
+async def user_state_bytes(
+    connection: AsyncConnection, app_name: str, user_ids: Sequence[str]
+) -> dict[str, int]:
+    sizes = dict.fromkeys(user_ids, 0)
+    if not user_ids:
+        return sizes
+    size = _byte_length(connection, user_states.c.key) + _byte_length(
+        connection, user_states.c.value
+    )
+    result = await connection.execute(
+        select(user_states.c.user_id, func.sum(size + KEY_OVERHEAD_BYTES))
+        .where(user_states.c.app_name == app_name, user_states.c.user_id.in_(list(user_ids)))
+        .group_by(user_states.c.user_id)
+    )
+    for user_id, total in result:
+        sizes[user_id] = int(total)
+    return sizes
+
+
+async def check_shared_state_sizes(
+    connection: AsyncConnection, app_name: str, user_id: str, delta: ScopedDelta, limit: int
+) -> None:
+    """Raises StateTooLarge if the app or user state (already written in
+    this transaction) is past the limit; the caller's transaction then rolls
+    back, so nothing is written."""
+    if delta.app:
+        size = await app_state_bytes(connection, app_name)
+        if size > limit:
+            raise state_too_large("app", size, limit)
+    if delta.user:
+        size = (await user_state_bytes(connection, app_name, [user_id]))[user_id]
+        if size > limit:
+            raise state_too_large("user", size, limit)
 
 
 def _insert(connection: AsyncConnection, table: Any) -> Any:
@@ -160,14 +242,26 @@ async def insert_session(
     return result.first() is not None
 
 
-async def read_session(connection: AsyncConnection, key: SessionKey) -> SessionRow | None:
-    result = await connection.execute(
-        select(sessions.c.state, sessions.c.revision, sessions.c.update_time).where(
-            sessions.c.app_name == key.app_name,
-            sessions.c.user_id == key.user_id,
-            sessions.c.id == key.session_id,
-        )
+def _session_is(key: SessionKey) -> list[Any]:
+    return [
+        sessions.c.app_name == key.app_name,
+        sessions.c.user_id == key.user_id,
+        sessions.c.id == key.session_id,
+    ]
+
+
+async def read_session(
+    connection: AsyncConnection, key: SessionKey, *, lock_for_share: bool = False
+) -> SessionRow | None:
+    """The session row. `lock_for_share` (PostgreSQL; SQLite writers already
+    hold the database's write lock) keeps it from being deleted until the
+    transaction ends."""
+    statement = select(sessions.c.state, sessions.c.revision, sessions.c.update_time).where(
+        *_session_is(key)
     )
+    if lock_for_share:
+        statement = statement.with_for_update(read=True)
+    result = await connection.execute(statement)
     row = result.first()
     if row is None:
         return None
@@ -175,6 +269,13 @@ async def read_session(connection: AsyncConnection, key: SessionKey) -> SessionR
 
 
 async def delete_session(connection: AsyncConnection, key: SessionKey) -> bool:
+    # The session row first, as an append locks it first: deleting its events
+    # before it deadlocked with an append retrying a stored event id.
+    locked = await connection.execute(
+        select(sessions.c.revision).where(*_session_is(key)).with_for_update()
+    )
+    if locked.first() is None:
+        return False
     await connection.execute(
         delete(events).where(
             events.c.app_name == key.app_name,
@@ -195,20 +296,66 @@ async def delete_session(connection: AsyncConnection, key: SessionKey) -> bool:
 SessionCursor = tuple[float, str, str]
 
 
+@dataclass(frozen=True)
+class SessionPosition:
+    """A session of a list, with the size its state adds to a response."""
+
+    user_id: str
+    id: str
+    update_time: float
+    state_bytes: int
+
+
 async def page_sessions(
     connection: AsyncConnection,
     app_name: str,
     user_id: str | None,
     after: SessionCursor | None,
     limit: int,
-) -> list[SessionRow]:
-    """A page in ADK's order (lastUpdateTime, userId, id), read from an index."""
+    max_bytes: int,
+) -> tuple[list[SessionRow], bool]:
+    """A page in ADK's order (lastUpdateTime, userId, id), read from an index,
+    of at most `limit` sessions and about `max_bytes` of state (always at
+    least one session); and whether more follow.
+
+    Sizes are read first, so no state is read that the page will not carry.
+    """
+    positions = await _page_positions(connection, app_name, user_id, after, limit + 1)
+    more = len(positions) > limit
+    positions = positions[:limit]
+    if not positions:
+        return [], False
+    shared = await app_state_bytes(connection, app_name)
+    per_user = await user_state_bytes(
+        connection, app_name, sorted({position.user_id for position in positions})
+    )
+    taken, total = 0, 0
+    for position in positions:
+        total += (
+            position.state_bytes
+            + shared
+            + per_user[position.user_id]
+            + LISTED_SESSION_OVERHEAD_BYTES
+        )
+        if taken and total > max_bytes:
+            more = True
+            break
+        taken += 1
+    return await _read_listed(connection, app_name, positions[:taken]), more
+
+
+async def _page_positions(
+    connection: AsyncConnection,
+    app_name: str,
+    user_id: str | None,
+    after: SessionCursor | None,
+    limit: int,
+) -> list[SessionPosition]:
     statement = select(
         sessions.c.user_id,
         sessions.c.id,
-        sessions.c.state,
-        sessions.c.revision,
         sessions.c.update_time,
+        _byte_length(connection, sessions.c.state),
     ).where(sessions.c.app_name == app_name)
     if user_id is not None:
         statement = statement.where(sessions.c.user_id == user_id)
@@ -220,9 +367,38 @@ async def page_sessions(
         limit
     )
     result = await connection.execute(statement)
-    return [
-        SessionRow(app_name, row_user_id, session_id, state, revision, update_time)
+    return [SessionPosition(*row) for row in result]
+
+
+async def _read_listed(
+    connection: AsyncConnection, app_name: str, positions: list[SessionPosition]
+) -> list[SessionRow]:
+    """The rows of `positions`, in their order."""
+    result = await connection.execute(
+        select(
+            sessions.c.user_id,
+            sessions.c.id,
+            sessions.c.state,
+            sessions.c.revision,
+            sessions.c.update_time,
+        ).where(
+            sessions.c.app_name == app_name,
+            tuple_(sessions.c.user_id, sessions.c.id).in_(
+                [(position.user_id, position.id) for position in positions]
+            ),
+        )
+    )
+    found = {
+        (row_user_id, session_id): SessionRow(
+            app_name, row_user_id, session_id, state, revision, update_time
+        )
         for row_user_id, session_id, state, revision, update_time in result
+    }
+    # A session deleted between the two reads is left out.
+    return [
+        found[(position.user_id, position.id)]
+        for position in positions
+        if (position.user_id, position.id) in found
     ]
 
 
@@ -239,12 +415,15 @@ def _events_of(key: SessionKey) -> list[Any]:
 
 @dataclass(frozen=True)
 class SessionSnapshot:
-    """A session, its scopes' state and its events (JSON texts joined by commas)."""
+    """A session, its scopes' state and its events (JSON texts joined by
+    commas), or None for the events when they are `events_bytes` long, more
+    than the reader would take."""
 
     session: SessionRow
     app_state: StateDict
     user_state: StateDict
-    events_json: str
+    events_json: str | None
+    events_bytes: int
 
 
 async def read_snapshot(
@@ -252,45 +431,51 @@ async def read_snapshot(
     key: SessionKey,
     limit: int | None,
     after_timestamp: float | None,
+    max_events_bytes: int,
 ) -> SessionSnapshot | None:
     """Everything a session read returns (the SQLAlchemy path, used on SQLite;
     PostgreSQL reads through `PostgresHotPath`). Events are those up to the
     revision read with the session row, so events, state and ETag describe one
-    moment."""
+    moment; they are read only if they fit in `max_events_bytes`."""
     found = await read_session(connection, key)
     if found is None:
         return None
-    events = await read_recent_events(connection, key, found.revision, limit, after_timestamp)
+    selection = _recent_events(connection, key, found.revision, limit, after_timestamp)
+    size = await connection.execute(select(func.coalesce(func.sum(selection.c.size), 0)))
+    events_bytes = int(size.scalar_one())
+    events_json = None
+    if events_bytes <= max_events_bytes:
+        result = await connection.execute(
+            select(events.c.data)
+            .where(*_events_of(key), events.c.seq.in_(select(selection.c.seq)))
+            .order_by(events.c.seq)
+        )
+        events_json = ",".join(result.scalars())
     return SessionSnapshot(
         found,
         await read_app_state(connection, key.app_name),
         await read_user_state(connection, key.app_name, key.user_id),
-        ",".join(events),
+        events_json,
+        events_bytes,
     )
 
 
-async def read_recent_events(
+def _recent_events(
     connection: AsyncConnection,
     key: SessionKey,
     up_to_seq: int,
     limit: int | None,
     after_timestamp: float | None,
-) -> list[str]:
-    """Events in append order: the last `limit` of those at or after the time."""
-    if limit == 0:
-        return []
-    statement = select(events.c.data).where(*_events_of(key), events.c.seq <= up_to_seq)
+) -> Any:
+    """The last `limit` events at or after the time: seq and size."""
+    statement = select(events.c.seq, _byte_length(connection, events.c.data).label("size")).where(
+        *_events_of(key), events.c.seq <= up_to_seq
+    )
     if after_timestamp is not None:
         statement = statement.where(events.c.timestamp >= after_timestamp)
-    if limit is None:
-        statement = statement.order_by(events.c.seq)
-        result = await connection.execute(statement)
-        return list(result.scalars())
-    statement = statement.order_by(events.c.seq.desc()).limit(limit)
-    result = await connection.execute(statement)
-    newest_first = list(result.scalars())
-    newest_first.reverse()
-    return newest_first
+    if limit is not None:
+        statement = statement.order_by(events.c.seq.desc()).limit(limit)
+    return statement.subquery()
 
 
 async def page_events(
@@ -300,8 +485,14 @@ async def page_events(
     after_seq: int | None,
     after_timestamp: float | None,
     limit: int,
-) -> list[StoredEvent]:
-    statement = select(events.c.seq, events.c.data).where(*_events_of(key))
+    max_bytes: int,
+) -> tuple[list[StoredEvent], bool]:
+    """A page of at most `limit` events and `max_bytes` of event JSON, and
+    whether more follow. Sizes are read first, so no event is read that the
+    page will not carry. ResponseTooLarge if the first event alone is larger."""
+    statement = select(events.c.seq, _byte_length(connection, events.c.data)).where(
+        *_events_of(key)
+    )
     if after_timestamp is not None:
         statement = statement.where(events.c.timestamp >= after_timestamp)
     if order == "asc":
@@ -312,8 +503,28 @@ async def page_events(
         if after_seq is not None:
             statement = statement.where(events.c.seq < after_seq)
         statement = statement.order_by(events.c.seq.desc())
-    result = await connection.execute(statement.limit(limit))
-    return [StoredEvent(seq, data) for seq, data in result]
+    sizes = list(await connection.execute(statement.limit(limit + 1)))
+    more = len(sizes) > limit
+    chosen: list[int] = []
+    total = 0
+    for seq, size in sizes[:limit]:
+        total += size
+        if total > max_bytes:
+            if not chosen:
+                raise ResponseTooLarge(
+                    f"event {seq} alone is {size} bytes, above the {max_bytes} bytes a "
+                    "response may carry (SESSION_STATE_MAX_RESPONSE_BYTES)"
+                )
+            more = True
+            break
+        chosen.append(seq)
+    if not chosen:
+        return [], more
+    result = await connection.execute(
+        select(events.c.seq, events.c.data).where(*_events_of(key), events.c.seq.in_(chosen))
+    )
+    data = dict(result.all())
+    return [StoredEvent(seq, data[seq]) for seq in chosen if seq in data], more
 
 
 async def find_event(
@@ -335,7 +546,11 @@ async def count_events(connection: AsyncConnection, key: SessionKey) -> int:
 
 
 async def append_event(
-    connection: AsyncConnection, key: SessionKey, event: NewEvent, expected_revision: int | None
+    connection: AsyncConnection,
+    key: SessionKey,
+    event: NewEvent,
+    expected_revision: int | None,
+    max_state_bytes: int,
 ) -> int:
     """Stores the event and applies its delta; returns the new revision. The
     SQLAlchemy path, used on SQLite (PostgreSQL appends through
@@ -353,15 +568,17 @@ async def append_event(
     if await find_event(connection, key, event.id) is not None:
         raise AppendNotApplied("event id already stored")
     revision = session.revision + 1
+    state = session.state
+    if event.delta.session:
+        state = apply_delta(session.state, event.delta.session)
+        size = session_state_bytes(state)
+        if size > max_state_bytes:
+            raise state_too_large("session", size, max_state_bytes)
     await connection.execute(
         sessions.update()
-        .where(
-            sessions.c.app_name == key.app_name,
-            sessions.c.user_id == key.user_id,
-            sessions.c.id == key.session_id,
-        )
+        .where(*_session_is(key))
         .values(
-            state=apply_delta(session.state, event.delta.session),
+            state=state,
             revision=revision,
             update_time=event.timestamp,
         )
@@ -381,11 +598,21 @@ async def append_event(
     )
     await upsert_app_state(connection, key.app_name, event.delta.app)
     await upsert_user_state(connection, key.app_name, key.user_id, event.delta.user)
+    await check_shared_state_sizes(
+        connection, key.app_name, key.user_id, event.delta, max_state_bytes
+    )
     return revision
 
 
-async def read_all_events(connection: AsyncConnection, key: SessionKey) -> list[StoredEvent]:
+async def read_events_after(
+    connection: AsyncConnection, key: SessionKey, after_seq: int, limit: int
+) -> list[StoredEvent]:
+    """Up to `limit` events after `after_seq`, in append order: for walking a
+    long history in bounded batches."""
     result = await connection.execute(
-        select(events.c.seq, events.c.data).where(*_events_of(key)).order_by(events.c.seq)
+        select(events.c.seq, events.c.data)
+        .where(*_events_of(key), events.c.seq > after_seq)
+        .order_by(events.c.seq)
+        .limit(limit)
     )
     return [StoredEvent(seq, data) for seq, data in result]

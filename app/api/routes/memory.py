@@ -9,6 +9,8 @@ from app.api.bodies import documented_body, read_json, validate_body
 from app.api.dependencies import AppName, UserId
 from app.api.routes.sessions import problem_responses
 from app.db.repository import SessionKey
+from app.errors import FieldError, InvalidInput
+from app.json_rules import text_problem
 from app.memory import iso_timestamp
 from app.memory_service import MemoryService
 from app.schemas import IngestMemoryRequest, IngestMemoryResponse, SearchMemoryResponse
@@ -50,6 +52,8 @@ async def search_memory(
     query: Annotated[str, Query(min_length=1, max_length=2000, description="A question.")],
     limit: Annotated[int, Query(ge=1, le=MAX_RESULTS)] = DEFAULT_RESULTS,
 ) -> Response:
+    if (problem := text_problem(query)) is not None:
+        raise InvalidInput([FieldError(["query", "query"], problem)])
     found = await memory_of(request).search(app_name, user_id, query, limit)
     memories = [
         {

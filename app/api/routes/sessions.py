@@ -18,6 +18,7 @@ from app.api.dependencies import (
 from app.api.problems import PROBLEM_MEDIA_TYPE
 from app.db.repository import SessionKey
 from app.errors import StaleSession
+from app.limits import MAX_INT64
 from app.metrics import STALE_REJECTIONS
 from app.schemas import (
     CreateSessionRequest,
@@ -39,12 +40,12 @@ DEFAULT_PAGE_SIZE = 100
 def problem_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
     descriptions = {
         400: "Malformed JSON, If-Match or page token",
+        413: "Request body, event or response too large",
         401: "API key missing or wrong (when keys are configured)",
         403: "The API key is not allowed for this app",
         404: "Session not found",
         409: "Conflict",
         412: "The session is no longer at the If-Match revision",
-        413: "Request body too large",
         422: "Invalid identifiers, query or body",
         503: "Database unavailable",
     }
@@ -54,7 +55,7 @@ def problem_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
             "description": descriptions[status],
             "content": {PROBLEM_MEDIA_TYPE: {"schema": {"$ref": "#/components/schemas/Problem"}}},
         }
-        for status in sorted({*statuses, 401, 403, 422, 503})
+        for status in sorted({*statuses, 401, 403, 413, 422, 503})
     }
 
 
@@ -66,7 +67,11 @@ PageSize = Annotated[int, Query(alias="pageSize", ge=1, le=MAX_PAGE_SIZE)]
 PageToken = Annotated[str | None, Query(alias="pageToken", description="From nextPageToken.")]
 AfterTimestamp = Annotated[
     float | None,
-    Query(alias="afterTimestamp", description="Only events with timestamp >= this (epoch s)."),
+    Query(
+        alias="afterTimestamp",
+        allow_inf_nan=False,
+        description="Only events with timestamp >= this (epoch s).",
+    ),
 ]
 
 
@@ -132,7 +137,8 @@ async def get_session(
     session_id: SessionId,
     request: Request,
     num_recent_events: Annotated[
-        int | None, Query(alias="numRecentEvents", ge=0, description="Only the last n events.")
+        int | None,
+        Query(alias="numRecentEvents", ge=0, le=MAX_INT64, description="Only the last n events."),
     ] = None,
     after_timestamp: AfterTimestamp = None,
 ) -> Response:

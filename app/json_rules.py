@@ -1,0 +1,112 @@
+"""Which JSON values the API accepts: the one rule for every body, on both
+backends.
+
+A value is accepted only if both databases can store it and give it back
+exactly: numbers are finite (`1e999` parses to infinity, which JSON cannot
+write back), strings hold no NUL (PostgreSQL text and JSONB cannot hold
+U+0000) and no lone surrogate (no UTF-8 encoding exists for one), and arrays
+and objects nest at most `max_depth` levels (deeper documents cost recursion
+in every JSON library on the way, and orjson refuses to write past 254).
+"""
+
+import math
+import re
+from typing import Any
+
+from app.errors import FieldError
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+NON_FINITE_MESSAGE = "numbers must be finite (JSON has no infinity or NaN)"
+NUL_MESSAGE = "strings cannot hold the NUL character (U+0000)"
+SURROGATE_MESSAGE = "strings cannot hold a lone surrogate (U+D800 to U+DFFF)"
+
+Path = tuple[str | int, ...]
+
+
+def text_problem(text: str) -> str | None:
+    """Why `text` cannot be stored, or None."""
+    if "\x00" in text:
+        return NUL_MESSAGE
+    if not text.isascii() and _SURROGATE.search(text):
+        return SURROGATE_MESSAGE
+    return None
+
+
+def printable(text: str) -> str:
+    """`text` with lone surrogates written as escapes, so that an error
+    naming it can itself be encoded."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def depth_message(max_depth: int) -> str:
+    return f"arrays and objects may nest at most {max_depth} levels"
+
+
+def find_unstorable(document: Any, max_depth: int) -> FieldError | None:
+    """The first value of `document` that breaks the rule, as a field error
+    located under "body"; None when every value is storable."""
+    # The quick check runs on every body (about 5 us for an ADK event); the
+    # walk that names the field only when it found something.
+    if not _has_problem(document, max_depth):
+        return None
+    return _locate_problem(document, max_depth)
+
+
+def _has_problem(value: Any, levels_left: int) -> bool:
+    # Recursion is bounded: it stops at `levels_left`, at most 200 deep.
+    kind = type(value)
+    if kind is str:
+        return "\x00" in value or (not value.isascii() and _SURROGATE.search(value) is not None)
+    if kind is float:
+        return not math.isfinite(value)
+    if kind is dict:
+        if levels_left == 0:
+            return True
+        for key, item in value.items():
+            if "\x00" in key or (not key.isascii() and _SURROGATE.search(key) is not None):
+                return True
+            if type(item) in _CONTAINERS_AND_TEXT and _has_problem(item, levels_left - 1):
+                return True
+        return False
+    if kind is list:
+        if levels_left == 0:
+            return True
+        for item in value:
+            if type(item) in _CONTAINERS_AND_TEXT and _has_problem(item, levels_left - 1):
+                return True
+    return False
+
+
+def _locate_problem(document: Any, max_depth: int) -> FieldError | None:
+    stack: list[tuple[Any, int, Path]] = [(document, 1, ())]
+    while stack:
+        value, depth, path = stack.pop()
+        kind = type(value)
+        if kind is str:
+            problem = text_problem(value)
+            if problem is not None:
+                return FieldError(["body", *path], problem)
+        elif kind is float:
+            if not math.isfinite(value):
+                return FieldError(["body", *path], NON_FINITE_MESSAGE)
+        elif kind is dict:
+            if depth > max_depth:
+                return FieldError(["body", *path], depth_message(max_depth))
+            for key, item in value.items():
+                problem = text_problem(key)
+                if problem is not None:
+                    return FieldError(["body", *path, printable(key)], f"key: {problem}")
+                if type(item) in _CONTAINERS_AND_TEXT:
+                    stack.append((item, depth + 1, (*path, key)))
+        elif kind is list:
+            if depth > max_depth:
+                return FieldError(["body", *path], depth_message(max_depth))
+            for index, item in enumerate(value):
+                if type(item) in _CONTAINERS_AND_TEXT:
+                    stack.append((item, depth + 1, (*path, index)))
+    return None
+
+
+# What can hide a problem; ints, booleans and null are always storable.
+_CONTAINERS_AND_TEXT = frozenset({str, float, dict, list})
