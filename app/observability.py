@@ -71,6 +71,11 @@ def logging_config(level: str, json_logs: bool) -> dict[str, Any]:
             "uvicorn": {"handlers": ["default"], "level": level.upper(), "propagate": False},
             "uvicorn.error": {"level": level.upper()},
             "uvicorn.access": {"handlers": [], "level": "WARNING", "propagate": False},
+            # Drivers log statements with their parameters (users' data) at
+            # debug: never at a level we emit, whatever ours is.
+            "aiosqlite": {"level": "WARNING"},
+            "asyncpg": {"level": "WARNING"},
+            "sqlalchemy": {"level": "WARNING"},
         },
     }
 

@@ -1,8 +1,12 @@
 """Schemathesis against the OpenAPI spec of a running server: generated
-requests for every operation; no 5xx, and every response as the spec says."""
+requests for every operation; no 5xx, every response as the spec says, and
+after each request an unrelated session of the same app still reads as valid
+JSON (no request may break another's reads)."""
 
 import os
+import re
 
+import httpx
 import pytest
 import schemathesis
 from hypothesis import HealthCheck, given, settings
@@ -13,6 +17,9 @@ from schemathesis.specs.openapi.checks import (
     response_schema_conformance,
     status_code_conformance,
 )
+
+from app.schemas import IDENTIFIER_PATTERN
+from tests.hostile import strict_json
 
 EXAMPLES_PER_OPERATION = int(os.environ.get("FUZZ_EXAMPLES", "50"))
 # What the contract promises: no 5xx, and status, content type, headers and
@@ -28,12 +35,43 @@ CHECKS = [
 ]
 
 
+_IDENTIFIER = re.compile(IDENTIFIER_PATTERN)
+
+
+class Bystanders:
+    """One session per app a generated request touched, read after each."""
+
+    def __init__(self, base_url: str) -> None:
+        self.http = httpx.Client(base_url=base_url, timeout=30)
+        self.created: set[str] = set()
+
+    def check(self, case) -> None:
+        app_name = (case.path_parameters or {}).get("app_name")
+        if not isinstance(app_name, str) or not _IDENTIFIER.match(app_name) or len(app_name) > 128:
+            return
+        path = f"/apps/{app_name}/users/bystander/sessions"
+        if app_name not in self.created:
+            created = self.http.post(path, json={"sessionId": "bystander", "state": {"k": 1}})
+            assert created.status_code in (201, 409), created.text
+            self.created.add(app_name)
+        read = self.http.get(f"{path}/bystander")
+        # The generated request may have been a delete of this very session.
+        assert read.status_code in (200, 404), read.text
+        strict_json(read.text)
+        if read.status_code == 404:
+            self.created.discard(app_name)
+        state = self.http.get(f"/apps/{app_name}/state")
+        assert state.status_code == 200, state.text
+        strict_json(state.text)
+
+
 @pytest.fixture(scope="module")
 def api_schema(sqlite_server):
     return schemathesis.openapi.from_url(f"{sqlite_server.base_url}/openapi.json")
 
 
-def test_every_operation_answers_as_its_spec_says(api_schema):
+def test_every_operation_answers_as_its_spec_says(api_schema, sqlite_server):
+    bystanders = Bystanders(sqlite_server.base_url)
     # Schemathesis' own pytest plugin does not run under this pytest; the
     # same generation and checks, driven per operation with Hypothesis.
     failures = []
@@ -51,6 +89,7 @@ def test_every_operation_answers_as_its_spec_says(api_schema):
         )
         def check(case):
             case.call_and_validate(checks=CHECKS)
+            bystanders.check(case)
 
         try:
             check()
