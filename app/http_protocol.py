@@ -4,13 +4,16 @@ uvicorn has none: a client that connects and sends nothing, or sends part of a
 head and then a byte now and then (slowloris), keeps its connection forever,
 and a few thousand of them use up the file descriptors while every other
 client is refused. Its keep-alive timer does not help: any byte cancels it,
-even the blank lines the parser skips between requests.
+even the blank lines that the parser skips between requests.
 
 Here a connection is closed unless each request head is complete within
-`request_head_timeout_seconds`, counted from the connection's start, or from
-the first byte after an idle keep-alive gap, or from the start of a pipelined
-request. The clock stops at the end of the head, so bodies, responses and the
-keep-alive gap are left alone; it costs one timer per request.
+`request_head_timeout_seconds` of the connection's start or of the first byte
+after an idle keep-alive gap (blank lines included). The clock stops when the
+head is in and does not run while a request is in flight, so bodies, responses,
+pipelined requests and the keep-alive gap are left alone. One timer serves all
+of a connection's requests: it is not cancelled when a head is in but, when it
+fires, stops or waits for the head begun since, so a request costs a clock
+reading, not a timer.
 
 uvicorn is given the class itself, which pickles by name for `--workers`: each
 process reads the timeout from its settings, as the app does.
@@ -36,44 +39,41 @@ class RequestHeadTimeoutProtocol(HttpToolsProtocol):
     ) -> None:
         super().__init__(config, server_state, app_state, _loop)
         self.request_head_timeout = get_settings().request_head_timeout_seconds
+        self.head_started: float | None = None  # loop time; None once the head is in
         self.head_timer: asyncio.TimerHandle | None = None
 
-    def _start_head_clock(self) -> None:
-        self.head_timer = self.loop.call_later(self.request_head_timeout, self._head_timed_out)
+    def _head_begins(self) -> None:
+        self.head_started = self.loop.time()
+        if self.head_timer is None:
+            self.head_timer = self.loop.call_later(self.request_head_timeout, self._check_head)
 
-    def _head_timed_out(self) -> None:
+    def _check_head(self) -> None:
         self.head_timer = None
-        if self.flow.read_paused:
-            # uvicorn stopped reading (a pipelined request waits for the one
-            # before it): the delay is the server's, not the client's.
-            self._start_head_clock()
+        if self.head_started is None:
+            return
+        remaining = self.head_started + self.request_head_timeout - self.loop.time()
+        if remaining > 0:
+            self.head_timer = self.loop.call_later(remaining, self._check_head)
         elif not self.transport.is_closing():
-            self.logger.debug("request head timed out, closing the connection from %s", self.client)
+            self.logger.debug("request head timed out, closing the connection of %s", self.client)
             self.transport.close()
 
     def connection_made(  # type: ignore[override]
         self, transport: asyncio.Transport
     ) -> None:
         super().connection_made(transport)
-        self._start_head_clock()
+        self._head_begins()
 
     def data_received(self, data: bytes) -> None:
-        # The keep-alive timer is armed only while the connection idles between
-        # requests; whatever comes next is the next head, blank lines included.
-        if self.timeout_keep_alive_task is not None and self.head_timer is None:
-            self._start_head_clock()
-        super().data_received(data)
-
-    def on_message_begin(self) -> None:
-        super().on_message_begin()
-        if self.head_timer is None:  # a pipelined request
-            self._start_head_clock()
+        # uvicorn's keep-alive timer runs exactly while the connection idles
+        # between requests (reading resumed, nothing in flight).
+        if self.timeout_keep_alive_task is not None:
+            self._head_begins()
+        HttpToolsProtocol.data_received(self, data)  # not super(): this runs per read
 
     def on_headers_complete(self) -> None:
-        if self.head_timer is not None:
-            self.head_timer.cancel()
-            self.head_timer = None
-        super().on_headers_complete()
+        self.head_started = None
+        HttpToolsProtocol.on_headers_complete(self)
 
     def connection_lost(self, exc: Exception | None) -> None:
         if self.head_timer is not None:

@@ -39,3 +39,31 @@ class Limits:
             max_event_bytes=settings.max_event_bytes,
             max_response_bytes=settings.max_response_bytes,
         )
+
+    def describe(self) -> str:
+        """The limits in Markdown, for the OpenAPI description."""
+        mib = 1024 * 1024
+        return "\n".join(
+            [
+                "**Limits** (this deployment's; each is a `SESSION_STATE_` setting):",
+                "",
+                f"- JSON bodies nest at most {self.max_json_depth} levels of arrays and "
+                "objects (`MAX_JSON_DEPTH`); numbers are finite; strings hold no NUL "
+                "(U+0000) and no lone surrogate: 422 `validation_error` naming the field.",
+                f"- State keys are at most {self.max_key_length} characters, prefix "
+                "included (`MAX_KEY_LENGTH`): 422 `validation_error`.",
+                f"- Each scope's state (an app's, a user's, a session's) is at most "
+                f"{self.max_state_bytes / mib:g} MiB as JSON (`MAX_STATE_BYTES`): a write "
+                "past it is 422 `state_too_large`, with nothing written.",
+                f"- One event is at most {self.max_event_bytes / mib:g} MiB as JSON "
+                "(`MAX_EVENT_BYTES`): 413 `event_too_large`.",
+                f"- A response carries at most {self.max_response_bytes / mib:g} MiB "
+                "(`MAX_RESPONSE_BYTES`): event and session pages end early (follow "
+                "`nextPageToken`); a session read whose events pass it is 413 "
+                "`response_too_large` (use `numRecentEvents`, `afterTimestamp` or the "
+                "events pages).",
+                f"- Event timestamps are epoch seconds from {MIN_TIMESTAMP:.0f} to "
+                f"{MAX_TIMESTAMP:.0f} (1970 to 9999); `If-Match` and integer query values "
+                f"are ASCII digits up to {MAX_INT64}.",
+            ]
+        )

@@ -52,7 +52,6 @@ class MemoryService:
             # the session (with its memories) waits, or this finds no session.
             if await repository.read_session(connection, key, lock_for_share=True) is None:
                 raise SessionNotFound(f"session {key.session_id!r} not found")
-            known = await memory_repository.stored_event_ids(connection, key)
             after_seq = 0
             while True:
                 batch = await repository.read_events_after(
@@ -61,15 +60,15 @@ class MemoryService:
                 if not batch:
                     break
                 after_seq = batch[-1].seq
-                records = []
-                for stored in batch:
-                    record = memory_record(key.session_id, json_codec.loads(stored.data))
-                    if record is not None and record.event_id not in known:
-                        records.append(record)
-                await memory_repository.insert_memories(
+                records = [
+                    record
+                    for stored in batch
+                    if (record := memory_record(key.session_id, json_codec.loads(stored.data)))
+                    is not None
+                ]
+                added += await memory_repository.insert_memories(
                     connection, key.app_name, key.user_id, records
                 )
-                added += len(records)
         return added
 
     async def search(

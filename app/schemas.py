@@ -51,7 +51,10 @@ class Event(WireModel):
     invocation_id: str | None = None
     author: str
     timestamp: float | None = Field(
-        default=None, description="Epoch seconds; server time if missing."
+        default=None,
+        ge=0,
+        le=253402300799,
+        description="Epoch seconds, 1970 to 9999 (0 to 253402300799); server time if missing.",
     )
     partial: bool | None = Field(default=None, description="Partial events are not stored.")
     actions: EventActions | None = None

@@ -1,7 +1,7 @@
 """Clients that hold connections open without finishing a request head
 (slowloris): a started server, with the head timeout at 1 s, must close them
 while serving everyone else, and must leave slow bodies, pipelining and
-uvicorn's own keep-alive timeout alone."""
+uvicorn's own keep-alive timeout alone (see app/http_protocol.py)."""
 
 import asyncio
 import contextlib
@@ -224,10 +224,14 @@ def test_the_timeout_setting_reaches_every_worker_process(tmp_path: Path):
         url, SESSION_STATE_WORKERS="2", SESSION_STATE_REQUEST_HEAD_TIMEOUT_SECONDS=str(TIMEOUT)
     ).start()
     try:
-        # Eight connections: very likely to reach both workers.
-        slow = [_connect(server) for _ in range(8)]
-        for sock in slow:
-            sock.sendall(PARTIAL_HEAD)
+        # uvicorn pickles its config into spawned workers: the class crosses by
+        # name and each worker reads the timeout (not the 10 s default). Spaced
+        # connections land on both workers in practice (the kernel picks).
+        slow = []
+        for _ in range(16):
+            slow.append(_connect(server))
+            slow[-1].sendall(PARTIAL_HEAD)
+            time.sleep(0.02)
         assert all(_wait_until_closed(sock, TIMEOUT + SLACK) is not None for sock in slow)
         for sock in slow:
             sock.close()
@@ -248,7 +252,8 @@ async def _slow_app(scope, receive, send):
 
 def test_a_pipelined_head_waiting_behind_a_long_response_is_not_cut_off(monkeypatch):
     # uvicorn stops reading while a pipelined request waits for the one before
-    # it: the rest of the next head stays unread, through no fault of the client.
+    # it, so the rest of the next head stays unread through no fault of the
+    # client. The app here (in this process) has a slow route; the real one has none.
     timeout = Settings(request_head_timeout_seconds=TIMEOUT)
     monkeypatch.setattr(http_protocol, "get_settings", lambda: timeout)
     port = free_port()

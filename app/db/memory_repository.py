@@ -4,7 +4,7 @@ websearch_to_tsquery and ts_rank_cd, or SQLite's FTS5 with bm25."""
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import delete, select, text
+from sqlalchemy import delete, text
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -24,28 +24,21 @@ class MemoryRecord:
     text: str
 
 
-async def stored_event_ids(connection: AsyncConnection, key: SessionKey) -> set[str]:
-    result = await connection.execute(
-        select(memories.c.event_id).where(
-            memories.c.app_name == key.app_name,
-            memories.c.user_id == key.user_id,
-            memories.c.session_id == key.session_id,
-        )
-    )
-    return set(result.scalars())
-
-
 async def insert_memories(
     connection: AsyncConnection, app_name: str, user_id: str, records: Sequence[MemoryRecord]
-) -> None:
+) -> int:
+    """Inserts the memories not stored yet; returns how many were new."""
     if not records:
-        return
+        return 0
     insert = postgresql_insert if connection.dialect.name == "postgresql" else sqlite_insert
-    # A concurrent ingestion of the same session inserts each event once.
-    statement = insert(memories).on_conflict_do_nothing(
-        index_elements=["app_name", "user_id", "session_id", "event_id"]
+    # An event already taken (by an earlier or a concurrent ingestion) is
+    # skipped by the unique index, not by a list of known ids in memory.
+    statement = (
+        insert(memories)
+        .on_conflict_do_nothing(index_elements=["app_name", "user_id", "session_id", "event_id"])
+        .returning(memories.c.id)
     )
-    await connection.execute(
+    result = await connection.execute(
         statement,
         [
             {
@@ -61,6 +54,7 @@ async def insert_memories(
             for record in records
         ],
     )
+    return len(result.all())
 
 
 _POSTGRESQL_SEARCH = text(

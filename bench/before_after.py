@@ -1,0 +1,143 @@
+"""Two checkouts of the server, side by side in one run: the concurrent
+append workloads and session reads of `bench.run`, each checkout on a fresh
+database, alternating A/B per round so that neither always runs warm.
+
+    git worktree add /tmp/before <commit>
+    python -m bench.before_after --before /tmp/before --name hostile_before_after
+
+Prints medians and the after/before ratio; writes bench/results/<name>.json.
+Only our server is measured (ADK and the floor are `bench.run`'s business).
+"""
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from bench.events import hot_delta, spread_delta
+from bench.run import (
+    FULL,
+    RESULTS,
+    concurrent_appends,
+    create_database,
+    drop_database,
+    migrate,
+    sqlalchemy_url,
+    timed,
+)
+from bench.targets import HttpTarget
+
+ROOT = Path(__file__).resolve().parent.parent
+READS = 300
+
+
+class CheckoutServer:
+    """`serve` run from the source tree of one checkout."""
+
+    def __init__(self, source: Path, database: str, port: int) -> None:
+        self.port = port
+        env = {
+            **os.environ,
+            "PYTHONPATH": str(source),
+            "SESSION_STATE_DATABASE_URL": sqlalchemy_url(database),
+            "SESSION_STATE_LOG_LEVEL": "warning",
+            "SESSION_STATE_DB_POOL_SIZE": "10",
+            "SESSION_STATE_DB_MAX_OVERFLOW": "5",
+        }
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "app.cli", "serve", "--port", str(port)], env=env, cwd=source
+        )
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(f"{self.base_url}/readyz", timeout=1).status_code == 200:
+                    return
+            except httpx.TransportError:
+                time.sleep(0.1)
+        self.stop()
+        raise RuntimeError(f"the server from {source} did not start")
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def cpu_seconds(self) -> float:
+        fields = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(timeout=30)
+
+
+async def measure(source: Path, port: int, round_index: int) -> dict[str, float]:
+    database = await create_database("bench_before_after")
+    migrate(database)
+    server = CheckoutServer(source, database, port)
+    target = HttpTarget(server.base_url)
+    try:
+        cpu_before = server.cpu_seconds()
+        spread = await concurrent_appends(target, f"spread-{round_index}", FULL, spread_delta)
+        cpu_per_event_ms = (
+            (server.cpu_seconds() - cpu_before) / (FULL.sessions * FULL.events_per_session) * 1000
+        )
+        hot = await concurrent_appends(target, f"hot-{round_index}", FULL, hot_delta)
+        latencies: list[float] = []
+        for _ in range(READS):
+            await timed(
+                lambda: target.get_recent(f"spread-{round_index}", "u0", "s0", 20), latencies
+            )
+        return {
+            "spread_events_per_s": spread["events_per_s"],
+            "spread_p99_ms": spread["p99_ms"],
+            "server_cpu_ms_per_event": cpu_per_event_ms,
+            "hot_events_per_s": hot["events_per_s"],
+            "get_last_20_p50_ms": statistics.median(latencies) * 1000,
+        }
+    finally:
+        await target.close()
+        server.stop()
+        await drop_database(database)
+
+
+async def run(before: Path, rounds: int) -> dict[str, Any]:
+    sides = {"before": before, "after": ROOT}
+    figures: dict[str, list[dict[str, float]]] = {"before": [], "after": []}
+    for index in range(rounds):
+        order = ["before", "after"] if index % 2 == 0 else ["after", "before"]
+        for side in order:
+            print(f"round {index + 1}/{rounds}: {side}", flush=True)
+            figures[side].append(await measure(sides[side], 18700 + index, index))
+    medians = {
+        side: {key: statistics.median(run[key] for run in runs) for key in runs[0]}
+        for side, runs in figures.items()
+    }
+    ratios = {key: medians["after"][key] / medians["before"][key] for key in medians["after"]}
+    return {"rounds": rounds, "runs": figures, "medians": medians, "after_over_before": ratios}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--before", type=Path, required=True, help="the checkout to compare with")
+    parser.add_argument("--rounds", type=int, default=4)
+    parser.add_argument("--name", default="before_after")
+    arguments = parser.parse_args(argv)
+    results = asyncio.run(run(arguments.before.resolve(), arguments.rounds))
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / f"{arguments.name}.json").write_text(json.dumps(results, indent=2) + "\n")
+    for key, ratio in results["after_over_before"].items():
+        before, after = results["medians"]["before"][key], results["medians"]["after"][key]
+        print(f"{key:28} before {before:10.3f}  after {after:10.3f}  after/before {ratio:.3f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
