@@ -68,11 +68,11 @@ WITH shared_bytes AS (
      ORDER BY delta.key
     ON CONFLICT (app_name, user_id, key) DO UPDATE SET value = EXCLUDED.value
 )
-SELECT (SELECT seq FROM stored), shared.app_bytes, shared.user_bytes,
-       CASE WHEN $4::jsonb = '{}'::jsonb THEN 0 ELSE
+SELECT stored.seq, shared.app_bytes, shared.user_bytes,
+       CASE WHEN stored.seq IS NOT NULL OR $4::jsonb = '{}'::jsonb THEN 0 ELSE
          (SELECT octet_length((s.state || $4::jsonb)::text) FROM sessions AS s
            WHERE s.app_name = $1 AND s.user_id = $2 AND s.id = $3) END
-  FROM shared_bytes AS shared
+  FROM shared_bytes AS shared LEFT JOIN stored ON true
 """
 
 # One round trip for a whole session read; event texts are joined by the
