@@ -109,9 +109,8 @@ class SessionService:
         async with self.db.write() as connection:
             if not await repository.insert_session(connection, key, delta.session, now):
                 raise SessionAlreadyExists(f"session {key.session_id!r} already exists")
-            await repository.upsert_app_state(connection, app_name, delta.app)
-            await repository.upsert_user_state(connection, app_name, user_id, delta.user)
-            await repository.check_shared_state_sizes(connection, app_name, user_id, delta, limit)
+            await repository.write_app_state(connection, app_name, delta.app, limit)
+            await repository.write_user_state(connection, app_name, user_id, delta.user, limit)
             app_state = await repository.read_app_state(connection, app_name)
             user_state = await repository.read_user_state(connection, app_name, user_id)
         return SessionView(

@@ -29,7 +29,6 @@ from bench.run import (
     concurrent_appends,
     create_database,
     drop_database,
-    migrate,
     sqlalchemy_url,
     timed,
 )
@@ -37,6 +36,17 @@ from bench.targets import HttpTarget
 
 ROOT = Path(__file__).resolve().parent.parent
 READS = 300
+
+
+def migrate_from(source: Path, database: str) -> None:
+    """The schema as that checkout's migrations make it."""
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(source),
+        "SESSION_STATE_DATABASE_URL": sqlalchemy_url(database),
+    }
+    command = [sys.executable, "-m", "app.cli", "migrate"]
+    subprocess.run(command, env=env, cwd=source, check=True, capture_output=True)
 
 
 class CheckoutServer:
@@ -80,7 +90,7 @@ class CheckoutServer:
 
 async def measure(source: Path, port: int, round_index: int) -> dict[str, float]:
     database = await create_database("bench_before_after")
-    migrate(database)
+    migrate_from(source, database)
     server = CheckoutServer(source, database, port)
     target = HttpTarget(server.base_url)
     try:

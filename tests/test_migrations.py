@@ -73,3 +73,41 @@ async def test_sqlite_state_values_survive_the_move_to_text_columns(tmp_path):
     assert values == {"app:n": 1.5, "app:s": "x", "app:d": {"k": [1]}, "app:f": 1.0}
     # Exactly a float, as written: TEXT has no numeric affinity.
     assert isinstance(values["app:f"], float)
+
+
+async def _sizes_after_upgrade_from_0003(url: str) -> tuple[dict, dict]:
+    engine = create_async_engine(url)
+    try:
+        await migrations.upgrade(engine, "0003")
+        async with engine.begin() as connection:
+            await connection.exec_driver_sql(
+                "INSERT INTO app_states (app_name, key, value) VALUES ('a', 'n', '12'), "
+                "('a', 'text', '\"hello\"')"
+            )
+            await connection.exec_driver_sql(
+                "INSERT INTO sessions (app_name, user_id, id, state, revision, create_time, "
+                "update_time) VALUES ('a', 'u', 's', '{\"k\":1}', 0, 0, 0)"
+            )
+        await migrations.upgrade(engine)
+        async with engine.connect() as connection:
+            keys = dict(
+                (await connection.exec_driver_sql("SELECT key, size FROM app_states")).all()
+            )
+            sessions = dict(
+                (await connection.exec_driver_sql("SELECT id, state_bytes FROM sessions")).all()
+            )
+    finally:
+        await engine.dispose()
+    return keys, sessions
+
+
+async def test_state_sizes_are_measured_for_existing_rows(tmp_path, fresh_postgres_url):
+    # Key bytes + value JSON bytes + 4; a session's state as the database prints it.
+    keys, sessions = await _sizes_after_upgrade_from_0003(
+        f"sqlite+aiosqlite:///{tmp_path / 's.db'}"
+    )
+    assert keys == {"n": 1 + 2 + 4, "text": 4 + 7 + 4}
+    assert sessions == {"s": len('{"k":1}')}
+    keys, sessions = await _sizes_after_upgrade_from_0003(fresh_postgres_url)
+    assert keys == {"n": 1 + 2 + 4, "text": 4 + 7 + 4}
+    assert sessions == {"s": len('{"k": 1}')}

@@ -17,6 +17,8 @@ from app.db.repository import (
     SessionKey,
     SessionRow,
     SessionSnapshot,
+    entry_sizes,
+    session_state_bytes,
     state_too_large,
 )
 
@@ -24,30 +26,55 @@ from app.db.repository import (
 # bumped first, every other write joins on its result, so a missing or stale
 # session writes nothing; state merges happen inside PostgreSQL (`||` for the
 # session document, one row per app/user key upserted in key order so that
-# writers of overlapping keys cannot deadlock). A delta that would take a
-# scope past its size limit ($13) bumps nothing, so writes nothing; the sizes
-# come back to say which scope. App and user sizes are measured on the rows
-# committed when the statement starts: concurrent appends of new keys can each
-# add one delta beyond the limit, never more.
+# writers of overlapping keys cannot deadlock).
+#
+# Size limits ($13): a delta that would take a scope past it bumps nothing, so
+# writes nothing, and the sizes come back to say which scope. App and user
+# keys carry their size ($14, $15: key -> bytes, measured by the caller), so
+# only the keys written are read, and a scope is summed only when the delta
+# makes it grow. Those reads see the rows committed when the statement starts:
+# appends racing to grow one scope can each pass the limit by their own
+# growth, never more. A session keeps an upper bound of its state's size
+# (state_bytes), raised by $16 (twice the delta's compact JSON: JSONB prints
+# more spaces); the state is measured, and the bound set exact, only when the
+# bound would pass the limit.
 _APPEND = """
-WITH shared_bytes AS (
-    SELECT CASE WHEN $10::jsonb = '{}'::jsonb THEN 0 ELSE
-             (SELECT coalesce(sum(octet_length(a.key) + octet_length(a.value::text) + 4), 0)
-                FROM app_states AS a WHERE a.app_name = $1 AND NOT $10::jsonb ? a.key)
-           + (SELECT sum(octet_length(d.key) + octet_length(d.value::text) + 4)
-                FROM jsonb_each($10::jsonb) AS d) END AS app_bytes,
-           CASE WHEN $11::jsonb = '{}'::jsonb THEN 0 ELSE
-             (SELECT coalesce(sum(octet_length(u.key) + octet_length(u.value::text) + 4), 0)
-                FROM user_states AS u
-               WHERE u.app_name = $1 AND u.user_id = $2 AND NOT $11::jsonb ? u.key)
-           + (SELECT sum(octet_length(d.key) + octet_length(d.value::text) + 4)
-                FROM jsonb_each($11::jsonb) AS d) END AS user_bytes
+WITH app_delta AS (
+    SELECT d.key, d.value, ($14::jsonb ->> d.key)::bigint AS size
+      FROM jsonb_each($10::jsonb) AS d
+), user_delta AS (
+    SELECT d.key, d.value, ($15::jsonb ->> d.key)::bigint AS size
+      FROM jsonb_each($11::jsonb) AS d
+), growth AS (
+    -- One index lookup per key written (a join here was planned as a scan of
+    -- the whole scope).
+    SELECT (SELECT coalesce(sum(n.size - coalesce(
+                     (SELECT a.size FROM app_states AS a
+                       WHERE a.app_name = $1 AND a.key = n.key), 0)), 0)
+              FROM app_delta AS n) AS app_bytes,
+           (SELECT coalesce(sum(n.size - coalesce(
+                     (SELECT u.size FROM user_states AS u
+                       WHERE u.app_name = $1 AND u.user_id = $2 AND u.key = n.key), 0)), 0)
+              FROM user_delta AS n) AS user_bytes
+), shared_bytes AS (
+    SELECT CASE WHEN g.app_bytes <= 0 THEN 0 ELSE g.app_bytes +
+             (SELECT coalesce(sum(a.size), 0) FROM app_states AS a WHERE a.app_name = $1)
+           END AS app_bytes,
+           CASE WHEN g.user_bytes <= 0 THEN 0 ELSE g.user_bytes +
+             (SELECT coalesce(sum(u.size), 0) FROM user_states AS u
+               WHERE u.app_name = $1 AND u.user_id = $2)
+           END AS user_bytes
+      FROM growth AS g
 ), bumped AS (
     UPDATE sessions
-       SET state = state || $4::jsonb, revision = revision + 1, update_time = $5
+       SET state = state || $4::jsonb, revision = revision + 1, update_time = $5,
+           state_bytes = CASE WHEN $16 = 0 OR state_bytes + $16 <= $13
+                              THEN state_bytes + $16
+                              ELSE octet_length((state || $4::jsonb)::text) END
      WHERE app_name = $1 AND user_id = $2 AND id = $3
        AND ($12::bigint IS NULL OR revision = $12::bigint)
-       AND ($4::jsonb = '{}'::jsonb OR octet_length((state || $4::jsonb)::text) <= $13)
+       AND CASE WHEN $16 = 0 OR state_bytes + $16 <= $13 THEN true
+                ELSE octet_length((state || $4::jsonb)::text) <= $13 END
        AND (SELECT app_bytes <= $13 AND user_bytes <= $13 FROM shared_bytes)
  RETURNING revision
 ), stored AS (
@@ -56,17 +83,17 @@ WITH shared_bytes AS (
     SELECT $1, $2, $3, revision, $6, $7, $8, $5, $9 FROM bumped
  RETURNING seq
 ), app_written AS (
-    INSERT INTO app_states (app_name, key, value)
-    SELECT $1, delta.key, delta.value
-      FROM bumped, jsonb_each($10::jsonb) AS delta
+    INSERT INTO app_states (app_name, key, value, size)
+    SELECT $1, delta.key, delta.value, delta.size
+      FROM bumped, app_delta AS delta
      ORDER BY delta.key
-    ON CONFLICT (app_name, key) DO UPDATE SET value = EXCLUDED.value
+    ON CONFLICT (app_name, key) DO UPDATE SET value = EXCLUDED.value, size = EXCLUDED.size
 ), user_written AS (
-    INSERT INTO user_states (app_name, user_id, key, value)
-    SELECT $1, $2, delta.key, delta.value
-      FROM bumped, jsonb_each($11::jsonb) AS delta
+    INSERT INTO user_states (app_name, user_id, key, value, size)
+    SELECT $1, $2, delta.key, delta.value, delta.size
+      FROM bumped, user_delta AS delta
      ORDER BY delta.key
-    ON CONFLICT (app_name, user_id, key) DO UPDATE SET value = EXCLUDED.value
+    ON CONFLICT (app_name, user_id, key) DO UPDATE SET value = EXCLUDED.value, size = EXCLUDED.size
 )
 SELECT stored.seq, shared.app_bytes, shared.user_bytes,
        CASE WHEN stored.seq IS NOT NULL OR $4::jsonb = '{}'::jsonb THEN 0 ELSE
@@ -180,6 +207,9 @@ class PostgresHotPath:
                     delta.user,
                     expected_revision,
                     max_state_bytes,
+                    entry_sizes(delta.app),
+                    entry_sizes(delta.user),
+                    2 * session_state_bytes(delta.session) if delta.session else 0,
                 )
         except asyncpg.UniqueViolationError as error:
             raise AppendNotApplied("event id already stored") from error

@@ -1,7 +1,7 @@
 """All SQL of the service. Functions run on a connection inside a transaction
 that the caller owns; none of them commits."""
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -18,8 +18,9 @@ from app.state import ScopedDelta, StateDict, apply_delta
 
 # A scope's size counts, for each key, its bytes, its value's JSON bytes and
 # these four (quotes, colon, comma): about the size of the scope as a JSON
-# object. PostgreSQL measures values as JSONB prints them (a space after each
-# ":" and "," inside nested values), so it counts a few bytes more.
+# object. App and user keys keep theirs in a `size` column; a session's state
+# is measured whole (on PostgreSQL as JSONB prints it: a space after each ":"
+# and ",", so a few bytes more).
 KEY_OVERHEAD_BYTES = 4
 # What a session in a list adds besides its state (ids, field names, time).
 LISTED_SESSION_OVERHEAD_BYTES = 512
@@ -77,6 +78,12 @@ def _is_postgresql(connection: AsyncConnection) -> bool:
     return connection.dialect.name == "postgresql"
 
 
+def _insert(connection: AsyncConnection, table: Any) -> Any:
+    if _is_postgresql(connection):
+        return postgresql_insert(table)
+    return sqlite_insert(table)
+
+
 def _byte_length(connection: AsyncConnection, column: Any) -> ColumnElement[int]:
     """Bytes of a text or JSON column, without reading large values whole
     where the database can avoid it (PostgreSQL reads TOASTed sizes from the
@@ -97,10 +104,18 @@ def session_state_bytes(state: StateDict) -> int:
     return len(json_codec.dumps(state))
 
 
+def entry_bytes(key: str, value: Any) -> int:
+    """What one app or user key adds to its scope's size."""
+    return len(key.encode()) + len(json_codec.dumps(value)) + KEY_OVERHEAD_BYTES
+
+
+def entry_sizes(delta: StateDict) -> dict[str, int]:
+    return {key: entry_bytes(key, value) for key, value in delta.items()}
+
+
 async def app_state_bytes(connection: AsyncConnection, app_name: str) -> int:
-    size = _byte_length(connection, app_states.c.key) + _byte_length(connection, app_states.c.value)
     result = await connection.execute(
-        select(func.coalesce(func.sum(size + KEY_OVERHEAD_BYTES), 0)).where(
+        select(func.coalesce(func.sum(app_states.c.size), 0)).where(
             app_states.c.app_name == app_name
         )
     )
@@ -113,11 +128,8 @@ async def user_state_bytes(
     sizes = dict.fromkeys(user_ids, 0)
     if not user_ids:
         return sizes
-    size = _byte_length(connection, user_states.c.key) + _byte_length(
-        connection, user_states.c.value
-    )
     result = await connection.execute(
-        select(user_states.c.user_id, func.sum(size + KEY_OVERHEAD_BYTES))
+        select(user_states.c.user_id, func.sum(user_states.c.size))
         .where(user_states.c.app_name == app_name, user_states.c.user_id.in_(list(user_ids)))
         .group_by(user_states.c.user_id)
     )
@@ -126,60 +138,118 @@ async def user_state_bytes(
     return sizes
 
 
-async def check_shared_state_sizes(
-    connection: AsyncConnection, app_name: str, user_id: str, delta: ScopedDelta, limit: int
+async def _check_scope_growth(
+    connection: AsyncConnection,
+    scope: str,
+    table: Any,
+    owner: list[Any],
+    sizes: dict[str, int],
+    current_total: Callable[[], Awaitable[int]],
+    limit: int,
 ) -> None:
-    """Raises StateTooLarge if the app or user state (already written in
-    this transaction) is past the limit; the caller's transaction then rolls
-    back, so nothing is written."""
-    if delta.app:
-        size = await app_state_bytes(connection, app_name)
-        if size > limit:
-            raise state_too_large("app", size, limit)
-    if delta.user:
-        size = (await user_state_bytes(connection, app_name, [user_id]))[user_id]
-        if size > limit:
-            raise state_too_large("user", size, limit)
+    """Raises StateTooLarge if writing keys of these `sizes` would take the
+    scope past `limit`. Only the written keys are read (locked on
+    PostgreSQL, so their sizes are current); the whole scope is summed only
+    when the write makes it grow."""
+    statement = select(table.c.key, table.c.size).where(*owner, table.c.key.in_(sorted(sizes)))
+    old: dict[str, int] = dict(
+        list(await connection.execute(statement.order_by(table.c.key).with_for_update()))
+    )
+    change = sum(size - old.get(key, 0) for key, size in sizes.items())
+    if change <= 0:
+        return
+    total = await current_total() + change
+    if total > limit:
+        raise state_too_large(scope, total, limit)
 
 
-def _insert(connection: AsyncConnection, table: Any) -> Any:
-    if _is_postgresql(connection):
-        return postgresql_insert(table)
-    return sqlite_insert(table)
+async def write_app_state(
+    connection: AsyncConnection, app_name: str, delta: StateDict, limit: int
+) -> None:
+    """Upserts the app keys of a delta, refusing (StateTooLarge, before any
+    write) a delta that would take the app's state past `limit`."""
+    if not delta:
+        return
+    sizes = entry_sizes(delta)
+    await _check_scope_growth(
+        connection,
+        "app",
+        app_states,
+        [app_states.c.app_name == app_name],
+        sizes,
+        lambda: app_state_bytes(connection, app_name),
+        limit,
+    )
+    await upsert_app_state(connection, app_name, delta, sizes)
+
+
+async def write_user_state(
+    connection: AsyncConnection, app_name: str, user_id: str, delta: StateDict, limit: int
+) -> None:
+    """As write_app_state, for a user's keys."""
+    if not delta:
+        return
+    sizes = entry_sizes(delta)
+
+    async def current_total() -> int:
+        return (await user_state_bytes(connection, app_name, [user_id]))[user_id]
+
+    await _check_scope_growth(
+        connection,
+        "user",
+        user_states,
+        [user_states.c.app_name == app_name, user_states.c.user_id == user_id],
+        sizes,
+        current_total,
+        limit,
+    )
+    await upsert_user_state(connection, app_name, user_id, delta, sizes)
 
 
 # -- state -----------------------------------------------------------------
 
 
-async def upsert_app_state(connection: AsyncConnection, app_name: str, delta: StateDict) -> None:
-    if not delta:
-        return
+async def upsert_app_state(
+    connection: AsyncConnection, app_name: str, delta: StateDict, sizes: dict[str, int]
+) -> None:
     # Sorted keys: every writer locks the rows of shared keys in one order, so
     # two transactions writing overlapping keys cannot deadlock.
-    rows = [{"app_name": app_name, "key": key, "value": delta[key]} for key in sorted(delta)]
+    rows = [
+        {"app_name": app_name, "key": key, "value": delta[key], "size": sizes[key]}
+        for key in sorted(delta)
+    ]
     statement = _insert(connection, app_states)
     await connection.execute(
         statement.on_conflict_do_update(
-            index_elements=["app_name", "key"], set_={"value": statement.excluded.value}
+            index_elements=["app_name", "key"],
+            set_={"value": statement.excluded.value, "size": statement.excluded.size},
         ),
         rows,
     )
 
 
 async def upsert_user_state(
-    connection: AsyncConnection, app_name: str, user_id: str, delta: StateDict
+    connection: AsyncConnection,
+    app_name: str,
+    user_id: str,
+    delta: StateDict,
+    sizes: dict[str, int],
 ) -> None:
-    if not delta:
-        return
     rows = [
-        {"app_name": app_name, "user_id": user_id, "key": key, "value": delta[key]}
+        {
+            "app_name": app_name,
+            "user_id": user_id,
+            "key": key,
+            "value": delta[key],
+            "size": sizes[key],
+        }
         for key in sorted(delta)
     ]
     statement = _insert(connection, user_states)
     await connection.execute(
         statement.on_conflict_do_update(
             index_elements=["app_name", "user_id", "key"],
-            set_={"value": statement.excluded.value},
+            set_={"value": statement.excluded.value, "size": statement.excluded.size},
         ),
         rows,
     )
@@ -231,6 +301,7 @@ async def insert_session(
             user_id=key.user_id,
             id=key.session_id,
             state=state,
+            state_bytes=session_state_bytes(state),
             revision=0,
             create_time=now,
             update_time=now,
@@ -568,17 +639,18 @@ async def append_event(
     if await find_event(connection, key, event.id) is not None:
         raise AppendNotApplied("event id already stored")
     revision = session.revision + 1
-    state = session.state
+    changes: dict[str, Any] = {}
     if event.delta.session:
         state = apply_delta(session.state, event.delta.session)
         size = session_state_bytes(state)
         if size > max_state_bytes:
             raise state_too_large("session", size, max_state_bytes)
+        changes = {"state": state, "state_bytes": size}
     await connection.execute(
         sessions.update()
         .where(*_session_is(key))
         .values(
-            state=state,
+            **changes,
             revision=revision,
             update_time=event.timestamp,
         )
@@ -596,11 +668,8 @@ async def append_event(
             data=event.data,
         )
     )
-    await upsert_app_state(connection, key.app_name, event.delta.app)
-    await upsert_user_state(connection, key.app_name, key.user_id, event.delta.user)
-    await check_shared_state_sizes(
-        connection, key.app_name, key.user_id, event.delta, max_state_bytes
-    )
+    await write_app_state(connection, key.app_name, event.delta.app, max_state_bytes)
+    await write_user_state(connection, key.app_name, key.user_id, event.delta.user, max_state_bytes)
     return revision
 
 

@@ -64,6 +64,9 @@ app_states = Table(
     Column("app_name", String(IDENTIFIER_LENGTH), primary_key=True),
     Column("key", Text, primary_key=True),
     Column("value", JsonValue, nullable=False),
+    # Bytes this key adds to its scope (key, value JSON, 4): the scope's size
+    # limit is checked without reading every value (migration 0004).
+    Column("size", BigInteger, nullable=False, server_default="0"),
 )
 
 user_states = Table(
@@ -73,6 +76,9 @@ user_states = Table(
     Column("user_id", String(IDENTIFIER_LENGTH), primary_key=True),
     Column("key", Text, primary_key=True),
     Column("value", JsonValue, nullable=False),
+    # Bytes this key adds to its scope (key, value JSON, 4): the scope's size
+    # limit is checked without reading every value (migration 0004).
+    Column("size", BigInteger, nullable=False, server_default="0"),
 )
 
 sessions = Table(
@@ -82,6 +88,9 @@ sessions = Table(
     Column("user_id", String(IDENTIFIER_LENGTH), primary_key=True),
     Column("id", String(IDENTIFIER_LENGTH), primary_key=True),
     Column("state", JsonDocument, nullable=False),
+    # At least the size of `state` as JSON: an append measures the state only
+    # when this bound nears the limit (migration 0004).
+    Column("state_bytes", BigInteger, nullable=False, server_default="0"),
     Column("revision", BigInteger, nullable=False),
     Column("create_time", Double, nullable=False),
     Column("update_time", Double, nullable=False),
