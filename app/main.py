@@ -61,7 +61,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         database = await open_database(settings)
         app.state.service = SessionService(database, limits)
-        app.state.memory = MemoryService(database)
+        app.state.memory = MemoryService(database, limits)
         try:
             yield
         finally:

@@ -4,12 +4,13 @@ as ADK's MemoryService does with `add_session_to_memory` and `search_memory`."""
 from typing import Any
 
 from app import json_codec
+from app.config import RESPONSE_OVERHEAD_BYTES
 from app.db import memory_repository, repository
 from app.db.database import Database
 from app.db.memory_repository import MemoryRecord
 from app.db.repository import SessionKey
 from app.errors import SessionNotFound
-from app.limits import MAX_TIMESTAMP, MIN_TIMESTAMP
+from app.limits import MAX_TIMESTAMP, MIN_TIMESTAMP, Limits
 from app.memory import event_role, event_text
 
 # Events read per batch: a long history is taken in bounded memory.
@@ -40,8 +41,9 @@ def memory_record(session_id: str, document: dict[str, Any]) -> MemoryRecord | N
 
 
 class MemoryService:
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, limits: Limits | None = None) -> None:
         self.db = db
+        self.limits = limits or Limits()
 
     async def ingest_session(self, key: SessionKey) -> int:
         """Stores the text of the session's events not ingested yet; returns
@@ -74,8 +76,11 @@ class MemoryService:
     async def search(
         self, app_name: str, user_id: str, question: str, limit: int
     ) -> list[MemoryRecord]:
+        budget = self.limits.max_response_bytes - RESPONSE_OVERHEAD_BYTES
         async with self.db.read() as connection:
-            return await memory_repository.search(connection, app_name, user_id, question, limit)
+            return await memory_repository.search(
+                connection, app_name, user_id, question, limit, budget
+            )
 
     async def forget_user(self, app_name: str, user_id: str) -> None:
         async with self.db.write() as connection:

@@ -16,16 +16,14 @@ import os
 import statistics
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
-
-import httpx
 
 from bench.events import hot_delta, spread_delta
 from bench.run import (
     FULL,
     RESULTS,
+    Server,
     concurrent_appends,
     create_database,
     drop_database,
@@ -49,49 +47,10 @@ def migrate_from(source: Path, database: str) -> None:
     subprocess.run(command, env=env, cwd=source, check=True, capture_output=True)
 
 
-class CheckoutServer:
-    """`serve` run from the source tree of one checkout."""
-
-    def __init__(self, source: Path, database: str, port: int) -> None:
-        self.port = port
-        env = {
-            **os.environ,
-            "PYTHONPATH": str(source),
-            "SESSION_STATE_DATABASE_URL": sqlalchemy_url(database),
-            "SESSION_STATE_LOG_LEVEL": "warning",
-            "SESSION_STATE_DB_POOL_SIZE": "10",
-            "SESSION_STATE_DB_MAX_OVERFLOW": "5",
-        }
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "app.cli", "serve", "--port", str(port)], env=env, cwd=source
-        )
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            try:
-                if httpx.get(f"{self.base_url}/readyz", timeout=1).status_code == 200:
-                    return
-            except httpx.TransportError:
-                time.sleep(0.1)
-        self.stop()
-        raise RuntimeError(f"the server from {source} did not start")
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def cpu_seconds(self) -> float:
-        fields = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-    def stop(self) -> None:
-        self.process.terminate()
-        self.process.wait(timeout=30)
-
-
 async def measure(source: Path, port: int, round_index: int) -> dict[str, float]:
     database = await create_database("bench_before_after")
     migrate_from(source, database)
-    server = CheckoutServer(source, database, port)
+    server = Server(database, port, workers=1, source=source)
     target = HttpTarget(server.base_url)
     try:
         cpu_before = server.cpu_seconds()

@@ -122,10 +122,12 @@ def migrate(name: str) -> None:
 class Server:
     """`session-state serve` in its own process, as it runs in production."""
 
-    def __init__(self, database: str, port: int, workers: int) -> None:
+    def __init__(self, database: str, port: int, workers: int, source: Path | None = None) -> None:
+        """`source`: run the server of that checkout instead of this one."""
         self.port = port
         env = {
             **os.environ,
+            **({"PYTHONPATH": str(source)} if source is not None else {}),
             "SESSION_STATE_DATABASE_URL": sqlalchemy_url(database),
             "SESSION_STATE_LOG_LEVEL": "warning",
             # Within PostgreSQL's 100 connections, next to ADK's and the floor's pools.
@@ -143,7 +145,7 @@ class Server:
             "--workers",
             str(workers),
         ]
-        self.process = subprocess.Popen(command, env=env)
+        self.process = subprocess.Popen(command, env=env, cwd=source)
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             try:
@@ -170,6 +172,11 @@ class Server:
                 if line.startswith("VmRSS:"):
                     total_kb += int(line.split()[1])
         return total_kb / 1024
+
+    def cpu_seconds(self) -> float:
+        """CPU time of the server process so far (user + system)."""
+        fields = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
     def stop(self) -> None:
         self.process.terminate()

@@ -198,6 +198,20 @@ async def test_session_pages_are_bounded_in_bytes_and_list_every_session(client)
     assert sorted(listed) == sorted([app.session] + [f"s{index:02d}" for index in range(12)])
 
 
+async def test_memory_results_are_bounded_in_bytes_best_first(client):
+    for index in range(10):
+        text = f"zebra {index} " + filler(2500)
+        event = {"id": f"m{index}", "author": "a", "content": {"parts": [{"text": text}]}}
+        assert (await app.append(client, event)).status_code == 201
+    memory = f"/apps/{app.app}/users/{app.user}/memory"
+    assert (await client.post(memory, json={"sessionId": app.session})).status_code == 200
+    found = await client.get(memory, params={"query": "zebra", "limit": 100})
+    assert found.status_code == 200, found.text
+    texts = [entry["content"]["parts"][0]["text"] for entry in found.json()["memories"]]
+    assert 1 <= len(texts) < 10
+    assert sum(len(text) for text in texts) <= PAGE_BUDGET
+
+
 def test_a_response_bound_too_small_for_one_event_and_state_stops_the_start():
     with pytest.raises(ValueError, match="max_response_bytes"):
         Settings(max_event_bytes=8 * 1024 * 1024, max_response_bytes=8 * 1024 * 1024)

@@ -57,6 +57,20 @@ async def insert_memories(
     return len(result.all())
 
 
+# Both searches take the best `limit` matches with their sizes first, then
+# read the texts of those that fit in the response (`budget` bytes; always
+# the first): results are bounded in bytes, not only in count.
+_TAKE_WHAT_FITS = """
+    ), ranked AS (
+        SELECT id, row_number() OVER best AS position, sum(size) OVER best AS running
+          FROM top WINDOW best AS (ORDER BY rank_order, timestamp DESC, id)
+    )
+    SELECT m.session_id, m.event_id, m.author, m.role, m.timestamp, m.text
+      FROM ranked JOIN memories AS m ON m.id = ranked.id
+     WHERE ranked.position = 1 OR ranked.running <= :budget
+     ORDER BY ranked.position
+"""
+
 _POSTGRESQL_SEARCH = text(
     """
     WITH parsed AS (
@@ -68,33 +82,49 @@ _POSTGRESQL_SEARCH = text(
         SELECT CASE WHEN position('!' IN query_text) > 0 THEN query_text::tsquery
                     ELSE replace(query_text, ' & ', ' | ')::tsquery END AS query
           FROM parsed
-    )
-    SELECT m.session_id, m.event_id, m.author, m.role, m.timestamp, m.text
-      FROM memories AS m, matching
-     WHERE m.app_name = :app_name AND m.user_id = :user_id
-       AND m.search_vector @@ matching.query
-     ORDER BY ts_rank_cd(m.search_vector, matching.query) DESC, m.timestamp DESC, m.id
-     LIMIT :limit
+    ), top AS (
+        SELECT m.id, m.timestamp, octet_length(m.text) AS size,
+               -ts_rank_cd(m.search_vector, matching.query) AS rank_order
+          FROM memories AS m, matching
+         WHERE m.app_name = :app_name AND m.user_id = :user_id
+           AND m.search_vector @@ matching.query
+         ORDER BY rank_order, m.timestamp DESC, m.id
+         LIMIT :limit
     """
+    + _TAKE_WHAT_FITS
 )
 
 _SQLITE_SEARCH = text(
     """
-    SELECT m.session_id, m.event_id, m.author, m.role, m.timestamp, m.text
-      FROM memories_fts
-      JOIN memories AS m ON m.id = memories_fts.rowid
-     WHERE memories_fts MATCH :question
-       AND m.app_name = :app_name AND m.user_id = :user_id
-     ORDER BY bm25(memories_fts), m.timestamp DESC, m.id
-     LIMIT :limit
+    WITH top AS (
+        SELECT m.id, m.timestamp, length(CAST(m.text AS BLOB)) AS size,
+               bm25(memories_fts) AS rank_order
+          FROM memories_fts
+          JOIN memories AS m ON m.id = memories_fts.rowid
+         WHERE memories_fts MATCH :question
+           AND m.app_name = :app_name AND m.user_id = :user_id
+         ORDER BY rank_order, m.timestamp DESC, m.id
+         LIMIT :limit
     """
+    + _TAKE_WHAT_FITS
 )
 
 
 async def search(
-    connection: AsyncConnection, app_name: str, user_id: str, question: str, limit: int
+    connection: AsyncConnection,
+    app_name: str,
+    user_id: str,
+    question: str,
+    limit: int,
+    budget: int,
 ) -> list[MemoryRecord]:
-    parameters: dict[str, object] = {"app_name": app_name, "user_id": user_id, "limit": limit}
+    """The best matches, at most `limit` and about `budget` bytes of text."""
+    parameters: dict[str, object] = {
+        "app_name": app_name,
+        "user_id": user_id,
+        "limit": limit,
+        "budget": budget,
+    }
     if connection.dialect.name == "postgresql":
         statement = _POSTGRESQL_SEARCH
         parameters["question"] = question
