@@ -35,7 +35,9 @@ def _warn_if_open_to_the_network(settings: Settings) -> None:
     if not keys.enabled and not loopback:
         logger.warning(
             "serving on %s with no API keys: anyone who can reach it can read and write "
-            "every session (set SESSION_STATE_API_KEYS or SESSION_STATE_API_KEYS_FILE)",
+            "every session (set SESSION_STATE_API_KEYS or SESSION_STATE_API_KEYS_FILE); "
+            "requests by a Host other than localhost or this address are refused unless "
+            "it is listed in SESSION_STATE_ALLOWED_HOSTS",
             settings.host,
         )
 

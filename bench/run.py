@@ -423,7 +423,9 @@ class Run:
             )
         finally:
             await connection.close()
-        return encode_token(SESSIONS_TOKEN, [row["update_time"], row["user_id"], row["id"]])
+        # The token of the app-wide list ("listing", all users).
+        position = [row["update_time"], row["user_id"], row["id"]]
+        return encode_token(SESSIONS_TOKEN, ("listing", ""), position)
 
 
 def summarise(raw: dict[str, dict[str, list[dict[str, float]]]]) -> dict[str, Any]:

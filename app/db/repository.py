@@ -5,14 +5,27 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from sqlalchemy import LargeBinary, Text, cast, delete, func, select, tuple_
+from sqlalchemy import (
+    BigInteger,
+    Double,
+    LargeBinary,
+    String,
+    Text,
+    cast,
+    column,
+    delete,
+    func,
+    select,
+    text,
+)
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql.elements import ColumnElement
+from sqlalchemy.sql.selectable import TextualSelect
 
 from app import json_codec
-from app.db.tables import app_states, events, sessions, user_states
+from app.db.tables import JsonDocument, app_states, events, sessions, user_states
 from app.errors import ResponseTooLarge, StateTooLarge
 from app.state import ScopedDelta, StateDict, apply_delta
 
@@ -367,14 +380,59 @@ async def delete_session(connection: AsyncConnection, key: SessionKey) -> bool:
 SessionCursor = tuple[float, str, str]
 
 
-@dataclass(frozen=True)
-class SessionPosition:
-    """A session of a list, with the size its state adds to a response."""
+def _listing_statement(*, one_user: bool, after_cursor: bool) -> TextualSelect:
+    """The page statement, static text so that nothing is built per request
+    (SQLAlchemy Core took milliseconds to build and key this one)."""
+    conditions = ["s.app_name = :app_name"]
+    if one_user:
+        conditions.append("s.user_id = :user_id")
+    if after_cursor:
+        conditions.append(
+            "(s.update_time, s.user_id, s.id) > (:after_time, :after_user, :after_id)"
+        )
+    user_of_row = ":user_id" if one_user else "candidates.user_id"
+    return text(
+        f"""
+        WITH candidates AS (
+            SELECT s.user_id, s.id, s.state, s.revision, s.update_time, s.state_bytes
+              FROM sessions AS s
+             WHERE {" AND ".join(conditions)}
+             ORDER BY s.update_time, s.user_id, s.id
+             LIMIT :candidates
+        ), windowed AS (
+            SELECT candidates.*,
+                   row_number() OVER listed AS position,
+                   CAST(sum(candidates.state_bytes + :per_session
+                            + (SELECT coalesce(sum(u.size), 0) FROM user_states AS u
+                                WHERE u.app_name = :app_name AND u.user_id = {user_of_row}))
+                        OVER listed AS BIGINT)
+                   + row_number() OVER listed
+                     * (SELECT coalesce(sum(a.size), 0) FROM app_states AS a
+                         WHERE a.app_name = :app_name) AS running,
+                   count(*) OVER () AS fetched
+              FROM candidates
+            WINDOW listed AS (ORDER BY candidates.update_time, candidates.user_id, candidates.id)
+        )
+        SELECT user_id, id, state, revision, update_time, fetched
+          FROM windowed
+         WHERE position = 1 OR running <= :max_bytes
+         ORDER BY position
+        """
+    ).columns(
+        column("user_id", String),
+        column("id", String),
+        column("state", JsonDocument),
+        column("revision", BigInteger),
+        column("update_time", Double),
+        column("fetched", BigInteger),
+    )
 
-    user_id: str
-    id: str
-    update_time: float
-    state_bytes: int
+
+_LISTINGS = {
+    (one_user, after_cursor): _listing_statement(one_user=one_user, after_cursor=after_cursor)
+    for one_user in (False, True)
+    for after_cursor in (False, True)
+}
 
 
 async def page_sessions(
@@ -386,91 +444,31 @@ async def page_sessions(
     max_bytes: int,
 ) -> tuple[list[SessionRow], bool]:
     """A page in ADK's order (lastUpdateTime, userId, id), read from an index,
-    of at most `limit` sessions and about `max_bytes` of state (always at
-    least one session); and whether more follow.
-
-    Sizes are read first, so no state is read that the page will not carry.
-    """
-    positions = await _page_positions(connection, app_name, user_id, after, limit + 1)
-    more = len(positions) > limit
-    positions = positions[:limit]
-    if not positions:
-        return [], False
-    shared = await app_state_bytes(connection, app_name)
-    per_user = await user_state_bytes(
-        connection, app_name, sorted({position.user_id for position in positions})
-    )
-    taken, total = 0, 0
-    for position in positions:
-        total += (
-            position.state_bytes
-            + shared
-            + per_user[position.user_id]
-            + LISTED_SESSION_OVERHEAD_BYTES
-        )
-        if taken and total > max_bytes:
-            more = True
-            break
-        taken += 1
-    return await _read_listed(connection, app_name, positions[:taken]), more
-
-
-async def _page_positions(
-    connection: AsyncConnection,
-    app_name: str,
-    user_id: str | None,
-    after: SessionCursor | None,
-    limit: int,
-) -> list[SessionPosition]:
-    statement = select(
-        sessions.c.user_id,
-        sessions.c.id,
-        sessions.c.update_time,
-        _byte_length(connection, sessions.c.state),
-    ).where(sessions.c.app_name == app_name)
-    if user_id is not None:
-        statement = statement.where(sessions.c.user_id == user_id)
-    if after is not None:
-        statement = statement.where(
-            tuple_(sessions.c.update_time, sessions.c.user_id, sessions.c.id) > tuple_(*after)
-        )
-    statement = statement.order_by(sessions.c.update_time, sessions.c.user_id, sessions.c.id).limit(
-        limit
-    )
-    result = await connection.execute(statement)
-    return [SessionPosition(*row) for row in result]
-
-
-async def _read_listed(
-    connection: AsyncConnection, app_name: str, positions: list[SessionPosition]
-) -> list[SessionRow]:
-    """The rows of `positions`, in their order."""
-    result = await connection.execute(
-        select(
-            sessions.c.user_id,
-            sessions.c.id,
-            sessions.c.state,
-            sessions.c.revision,
-            sessions.c.update_time,
-        ).where(
-            sessions.c.app_name == app_name,
-            tuple_(sessions.c.user_id, sessions.c.id).in_(
-                [(position.user_id, position.id) for position in positions]
-            ),
-        )
-    )
-    found = {
-        (row_user_id, session_id): SessionRow(
-            app_name, row_user_id, session_id, state, revision, update_time
-        )
-        for row_user_id, session_id, state, revision, update_time in result
+    of at most `limit` sessions whose merged state (each session's size
+    bound, the app's and the user's sizes) comes to at most `max_bytes`
+    (always at least one session); and whether more follow. One statement:
+    the database cuts the page before any state leaves it."""
+    parameters: dict[str, Any] = {
+        "app_name": app_name,
+        "candidates": limit + 1,
+        "per_session": LISTED_SESSION_OVERHEAD_BYTES,
+        "max_bytes": max_bytes,
     }
-    # A session deleted between the two reads is left out.
-    return [
-        found[(position.user_id, position.id)]
-        for position in positions
-        if (position.user_id, position.id) in found
-    ]
+    if user_id is not None:
+        parameters["user_id"] = user_id
+    if after is not None:
+        parameters.update(after_time=after[0], after_user=after[1], after_id=after[2])
+    statement = _LISTINGS[(user_id is not None, after is not None)]
+    result = await connection.execute(statement, parameters)
+    rows: list[SessionRow] = []
+    fetched = 0
+    for row_user_id, session_id, state, revision, update_time, candidates in result:
+        rows.append(SessionRow(app_name, row_user_id, session_id, state, revision, update_time))
+        fetched = candidates
+    if len(rows) > limit:
+        return rows[:limit], True
+    # Fewer rows than candidates: the budget cut the page.
+    return rows, fetched > len(rows)
 
 
 # -- events ----------------------------------------------------------------
