@@ -1,4 +1,4 @@
-"""The HTTP contract of ../shared/API.md, endpoint by endpoint, on SQLite and
+"""The HTTP contract (openapi/openapi.json), endpoint by endpoint, on SQLite and
 PostgreSQL (the `client` fixture runs each test on both)."""
 
 import base64

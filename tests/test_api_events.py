@@ -1,4 +1,4 @@
-"""Events over HTTP (../shared/API.md): appending, PATCH as a recorded state
+"""Events over HTTP (openapi/openapi.json): appending, PATCH as a recorded state
 change, and the paged event history, on SQLite and PostgreSQL (the `client`
 fixture runs every test on both)."""
 

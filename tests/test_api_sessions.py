@@ -1,4 +1,4 @@
-"""Sessions over HTTP (../shared/API.md): create, get, list and delete, on
+"""Sessions over HTTP (openapi/openapi.json): create, get, list and delete, on
 SQLite and PostgreSQL (the `client` fixture runs every test on both)."""
 
 import math

@@ -1,4 +1,4 @@
-"""Scoped state over HTTP (../shared/API.md, "State semantics"): where each key
+"""Scoped state over HTTP (the README's state rules): where each key
 lives, what a reader sees, and the user and app state endpoints, on SQLite and
 PostgreSQL (the `client` fixture runs every test on both).
 
