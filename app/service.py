@@ -271,6 +271,8 @@ class SessionService:
     async def patch_state(
         self, key: SessionKey, state_delta: StateDict, expected_revision: int | None
     ) -> SessionView:
+        if (long_key := find_long_key(state_delta, self.limits)) is not None:
+            raise InvalidInput([long_key.under("body", "stateDelta")])
         # Recorded as an event, as ADK's own PATCH endpoint does.
         event = {
             "id": self.new_id(),

@@ -83,6 +83,9 @@ async def test_state_keys_longer_than_the_limit_are_refused(client, prefix):
     assert "256 characters" in problem["errors"][0]["msg"]
     created = await client.post(app.sessions, json={"state": {prefix + "k" * 3000: 1}})
     assert_problem(created, 422, "validation_error")
+    patched = await client.patch(app.session_path, json={"stateDelta": {long_key: 1}})
+    problem = assert_problem(patched, 422, "validation_error")
+    assert problem["errors"][0]["loc"][:2] == ["body", "stateDelta"]
     fits = prefix + "k" * (256 - len(prefix))
     response = await app.append(client, {"author": "a", "actions": {"stateDelta": {fits: 1}}})
     assert response.status_code == 201, response.text
