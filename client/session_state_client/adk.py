@@ -6,9 +6,16 @@
 They behave as ADK's own DatabaseSessionService: the server's revision is kept
 in the session's `_storage_update_marker` and sent as If-Match, so an append
 from a stale session object raises ADK's StaleSessionError.
+
+ADK's own servers (`adk web`, `adk api_server`, `adk run`) build their services
+from `--session_service_uri` / `--memory_service_uri` through ADK's service
+registry, as `Class(uri=uri, agents_dir=..., **kwargs)`: both classes take a
+`session-state://host:port` URI (`session-states://` for HTTPS) that way; see
+`services.yaml` in the README.
 """
 
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from google.adk.errors._stale_session_error import StaleSessionError
 from google.adk.errors.already_exists_error import AlreadyExistsError
@@ -28,7 +35,34 @@ from session_state_client import _exceptions
 from session_state_client._client import AsyncSessionStateClient
 from session_state_client._models import Session as WireSession
 
-__all__ = ["HttpMemoryService", "HttpSessionService"]
+__all__ = ["URI_SCHEMES", "HttpMemoryService", "HttpSessionService", "base_url_from_uri"]
+
+# URI scheme -> the HTTP scheme it stands for.
+URI_SCHEMES = {"session-state": "http", "session-states": "https"}
+
+
+def base_url_from_uri(uri: str) -> str:
+    """The server's base URL from a `session-state://host:port[/prefix]` URI
+    (or a plain http(s) URL). An API key does not belong in a URI, which ADK
+    prints in its logs: it comes from SESSION_STATE_API_KEY."""
+    parts = urlsplit(uri)
+    scheme = URI_SCHEMES.get(parts.scheme, parts.scheme)
+    if scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"not a session-state URI: {uri!r} (expected session-state://host:port)")
+    if parts.username or parts.password:
+        raise ValueError("put the API key in SESSION_STATE_API_KEY, not in the URI")
+    return urlunsplit((scheme, parts.netloc, parts.path.rstrip("/"), "", ""))
+
+
+def _client(
+    uri: str | None, client: AsyncSessionStateClient | None, options: dict[str, Any]
+) -> AsyncSessionStateClient:
+    if client is not None:
+        return client
+    if uri is not None:
+        options.setdefault("base_url", base_url_from_uri(uri))
+    return AsyncSessionStateClient(**options)
+
 
 _STALE_MESSAGE = (
     "The session has been modified in storage since it was loaded. "
@@ -56,10 +90,18 @@ def _event_json(event: Event) -> dict[str, Any]:
 
 class HttpSessionService(BaseSessionService):
     """ADK's BaseSessionService over HTTP; takes the client's constructor
-    arguments, or a ready `client`."""
+    arguments, a ready `client`, or a `uri` (as ADK's service registry
+    passes it, with `agents_dir`, which is not needed here)."""
 
-    def __init__(self, *, client: AsyncSessionStateClient | None = None, **options: Any) -> None:
-        self.client = client or AsyncSessionStateClient(**options)
+    def __init__(
+        self,
+        *,
+        uri: str | None = None,
+        client: AsyncSessionStateClient | None = None,
+        agents_dir: str | None = None,
+        **options: Any,
+    ) -> None:
+        self.client = _client(uri, client, options)
 
     async def create_session(
         self,
@@ -155,8 +197,15 @@ class HttpMemoryService(BaseMemoryService):
     """ADK's BaseMemoryService over HTTP: the server ingests the stored
     session, so sessions must be kept by a session-state server too."""
 
-    def __init__(self, *, client: AsyncSessionStateClient | None = None, **options: Any) -> None:
-        self.client = client or AsyncSessionStateClient(**options)
+    def __init__(
+        self,
+        *,
+        uri: str | None = None,
+        client: AsyncSessionStateClient | None = None,
+        agents_dir: str | None = None,
+        **options: Any,
+    ) -> None:
+        self.client = _client(uri, client, options)
 
     async def add_session_to_memory(self, session: Session) -> None:
         await self.client.add_session_to_memory(
