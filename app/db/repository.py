@@ -98,9 +98,8 @@ def _insert(connection: AsyncConnection, table: Any) -> Any:
 
 
 def _byte_length(connection: AsyncConnection, column: Any) -> ColumnElement[int]:
-    """Bytes of a text or JSON column, without reading large values whole
-    where the database can avoid it (PostgreSQL reads TOASTed sizes from the
-    pointer)."""
+    """Bytes of a text column, without reading large values whole where the
+    database can avoid it (PostgreSQL reads TOASTed sizes from the pointer)."""
     if _is_postgresql(connection):
         return func.octet_length(cast(column, Text))
     return func.length(cast(column, LargeBinary))
@@ -135,20 +134,13 @@ async def app_state_bytes(connection: AsyncConnection, app_name: str) -> int:
     return int(result.scalar_one())
 
 
-async def user_state_bytes(
-    connection: AsyncConnection, app_name: str, user_ids: Sequence[str]
-) -> dict[str, int]:
-    sizes = dict.fromkeys(user_ids, 0)
-    if not user_ids:
-        return sizes
+async def user_state_bytes(connection: AsyncConnection, app_name: str, user_id: str) -> int:
     result = await connection.execute(
-        select(user_states.c.user_id, func.sum(user_states.c.size))
-        .where(user_states.c.app_name == app_name, user_states.c.user_id.in_(list(user_ids)))
-        .group_by(user_states.c.user_id)
+        select(func.coalesce(func.sum(user_states.c.size), 0)).where(
+            user_states.c.app_name == app_name, user_states.c.user_id == user_id
+        )
     )
-    for user_id, total in result:
-        sizes[user_id] = int(total)
-    return sizes
+    return int(result.scalar_one())
 
 
 async def _check_scope_growth(
@@ -203,17 +195,13 @@ async def write_user_state(
     if not delta:
         return
     sizes = entry_sizes(delta)
-
-    async def current_total() -> int:
-        return (await user_state_bytes(connection, app_name, [user_id]))[user_id]
-
     await _check_scope_growth(
         connection,
         "user",
         user_states,
         [user_states.c.app_name == app_name, user_states.c.user_id == user_id],
         sizes,
-        current_total,
+        lambda: user_state_bytes(connection, app_name, user_id),
         limit,
     )
     await upsert_user_state(connection, app_name, user_id, delta, sizes)

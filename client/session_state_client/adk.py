@@ -51,17 +51,29 @@ def base_url_from_uri(uri: str) -> str:
         raise ValueError(f"not a session-state URI: {uri!r} (expected session-state://host:port)")
     if parts.username or parts.password:
         raise ValueError("put the API key in SESSION_STATE_API_KEY, not in the URI")
+    try:
+        parts.port  # noqa: B018  (urllib checks the port only when it is read)
+    except ValueError:
+        raise ValueError(f"not a session-state URI: {uri!r} (bad port)") from None
     return urlunsplit((scheme, parts.netloc, parts.path.rstrip("/"), "", ""))
 
 
-def _client(
-    uri: str | None, client: AsyncSessionStateClient | None, options: dict[str, Any]
-) -> AsyncSessionStateClient:
-    if client is not None:
-        return client
-    if uri is not None:
-        options.setdefault("base_url", base_url_from_uri(uri))
-    return AsyncSessionStateClient(**options)
+class _ServerClient:
+    """How both services reach the server: the client's constructor
+    arguments, a ready `client`, or a `uri` (as ADK's service registry passes
+    it, with `agents_dir`, which is not needed here)."""
+
+    def __init__(
+        self,
+        *,
+        uri: str | None = None,
+        client: AsyncSessionStateClient | None = None,
+        agents_dir: str | None = None,
+        **options: Any,
+    ) -> None:
+        if client is None and uri is not None:
+            options.setdefault("base_url", base_url_from_uri(uri))
+        self.client = client or AsyncSessionStateClient(**options)
 
 
 _STALE_MESSAGE = (
@@ -88,20 +100,8 @@ def _event_json(event: Event) -> dict[str, Any]:
     return document
 
 
-class HttpSessionService(BaseSessionService):
-    """ADK's BaseSessionService over HTTP; takes the client's constructor
-    arguments, a ready `client`, or a `uri` (as ADK's service registry
-    passes it, with `agents_dir`, which is not needed here)."""
-
-    def __init__(
-        self,
-        *,
-        uri: str | None = None,
-        client: AsyncSessionStateClient | None = None,
-        agents_dir: str | None = None,
-        **options: Any,
-    ) -> None:
-        self.client = _client(uri, client, options)
+class HttpSessionService(_ServerClient, BaseSessionService):
+    """ADK's BaseSessionService over HTTP (constructor: `_ServerClient`)."""
 
     async def create_session(
         self,
@@ -193,19 +193,10 @@ class HttpSessionService(BaseSessionService):
         await self.client.close()
 
 
-class HttpMemoryService(BaseMemoryService):
-    """ADK's BaseMemoryService over HTTP: the server ingests the stored
-    session, so sessions must be kept by a session-state server too."""
-
-    def __init__(
-        self,
-        *,
-        uri: str | None = None,
-        client: AsyncSessionStateClient | None = None,
-        agents_dir: str | None = None,
-        **options: Any,
-    ) -> None:
-        self.client = _client(uri, client, options)
+class HttpMemoryService(_ServerClient, BaseMemoryService):
+    """ADK's BaseMemoryService over HTTP (constructor: `_ServerClient`): the
+    server ingests the stored session, so sessions must be kept by a
+    session-state server too."""
 
     async def add_session_to_memory(self, session: Session) -> None:
         await self.client.add_session_to_memory(

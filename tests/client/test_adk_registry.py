@@ -67,7 +67,14 @@ def test_uris_map_to_base_urls(uri, base_url):
 
 
 @pytest.mark.parametrize(
-    "uri", ["session-state://", "ftp://h.example", "session-state://key:secret@h.example"]
+    "uri",
+    [
+        "session-state://",
+        "ftp://h.example",
+        "session-state://key:secret@h.example",
+        "session-state://h.example:port",
+        "session-state://h.example:99999",
+    ],
 )
 def test_a_uri_that_names_no_server_or_carries_a_secret_is_refused(uri):
     with pytest.raises(ValueError):
