@@ -36,7 +36,7 @@ def run_blocking(coroutine: Coroutine[Any, Any, T]) -> T:
 POSTGRES_ADMIN_URL = os.environ.get(
     "SESSION_STATE_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
 )
-TABLES = ("events", "sessions", "user_states", "app_states", "memories")
+TABLES = ("events", "sessions", "user_states", "app_states", "memories", "forgotten_memories")
 
 
 def _postgres_reachable() -> bool:

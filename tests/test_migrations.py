@@ -9,7 +9,7 @@ from app.db import migrations
 from app.db.migrations import include_object
 from app.db.tables import SEARCH_INDEX_OBJECTS, app_states, metadata
 
-TABLES = {"app_states", "user_states", "sessions", "events", "memories"}
+TABLES = {"app_states", "user_states", "sessions", "events", "memories", "forgotten_memories"}
 
 
 def _differences(connection):

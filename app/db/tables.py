@@ -138,8 +138,22 @@ memories = Table(
     Column("role", Text, nullable=True),
     Column("timestamp", Double, nullable=False),
     Column("text", Text, nullable=False),
+    # The content (JSON) and custom metadata (JSON) as added; NULL in rows
+    # stored before migration 0005, whose content is rebuilt from role and text.
+    Column("content", Text, nullable=True),
+    Column("custom_metadata", Text, nullable=True),
     UniqueConstraint("app_name", "user_id", "session_id", "event_id"),
     Index("ix_memories_app_user", "app_name", "user_id"),
+)
+
+# Memory ids a user deleted (ADK's delete_memory): adding their session again
+# does not bring them back.
+forgotten_memories = Table(
+    "forgotten_memories",
+    metadata,
+    Column("app_name", String(IDENTIFIER_LENGTH), primary_key=True),
+    Column("user_id", String(IDENTIFIER_LENGTH), primary_key=True),
+    Column("memory_id", String(IDENTIFIER_LENGTH), primary_key=True),
 )
 
 SEARCH_INDEX_OBJECTS = frozenset(
