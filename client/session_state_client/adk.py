@@ -10,8 +10,9 @@ from a stale session object raises ADK's StaleSessionError.
 ADK's own servers (`adk web`, `adk api_server`, `adk run`) build their services
 from `--session_service_uri` / `--memory_service_uri` through ADK's service
 registry, as `Class(uri=uri, agents_dir=..., **kwargs)`: both classes take a
-`session-state://host:port` URI (`session-states://` for HTTPS) that way; see
-`services.yaml` in the README.
+`session-state://host:port[/base-path]` URI (`session-state+https://` for
+HTTPS) that way. Register the schemes with a `services.yaml` (see the README)
+or with `register()` in the agents directory's `services.py`.
 """
 
 from typing import Any
@@ -35,16 +36,23 @@ from session_state_client import _exceptions
 from session_state_client._client import AsyncSessionStateClient
 from session_state_client._models import Session as WireSession
 
-__all__ = ["URI_SCHEMES", "HttpMemoryService", "HttpSessionService", "base_url_from_uri"]
+__all__ = [
+    "URI_SCHEMES",
+    "HttpMemoryService",
+    "HttpSessionService",
+    "base_url_from_uri",
+    "register",
+]
 
 # URI scheme -> the HTTP scheme it stands for.
-URI_SCHEMES = {"session-state": "http", "session-states": "https"}
+URI_SCHEMES = {"session-state": "http", "session-state+https": "https"}
 
 
 def base_url_from_uri(uri: str) -> str:
-    """The server's base URL from a `session-state://host:port[/prefix]` URI
-    (or a plain http(s) URL). An API key does not belong in a URI, which ADK
-    prints in its logs: it comes from SESSION_STATE_API_KEY."""
+    """The server's base URL from a `session-state://host:port[/base-path]`
+    URI (or a plain http(s) URL); the path is kept as the base path. An API
+    key does not belong in a URI, which ADK prints in its logs: it comes from
+    SESSION_STATE_API_KEY."""
     parts = urlsplit(uri)
     scheme = URI_SCHEMES.get(parts.scheme, parts.scheme)
     if scheme not in ("http", "https") or not parts.hostname:
@@ -74,6 +82,27 @@ class _ServerClient:
         if client is None and uri is not None:
             options.setdefault("base_url", base_url_from_uri(uri))
         self.client = client or AsyncSessionStateClient(**options)
+
+
+def register() -> None:
+    """Registers the `session-state` and `session-state+https` URI schemes in
+    ADK's service registry, for sessions and memory: the one line an agents
+    directory's `services.py` needs."""
+    # Imported here: only an agents directory's services.py needs ADK's CLI.
+    from google.adk.cli.service_registry import get_service_registry
+
+    registry = get_service_registry()
+    for scheme in URI_SCHEMES:
+        registry.register_session_service(scheme, _session_service_factory)
+        registry.register_memory_service(scheme, _memory_service_factory)
+
+
+def _session_service_factory(uri: str, **kwargs: Any) -> "HttpSessionService":
+    return HttpSessionService(uri=uri, **kwargs)
+
+
+def _memory_service_factory(uri: str, **kwargs: Any) -> "HttpMemoryService":
+    return HttpMemoryService(uri=uri, **kwargs)
 
 
 _STALE_MESSAGE = (

@@ -23,10 +23,10 @@ services:
   - scheme: session-state
     type: memory
     class: session_state_client.adk.HttpMemoryService
-  - scheme: session-states
+  - scheme: session-state+https
     type: session
     class: session_state_client.adk.HttpSessionService
-  - scheme: session-states
+  - scheme: session-state+https
     type: memory
     class: session_state_client.adk.HttpMemoryService
 """
@@ -58,7 +58,9 @@ async def test_adk_builds_both_services_from_a_session_state_uri(agents_dir, sql
     ("uri", "base_url"),
     [
         ("session-state://127.0.0.1:8000", "http://127.0.0.1:8000"),
-        ("session-states://h.example", "https://h.example"),
+        ("session-state+https://h.example", "https://h.example"),
+        ("session-state+https://h.example:8443/base/path/", "https://h.example:8443/base/path"),
+        ("session-state://127.0.0.1:8000/sessions", "http://127.0.0.1:8000/sessions"),
         ("http://h.example:9/api/", "http://h.example:9/api"),
     ],
 )
@@ -71,6 +73,7 @@ def test_uris_map_to_base_urls(uri, base_url):
     [
         "session-state://",
         "ftp://h.example",
+        "session-states://h.example",
         "session-state://key:secret@h.example",
         "session-state://h.example:port",
         "session-state://h.example:99999",
