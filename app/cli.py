@@ -1,7 +1,12 @@
-"""The `session-state` command: serve, migrate, openapi."""
+"""The `session-state` command: serve, migrate, openapi.
+
+Configuration and connection problems end a command with one line on stderr
+and status 2 (app.setup_problems); `--debug` shows the traceback instead.
+"""
 
 import argparse
 import asyncio
+import importlib.metadata
 import json
 import logging
 import logging.config
@@ -50,8 +55,6 @@ async def _prepare(settings: Settings) -> None:
 
 
 def serve(arguments: argparse.Namespace) -> int:
-    from app.db.migrations import SchemaNotCurrent
-
     settings = _settings_from(arguments)
     logging.config.dictConfig(logging_config(settings.log_level, settings.log_format == "json"))
     _warn_if_open_to_the_network(settings)
@@ -60,15 +63,8 @@ def serve(arguments: argparse.Namespace) -> int:
         # Workers write their metrics here, so /metrics sums every process.
         metrics_directory = tempfile.mkdtemp(prefix="session-state-metrics-")
         os.environ["PROMETHEUS_MULTIPROC_DIR"] = metrics_directory
-    try:
-        # Migrate (SQLite) or check (PostgreSQL) once, before any worker starts.
-        asyncio.run(_prepare(settings))
-    except SchemaNotCurrent as error:
-        print(f"session-state: {error}", file=sys.stderr)
-        return 2
-    except (OSError, ConnectionError) as error:
-        print(f"session-state: cannot reach the database: {error}", file=sys.stderr)
-        return 2
+    # Migrate (SQLite) or check (PostgreSQL) once, before any worker starts.
+    asyncio.run(_prepare(settings))
     # uvicorn re-raises the SIGTERM it handled once its graceful shutdown is
     # done; with this handler in place that ends the process with status 0.
     signal.signal(signal.SIGTERM, _exit_cleanly)
@@ -107,14 +103,18 @@ def migrate(arguments: argparse.Namespace) -> int:
     from sqlalchemy.ext.asyncio import create_async_engine
 
     from app.db import migrations
+    from app.db.provisioning import create_database_if_missing
 
     settings = _settings_from(arguments)
 
     async def run() -> None:
+        if arguments.create_database:
+            await create_database_if_missing(settings.database_url)
         engine = create_async_engine(settings.database_url)
         try:
-            await migrations.upgrade(engine, arguments.revision)
-            print(f"session-state: schema at revision {await migrations.current_revision(engine)}")
+            await migrations.move_to(engine, arguments.revision)
+            revision = await migrations.current_revision(engine)
+            print(f"session-state: schema at revision {revision or 'base (no tables)'}")
         finally:
             await engine.dispose()
 
@@ -131,7 +131,14 @@ def openapi(_arguments: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="session-state", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="session-state",
+        description="Sessions, events and scoped state of AI agents behind a REST API.",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    parser.add_argument(
+        "--debug", action="store_true", help="show the traceback of a setup problem"
+    )
     commands = parser.add_subparsers(dest="command", required=True)
 
     serve_parser = commands.add_parser("serve", help="run the HTTP API")
@@ -141,9 +148,18 @@ def build_parser() -> argparse.ArgumentParser:
     serve_parser.add_argument("--database-url", help="overrides SESSION_STATE_DATABASE_URL")
     serve_parser.set_defaults(handler=serve)
 
-    migrate_parser = commands.add_parser("migrate", help="upgrade the database schema")
+    migrate_parser = commands.add_parser(
+        "migrate", help="move the database schema to a revision (up or down)"
+    )
     migrate_parser.add_argument("--database-url", help="overrides SESSION_STATE_DATABASE_URL")
-    migrate_parser.add_argument("--revision", default="head", help="target (default head)")
+    migrate_parser.add_argument(
+        "--revision", default="head", help="target: head (default), base, or 0001, 0002, ..."
+    )
+    migrate_parser.add_argument(
+        "--create-database",
+        action="store_true",
+        help="create the PostgreSQL database first if it does not exist",
+    )
     migrate_parser.set_defaults(handler=migrate)
 
     openapi_parser = commands.add_parser("openapi", help="print the OpenAPI spec as JSON")
@@ -151,10 +167,32 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _version() -> str:
+    try:
+        return importlib.metadata.version("session-state")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown (not installed)"
+
+
 def main(argv: list[str] | None = None) -> int:
     arguments = build_parser().parse_args(argv)
-    exit_code: int = arguments.handler(arguments)
+    try:
+        exit_code: int = arguments.handler(arguments)
+    except Exception as error:
+        problem = _setup_problem(error)
+        if problem is None or arguments.debug:
+            raise
+        print(f"session-state: {problem}", file=sys.stderr)
+        return 2
     return exit_code
+
+
+def _setup_problem(error: Exception) -> str | None:
+    from app.config import DEFAULT_DATABASE_URL
+    from app.setup_problems import explain
+
+    # _settings_from put a --database-url into the environment.
+    return explain(error, os.environ.get("SESSION_STATE_DATABASE_URL", DEFAULT_DATABASE_URL))
 
 
 if __name__ == "__main__":

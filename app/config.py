@@ -10,6 +10,14 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./session_state.db"
 DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024
 SUPPORTED_DRIVERS = ("sqlite+aiosqlite", "postgresql+asyncpg")
+# Schemes people write for the same databases -> the one the service needs.
+_SYNCHRONOUS_SCHEMES = {
+    "postgresql": "postgresql+asyncpg",
+    "postgres": "postgresql+asyncpg",
+    "postgresql+psycopg2": "postgresql+asyncpg",
+    "postgresql+psycopg": "postgresql+asyncpg",
+    "sqlite": "sqlite+aiosqlite",
+}
 
 # Limits on what one request may store or receive. The defaults are far above
 # what an agent writes by accident; each can be lowered (or raised within the
@@ -99,12 +107,18 @@ class Settings(BaseSettings):
     @classmethod
     def _refuse_unsupported_driver(cls, url: str) -> str:
         # A synchronous driver would block the event loop; say so at start-up.
-        if not url.startswith(tuple(f"{driver}:" for driver in SUPPORTED_DRIVERS)):
+        if url.startswith(tuple(f"{driver}:" for driver in SUPPORTED_DRIVERS)):
+            return url
+        scheme = url.split("://", 1)[0] if "://" in url else None
+        if scheme in _SYNCHRONOUS_SCHEMES:
+            driver = _SYNCHRONOUS_SCHEMES[scheme]
             raise ValueError(
-                "database_url must start with one of "
-                + ", ".join(f"'{driver}://'" for driver in SUPPORTED_DRIVERS)
+                f"write {driver}:// instead of {scheme}:// (the service needs the asyncio "
+                f"driver, {driver.split('+')[1]})"
             )
-        return url
+        # The URL itself is not repeated: it may hold a password.
+        supported = " or ".join(f"{driver}://" for driver in SUPPORTED_DRIVERS)
+        raise ValueError(f"must start with {supported}")
 
     @field_validator("allowed_hosts", mode="before")
     @classmethod

@@ -29,7 +29,11 @@ def request_id_from(header_value: str | None) -> str:
 class JsonFormatter(logging.Formatter):
     """One JSON object per line: time, level, logger, message, request id, extras."""
 
-    _RESERVED = set(logging.LogRecord("", 0, "", 0, "", (), None).__dict__) | {"message"}
+    # uvicorn adds `color_message`, the message with terminal colour codes.
+    _RESERVED = set(logging.LogRecord("", 0, "", 0, "", (), None).__dict__) | {
+        "message",
+        "color_message",
+    }
 
     def format(self, record: logging.LogRecord) -> str:
         line: dict[str, Any] = {

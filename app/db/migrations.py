@@ -1,4 +1,4 @@
-"""Alembic, driven from code: upgrade, and where the schema stands."""
+"""Alembic, driven from code: upgrade, downgrade, and where the schema stands."""
 
 from pathlib import Path
 
@@ -17,6 +17,10 @@ MIGRATIONS_DIRECTORY = Path(migrations.__file__).parent
 
 class SchemaNotCurrent(RuntimeError):
     """The database schema is not at the latest migration."""
+
+
+class UnknownRevision(ValueError):
+    """A migration target that is not in the history."""
 
 
 def include_object(
@@ -53,6 +57,34 @@ def _downgrade(connection: Connection, target: str) -> None:
     config = alembic_config()
     config.attributes["connection"] = connection
     command.downgrade(config, target)
+
+
+def revisions() -> list[str]:
+    """The history, oldest first (it is linear: one head, no branches)."""
+    script = ScriptDirectory.from_config(alembic_config())
+    return [revision.revision for revision in reversed(list(script.walk_revisions()))]
+
+
+async def move_to(engine: AsyncEngine, target: str) -> None:
+    """Upgrades or downgrades to `target`: a revision, `head` or `base`."""
+    history = revisions()
+    position = {"base": -1, "head": len(history) - 1} | {
+        revision: index for index, revision in enumerate(history)
+    }
+    if target not in position:
+        raise UnknownRevision(
+            f"unknown revision {target!r}: the revisions are {', '.join(history)} (or head, base)"
+        )
+    current = await current_revision(engine)
+    if current is not None and current not in position:
+        raise UnknownRevision(
+            f"the database is at revision {current!r}, which this version of session-state "
+            "does not know: a newer version migrated it"
+        )
+    if position[target] < (position[current] if current is not None else -1):
+        await downgrade(engine, target)
+    else:
+        await upgrade(engine, target)
 
 
 async def current_revision(engine: AsyncEngine) -> str | None:

@@ -1,0 +1,122 @@
+"""Configuration and connection problems of the command line, each told in one
+line that names the setting and the fix (a traceback helps no one who typed
+a host name wrong). `explain` returns None for anything else: a bug keeps its
+traceback."""
+
+import json
+import socket
+import sqlite3
+from pathlib import Path
+
+from alembic.util import CommandError
+from pydantic import ValidationError
+from pydantic_settings import SettingsError
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.exc import ArgumentError, DBAPIError
+
+from app.db.migrations import SchemaNotCurrent, UnknownRevision
+
+DATABASE_URL_SETTING = "SESSION_STATE_DATABASE_URL or --database-url"
+
+
+def explain(error: BaseException, database_url: str) -> str | None:
+    """One line telling what is wrong and what to do, or None."""
+    if isinstance(error, ValidationError):
+        return _settings_problem(error)
+    if isinstance(error, SettingsError):
+        return _unparsable_setting(error)
+    if isinstance(error, SchemaNotCurrent | UnknownRevision):
+        return str(error)
+    if isinstance(error, CommandError):
+        return f"{error} (run `session-state migrate --help` for the revisions)"
+    url = _parsed(database_url)
+    if url is None:
+        return None
+    cause = _database_cause(error)
+    if url.get_backend_name() == "sqlite":
+        return _sqlite_problem(cause, url)
+    return _postgresql_problem(cause, url)
+
+
+def _settings_problem(error: ValidationError) -> str:
+    problems = []
+    for detail in error.errors():
+        field = ".".join(str(part) for part in detail["loc"])
+        message = detail["msg"].removeprefix("Value error, ")
+        problems.append(f"SESSION_STATE_{field.upper()}: {message}")
+    return "; ".join(problems)
+
+
+def _unparsable_setting(error: SettingsError) -> str:
+    # pydantic-settings says only 'error parsing value for field "api_keys"':
+    # the JSON error that caused it names the position.
+    field = str(error).split('"')[1] if str(error).count('"') >= 2 else "?"
+    cause = error.__cause__
+    reason = f"not valid JSON ({cause})" if isinstance(cause, json.JSONDecodeError) else str(cause)
+    hint = ' such as {"key-1": ["app-a"], "admin-key": ["*"]}' if field == "api_keys" else ""
+    return f"SESSION_STATE_{field.upper()}: {reason}; expected JSON{hint}"
+
+
+def _parsed(database_url: str) -> URL | None:
+    try:
+        return make_url(database_url)
+    except ArgumentError:
+        return None
+
+
+def _database_cause(error: BaseException) -> BaseException:
+    """The driver's own error under SQLAlchemy's wrapping."""
+    if isinstance(error, DBAPIError) and error.orig is not None:
+        orig: BaseException = error.orig
+        return orig.__cause__ or orig
+    return error
+
+
+def _sqlite_problem(cause: BaseException, url: URL) -> str | None:
+    if not isinstance(cause, sqlite3.OperationalError):
+        return None
+    path = Path(url.database or "")
+    if not path.parent.is_dir():
+        return (
+            f"cannot create the SQLite file {path}: the folder {path.parent} does not exist "
+            f"(create it, or change {DATABASE_URL_SETTING})"
+        )
+    return f"cannot open the SQLite file {path} ({cause}): check {DATABASE_URL_SETTING}"
+
+
+def _postgresql_problem(cause: BaseException, url: URL) -> str | None:
+    # asyncpg is imported here: the SQLite default never needs it loaded.
+    import asyncpg
+
+    where = f"{url.host or 'localhost'}:{url.port or 5432}"
+    if isinstance(cause, socket.gaierror):
+        return f"cannot resolve the database host {url.host!r}: check {DATABASE_URL_SETTING}"
+    if isinstance(cause, asyncpg.InvalidCatalogNameError):
+        return (
+            f"the database {url.database!r} does not exist on {where}: create it "
+            f"(`session-state migrate --create-database`, or `createdb -h {url.host} "
+            f"-p {url.port or 5432} -U {url.username} {url.database}`)"
+        )
+    if isinstance(
+        cause, asyncpg.InvalidPasswordError | asyncpg.InvalidAuthorizationSpecificationError
+    ):
+        return (
+            f"the database on {where} refused user {url.username!r} ({cause}): "
+            f"check the user and password in {DATABASE_URL_SETTING}"
+        )
+    if isinstance(cause, asyncpg.InsufficientPrivilegeError):
+        return (
+            f"user {url.username!r} may not do this on {where} ({cause}): "
+            "ask the database's administrator"
+        )
+    if isinstance(cause, TimeoutError):
+        return (
+            f"the database on {where} did not answer within SESSION_STATE_DB_TIMEOUT_SECONDS: "
+            "is the host right, and is PostgreSQL running there?"
+        )
+    if isinstance(cause, OSError):
+        return (
+            f"cannot reach the database on {where} ({cause.strerror or cause}): "
+            f"is PostgreSQL running there? Check {DATABASE_URL_SETTING}"
+        )
+    return None
