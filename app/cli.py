@@ -122,6 +122,20 @@ def migrate(arguments: argparse.Namespace) -> int:
     return 0
 
 
+def sessions(arguments: argparse.Namespace) -> int:
+    from app import operator_commands
+
+    settings = _settings_from(arguments)
+    operator_commands.require_existing_database(settings)
+    command = (
+        operator_commands.list_sessions
+        if arguments.sessions_command == "list"
+        else operator_commands.show_session
+    )
+    exit_code: int = asyncio.run(command(settings, arguments))
+    return exit_code
+
+
 def openapi(_arguments: argparse.Namespace) -> int:
     from app.main import create_app
 
@@ -162,9 +176,36 @@ def build_parser() -> argparse.ArgumentParser:
     )
     migrate_parser.set_defaults(handler=migrate)
 
+    _add_sessions_parser(commands)
+
     openapi_parser = commands.add_parser("openapi", help="print the OpenAPI spec as JSON")
     openapi_parser.set_defaults(handler=openapi)
     return parser
+
+
+def _add_sessions_parser(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    from app.operator_commands import DEFAULT_EVENTS, DEFAULT_PAGE_SIZE
+
+    sessions_parser = commands.add_parser("sessions", help="look at stored sessions")
+    sessions_parser.set_defaults(handler=sessions)
+    actions = sessions_parser.add_subparsers(dest="sessions_command", required=True)
+
+    list_parser = actions.add_parser("list", help="sessions of an app, least recently updated first, paged")
+    list_parser.add_argument("--app", required=True, help="app name")
+    list_parser.add_argument("--user", help="only this user's sessions")
+    list_parser.add_argument("--page-size", type=int, default=DEFAULT_PAGE_SIZE)
+    list_parser.add_argument("--page-token", help="the token a previous page printed")
+    list_parser.add_argument("--json", action="store_true", help="print JSON")
+    list_parser.add_argument("--database-url", help="overrides SESSION_STATE_DATABASE_URL")
+
+    show_parser = actions.add_parser("show", help="a session's state and last events, as JSON")
+    show_parser.add_argument("session", help="session id")
+    show_parser.add_argument("--app", required=True, help="app name")
+    show_parser.add_argument("--user", required=True, help="user id")
+    show_parser.add_argument(
+        "--events", type=int, default=DEFAULT_EVENTS, help="how many recent events (default 10)"
+    )
+    show_parser.add_argument("--database-url", help="overrides SESSION_STATE_DATABASE_URL")
 
 
 def _version() -> str:

@@ -19,13 +19,17 @@ from app.db.migrations import SchemaNotCurrent, UnknownRevision
 DATABASE_URL_SETTING = "SESSION_STATE_DATABASE_URL or --database-url"
 
 
+class SetupProblem(Exception):
+    """A problem whose message is already the one line to show."""
+
+
 def explain(error: BaseException, database_url: str) -> str | None:
     """One line telling what is wrong and what to do, or None."""
     if isinstance(error, ValidationError):
         return _settings_problem(error)
     if isinstance(error, SettingsError):
         return _unparsable_setting(error)
-    if isinstance(error, SchemaNotCurrent | UnknownRevision):
+    if isinstance(error, SetupProblem | SchemaNotCurrent | UnknownRevision):
         return str(error)
     if isinstance(error, CommandError):
         return f"{error} (run `session-state migrate --help` for the revisions)"
