@@ -117,12 +117,14 @@ def test_compose_points_the_api_at_its_postgres_with_matching_credentials():
         assert url.path == f"/{database['POSTGRES_DB']}"
 
 
-def test_the_api_can_be_scaled_without_host_port_collisions():
-    ports = compose()["services"]["api"]["ports"]
-    for port in ports:
-        # A container port alone: every replica gets a host port of its own.
-        assert ":" not in str(port)
-        assert str(port) == image_env()["SESSION_STATE_PORT"]
+def test_the_api_is_published_on_loopback_and_scales_without_host_port_collisions():
+    (port,) = compose()["services"]["api"]["ports"]
+    address, host_port, container_port = port.split(":")
+    # On the loopback unless SESSION_STATE_PUBLISH_ADDRESS says otherwise.
+    assert address == "${SESSION_STATE_PUBLISH_ADDRESS:-127.0.0.1}"
+    # No host port: every replica gets one of its own.
+    assert host_port == ""
+    assert container_port == image_env()["SESSION_STATE_PORT"]
 
 
 @pytest.fixture(scope="module")
