@@ -119,7 +119,7 @@ def test_compose_points_the_api_at_its_postgres_with_matching_credentials():
 
 def test_the_api_is_published_on_loopback_and_scales_without_host_port_collisions():
     (port,) = compose()["services"]["api"]["ports"]
-    address, host_port, container_port = port.split(":")
+    address, host_port, container_port = port.rsplit(":", 2)
     # On the loopback unless SESSION_STATE_PUBLISH_ADDRESS says otherwise.
     assert address == "${SESSION_STATE_PUBLISH_ADDRESS:-127.0.0.1}"
     # No host port: every replica gets one of its own.
