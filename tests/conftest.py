@@ -3,6 +3,7 @@ over real HTTP semantics (httpx + ASGI), and started server processes."""
 
 import asyncio
 import os
+import random
 import socket
 import subprocess
 import sys
@@ -160,11 +161,27 @@ async def client(settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
         yield http
 
 
+# Ports for started servers: SESSION_STATE_TEST_PORTS="20000-20999" keeps them
+# in a range (a firewall's, say); by default the OS picks free ones.
+TEST_PORTS = os.environ.get("SESSION_STATE_TEST_PORTS", "")
+
+
 def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
+    if TEST_PORTS:
+        first, _, last = TEST_PORTS.partition("-")
+        candidates = list(range(int(first), int(last or first) + 1))
+        random.shuffle(candidates)
+    else:
+        candidates = [0]
+    for candidate in candidates:
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", candidate))
+            except OSError:
+                continue
+            port: int = sock.getsockname()[1]
+            return port
+    raise RuntimeError(f"no free port in SESSION_STATE_TEST_PORTS={TEST_PORTS}")
 
 
 class ServerProcess:
