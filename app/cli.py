@@ -190,7 +190,9 @@ def _add_sessions_parser(commands: "argparse._SubParsersAction[argparse.Argument
     sessions_parser.set_defaults(handler=sessions)
     actions = sessions_parser.add_subparsers(dest="sessions_command", required=True)
 
-    list_parser = actions.add_parser("list", help="sessions of an app, least recently updated first, paged")
+    list_parser = actions.add_parser(
+        "list", help="sessions of an app, least recently updated first, paged"
+    )
     list_parser.add_argument("--app", required=True, help="app name")
     list_parser.add_argument("--user", help="only this user's sessions")
     list_parser.add_argument("--page-size", type=int, default=DEFAULT_PAGE_SIZE)
