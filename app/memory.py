@@ -1,11 +1,10 @@
 """Pure rules of long-term memory: what text an event contributes, and how a
-question becomes a full-text query."""
+question's terms become full-text queries."""
 
-import re
 from datetime import UTC, datetime
 from typing import Any
 
-_WORD = re.compile(r"\w+", re.UNICODE)
+from app.search_text import QueryTerms
 
 
 def event_text(document: dict[str, Any]) -> str | None:
@@ -30,14 +29,16 @@ def event_role(document: dict[str, Any]) -> str | None:
     return role if isinstance(role, str) else None
 
 
-def fts5_query(question: str) -> str | None:
-    """An SQLite FTS5 query matching any word of the question (ranked by bm25,
-    so rarer words weigh more); None when the question has no words. Each word
-    is quoted, so no FTS5 operator in user input is ever interpreted."""
-    words = dict.fromkeys(word.lower() for word in _WORD.findall(question))
-    if not words:
-        return None
-    return " OR ".join(f'"{word}"' for word in words)
+def fts5_queries(terms: QueryTerms) -> list[str]:
+    """One SQLite FTS5 query per term: a quoted string (so no FTS5 operator in
+    user input is ever interpreted), a prefix for a single character."""
+
+    def quoted(term: str) -> str:
+        return '"' + term.replace('"', '""') + '"'
+
+    return [quoted(term) for term in (*terms.words, *terms.grams)] + [
+        f"{quoted(prefix)} *" for prefix in terms.prefixes
+    ]
 
 
 def iso_timestamp(timestamp: float) -> str:

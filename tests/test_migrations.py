@@ -1,11 +1,12 @@
 """One Alembic history for both dialects: reversible, and equal to the models."""
 
+import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import inspect, select
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from app.db import migrations
+from app.db import memory_repository, migrations
 from app.db.migrations import include_object
 from app.db.tables import SEARCH_INDEX_OBJECTS, app_states, metadata
 
@@ -111,3 +112,75 @@ async def test_state_sizes_are_measured_for_existing_rows(tmp_path, fresh_postgr
     keys, sessions = await _sizes_after_upgrade_from_0003(fresh_postgres_url)
     assert keys == {"n": 1 + 2 + 4, "text": 4 + 7 + 4}
     assert sessions == {"s": len('{"k": 1}')}
+
+
+async def _memories_across_0006(url: str) -> tuple[list[str], list[int]]:
+    """Memories stored at 0005, searched after the upgrade to 0006; then the
+    ids 0005's own index finds after the downgrade (one row added since)."""
+    engine = create_async_engine(url)
+    try:
+        await migrations.upgrade(engine, "0005")
+        async with engine.begin() as connection:
+            await connection.exec_driver_sql(
+                "INSERT INTO memories (id, app_name, user_id, session_id, event_id, author, "
+                "timestamp, text) VALUES "
+                "(1, 'a', 'u', 's', 'e1', 'user', 1, '私の名前は太郎です'), "
+                "(2, 'a', 'u', 's', 'e2', 'user', 2, 'Меня зовут ИВАН'), "
+                "(3, 'a', 'u', 's', 'e3', 'user', 3, 'I use Python daily')"
+            )
+        await migrations.upgrade(engine, "0006")
+        async with engine.connect() as connection:
+            found = [
+                record.text
+                for question in ("太郎", "иван", "Python", "thon", "猫")
+                for record in await memory_repository.search(
+                    connection, "a", "u", question, limit=10, budget=10_000
+                )
+            ]
+        await migrations.downgrade(engine, "0005")
+        async with engine.begin() as connection:
+            await connection.exec_driver_sql(
+                "INSERT INTO memories (id, app_name, user_id, session_id, event_id, author, "
+                "timestamp, text) VALUES (4, 'a', 'u', 's', 'e4', 'user', 4, 'Python again')"
+            )
+            old_search = (
+                "SELECT id FROM memories WHERE search_vector @@ to_tsquery('english', 'python')"
+                if connection.dialect.name == "postgresql"
+                else "SELECT rowid FROM memories_fts WHERE memories_fts MATCH 'python'"
+            )
+            ids = sorted(id_ for (id_,) in (await connection.exec_driver_sql(old_search)).all())
+    finally:
+        await engine.dispose()
+    return found, ids
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+async def test_memories_stored_before_0006_are_found_after_it_and_after_its_downgrade(
+    backend, tmp_path, request
+):
+    url = (
+        f"sqlite+aiosqlite:///{tmp_path / 'f.db'}"
+        if backend == "sqlite"
+        else request.getfixturevalue("fresh_postgres_url")
+    )
+    found, ids = await _memories_across_0006(url)
+    assert found == ["私の名前は太郎です", "Меня зовут ИВАН", "I use Python daily"]
+    assert ids == [3, 4]
+
+
+async def test_sqlite_full_text_triggers_survive_every_downgrade(tmp_path):
+    """A downgrade that rebuilt `memories` (a batch operation) would drop the
+    triggers keeping its full-text index in step: search would miss new rows."""
+    engine = create_async_engine(f"sqlite+aiosqlite:///{tmp_path / 't.db'}")
+    try:
+        await migrations.upgrade(engine)
+        for target in reversed(migrations.revisions()[1:-1]):
+            await migrations.downgrade(engine, target)
+            async with engine.connect() as connection:
+                triggers = await connection.exec_driver_sql(
+                    "SELECT count(*) FROM sqlite_master WHERE type = 'trigger' "
+                    "AND tbl_name = 'memories'"
+                )
+                assert triggers.scalar() == 2, f"triggers lost at {target}"
+    finally:
+        await engine.dispose()

@@ -1,6 +1,9 @@
-"""SQL of long-term memory. Full-text search is PostgreSQL's tsvector with
-websearch_to_tsquery and ts_rank_cd, or SQLite's FTS5 with bm25."""
+"""SQL of long-term memory. Full-text search over the searchable form of the
+text (app.search_text): PostgreSQL's tsvector with ts_rank_cd, or SQLite's
+FTS5 with bm25. Both rank by how many of the question's terms a memory holds
+first, then by that score, then the newest."""
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -11,7 +14,8 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.db.repository import SessionKey
 from app.db.tables import memories
-from app.memory import fts5_query
+from app.memory import fts5_queries
+from app.search_text import query_terms, search_text
 
 
 @dataclass(frozen=True)
@@ -50,11 +54,17 @@ async def insert_memories(
                 "role": record.role,
                 "timestamp": record.timestamp,
                 "text": record.text,
+                **_search_columns(record.text),
             }
             for record in records
         ],
     )
     return len(result.all())
+
+
+def _search_columns(text: str) -> dict[str, str]:
+    indexed = search_text(text)
+    return {"search_words": indexed.words, "search_grams": indexed.grams}
 
 
 # Both searches take the best `limit` matches with their sizes first, then
@@ -63,7 +73,7 @@ async def insert_memories(
 _TAKE_WHAT_FITS = """
     ), ranked AS (
         SELECT id, row_number() OVER best AS position, sum(size) OVER best AS running
-          FROM top WINDOW best AS (ORDER BY rank_order, timestamp DESC, id)
+          FROM top WINDOW best AS (ORDER BY matched DESC, rank_order, timestamp DESC, id)
     )
     SELECT m.session_id, m.event_id, m.author, m.role, m.timestamp, m.text
       FROM ranked JOIN memories AS m ON m.id = ranked.id
@@ -71,39 +81,54 @@ _TAKE_WHAT_FITS = """
      ORDER BY ranked.position
 """
 
+# Each term is its own tsquery, built from a value, never parsed as tsquery
+# syntax: words stemmed as the index stems them, pairs as they are, a single
+# character as the prefix of a pair. `matched` counts the distinct terms a
+# memory holds (stemming may make two words one).
 _POSTGRESQL_SEARCH = text(
     """
-    WITH parsed AS (
-        SELECT websearch_to_tsquery('english', :question)::text AS query_text
+    WITH term AS (
+        SELECT DISTINCT query FROM (
+            SELECT plainto_tsquery('english', word) AS query
+              FROM unnest(CAST(:words AS text[])) AS word
+            UNION ALL
+            SELECT plainto_tsquery('simple', gram) FROM unnest(CAST(:grams AS text[])) AS gram
+            UNION ALL
+            SELECT CAST(quote_literal(prefix) || ':*' AS tsquery)
+              FROM unnest(CAST(:prefixes AS text[])) AS prefix
+        ) AS terms
+         WHERE numnode(query) > 0
     ), matching AS (
-        -- Any word may match (a question rarely repeats every word of the
-        -- answer), except when the user wrote a negation: then keep the
-        -- query as written.
-        SELECT CASE WHEN position('!' IN query_text) > 0 THEN query_text::tsquery
-                    ELSE replace(query_text, ' & ', ' | ')::tsquery END AS query
-          FROM parsed
+        SELECT CAST(string_agg(CAST(query AS text), ' | ') AS tsquery) AS query FROM term
     ), top AS (
         SELECT m.id, m.timestamp, octet_length(m.text) AS size,
+               (SELECT count(*) FROM term WHERE m.search_vector @@ term.query) AS matched,
                -ts_rank_cd(m.search_vector, matching.query) AS rank_order
           FROM memories AS m, matching
          WHERE m.app_name = :app_name AND m.user_id = :user_id
            AND m.search_vector @@ matching.query
-         ORDER BY rank_order, m.timestamp DESC, m.id
+         ORDER BY matched DESC, rank_order, m.timestamp DESC, m.id
          LIMIT :limit
     """
     + _TAKE_WHAT_FITS
 )
 
+# One FTS5 query per term (see app.memory.fts5_queries); a memory's score is
+# the sum of its terms' bm25, as for an OR of them. MATERIALIZED: bm25 is
+# only allowed where the query planner keeps the full-text scan as written.
 _SQLITE_SEARCH = text(
     """
-    WITH top AS (
+    WITH hit AS MATERIALIZED (
+        SELECT memories_fts.rowid AS id, bm25(memories_fts) AS score
+          FROM json_each(:queries) AS term
+          JOIN memories_fts ON memories_fts MATCH term.value
+    ), top AS (
         SELECT m.id, m.timestamp, length(CAST(m.text AS BLOB)) AS size,
-               bm25(memories_fts) AS rank_order
-          FROM memories_fts
-          JOIN memories AS m ON m.id = memories_fts.rowid
-         WHERE memories_fts MATCH :question
-           AND m.app_name = :app_name AND m.user_id = :user_id
-         ORDER BY rank_order, m.timestamp DESC, m.id
+               count(*) AS matched, sum(hit.score) AS rank_order
+          FROM hit JOIN memories AS m ON m.id = hit.id
+         WHERE m.app_name = :app_name AND m.user_id = :user_id
+         GROUP BY m.id
+         ORDER BY matched DESC, rank_order, m.timestamp DESC, m.id
          LIMIT :limit
     """
     + _TAKE_WHAT_FITS
@@ -119,6 +144,9 @@ async def search(
     budget: int,
 ) -> list[MemoryRecord]:
     """The best matches, at most `limit` and about `budget` bytes of text."""
+    terms = query_terms(question)
+    if not terms:
+        return []
     parameters: dict[str, object] = {
         "app_name": app_name,
         "user_id": user_id,
@@ -127,13 +155,14 @@ async def search(
     }
     if connection.dialect.name == "postgresql":
         statement = _POSTGRESQL_SEARCH
-        parameters["question"] = question
+        parameters |= {
+            "words": list(terms.words),
+            "grams": list(terms.grams),
+            "prefixes": list(terms.prefixes),
+        }
     else:
-        query = fts5_query(question)
-        if query is None:
-            return []
         statement = _SQLITE_SEARCH
-        parameters["question"] = query
+        parameters["queries"] = json.dumps(fts5_queries(terms))
     result = await connection.execute(statement, parameters)
     return [MemoryRecord(*row) for row in result]
 

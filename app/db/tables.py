@@ -124,8 +124,8 @@ events = Table(
 
 # Long-term memory: the text of ingested events, one row per event. The search
 # index is dialect-specific and created by the migration only (a generated
-# tsvector column with a GIN index on PostgreSQL, an FTS5 table on SQLite):
-# see SEARCH_INDEX_OBJECTS.
+# tsvector column with a GIN index on PostgreSQL, an FTS5 table on SQLite,
+# both over search_words and search_grams): see SEARCH_INDEX_OBJECTS.
 memories = Table(
     "memories",
     metadata,
@@ -142,6 +142,10 @@ memories = Table(
     # stored before migration 0005, whose content is rebuilt from role and text.
     Column("content", Text, nullable=True),
     Column("custom_metadata", Text, nullable=True),
+    # The text as searched (app.search_text, migration 0006): normalised
+    # words, and pairs of characters of the scripts written without spaces.
+    Column("search_words", Text, nullable=False, server_default=""),
+    Column("search_grams", Text, nullable=False, server_default=""),
     UniqueConstraint("app_name", "user_id", "session_id", "event_id"),
     Index("ix_memories_app_user", "app_name", "user_id"),
 )

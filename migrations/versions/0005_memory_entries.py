@@ -37,6 +37,7 @@ def upgrade() -> None:
 
 def downgrade() -> None:
     op.drop_table("forgotten_memories")
-    with op.batch_alter_table("memories") as batch:
-        batch.drop_column("custom_metadata")
-        batch.drop_column("content")
+    # ALTER TABLE ... DROP COLUMN on both dialects (SQLite 3.35+): a batch
+    # rebuild of the table on SQLite would drop its full-text triggers.
+    op.drop_column("memories", "custom_metadata")
+    op.drop_column("memories", "content")
