@@ -11,6 +11,7 @@ from app.api.append_fast_path import AppendFastPath
 from app.api.authentication import ApiKeyMiddleware, document_bearer_security
 from app.api.body_limit import BodyLimitMiddleware
 from app.api.browser_guard import BrowserGuardMiddleware
+from app.api.encoded_paths import EncodedPathMiddleware
 from app.api.middleware import RequestContextMiddleware
 from app.api.problems import install_problem_handlers
 from app.api.routes import health, memory, operations, sessions
@@ -82,10 +83,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(health.router)
     app.include_router(operations.router)
     # The last added middleware is the outermost: request context wraps all,
-    # the append fast path is innermost (after keys and the body limit).
+    # the append fast path is innermost (after keys and the body limit); from
+    # the API keys in, /apps/ paths are as sent, still percent-encoded.
     app.add_middleware(AppendFastPath, route=sessions.append_route())
     app.add_middleware(BodyLimitMiddleware, max_body_bytes=settings.max_body_bytes)
     app.add_middleware(ApiKeyMiddleware, api_keys=api_keys)
+    app.add_middleware(EncodedPathMiddleware)
     app.add_middleware(BrowserGuardMiddleware, api_keys=api_keys, settings=settings)
     app.add_middleware(RequestContextMiddleware)
     operations.install_offline_docs(app)

@@ -6,16 +6,37 @@ verbatim); these models are what the OpenAPI spec shows for them.
 
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchema
 from pydantic.alias_generators import to_camel
+from pydantic_core import PydanticCustomError
 
-IDENTIFIER_MAX_LENGTH = 128
-# 1-128 characters, no control characters, no "/", no surrounding whitespace.
-IDENTIFIER_PATTERN = r"^[^\s/\x00-\x1f\x7f-\x9f]([^/\x00-\x1f\x7f-\x9f]*[^\s/\x00-\x1f\x7f-\x9f])?$"
+from app.identifiers import (
+    IDENTIFIER_MAX_LENGTH,
+    SESSION_ID_PATTERN,
+    SESSION_ID_RULE,
+    session_id_problem,
+)
 
-Identifier = Annotated[
+
+def _session_id(text: str) -> str:
+    message = session_id_problem(text)
+    if message is not None:
+        raise PydanticCustomError("identifier", message)
+    return text
+
+
+SessionIdentifier = Annotated[
     str,
-    StringConstraints(min_length=1, max_length=IDENTIFIER_MAX_LENGTH, pattern=IDENTIFIER_PATTERN),
+    AfterValidator(_session_id),
+    WithJsonSchema(
+        {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": IDENTIFIER_MAX_LENGTH,
+            "pattern": SESSION_ID_PATTERN,
+            "description": f"{SESSION_ID_RULE}.",
+        }
+    ),
 ]
 
 
@@ -26,7 +47,7 @@ class WireModel(BaseModel):
 
 
 class CreateSessionRequest(WireModel):
-    session_id: Identifier | None = Field(default=None, description="Omit to get a uuid4.")
+    session_id: SessionIdentifier | None = Field(default=None, description="Omit to get a uuid4.")
     state: dict[str, Any] | None = Field(
         default=None, description="Initial state; app: and user: keys go to their scopes."
     )
@@ -84,7 +105,7 @@ class StateResponse(WireModel):
 
 
 class IngestMemoryRequest(WireModel):
-    session_id: Identifier = Field(description="A stored session of this app and user.")
+    session_id: SessionIdentifier = Field(description="A stored session of this app and user.")
 
 
 class IngestMemoryResponse(WireModel):

@@ -22,10 +22,10 @@ from app.errors import (
     StaleSession,
 )
 from app.events import PreparedEvent, is_same_event, prepare_event
+from app.identifiers import IDENTIFIER_MAX_LENGTH
 from app.json_rules import text_problem
 from app.limits import MAX_INT64, Limits
 from app.pagination import INVALID_TOKEN, decode_token, encode_token
-from app.schemas import IDENTIFIER_MAX_LENGTH
 from app.state import StateDict, find_long_key, merge_scopes, split_delta
 
 SESSIONS_TOKEN = "sessions"

@@ -48,7 +48,13 @@ SESSION_IDS = [
     "é中😀",
     "x" * 128,
     "x" * 129,
-    "a%2Fb",
+    "a%2Fb",  # sent as is: the session a/b
+    "a/b",
+    "%41",  # sent as is: the session A
+    "A",
+    "%zz",  # sent as is: not percent-encoding
+    "%C3",  # sent as is: not UTF-8
+    "trailing-newline\n",
     "",
 ]
 IF_MATCHES = [None, '"0"', "*", '"1"', "nonsense", '"999"']

@@ -4,7 +4,7 @@ after each request an unrelated session of the same app still reads as valid
 JSON (no request may break another's reads)."""
 
 import os
-import re
+from urllib.parse import quote
 
 import httpx
 import pytest
@@ -18,7 +18,7 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from app.schemas import IDENTIFIER_PATTERN
+from app.identifiers import name_problem
 from tests.hostile import strict_json
 
 EXAMPLES_PER_OPERATION = int(os.environ.get("FUZZ_EXAMPLES", "50"))
@@ -35,9 +35,6 @@ CHECKS = [
 ]
 
 
-_IDENTIFIER = re.compile(IDENTIFIER_PATTERN)
-
-
 class Bystanders:
     """One session per app a generated request touched, read after each."""
 
@@ -47,9 +44,10 @@ class Bystanders:
 
     def check(self, case) -> None:
         app_name = (case.path_parameters or {}).get("app_name")
-        if not isinstance(app_name, str) or not _IDENTIFIER.match(app_name) or len(app_name) > 128:
+        if not isinstance(app_name, str) or name_problem(app_name) is not None:
             return
-        path = f"/apps/{app_name}/users/bystander/sessions"
+        app_segment = quote(app_name, safe="").replace(".", "%2E")
+        path = f"/apps/{app_segment}/users/bystander/sessions"
         if app_name not in self.created:
             created = self.http.post(path, json={"sessionId": "bystander", "state": {"k": 1}})
             assert created.status_code in (201, 409), created.text
@@ -60,7 +58,7 @@ class Bystanders:
         strict_json(read.text)
         if read.status_code == 404:
             self.created.discard(app_name)
-        state = self.http.get(f"/apps/{app_name}/state")
+        state = self.http.get(f"/apps/{app_segment}/state")
         assert state.status_code == 200, state.text
         strict_json(state.text)
 

@@ -10,26 +10,25 @@ request with a bad identifier or If-Match, goes on to FastAPI unchanged, so
 its validation errors stay FastAPI's.
 """
 
-import re
-
 from starlette.routing import BaseRoute
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.api import appending
 from app.api.bodies import decode_json
 from app.api.dependencies import expected_revision
+from app.api.encoded_paths import decode_segment
 from app.api.problems import known_error_response
 from app.db.repository import SessionKey
 from app.errors import BadRequest
-from app.schemas import IDENTIFIER_MAX_LENGTH, IDENTIFIER_PATTERN
+from app.identifiers import name_problem, session_id_problem
 from app.service import SessionService
 
-_IDENTIFIER = re.compile(IDENTIFIER_PATTERN)
 _IF_MATCH = b"if-match"
 
 
 def _session_key(path: str) -> SessionKey | None:
-    """The session of an append path whose identifiers are all valid."""
+    """The session of an append path whose identifiers are all valid; `path`
+    is percent-encoded (app.api.encoded_paths), each segment decoded here."""
     parts = path.split("/")
     if len(parts) != 8 or (parts[1], parts[3], parts[5], parts[7]) != (
         "apps",
@@ -38,11 +37,10 @@ def _session_key(path: str) -> SessionKey | None:
         "events",
     ):
         return None
-    identifiers = parts[2], parts[4], parts[6]
-    for identifier in identifiers:
-        if len(identifier) > IDENTIFIER_MAX_LENGTH or not _IDENTIFIER.search(identifier):
-            return None
-    return SessionKey(*identifiers)
+    app_name, user_id, session_id = map(decode_segment, (parts[2], parts[4], parts[6]))
+    if name_problem(app_name) or name_problem(user_id) or session_id_problem(session_id):
+        return None
+    return SessionKey(app_name, user_id, session_id)
 
 
 def _if_match(scope: Scope) -> str | None:

@@ -1,8 +1,13 @@
 """API keys checked once per request, before routing and validation, for every
-path under /apps/{app_name}; health, readiness, metrics and docs stay open."""
+path under /apps/{app_name}; health, readiness, metrics and docs stay open.
+
+The app name is decoded from its own segment of the path as sent
+(app.api.encoded_paths runs first): a key for 'team' is not a key for
+'team/travel' (team%2Ftravel)."""
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from app.api.encoded_paths import decode_segment
 from app.api.problems import service_error_response
 from app.auth import ApiKeys
 from app.errors import ServiceError
@@ -33,7 +38,7 @@ class ApiKeyMiddleware:
             and self.api_keys.enabled
             and scope["path"].startswith(PROTECTED_PREFIX)
         ):
-            app_name = scope["path"][len(PROTECTED_PREFIX) :].split("/", 1)[0]
+            app_name = decode_segment(scope["path"][len(PROTECTED_PREFIX) :].split("/", 1)[0])
             try:
                 self.api_keys.authorize(_bearer_token(scope), app_name)
             except ServiceError as error:

@@ -1,5 +1,5 @@
-"""Request parameters shared by the routes: validated identifiers, the
-If-Match precondition, and the service.
+"""Request parameters shared by the routes: identifiers decoded from their path
+segment and validated, the If-Match precondition, and the service.
 
 Plain parameters rather than nested dependencies: FastAPI resolves each
 dependency separately, which measured as the largest server-side cost of a
@@ -7,13 +7,25 @@ request here.
 """
 
 import re
+from collections.abc import Callable
 from typing import Annotated
 
 from fastapi import Header, Path, Request
+from pydantic import BeforeValidator
+from pydantic_core import PydanticCustomError
 
+from app.api.encoded_paths import decode_segment
 from app.errors import BadRequest
+from app.identifiers import (
+    IDENTIFIER_MAX_LENGTH,
+    NAME_PATTERN,
+    NAME_RULE,
+    SESSION_ID_PATTERN,
+    SESSION_ID_RULE,
+    name_problem,
+    session_id_problem,
+)
 from app.limits import MAX_INT64
-from app.schemas import IDENTIFIER_MAX_LENGTH, IDENTIFIER_PATTERN
 from app.service import SessionService
 
 
@@ -22,18 +34,41 @@ def service_of(request: Request) -> SessionService:
     return service
 
 
-def _identifier(description: str) -> object:
+def _from_segment(problem: Callable[[str], str | None]) -> BeforeValidator:
+    # Routes under /apps/ match the path as sent (app.api.encoded_paths): the
+    # segment arrives still percent-encoded and is decoded here, once.
+    def decoded(segment: str) -> str:
+        identifier = decode_segment(segment)
+        message = problem(identifier)
+        if message is not None:
+            raise PydanticCustomError("identifier", message)
+        return identifier
+
+    return BeforeValidator(decoded)
+
+
+def _identifier(what: str, rule: str, pattern: str) -> object:
     return Path(
-        min_length=1,
-        max_length=IDENTIFIER_MAX_LENGTH,
-        pattern=IDENTIFIER_PATTERN,
-        description=description,
+        description=f"{what}: {rule}. Percent-encode it ('/' as %2F, '%' as %25).",
+        json_schema_extra={
+            "minLength": 1,
+            "maxLength": IDENTIFIER_MAX_LENGTH,
+            "pattern": pattern,
+        },
     )
 
 
-AppName = Annotated[str, _identifier("Application name.")]
-UserId = Annotated[str, _identifier("User id.")]
-SessionId = Annotated[str, _identifier("Session id.")]
+AppName = Annotated[
+    str, _from_segment(name_problem), _identifier("Application name", NAME_RULE, NAME_PATTERN)
+]
+UserId = Annotated[
+    str, _from_segment(name_problem), _identifier("User id", NAME_RULE, NAME_PATTERN)
+]
+SessionId = Annotated[
+    str,
+    _from_segment(session_id_problem),
+    _identifier("Session id", SESSION_ID_RULE, SESSION_ID_PATTERN),
+]
 
 IfMatch = Annotated[
     str | None,

@@ -77,19 +77,17 @@ async def _on_validation_error(_request: Request, error: Exception) -> Response:
     return problem_response(422, "validation_error", "Validation error", summary, errors=details)
 
 
-def _has_bad_identifier(request: Request) -> bool:
-    """An /apps/ path that matched no route because an identifier in it is
-    empty or holds an encoded "/": a bad identifier (422), not a missing page."""
+def _has_empty_identifier(request: Request) -> bool:
+    """An /apps/ path that matched no route because a segment of it is empty:
+    an identifier missing (422), not a missing page."""
     raw_path: bytes = request.scope.get("raw_path") or request.url.path.encode()
-    if not raw_path.startswith(b"/apps/"):
-        return False
-    return b"//" in raw_path or b"%2f" in raw_path.lower()
+    return raw_path.startswith(b"/apps/") and b"//" in raw_path
 
 
 async def _on_http_error(request: Request, error: Exception) -> Response:
     assert isinstance(error, StarletteHTTPException)
-    if error.status_code == 404 and _has_bad_identifier(request):
-        message = "identifiers are 1 to 128 characters and hold no '/'"
+    if error.status_code == 404 and _has_empty_identifier(request):
+        message = "a segment of the path is empty: identifiers are 1 to 128 characters"
         return problem_response(
             422,
             "validation_error",

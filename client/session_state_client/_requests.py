@@ -44,7 +44,13 @@ class Call(Generic[T]):
 
 
 def _segment(value: str) -> str:
-    return quote(value, safe="")
+    """One path segment: every character but letters, digits and `-._~`
+    percent-encoded ('/' as %2F); "." and ".." escaped too, which URL
+    libraries would otherwise resolve as the current and parent segment."""
+    encoded = quote(value, safe="")
+    if encoded in (".", ".."):
+        return encoded.replace(".", "%2E")
+    return encoded
 
 
 def _session_path(app_name: str, user_id: str, session_id: str) -> str:

@@ -129,6 +129,25 @@ def _event_json(event: Event) -> dict[str, Any]:
     return document
 
 
+def _session_id(session_id: str | None) -> str | None:
+    """As ADK's own services: surrounding whitespace stripped, and a blank id
+    is no id (on create, the server generates one)."""
+    return (session_id.strip() or None) if session_id else None
+
+
+def _refuses_identifiers(error: _exceptions.ValidationError, *, in_body: bool = False) -> bool:
+    """Whether the server refused the app name, user id or session id (in the
+    path, or `sessionId` of a create's body): ADK takes any string, the server
+    cannot store an empty one, control characters or more than 128 characters."""
+    identifiers = [["path"], ["body", "sessionId"]] if in_body else [["path"]]
+    errors = error.body.get("errors")
+    for item in errors if isinstance(errors, list) else []:
+        loc = item.get("loc") if isinstance(item, dict) else None
+        if isinstance(loc, list) and (loc[:1] in identifiers or loc in identifiers):
+            return True
+    return False
+
+
 class HttpSessionService(_ServerClient, BaseSessionService):
     """ADK's BaseSessionService over HTTP (constructor: `_ServerClient`)."""
 
@@ -140,12 +159,20 @@ class HttpSessionService(_ServerClient, BaseSessionService):
         state: dict[str, Any] | None = None,
         session_id: str | None = None,
     ) -> Session:
+        session_id = _session_id(session_id)
         try:
             wire = await self.client.create_session(
                 app_name=app_name, user_id=user_id, session_id=session_id, state=state
             )
         except _exceptions.AlreadyExistsError as error:
             raise AlreadyExistsError(f"Session with id {session_id} already exists.") from error
+        except _exceptions.ValidationError as error:
+            if not _refuses_identifiers(error, in_body=True):
+                raise
+            raise ValueError(
+                f"session-state cannot store a session of app {app_name!r}, user {user_id!r}"
+                f" and id {session_id!r}: {error.body.get('detail')}"
+            ) from error
         return _adk_session(wire)
 
     async def get_session(
@@ -156,36 +183,54 @@ class HttpSessionService(_ServerClient, BaseSessionService):
         session_id: str,
         config: GetSessionConfig | None = None,
     ) -> Session | None:
+        stripped = _session_id(session_id)
+        if stripped is None:
+            return None
         try:
             wire = await self.client.get_session(
                 app_name=app_name,
                 user_id=user_id,
-                session_id=session_id,
+                session_id=stripped,
                 num_recent_events=config.num_recent_events if config else None,
                 after_timestamp=config.after_timestamp if config else None,
             )
         except _exceptions.NotFoundError:
             return None
+        except _exceptions.ValidationError as error:
+            if _refuses_identifiers(error):
+                return None  # no session can have such identifiers
+            raise
         return _adk_session(wire)
 
     async def list_sessions(
         self, *, app_name: str, user_id: str | None = None
     ) -> ListSessionsResponse:
-        sessions = [
-            _adk_session(wire)
-            async for wire in self.client.iter_sessions(
-                app_name=app_name, user_id=user_id, page_size=1000
-            )
-        ]
+        try:
+            sessions = [
+                _adk_session(wire)
+                async for wire in self.client.iter_sessions(
+                    app_name=app_name, user_id=user_id, page_size=1000
+                )
+            ]
+        except _exceptions.ValidationError as error:
+            if _refuses_identifiers(error):
+                return ListSessionsResponse(sessions=[])
+            raise
         return ListSessionsResponse(sessions=sessions)
 
     async def delete_session(self, *, app_name: str, user_id: str, session_id: str) -> None:
+        stripped = _session_id(session_id)
+        if stripped is None:
+            return
         try:
             await self.client.delete_session(
-                app_name=app_name, user_id=user_id, session_id=session_id
+                app_name=app_name, user_id=user_id, session_id=stripped
             )
         except _exceptions.NotFoundError:
             return
+        except _exceptions.ValidationError as error:
+            if not _refuses_identifiers(error):
+                raise
 
     async def get_user_state(self, *, app_name: str, user_id: str) -> dict[str, Any]:
         return await self.client.get_user_state(app_name=app_name, user_id=user_id)
@@ -208,6 +253,10 @@ class HttpSessionService(_ServerClient, BaseSessionService):
         except _exceptions.StaleSessionError as error:
             raise StaleSessionError(_STALE_MESSAGE) from error
         except _exceptions.NotFoundError as error:
+            raise SessionNotFoundError(f"Session {session.id} not found.") from error
+        except _exceptions.ValidationError as error:
+            if not _refuses_identifiers(error):
+                raise
             raise SessionNotFoundError(f"Session {session.id} not found.") from error
         if appended.replayed and any(known.id == event.id for known in session.events):
             # A re-delivery of an event this session already holds: as ADK's

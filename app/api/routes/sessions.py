@@ -39,7 +39,7 @@ DEFAULT_PAGE_SIZE = 100
 
 def problem_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
     descriptions = {
-        400: "Malformed JSON, If-Match or page token",
+        400: "A path that is not percent-encoded UTF-8; malformed JSON, If-Match or page token",
         413: "Request body, event or response too large",
         401: "API key missing or wrong (when keys are configured)",
         403: "The API key is not allowed for this app",
@@ -55,7 +55,7 @@ def problem_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
             "description": descriptions[status],
             "content": {PROBLEM_MEDIA_TYPE: {"schema": {"$ref": "#/components/schemas/Problem"}}},
         }
-        for status in sorted({*statuses, 401, 403, 413, 422, 503})
+        for status in sorted({*statuses, 400, 401, 403, 413, 422, 503})
     }
 
 
