@@ -1,0 +1,253 @@
+"""The image and the compose stack on a real Docker engine: the project's image
+built from the Dockerfile as it is, docker-compose.yml brought up as it is,
+sessions created, appended to and read through the published port, three API
+replicas sharing one PostgreSQL, and /readyz answering 503 while PostgreSQL is
+stopped and 200 once it is back. Everything made here is removed afterwards.
+
+The engine and the base images come from `.ci/docker-engine.sh`: a dockerd of
+its own, with stand-ins for python:3.11-slim and postgres:16 built from Debian
+packages (no image registry is reachable where CI runs), cached in its data
+root between runs. Marked `docker`: `pytest -m "not docker"` leaves it out.
+Under CI (CI=true) an engine that cannot be prepared is a failure, not a skip."""
+
+import json
+import os
+import shutil
+import subprocess
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import NoReturn
+
+import httpx
+import pytest
+
+ROOT = Path(__file__).parent.parent
+ENGINE_SCRIPT = ROOT / ".ci" / "docker-engine.sh"
+IMAGE = "session-state:local"  # the `image:` of docker-compose.yml's api and migrate
+IN_CI = os.environ.get("CI", "").lower() in ("1", "true")
+
+pytestmark = pytest.mark.docker
+
+
+def unavailable(reason: str) -> NoReturn:
+    if IN_CI:
+        pytest.fail(f"Docker could not be prepared in CI: {reason}", pytrace=False)
+    pytest.skip(reason)
+
+
+def run(command: list[str], env: dict[str, str], timeout: float) -> str:
+    """Runs a command in the checkout; its output is in the failure message."""
+    done = subprocess.run(
+        command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout
+    )
+    assert done.returncode == 0, f"{' '.join(command)} failed:\n{done.stdout}\n{done.stderr}"
+    return done.stdout
+
+
+@dataclass
+class Engine:
+    env: dict[str, str]
+    compose: list[str]
+    timings: dict[str, float] = field(default_factory=dict)
+
+    def docker(self, *arguments: str, timeout: float = 120) -> str:
+        return run(["docker", *arguments], self.env, timeout)
+
+
+def compose_command(env: dict[str, str]) -> list[str] | None:
+    """Compose v2 (the docker plugin) when present, else v1 (`docker-compose`,
+    Debian's package: it supports the compose file as it is)."""
+    probe = subprocess.run(["docker", "compose", "version"], env=env, capture_output=True)
+    if probe.returncode == 0:
+        return ["docker", "compose"]
+    return ["docker-compose"] if shutil.which("docker-compose") else None
+
+
+@pytest.fixture(scope="module")
+def engine(request: pytest.FixtureRequest) -> Iterator[Engine]:
+    if os.geteuid() != 0:
+        unavailable("starting dockerd and running debootstrap need root")
+    missing = [tool for tool in ("docker", "dockerd", "debootstrap") if not shutil.which(tool)]
+    if missing:
+        unavailable(f"not installed: {', '.join(missing)} (apt-get install docker.io debootstrap)")
+    already_running = subprocess.run(["bash", ENGINE_SCRIPT, "status"]).returncode == 0
+    started = time.monotonic()
+    prepared = subprocess.run(
+        ["bash", ENGINE_SCRIPT, "start"], capture_output=True, text=True, timeout=900
+    )
+    if prepared.returncode != 0:
+        if not already_running:
+            subprocess.run(["bash", ENGINE_SCRIPT, "stop"], timeout=120)
+        unavailable(f"{ENGINE_SCRIPT.name} start failed:\n{prepared.stderr}")
+    # Compose reads SESSION_STATE_* from its environment: only what is set here.
+    env = {key: value for key, value in os.environ.items() if not key.startswith("SESSION_STATE_")}
+    env |= {"DOCKER_HOST": prepared.stdout.strip(), "DOCKER_BUILDKIT": "0"}
+    compose = compose_command(env)
+    if compose is None:
+        unavailable("no compose: neither `docker compose` nor `docker-compose`")
+    prepared_engine = Engine(env, compose)
+    prepared_engine.timings["engine and base images"] = time.monotonic() - started
+    try:
+        yield prepared_engine
+    finally:
+        if not already_running:
+            subprocess.run(["bash", ENGINE_SCRIPT, "stop"], timeout=120)
+        summary = ", ".join(
+            f"{step} {seconds:.1f} s" for step, seconds in prepared_engine.timings.items()
+        )
+        # Printed past pytest's capture, so that CI's log keeps the timings.
+        capture = request.config.pluginmanager.getplugin("capturemanager")
+        with capture.global_and_fixture_disabled():
+            print(f"\ncontainers on a real engine: {summary}")
+
+
+@dataclass
+class Stack:
+    engine: Engine
+    project: str
+
+    def compose(self, *arguments: str, timeout: float = 180) -> str:
+        command = [*self.engine.compose, "--project-name", self.project, *arguments]
+        return run(command, self.engine.env, timeout)
+
+    def api_containers(self) -> list[dict]:
+        ids = self.compose("ps", "-q", "api").split()
+        return json.loads(self.engine.docker("inspect", *ids))
+
+    def api_urls(self) -> list[str]:
+        urls = []
+        for container in self.api_containers():
+            bindings = container["NetworkSettings"]["Ports"]["8000/tcp"]
+            assert {binding["HostIp"] for binding in bindings} == {"127.0.0.1"}, bindings
+            urls.append(f"http://127.0.0.1:{bindings[0]['HostPort']}")
+        return urls
+
+    def timed(self, step: str, started: float) -> None:
+        self.engine.timings[step] = time.monotonic() - started
+
+
+def wait_for(condition, what: str, timeout: float = 90) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"not within {timeout} s: {what}"
+        time.sleep(0.5)
+
+
+def status_of(url: str) -> int | None:
+    try:
+        return httpx.get(url, timeout=5).status_code
+    except httpx.TransportError:
+        return None
+
+
+def all_ready(stack: Stack) -> bool:
+    return all(status_of(f"{url}/readyz") == 200 for url in stack.api_urls())
+
+
+@pytest.fixture(scope="module")
+def stack(engine: Engine) -> Iterator[Stack]:
+    """docker-compose.yml up under a project name of its own (its own network,
+    volume and container names; the API on host ports the engine picks)."""
+    stack = Stack(engine, f"session-state-ci-{uuid.uuid4().hex[:8]}")
+    try:
+        started = time.monotonic()
+        # The build context is the checkout, as `docker compose build` sends it;
+        # the host's network because this engine has no default bridge.
+        engine.docker("build", "--quiet", "--network", "host", "-t", IMAGE, ".", timeout=600)
+        stack.timed("image build", started)
+        started = time.monotonic()
+        stack.compose("up", "--detach", "--no-build")
+        wait_for(lambda: all_ready(stack), "the API answers /readyz 200")
+        stack.timed("compose up", started)
+        yield stack
+    finally:
+        started = time.monotonic()
+        try:
+            stack.compose("down", "--volumes", "--remove-orphans")
+        finally:
+            # The project's image and its build stage; the base images stay cached.
+            subprocess.run(["docker", "image", "rm", IMAGE], env=engine.env, capture_output=True)
+            engine.docker("image", "prune", "--force")
+        stack.timed("compose down and cleanup", started)
+
+
+def test_sessions_are_created_appended_and_read_through_the_published_port(stack: Stack):
+    (url,) = stack.api_urls()
+    base = f"{url}/apps/travel/users/ada/sessions"
+    created = httpx.post(base, json={"sessionId": "trip-1", "state": {"stage": "new"}})
+    assert created.status_code == 201, created.text
+    appended = httpx.post(
+        f"{base}/trip-1/events",
+        headers={"If-Match": created.headers["ETag"]},
+        json={
+            "id": "e1",
+            "author": "planner",
+            "content": {"role": "model", "parts": [{"text": "Booked."}]},
+            "actions": {"stateDelta": {"stage": "booked"}},
+        },
+    )
+    assert appended.status_code == 201, appended.text
+    read = httpx.get(f"{base}/trip-1").json()
+    assert read["state"] == {"stage": "booked"}
+    assert [event["id"] for event in read["events"]] == ["e1"]
+
+
+def test_three_replicas_share_one_database_and_pass_their_healthchecks(stack: Stack):
+    started = time.monotonic()
+    stack.compose("up", "--detach", "--no-build", "--scale", "api=3")
+    wait_for(lambda: len(stack.api_urls()) == 3 and all_ready(stack), "three ready replicas")
+    first, second, third = stack.api_urls()
+    assert len({first, second, third}) == 3
+
+    base = "/apps/travel/users/grace/sessions"
+    created = httpx.post(f"{first}{base}", json={"sessionId": "shared"})
+    assert created.status_code == 201, created.text
+    appended = httpx.post(
+        f"{second}{base}/shared/events",
+        headers={"If-Match": created.headers["ETag"]},
+        json={"id": "e1", "author": "user", "actions": {"stateDelta": {"seen_by": "second"}}},
+    )
+    assert appended.status_code == 201, appended.text
+    for url in (first, second, third):
+        read = httpx.get(f"{url}{base}/shared")
+        assert read.status_code == 200, read.text
+        assert read.json()["state"] == {"seen_by": "second"}
+        assert [event["id"] for event in read.json()["events"]] == ["e1"]
+
+    # The compose healthcheck, run by the engine inside each container.
+    wait_for(
+        lambda: all(c["State"]["Health"]["Status"] == "healthy" for c in stack.api_containers()),
+        "every replica's healthcheck passes",
+    )
+    stack.timed("scale to 3 and healthy", started)
+
+
+def test_readyz_answers_503_while_postgresql_is_stopped_and_recovers(stack: Stack):
+    started = time.monotonic()
+    urls = stack.api_urls()
+    stack.compose("stop", "postgres")
+    for url in urls:
+        assert status_of(f"{url}/readyz") == 503
+        assert status_of(f"{url}/healthz") == 200, "liveness must not depend on the database"
+
+    stack.compose("start", "postgres")
+    wait_for(lambda: all_ready(stack), "every replica ready again after PostgreSQL restarts")
+    for url in urls:
+        read = httpx.get(f"{url}/apps/travel/users/grace/sessions/shared")
+        assert read.status_code == 200, read.text
+    stack.timed("postgres stop and recovery", started)
+
+
+def test_reads_answer_503_while_postgresql_is_stopped(stack: Stack):
+    (url, *_) = stack.api_urls()
+    stack.compose("stop", "postgres")
+    try:
+        read = httpx.get(f"{url}/apps/travel/users/grace/sessions/shared")
+        assert read.status_code == 503, read.text
+        assert read.headers["content-type"].startswith("application/problem+json")
+    finally:
+        stack.compose("start", "postgres")
+        wait_for(lambda: all_ready(stack), "every replica ready again after PostgreSQL restarts")
