@@ -12,6 +12,7 @@ import uuid
 import httpx
 import pytest
 
+from app.db import migrations
 from tests.conftest import POSTGRES_ADMIN_URL, drop_postgres_database, free_port
 
 
@@ -94,11 +95,12 @@ def test_version():
 
 def test_migrate_moves_down_and_up_and_refuses_an_unknown_revision(tmp_path):
     url = f"sqlite+aiosqlite:///{tmp_path / 'm.db'}"
-    assert "revision 0005" in _run("migrate", "--database-url", url).stdout
+    head = f"revision {migrations.head_revision()}"
+    assert head in _run("migrate", "--database-url", url).stdout
     down = _run("migrate", "--database-url", url, "--revision", "0003")
     assert down.returncode == 0 and "revision 0003" in down.stdout
     assert "no tables" in _run("migrate", "--database-url", url, "--revision", "base").stdout
-    assert "revision 0005" in _run("migrate", "--database-url", url, "--revision", "head").stdout
+    assert head in _run("migrate", "--database-url", url, "--revision", "head").stdout
     line = _one_line(_run("migrate", "--database-url", url, "--revision", "9999"))
     assert "unknown revision '9999'" in line and "0001" in line
 

@@ -1,6 +1,7 @@
 """Request ids, metrics and readiness."""
 
 import re
+import socket
 
 import pytest
 
@@ -99,3 +100,20 @@ def test_database_errors_that_mean_unavailable_become_503(postgres_error, unavai
     adapted = Exception("adapted by SQLAlchemy")
     adapted.__cause__ = getattr(asyncpg.exceptions, postgres_error)("from PostgreSQL")
     assert is_database_unavailable(DBAPIError("SELECT 1", {}, adapted)) is unavailable
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        ConnectionRefusedError(111, "Connection refused"),
+        socket.gaierror(-2, "Name or service not known"),
+        OSError(101, "Network is unreachable"),
+    ],
+)
+def test_a_database_host_that_cannot_be_reached_or_resolved_is_503(error):
+    """The PostgreSQL read path meets the OS's errors unwrapped: a host whose
+    name stopped resolving (a stopped compose service) was a 500."""
+    from app.api.problems import known_error_response
+
+    response = known_error_response(error)
+    assert response is not None and response.status_code == 503

@@ -158,7 +158,10 @@ def unexpected_error_response(error: BaseException) -> Response:
 # own errors from the PostgreSQL hot path (connection lost or refused, the
 # server shutting down or starting up, out of connections).
 _CONNECTION_ERRORS: tuple[type[Exception], ...] = (
-    ConnectionError,
+    # ConnectionError and the rest of OSError: refused, reset, unreachable,
+    # and a host name that stopped resolving (socket.gaierror: a stopped
+    # compose service's name), none of which is a bug of ours.
+    OSError,
     asyncpg.PostgresConnectionError,
     asyncpg.InterfaceError,
     asyncpg.exceptions.OperatorInterventionError,
