@@ -1,9 +1,12 @@
-"""Pure rules of long-term memory: what text an event contributes, and how a
-question's terms become full-text queries."""
+"""Pure rules of long-term memory: what text an event contributes, the id of
+an event given without one, and how a question's terms become full-text
+queries."""
 
+import hashlib
 from datetime import UTC, datetime
 from typing import Any
 
+from app import json_codec
 from app.search_text import QueryTerms
 
 
@@ -27,6 +30,33 @@ def event_role(document: dict[str, Any]) -> str | None:
     content = document.get("content")
     role = content.get("role") if isinstance(content, dict) else None
     return role if isinstance(role, str) else None
+
+
+def event_memory_id(document: dict[str, Any]) -> str:
+    """The event's id; for an event without one, as ADK's SqliteMemoryService
+    names it: a hash of author, timestamp and content, so that adding the same
+    event twice stores it once."""
+    event_id = document.get("id")
+    if isinstance(event_id, str) and event_id:
+        return event_id
+    content = json_codec.dumps_text(document.get("content"))
+    payload = f"{document.get('author') or ''}:{document.get('timestamp')}:{content}"
+    return hashlib.sha256(payload.encode()).hexdigest()[:32]
+
+
+def parse_iso_timestamp(text: str) -> float | None:
+    """Epoch seconds of an ISO 8601 time (UTC when it names no zone), as
+    MemoryEntry.timestamp carries it; None when it is not one."""
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    try:
+        return moment.timestamp()
+    except (OverflowError, OSError, ValueError):
+        return None
 
 
 def fts5_queries(terms: QueryTerms) -> list[str]:

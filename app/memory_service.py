@@ -1,6 +1,10 @@
-"""Long-term memory: sessions ingested into a per-(app, user) searchable store,
-as ADK's MemoryService does with `add_session_to_memory` and `search_memory`."""
+"""Long-term memory: a per-(app, user) searchable store, written as ADK's
+BaseMemoryService writes it (a stored session, events, entries; delete one
+memory, forget a user) and searched with `search_memory`."""
 
+import time
+import uuid
+from collections.abc import Sequence
 from typing import Any
 
 from app import json_codec
@@ -11,14 +15,15 @@ from app.db.memory_repository import MemoryRecord
 from app.db.repository import SessionKey
 from app.errors import SessionNotFound
 from app.limits import MAX_TIMESTAMP, MIN_TIMESTAMP, Limits
-from app.memory import event_role, event_text
+from app.memory import event_memory_id, event_role, event_text
 
 # Events read per batch: a long history is taken in bounded memory.
 INGEST_BATCH_EVENTS = 500
 
 
 def memory_record(session_id: str, document: dict[str, Any]) -> MemoryRecord | None:
-    """What memory keeps of a stored event; None for an event without text.
+    """What memory keeps of an event: its text (searched) and its content as
+    given (returned, every part); None for an event without text.
 
     Events stored before the value rules (app.json_rules) may hold NUL or a
     timestamp out of range: the NUL is dropped and the time clamped, so such
@@ -32,12 +37,42 @@ def memory_record(session_id: str, document: dict[str, Any]) -> MemoryRecord | N
         timestamp = MIN_TIMESTAMP
     return MemoryRecord(
         session_id=session_id,
-        event_id=str(document["id"]),
-        author=str(document.get("author", "")).replace("\x00", ""),
+        event_id=event_memory_id(document),
+        author=str(document.get("author") or "").replace("\x00", ""),
         role=event_role(document),
         timestamp=min(max(float(timestamp), MIN_TIMESTAMP), MAX_TIMESTAMP),
         text=text.replace("\x00", ""),
+        content=json_codec.dumps_text(document["content"]),
     )
+
+
+def entry_record(entry: dict[str, Any], timestamp: float) -> MemoryRecord:
+    """What memory keeps of an entry written directly (ADK's add_memory):
+    its id (or a new one), its content and custom metadata as given."""
+    content = entry["content"]
+    metadata = entry.get("customMetadata", entry.get("custom_metadata"))
+    return MemoryRecord(
+        session_id="",
+        event_id=entry.get("id") or uuid.uuid4().hex,
+        author=entry.get("author") or "",
+        role=event_role(entry),
+        timestamp=timestamp,
+        text=event_text(entry) or "",
+        content=json_codec.dumps_text(content),
+        custom_metadata=None if metadata is None else json_codec.dumps_text(metadata),
+    )
+
+
+def _as_taken(document: dict[str, Any], now: float) -> dict[str, Any]:
+    """The event with its id (named before the server's time is given to an
+    event without a timestamp, so that sending it again names it the same)
+    and a timestamp."""
+    if document.get("id") and document.get("timestamp") is not None:
+        return document
+    taken = {**document, "id": event_memory_id(document)}
+    if taken.get("timestamp") is None:
+        taken["timestamp"] = now
+    return taken
 
 
 class MemoryService:
@@ -50,6 +85,7 @@ class MemoryService:
         how many were added. Ingesting twice stores nothing twice."""
         added = 0
         async with self.db.write() as connection:
+            await memory_repository.lock_user_memory(connection, key.app_name, key.user_id)
             # Locked for share until the memories are committed: a delete of
             # the session (with its memories) waits, or this finds no session.
             if await repository.read_session(connection, key, lock_for_share=True) is None:
@@ -73,6 +109,49 @@ class MemoryService:
                 )
         return added
 
+    async def add_events(
+        self, app_name: str, user_id: str, session_id: str | None, events: Sequence[dict[str, Any]]
+    ) -> int:
+        """Takes the events' texts into memory (ADK's add_events_to_memory);
+        returns how many were new. Events without a session share one."""
+        now = time.time()
+        records = [
+            record
+            for document in events
+            if (record := memory_record(session_id or "", _as_taken(document, now))) is not None
+        ]
+        added = 0
+        async with self.db.write() as connection:
+            await memory_repository.lock_user_memory(connection, app_name, user_id)
+            for start in range(0, len(records), INGEST_BATCH_EVENTS):
+                added += await memory_repository.insert_memories(
+                    connection, app_name, user_id, records[start : start + INGEST_BATCH_EVENTS]
+                )
+        return added
+
+    async def add_entries(
+        self, app_name: str, user_id: str, entries: Sequence[tuple[dict[str, Any], float | None]]
+    ) -> list[str]:
+        """Writes memory entries directly (ADK's add_memory), each with its
+        time (None: now); returns their ids in order."""
+        now = time.time()
+        records = [entry_record(entry, now if at is None else at) for entry, at in entries]
+        # The last of several entries sent with one id is the one kept.
+        unique = list({record.event_id: record for record in records}.values())
+        async with self.db.write() as connection:
+            await memory_repository.lock_user_memory(connection, app_name, user_id)
+            for start in range(0, len(unique), INGEST_BATCH_EVENTS):
+                await memory_repository.replace_memories(
+                    connection, app_name, user_id, unique[start : start + INGEST_BATCH_EVENTS]
+                )
+        return [record.event_id for record in records]
+
+    async def delete_memory(self, app_name: str, user_id: str, memory_id: str) -> None:
+        """Deletes one memory (ADK's delete_memory); an unknown id is a no-op."""
+        async with self.db.write() as connection:
+            await memory_repository.lock_user_memory(connection, app_name, user_id)
+            await memory_repository.forget_memory(connection, app_name, user_id, memory_id)
+
     async def search(
         self, app_name: str, user_id: str, question: str, limit: int
     ) -> list[MemoryRecord]:
@@ -84,4 +163,5 @@ class MemoryService:
 
     async def forget_user(self, app_name: str, user_id: str) -> None:
         async with self.db.write() as connection:
+            await memory_repository.lock_user_memory(connection, app_name, user_id)
             await memory_repository.delete_user_memories(connection, app_name, user_id)

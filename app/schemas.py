@@ -114,10 +114,16 @@ class IngestMemoryResponse(WireModel):
 
 
 class MemoryPart(WireModel):
-    text: str
+    model_config = ConfigDict(extra="allow")
+
+    text: str | None = None
 
 
 class MemoryContent(WireModel):
+    """ADK's (google.genai) Content: every part as added, not only text."""
+
+    model_config = ConfigDict(extra="allow")
+
     role: str | None = None
     parts: list[MemoryPart]
 
@@ -125,11 +131,83 @@ class MemoryContent(WireModel):
 class MemoryEntry(WireModel):
     """ADK's MemoryEntry, camelCase."""
 
-    id: str = Field(description="The id of the event the memory comes from.")
+    id: str = Field(description="The memory's id: its event's id, or the id it was added with.")
     author: str
     timestamp: str = Field(description="ISO 8601, UTC.")
     content: MemoryContent
-    custom_metadata: dict[str, Any] = Field(description="sessionId of the source session.")
+    custom_metadata: dict[str, Any] = Field(
+        description="As added; for a memory taken from a session's event, its sessionId."
+    )
+
+
+MemoryId = Annotated[str, Field(min_length=1, max_length=IDENTIFIER_MAX_LENGTH)]
+
+
+class MemoryEvent(WireModel):
+    """An ADK Event as JSON: only what memory reads is checked."""
+
+    model_config = ConfigDict(extra="allow")
+
+    id: Annotated[str, Field(max_length=IDENTIFIER_MAX_LENGTH)] | None = Field(
+        default=None,
+        description="Without one (or empty), a hash of author, timestamp and content.",
+    )
+    author: str | None = None
+    # Strict: the event is stored as sent, so "5" or true is refused, not read as 5.0.
+    timestamp: float | None = Field(
+        default=None,
+        ge=0,
+        le=253402300799,
+        strict=True,
+        description="Epoch seconds; server time if missing.",
+    )
+    content: dict[str, Any] | None = Field(
+        default=None, description="ADK's Content; events without a text part are not taken."
+    )
+
+
+class AddMemoryEventsRequest(WireModel):
+    """ADK's add_events_to_memory: the events are a delta, never the whole
+    session; an event already in memory (same session and id) is kept as first
+    added, one deleted with delete_memory is not taken again."""
+
+    session_id: SessionIdentifier | None = Field(
+        default=None, description="The session the events belong to, if any."
+    )
+    events: list[MemoryEvent]
+    custom_metadata: dict[str, Any] | None = Field(
+        default=None, description="Accepted as ADK passes it; no key is interpreted."
+    )
+
+
+class AddMemoryEventsResponse(WireModel):
+    memories_added: int = Field(description="Events newly taken into memory.")
+
+
+class NewMemoryEntry(WireModel):
+    """ADK's MemoryEntry, as add_memory writes it."""
+
+    id: MemoryId | None = Field(default=None, description="Generated (uuid4 hex) when missing.")
+    author: str | None = None
+    timestamp: str | None = Field(
+        default=None, description="ISO 8601 (UTC when no zone is given); server time if missing."
+    )
+    content: MemoryContent = Field(description="Needs at least one text part to be found.")
+    custom_metadata: dict[str, Any] | None = None
+
+
+class AddMemoriesRequest(WireModel):
+    """ADK's add_memory: entries written directly. An id given again replaces
+    its memory; an id deleted before is written again."""
+
+    memories: list[NewMemoryEntry]
+    custom_metadata: dict[str, Any] | None = Field(
+        default=None, description="Accepted as ADK passes it; no key is interpreted."
+    )
+
+
+class AddMemoriesResponse(WireModel):
+    memory_ids: list[str] = Field(description="The entries' ids, in the order sent.")
 
 
 class SearchMemoryResponse(WireModel):

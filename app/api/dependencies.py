@@ -69,6 +69,11 @@ SessionId = Annotated[
     _from_segment(session_id_problem),
     _identifier("Session id", SESSION_ID_RULE, SESSION_ID_PATTERN),
 ]
+MemoryId = Annotated[
+    str,
+    _from_segment(name_problem),
+    _identifier("A memory's id, as search returns it", NAME_RULE, NAME_PATTERN),
+]
 
 IfMatch = Annotated[
     str | None,

@@ -7,13 +7,13 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import delete, text
+from sqlalchemy import delete, select, text
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.db.repository import SessionKey
-from app.db.tables import memories
+from app.db.tables import forgotten_memories, memories
 from app.memory import fts5_queries
 from app.search_text import query_terms, search_text
 
@@ -26,12 +26,30 @@ class MemoryRecord:
     role: str | None
     timestamp: float
     text: str
+    # JSON texts of the content and custom metadata as added; None for rows
+    # stored before migration 0005 (and no metadata for event memories).
+    content: str | None = None
+    custom_metadata: str | None = None
+
+
+async def lock_user_memory(connection: AsyncConnection, app_name: str, user_id: str) -> None:
+    """Serialises the writes of one user's memory until the transaction ends,
+    so that an add racing a delete_memory cannot bring a deleted id back. On
+    SQLite every write transaction already holds the database's write lock."""
+    if connection.dialect.name == "postgresql":
+        await connection.execute(
+            text("SELECT pg_advisory_xact_lock(hashtextextended(:key, 1147))"),
+            {"key": f"{app_name}\x1f{user_id}"},
+        )
 
 
 async def insert_memories(
     connection: AsyncConnection, app_name: str, user_id: str, records: Sequence[MemoryRecord]
 ) -> int:
-    """Inserts the memories not stored yet; returns how many were new."""
+    """Inserts the memories not stored yet and not forgotten (delete_memory);
+    returns how many were new. The caller holds `lock_user_memory`."""
+    forgotten = await _forgotten_among(connection, app_name, user_id, records)
+    records = [record for record in records if record.event_id not in forgotten]
     if not records:
         return 0
     insert = postgresql_insert if connection.dialect.name == "postgresql" else sqlite_insert
@@ -54,12 +72,81 @@ async def insert_memories(
                 "role": record.role,
                 "timestamp": record.timestamp,
                 "text": record.text,
+                "content": record.content,
+                "custom_metadata": record.custom_metadata,
                 **_search_columns(record.text),
             }
             for record in records
         ],
     )
     return len(result.all())
+
+
+async def _forgotten_among(
+    connection: AsyncConnection, app_name: str, user_id: str, records: Sequence[MemoryRecord]
+) -> set[str]:
+    if not records:
+        return set()
+    result = await connection.execute(
+        select(forgotten_memories.c.memory_id).where(
+            forgotten_memories.c.app_name == app_name,
+            forgotten_memories.c.user_id == user_id,
+            forgotten_memories.c.memory_id.in_({record.event_id for record in records}),
+        )
+    )
+    return set(result.scalars())
+
+
+async def replace_memories(
+    connection: AsyncConnection, app_name: str, user_id: str, records: Sequence[MemoryRecord]
+) -> None:
+    """Stores memories written directly (add_memory): an id given again
+    replaces its memory, and an id deleted before may be written again. A
+    delete and an insert, not an UPDATE: SQLite's full-text index follows
+    inserts and deletes only. The caller holds `lock_user_memory`."""
+    ids = [record.event_id for record in records]
+    for session_id in {record.session_id for record in records}:
+        await connection.execute(
+            delete(memories).where(
+                memories.c.app_name == app_name,
+                memories.c.user_id == user_id,
+                memories.c.session_id == session_id,
+                memories.c.event_id.in_(ids),
+            )
+        )
+    await connection.execute(
+        delete(forgotten_memories).where(
+            forgotten_memories.c.app_name == app_name,
+            forgotten_memories.c.user_id == user_id,
+            forgotten_memories.c.memory_id.in_(ids),
+        )
+    )
+    await insert_memories(connection, app_name, user_id, records)
+
+
+async def forget_memory(
+    connection: AsyncConnection, app_name: str, user_id: str, memory_id: str
+) -> bool:
+    """Deletes the user's memories of that id (one per session that holds it)
+    and, as ADK's InMemoryMemoryService does when it deleted something,
+    remembers the id so that adding its session again does not bring it
+    back. The caller holds `lock_user_memory`."""
+    result = await connection.execute(
+        delete(memories).where(
+            memories.c.app_name == app_name,
+            memories.c.user_id == user_id,
+            memories.c.event_id == memory_id,
+        )
+    )
+    if result.rowcount == 0:
+        return False
+    insert = postgresql_insert if connection.dialect.name == "postgresql" else sqlite_insert
+    await connection.execute(
+        insert(forgotten_memories)
+        .values(app_name=app_name, user_id=user_id, memory_id=memory_id)
+        .on_conflict_do_nothing()
+    )
+    return True
 
 
 def _search_columns(text: str) -> dict[str, str]:
@@ -75,7 +162,8 @@ _TAKE_WHAT_FITS = """
         SELECT id, row_number() OVER best AS position, sum(size) OVER best AS running
           FROM top WINDOW best AS (ORDER BY matched DESC, rank_order, timestamp DESC, id)
     )
-    SELECT m.session_id, m.event_id, m.author, m.role, m.timestamp, m.text
+    SELECT m.session_id, m.event_id, m.author, m.role, m.timestamp, m.text,
+           m.content, m.custom_metadata
       FROM ranked JOIN memories AS m ON m.id = ranked.id
      WHERE ranked.position = 1 OR ranked.running <= :budget
      ORDER BY ranked.position
@@ -101,7 +189,9 @@ _POSTGRESQL_SEARCH = text(
     ), matching AS (
         SELECT CAST(string_agg(CAST(query AS text), ' | ') AS tsquery) AS query FROM term
     ), top AS (
-        SELECT m.id, m.timestamp, octet_length(m.text) AS size,
+        SELECT m.id, m.timestamp,
+               octet_length(m.text) + coalesce(octet_length(m.content), 0)
+               + coalesce(octet_length(m.custom_metadata), 0) AS size,
                (SELECT count(*) FROM term WHERE m.search_vector @@ term.query) AS matched,
                -ts_rank_cd(m.search_vector, matching.query) AS rank_order
           FROM memories AS m, matching
@@ -123,7 +213,9 @@ _SQLITE_SEARCH = text(
           FROM json_each(:queries) AS term
           JOIN memories_fts ON memories_fts MATCH term.value
     ), top AS (
-        SELECT m.id, m.timestamp, length(CAST(m.text AS BLOB)) AS size,
+        SELECT m.id, m.timestamp,
+               length(CAST(m.text AS BLOB)) + coalesce(length(CAST(m.content AS BLOB)), 0)
+               + coalesce(length(CAST(m.custom_metadata AS BLOB)), 0) AS size,
                count(*) AS matched, sum(hit.score) AS rank_order
           FROM hit JOIN memories AS m ON m.id = hit.id
          WHERE m.app_name = :app_name AND m.user_id = :user_id
@@ -178,7 +270,13 @@ async def delete_session_memories(connection: AsyncConnection, key: SessionKey) 
 
 
 async def delete_user_memories(connection: AsyncConnection, app_name: str, user_id: str) -> int:
+    """Everything of the user's memory, the ids it forgot included."""
     result = await connection.execute(
         delete(memories).where(memories.c.app_name == app_name, memories.c.user_id == user_id)
+    )
+    await connection.execute(
+        delete(forgotten_memories).where(
+            forgotten_memories.c.app_name == app_name, forgotten_memories.c.user_id == user_id
+        )
     )
     return result.rowcount

@@ -23,6 +23,8 @@ from session_state_client._http11 import Http11Client
 from session_state_client._models import (
     AppendResult,
     EventPage,
+    MemoryEntriesResult,
+    MemoryEventsResult,
     MemoryIngestResult,
     SearchMemoryResponse,
     Session,
@@ -265,6 +267,37 @@ class SessionStateClient:
     ) -> SearchMemoryResponse:
         """The user's memories best matching the query, best first."""
         return self._send(_requests.search_memory(app_name, user_id, query, limit))
+
+    def add_events_to_memory(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        events: list[dict[str, Any]],
+        session_id: str | None = None,
+        custom_metadata: Mapping[str, Any] | None = None,
+    ) -> MemoryEventsResult:
+        """Takes the texts of these events (ADK Event JSON) into the user's
+        memory; an event already taken (same session and id) is skipped."""
+        return self._send(
+            _requests.add_events_to_memory(app_name, user_id, events, session_id, custom_metadata)
+        )
+
+    def add_memory(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        memories: list[dict[str, Any]],
+        custom_metadata: Mapping[str, Any] | None = None,
+    ) -> MemoryEntriesResult:
+        """Writes memory entries (ADK MemoryEntry JSON) directly; an id given
+        again replaces its entry."""
+        return self._send(_requests.add_memory(app_name, user_id, memories, custom_metadata))
+
+    def delete_memory(self, *, app_name: str, user_id: str, memory_id: str) -> None:
+        """Deletes one memory by the id search returned; unknown ids are a no-op."""
+        self._send(_requests.delete_memory(app_name, user_id, memory_id))
 
     def forget_user_memory(self, *, app_name: str, user_id: str) -> None:
         """Deletes everything in the user's memory."""
@@ -523,6 +556,37 @@ class AsyncSessionStateClient:
     ) -> SearchMemoryResponse:
         """The user's memories best matching the query, best first."""
         return await self._send(_requests.search_memory(app_name, user_id, query, limit))
+
+    async def add_events_to_memory(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        events: list[dict[str, Any]],
+        session_id: str | None = None,
+        custom_metadata: Mapping[str, Any] | None = None,
+    ) -> MemoryEventsResult:
+        """Takes the texts of these events (ADK Event JSON) into the user's
+        memory; an event already taken (same session and id) is skipped."""
+        return await self._send(
+            _requests.add_events_to_memory(app_name, user_id, events, session_id, custom_metadata)
+        )
+
+    async def add_memory(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        memories: list[dict[str, Any]],
+        custom_metadata: Mapping[str, Any] | None = None,
+    ) -> MemoryEntriesResult:
+        """Writes memory entries (ADK MemoryEntry JSON) directly; an id given
+        again replaces its entry."""
+        return await self._send(_requests.add_memory(app_name, user_id, memories, custom_metadata))
+
+    async def delete_memory(self, *, app_name: str, user_id: str, memory_id: str) -> None:
+        """Deletes one memory by the id search returned; unknown ids are a no-op."""
+        await self._send(_requests.delete_memory(app_name, user_id, memory_id))
 
     async def forget_user_memory(self, *, app_name: str, user_id: str) -> None:
         """Deletes everything in the user's memory."""

@@ -8,7 +8,9 @@ from pydantic.alias_generators import to_camel
 __all__ = [
     "AppendResult",
     "EventPage",
+    "MemoryEntriesResult",
     "MemoryEntry",
+    "MemoryEventsResult",
     "MemoryIngestResult",
     "SearchMemoryResponse",
     "Session",
@@ -54,12 +56,18 @@ class AppendResult(_Wire):
 
 
 class MemoryContentPart(_Wire):
-    text: str
+    """A part of ADK's Content: `text`, or any other kind, kept as sent."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="allow")
+
+    text: str | None = None
 
 
 class MemoryContent(_Wire):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="allow")
+
     role: str | None = None
-    parts: list[MemoryContentPart]
+    parts: list[MemoryContentPart] = Field(default_factory=list)
 
 
 class MemoryEntry(_Wire):
@@ -77,3 +85,11 @@ class SearchMemoryResponse(_Wire):
 class MemoryIngestResult(_Wire):
     session_id: str
     memories_added: int
+
+
+class MemoryEventsResult(_Wire):
+    memories_added: int
+
+
+class MemoryEntriesResult(_Wire):
+    memory_ids: list[str]

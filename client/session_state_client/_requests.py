@@ -21,6 +21,8 @@ from session_state_client._exceptions import error_from_response
 from session_state_client._models import (
     AppendResult,
     EventPage,
+    MemoryEntriesResult,
+    MemoryEventsResult,
     MemoryIngestResult,
     SearchMemoryResponse,
     Session,
@@ -244,6 +246,53 @@ def search_memory(
         _params(query=query, limit=limit),
         repeatable=True,
     )
+
+
+def add_events_to_memory(
+    app_name: str,
+    user_id: str,
+    events: list[dict[str, Any]],
+    session_id: str | None,
+    custom_metadata: Mapping[str, Any] | None,
+) -> Call[MemoryEventsResult]:
+    body: dict[str, Any] = {"events": events}
+    if session_id is not None:
+        body["sessionId"] = session_id
+    if custom_metadata is not None:
+        body["customMetadata"] = dict(custom_metadata)
+    return Call(
+        "POST",
+        f"{_memory_path(app_name, user_id)}/events",
+        lambda response: MemoryEventsResult.model_validate(_json(response)),
+        json=body,
+        repeatable=True,  # events are taken once per (session, id)
+    )
+
+
+def add_memory(
+    app_name: str,
+    user_id: str,
+    memories: list[dict[str, Any]],
+    custom_metadata: Mapping[str, Any] | None,
+) -> Call[MemoryEntriesResult]:
+    # An id for every entry, chosen here: a repeat after a lost answer then
+    # rewrites the same entries instead of adding them twice.
+    entries = [{**entry, "id": entry.get("id") or uuid.uuid4().hex} for entry in memories]
+    body: dict[str, Any] = {"memories": entries}
+    if custom_metadata is not None:
+        body["customMetadata"] = dict(custom_metadata)
+    return Call(
+        "POST",
+        f"{_memory_path(app_name, user_id)}/entries",
+        lambda response: MemoryEntriesResult.model_validate(_json(response)),
+        json=body,
+        repeatable=True,
+    )
+
+
+def delete_memory(app_name: str, user_id: str, memory_id: str) -> Call[None]:
+    path = f"{_memory_path(app_name, user_id)}/{_segment(memory_id)}"
+    return Call("DELETE", path, _nothing, repeatable=True)
 
 
 def forget_user_memory(app_name: str, user_id: str) -> Call[None]:

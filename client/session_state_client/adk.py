@@ -15,6 +15,7 @@ HTTPS) that way. Register the schemes with a `services.yaml` (see the README)
 or with `register()` in the agents directory's `services.py`.
 """
 
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -35,6 +36,7 @@ from google.genai import types
 from session_state_client import _exceptions
 from session_state_client._client import AsyncSessionStateClient
 from session_state_client._models import Session as WireSession
+from session_state_client._requests import encode
 
 __all__ = [
     "URI_SCHEMES",
@@ -122,6 +124,25 @@ def _adk_session(wire: WireSession) -> Session:
     )
     session._storage_update_marker = None if wire.revision is None else str(wire.revision)
     return session
+
+
+# What one memory request carries at most, below the server's default body
+# limit (8 MiB): a long session is sent in several.
+_BATCH_BYTES = 4 * 1024 * 1024
+
+
+def _batches(documents: list[dict[str, Any]]) -> Iterator[list[dict[str, Any]]]:
+    batch: list[dict[str, Any]] = []
+    size = 0
+    for document in documents:
+        document_size = len(encode(document))
+        if batch and size + document_size > _BATCH_BYTES:
+            yield batch
+            batch, size = [], 0
+        batch.append(document)
+        size += document_size
+    if batch:
+        yield batch
 
 
 def _event_json(event: Event) -> dict[str, Any]:
@@ -272,14 +293,65 @@ class HttpSessionService(_ServerClient, BaseSessionService):
 
 
 class HttpMemoryService(_ServerClient, BaseMemoryService):
-    """ADK's BaseMemoryService over HTTP (constructor: `_ServerClient`): the
-    server ingests the stored session, so sessions must be kept by a
-    session-state server too."""
+    """ADK's BaseMemoryService over HTTP (constructor: `_ServerClient`), with
+    ADK 2.13's add_events_to_memory, add_memory and delete_memory. The
+    sessions given may be kept anywhere: their events are sent."""
 
     async def add_session_to_memory(self, session: Session) -> None:
-        await self.client.add_session_to_memory(
-            app_name=session.app_name, user_id=session.user_id, session_id=session.id
+        await self.add_events_to_memory(
+            app_name=session.app_name,
+            user_id=session.user_id,
+            events=session.events,
+            session_id=session.id,
         )
+
+    async def add_events_to_memory(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        events: Sequence[Event],
+        session_id: str | None = None,
+        custom_metadata: Mapping[str, object] | None = None,
+    ) -> None:
+        # As ADK's services: only events with content parts can be memories.
+        documents = [
+            _event_json(event) for event in events if event.content and event.content.parts
+        ]
+        for batch in _batches(documents):
+            await self.client.add_events_to_memory(
+                app_name=app_name,
+                user_id=user_id,
+                events=batch,
+                session_id=session_id,
+                custom_metadata=custom_metadata,
+            )
+
+    async def add_memory(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        memories: Sequence[MemoryEntry],
+        custom_metadata: Mapping[str, object] | None = None,
+    ) -> None:
+        entries = [
+            memory.model_dump(mode="json", by_alias=True, exclude_none=True) for memory in memories
+        ]
+        for batch in _batches(entries):
+            await self.client.add_memory(
+                app_name=app_name,
+                user_id=user_id,
+                memories=batch,
+                custom_metadata=custom_metadata,
+            )
+
+    async def delete_memory(
+        self, *, app_name: str, user_id: str, memory_id: str | None = None
+    ) -> None:
+        if not memory_id:
+            return
+        await self.client.delete_memory(app_name=app_name, user_id=user_id, memory_id=memory_id)
 
     async def search_memory(
         self, *, app_name: str, user_id: str, query: str
@@ -291,9 +363,8 @@ class HttpMemoryService(_ServerClient, BaseMemoryService):
                     id=entry.id,
                     author=entry.author,
                     timestamp=entry.timestamp,
-                    content=types.Content(
-                        role=entry.content.role,
-                        parts=[types.Part(text=part.text) for part in entry.content.parts],
+                    content=types.Content.model_validate(
+                        entry.content.model_dump(by_alias=True, exclude_none=True)
                     ),
                     custom_metadata=entry.custom_metadata,
                 )

@@ -1,19 +1,31 @@
-"""Long-term memory of a user in an app: ingest a session, search, forget."""
+"""Long-term memory of a user in an app, as ADK's BaseMemoryService: take a
+stored session, add events, add entries, search, delete one memory, forget."""
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request, Response
 
+from app import json_codec
 from app.api import rendering
 from app.api.bodies import documented_body, read_json, validate_body
-from app.api.dependencies import AppName, UserId
+from app.api.dependencies import AppName, MemoryId, UserId
 from app.api.routes.sessions import problem_responses
+from app.db.memory_repository import MemoryRecord
 from app.db.repository import SessionKey
 from app.errors import FieldError, InvalidInput
 from app.json_rules import text_problem
-from app.memory import iso_timestamp
+from app.limits import MAX_TIMESTAMP, MIN_TIMESTAMP
+from app.memory import event_text, iso_timestamp, parse_iso_timestamp
 from app.memory_service import MemoryService
-from app.schemas import IngestMemoryRequest, IngestMemoryResponse, SearchMemoryResponse
+from app.schemas import (
+    AddMemoriesRequest,
+    AddMemoriesResponse,
+    AddMemoryEventsRequest,
+    AddMemoryEventsResponse,
+    IngestMemoryRequest,
+    IngestMemoryResponse,
+    SearchMemoryResponse,
+)
 
 router = APIRouter(tags=["memory"])
 
@@ -49,23 +61,95 @@ async def search_memory(
     app_name: AppName,
     user_id: UserId,
     request: Request,
-    query: Annotated[str, Query(min_length=1, max_length=2000, description="A question.")],
+    query: Annotated[
+        str,
+        Query(max_length=2000, description="A question; an empty or blank one finds nothing."),
+    ],
     limit: Annotated[int, Query(ge=1, le=MAX_RESULTS)] = DEFAULT_RESULTS,
 ) -> Response:
     if (problem := text_problem(query)) is not None:
         raise InvalidInput([FieldError(["query", "query"], problem)])
+    if not query.strip():
+        return rendering.json_response({"memories": []})
     found = await memory_of(request).search(app_name, user_id, query, limit)
-    memories = [
-        {
-            "id": record.event_id,
-            "author": record.author,
-            "timestamp": iso_timestamp(record.timestamp),
-            "content": {"role": record.role, "parts": [{"text": record.text}]},
-            "customMetadata": {"sessionId": record.session_id},
-        }
-        for record in found
-    ]
-    return rendering.json_response({"memories": memories})
+    return rendering.json_response({"memories": [_memory_entry(record) for record in found]})
+
+
+def _memory_entry(record: MemoryRecord) -> dict[str, Any]:
+    content = (
+        json_codec.loads(record.content)
+        if record.content is not None
+        else {"role": record.role, "parts": [{"text": record.text}]}
+    )
+    metadata = {} if record.custom_metadata is None else json_codec.loads(record.custom_metadata)
+    if record.session_id:
+        metadata = {**metadata, "sessionId": record.session_id}
+    return {
+        "id": record.event_id,
+        "author": record.author,
+        "timestamp": iso_timestamp(record.timestamp),
+        "content": content,
+        "customMetadata": metadata,
+    }
+
+
+@router.post(
+    "/apps/{app_name}/users/{user_id}/memory/events",
+    response_model=AddMemoryEventsResponse,
+    responses=problem_responses(400),
+    openapi_extra=documented_body(AddMemoryEventsRequest, required=True),
+    summary="Take events' texts into the user's memory (ADK's add_events_to_memory)",
+)
+async def add_events(app_name: AppName, user_id: UserId, request: Request) -> Response:
+    document = await read_json(request)
+    body = validate_body(AddMemoryEventsRequest, document)
+    # The events as sent (validated above), so that content is kept verbatim.
+    events: list[dict[str, Any]] = document["events"]
+    added = await memory_of(request).add_events(app_name, user_id, body.session_id, events)
+    return rendering.json_response({"memoriesAdded": added})
+
+
+@router.post(
+    "/apps/{app_name}/users/{user_id}/memory/entries",
+    response_model=AddMemoriesResponse,
+    responses=problem_responses(400),
+    openapi_extra=documented_body(AddMemoriesRequest, required=True),
+    summary="Write memory entries directly (ADK's add_memory)",
+)
+async def add_memories(app_name: AppName, user_id: UserId, request: Request) -> Response:
+    document = await read_json(request)
+    body = validate_body(AddMemoriesRequest, document)
+    entries: list[tuple[dict[str, Any], float | None]] = []
+    problems: list[FieldError] = []
+    for index, (sent, entry) in enumerate(zip(document["memories"], body.memories, strict=True)):
+        where: list[str | int] = ["body", "memories", index]
+        if event_text(sent) is None:
+            problems.append(FieldError([*where, "content"], "a memory needs a text part"))
+        at = None
+        if entry.timestamp is not None:
+            at = parse_iso_timestamp(entry.timestamp)
+            if at is None or not MIN_TIMESTAMP <= at <= MAX_TIMESTAMP:
+                problems.append(
+                    FieldError([*where, "timestamp"], "an ISO 8601 time from 1970 to 9999")
+                )
+        entries.append((sent, at))
+    if problems:
+        raise InvalidInput(problems)
+    ids = await memory_of(request).add_entries(app_name, user_id, entries)
+    return rendering.json_response({"memoryIds": ids})
+
+
+@router.delete(
+    "/apps/{app_name}/users/{user_id}/memory/{memory_id}",
+    status_code=204,
+    responses=problem_responses(400),
+    summary="Delete one memory (ADK's delete_memory); an unknown id is a no-op",
+)
+async def delete_memory(
+    app_name: AppName, user_id: UserId, memory_id: MemoryId, request: Request
+) -> Response:
+    await memory_of(request).delete_memory(app_name, user_id, memory_id)
+    return Response(status_code=204)
 
 
 @router.delete(
