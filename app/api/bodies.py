@@ -61,10 +61,30 @@ def validate_body(model: type[ModelT], document: Any) -> ModelT:
 
 def documented_body(model: type[BaseModel], *, required: bool) -> dict[str, Any]:
     """openapi_extra describing a JSON body of `model`."""
-    schema = model.model_json_schema(by_alias=True, mode="validation")
+    schema = _inlined(model.model_json_schema(by_alias=True, mode="validation"))
     return {
         "requestBody": {
             "required": required,
             "content": {"application/json": {"schema": schema}},
         }
     }
+
+
+def _inlined(schema: dict[str, Any]) -> dict[str, Any]:
+    """The schema with its nested models written in place: pydantic refers to
+    them as "#/$defs/...", which means nothing inside an OpenAPI document
+    (ReDoc stops rendering on it). None of these models is recursive."""
+    definitions = schema.pop("$defs", {})
+
+    def resolve(node: Any) -> Any:
+        if isinstance(node, dict):
+            reference = node.get("$ref")
+            if isinstance(reference, str) and reference.startswith("#/$defs/"):
+                return resolve(definitions[reference.removeprefix("#/$defs/")])
+            return {key: resolve(value) for key, value in node.items()}
+        if isinstance(node, list):
+            return [resolve(item) for item in node]
+        return node
+
+    inlined: dict[str, Any] = resolve(schema)
+    return inlined
