@@ -3,11 +3,11 @@
 import asyncio
 import os
 import time
-import urllib.request
 from collections.abc import AsyncIterator, Iterator, Mapping
 from types import TracebackType
 from typing import Any, Literal, Self, TypeVar
 
+import aiohttp
 import httpx
 
 from session_state_client import _requests
@@ -18,8 +18,6 @@ from session_state_client._constants import (
     DEFAULT_MAX_RETRIES,
     DEFAULT_TIMEOUT,
 )
-from session_state_client._exceptions import APIConnectionError, APITimeoutError
-from session_state_client._http11 import Http11Client
 from session_state_client._models import (
     AppendResult,
     EventPage,
@@ -30,7 +28,13 @@ from session_state_client._models import (
     Session,
     SessionPage,
 )
-from session_state_client._requests import Call
+from session_state_client._requests import Answer, Call
+from session_state_client._transport import (
+    AiohttpTransport,
+    aiohttp_failure,
+    checked_api_key,
+    httpx_failure,
+)
 
 __all__ = ["AsyncSessionStateClient", "SessionStateClient"]
 
@@ -43,41 +47,24 @@ EventJSON = Mapping[str, Any]
 def _settings(base_url: str | None, api_key: str | None) -> tuple[str, dict[str, str]]:
     url = base_url or os.environ.get(BASE_URL_ENV) or DEFAULT_BASE_URL
     key = api_key if api_key is not None else os.environ.get(API_KEY_ENV)
-    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    headers = {"Authorization": f"Bearer {checked_api_key(key)}"} if key else {}
     return url.rstrip("/"), headers
 
 
-def _connection_error(error: httpx.TransportError) -> APIConnectionError:
-    if isinstance(error, httpx.TimeoutException):
-        return APITimeoutError(f"request timed out: {error!r}")
-    return APIConnectionError(f"connection failed: {error!r}")
-
-
-def _proxied_by_environment(base_url: str) -> bool:
-    """Whether HTTP_PROXY / ALL_PROXY (less NO_PROXY) send this URL to a proxy,
-    as httpx's own transport would."""
-    proxies = urllib.request.getproxies()
-    if not (proxies.get("http") or proxies.get("all")):
-        return False
-    return not urllib.request.proxy_bypass(httpx.URL(base_url).host)
-
-
-def _speaks_http11_itself(base_url: str) -> bool:
-    """Plain http with no proxy: the client's own HTTP/1.1 (_http11); otherwise
-    httpx (TLS, proxies)."""
-    return base_url.startswith("http://") and not _proxied_by_environment(base_url)
-
-
 class SessionStateClient:
-    """Synchronous client of a session-state server.
+    """Synchronous client of a session-state server (transport: httpx).
 
     Args:
         base_url: the server, default $SESSION_STATE_BASE_URL or http://127.0.0.1:8000.
-        api_key: sent as a bearer token, default $SESSION_STATE_API_KEY.
-        timeout: seconds or an httpx.Timeout for each attempt.
+        api_key: sent as a bearer token, default $SESSION_STATE_API_KEY;
+            ValueError if it is not printable ASCII (a CR or LF in it).
+        timeout: seconds or an httpx.Timeout: a bound on connecting and on
+            each read (and write), not on the whole request. Default 30 s,
+            5 s to connect.
         max_retries: extra attempts on connection errors, 429, 502, 503, 504
             (only for requests that are safe to repeat; never on 409 or 412).
-        http_client: an httpx.Client to use (its base URL and headers are kept).
+        http_client: an httpx.Client to use (its base URL, if it has one,
+            and its timeout are kept).
     """
 
     def __init__(
@@ -100,7 +87,7 @@ class SessionStateClient:
     def _send(self, call: Call[T]) -> T:
         attempt = 0
         while True:
-            response: httpx.Response | None = None
+            response: Answer | None = None
             try:
                 response = self._http.request(
                     call.method,
@@ -110,8 +97,9 @@ class SessionStateClient:
                     headers=call.headers if call.json is None else {**JSON_HEADERS, **call.headers},
                 )
             except httpx.TransportError as error:
-                if attempt >= self.max_retries or not _requests.may_retry_error(call, error):
-                    raise _connection_error(error) from error
+                failure, sent = httpx_failure(error)
+                if attempt >= self.max_retries or not _requests.may_retry_error(call, sent=sent):
+                    raise failure from error
             else:
                 if attempt >= self.max_retries or not _requests.may_retry_status(call, response):
                     return _requests.read(call, response)
@@ -304,6 +292,7 @@ class SessionStateClient:
         self._send(_requests.forget_user_memory(app_name, user_id))
 
     def close(self) -> None:
+        """Closes the connections the client opened (not an `http_client` given)."""
         if self._owns_http:
             self._http.close()
 
@@ -320,15 +309,20 @@ class SessionStateClient:
 
 
 class AsyncSessionStateClient:
-    """Asynchronous client of a session-state server.
+    """Asynchronous client of a session-state server (transport: aiohttp).
 
     Args:
         base_url: the server, default $SESSION_STATE_BASE_URL or http://127.0.0.1:8000.
-        api_key: sent as a bearer token, default $SESSION_STATE_API_KEY.
-        timeout: seconds or an httpx.Timeout for each attempt.
+        api_key: sent as a bearer token, default $SESSION_STATE_API_KEY;
+            ValueError if it is not printable ASCII (a CR or LF in it).
+        timeout: seconds or an httpx.Timeout, meaning what it means to the
+            sync client: a bound on connecting and on each read, not on the
+            whole request. Default 30 s, 5 s to connect.
         max_retries: extra attempts on connection errors, 429, 502, 503, 504
             (only for requests that are safe to repeat; never on 409 or 412).
-        http_client: an httpx.AsyncClient to use (its base URL and headers are kept).
+        http_client: an aiohttp.ClientSession to use, on its own event loop
+            (its timeout, headers and proxy settings are kept; requests go to
+            `base_url`).
     """
 
     def __init__(
@@ -338,65 +332,27 @@ class AsyncSessionStateClient:
         api_key: str | None = None,
         timeout: float | httpx.Timeout = DEFAULT_TIMEOUT,
         max_retries: int = DEFAULT_MAX_RETRIES,
-        http_client: httpx.AsyncClient | None = None,
+        http_client: aiohttp.ClientSession | None = None,
     ) -> None:
         url, headers = _settings(base_url, api_key)
         self.max_retries = max_retries
-        self._owns_http = http_client is None
-        self._url, self._timeout, self._headers = url, timeout, headers
-        # Exactly one of the two: our own HTTP/1.1 to a plain-http server, or
-        # httpx (https, a proxy, or the caller's client).
-        self._http11: Http11Client | None = None
-        self._http: httpx.AsyncClient | None = http_client
-        if http_client is None:
-            self._open_connections()
-        else:
-            if not str(http_client.base_url):
-                http_client.base_url = httpx.URL(url)
-            http_client.headers.update(headers)
-        self._loop: asyncio.AbstractEventLoop | None = None
-
-    def _open_connections(self) -> None:
-        if _speaks_http11_itself(self._url):
-            self._http11 = Http11Client(self._url, self._headers, self._timeout)
-        else:
-            self._http = httpx.AsyncClient(
-                base_url=self._url, timeout=self._timeout, headers=self._headers
-            )
-
-    def _follow_event_loop(self) -> None:
-        """Connections belong to the event loop that opened them. ADK's sync
-        `Runner.run` runs each call in a new thread with a new loop: on a loop
-        change, a client of our own opens new connections there."""
-        loop = asyncio.get_running_loop()
-        if loop is self._loop:
-            return
-        if self._loop is not None and self._owns_http:
-            if self._http11 is not None:
-                self._http11.abandon()
-            self._open_connections()
-        self._loop = loop
-
-    async def _request(self, call: Call[Any]) -> httpx.Response:
-        self._follow_event_loop()
-        content = None if call.json is None else _requests.encode(call.json)
-        headers = call.headers if call.json is None else {**JSON_HEADERS, **call.headers}
-        if self._http11 is not None:
-            return await self._http11.send(call.method, call.path, call.params, content, headers)
-        assert self._http is not None
-        return await self._http.request(
-            call.method, call.path, params=call.params, content=content, headers=headers
-        )
+        # Connections are opened on first use, on the running event loop.
+        self._http = AiohttpTransport(url, headers, timeout, http_client)
 
     async def _send(self, call: Call[T]) -> T:
         attempt = 0
+        content = None if call.json is None else _requests.encode(call.json)
+        headers = call.headers if call.json is None else {**JSON_HEADERS, **call.headers}
         while True:
-            response: httpx.Response | None = None
+            response: Answer | None = None
             try:
-                response = await self._request(call)
-            except httpx.TransportError as error:
-                if attempt >= self.max_retries or not _requests.may_retry_error(call, error):
-                    raise _connection_error(error) from error
+                response = await self._http.send(
+                    call.method, call.path, call.params, content, headers
+                )
+            except (aiohttp.ClientError, TimeoutError) as error:
+                failure, sent = aiohttp_failure(error)
+                if attempt >= self.max_retries or not _requests.may_retry_error(call, sent=sent):
+                    raise failure from error
             else:
                 if attempt >= self.max_retries or not _requests.may_retry_status(call, response):
                     return _requests.read(call, response)
@@ -593,12 +549,8 @@ class AsyncSessionStateClient:
         await self._send(_requests.forget_user_memory(app_name, user_id))
 
     async def close(self) -> None:
-        if not self._owns_http:
-            return
-        if self._http11 is not None:
-            await self._http11.aclose()
-        if self._http is not None:
-            await self._http.aclose()
+        """Closes the connections the client opened (not an `http_client` given)."""
+        await self._http.aclose()
 
     async def __aenter__(self) -> Self:
         return self

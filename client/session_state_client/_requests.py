@@ -5,7 +5,7 @@ import random
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeAlias, TypeVar
 from urllib.parse import quote
 
 import httpx
@@ -32,11 +32,53 @@ from session_state_client._models import (
 T = TypeVar("T")
 
 
+class WireAnswer:
+    """An answer as the async client's transport (aiohttp) read it: status,
+    headers (case-insensitive) and the whole body, decoded."""
+
+    __slots__ = ("content", "headers", "method", "reason", "status_code", "url")
+
+    def __init__(
+        self,
+        status_code: int,
+        headers: Mapping[str, str],
+        content: bytes,
+        *,
+        reason: str | None,
+        method: str,
+        url: object,
+    ) -> None:
+        self.status_code = status_code
+        self.headers = headers
+        self.content = content
+        self.reason = reason
+        self.method = method
+        self.url = url
+
+    def to_httpx(self) -> httpx.Response:
+        """The same answer as an httpx.Response with its request, as the sync
+        client's errors carry it: built only for an error, which is rare."""
+        # The body is already decoded: a Content-Encoding left in would make
+        # httpx decode it a second time.
+        headers = [(k, v) for k, v in self.headers.items() if k.lower() != "content-encoding"]
+        return httpx.Response(
+            self.status_code,
+            headers=headers,
+            content=self.content,
+            request=httpx.Request(self.method, str(self.url)),
+            extensions={"reason_phrase": (self.reason or "").encode("latin-1", "replace")},
+        )
+
+
+# An answer of either client: what the parsers below read.
+Answer: TypeAlias = httpx.Response | WireAnswer
+
+
 @dataclass(frozen=True)
 class Call(Generic[T]):
     method: str
     path: str
-    parse: Callable[[httpx.Response], T]
+    parse: Callable[[Answer], T]
     params: dict[str, Any] = field(default_factory=dict)
     json: Any = None
     headers: dict[str, str] = field(default_factory=dict)
@@ -63,14 +105,14 @@ def _params(**values: Any) -> dict[str, Any]:
     return {key: value for key, value in values.items() if value is not None}
 
 
-def _revision(response: httpx.Response) -> int | None:
+def _revision(response: Answer) -> int | None:
     etag = response.headers.get("etag")
     if etag is None:
         return None
     return int(etag.strip('W/"'))
 
 
-def _json(response: httpx.Response) -> Any:
+def _json(response: Answer) -> Any:
     # pydantic_core's parser: several times faster than the standard library's,
     # exact for floats and arbitrary-size integers.
     return pydantic_core.from_json(response.content)
@@ -80,17 +122,17 @@ def encode(document: Any) -> bytes:
     return pydantic_core.to_json(document)
 
 
-def _session(response: httpx.Response) -> Session:
+def _session(response: Answer) -> Session:
     session = Session.model_validate(_json(response))
     session.revision = _revision(response)
     return session
 
 
-def _nothing(_response: httpx.Response) -> None:
+def _nothing(_response: Answer) -> None:
     return None
 
 
-def _state(response: httpx.Response) -> dict[str, Any]:
+def _state(response: Answer) -> dict[str, Any]:
     state: dict[str, Any] = _json(response)["state"]
     return state
 
@@ -162,7 +204,7 @@ def append_event(
     event: dict[str, Any],
     if_match: int | None,
 ) -> Call[AppendResult]:
-    def parse(response: httpx.Response) -> AppendResult:
+    def parse(response: Answer) -> AppendResult:
         persisted = response.headers.get("session-state-persisted") != "false"
         # Built without validation: the server returns the event it stored.
         return AppendResult.model_construct(
@@ -302,17 +344,18 @@ def forget_user_memory(app_name: str, user_id: str) -> Call[None]:
 # -- retries ----------------------------------------------------------------
 
 
-def may_retry_status(call: Call[Any], response: httpx.Response) -> bool:
+def may_retry_status(call: Call[Any], response: Answer) -> bool:
     return call.repeatable and response.status_code in RETRYABLE_STATUSES
 
 
-def may_retry_error(call: Call[Any], error: httpx.TransportError) -> bool:
+def may_retry_error(call: Call[Any], *, sent: bool) -> bool:
+    """After a failure without an answer; `sent`: the request may have reached
+    the server (each transport tells which of its errors mean it did not)."""
     # A request that never reached the server can always be sent again.
-    not_sent = isinstance(error, httpx.ConnectError | httpx.ConnectTimeout)
-    return not_sent or call.repeatable
+    return not sent or call.repeatable
 
 
-def retry_delay(attempt: int, response: httpx.Response | None) -> float:
+def retry_delay(attempt: int, response: Answer | None) -> float:
     """Exponential backoff with full jitter, or the server's Retry-After."""
     if response is not None:
         retry_after = response.headers.get("retry-after")
@@ -325,7 +368,9 @@ def retry_delay(attempt: int, response: httpx.Response | None) -> float:
     return random.uniform(0, ceiling)
 
 
-def read(call: Call[T], response: httpx.Response) -> T:
+def read(call: Call[T], response: Answer) -> T:
     if response.status_code >= 400:
+        if isinstance(response, WireAnswer):
+            response = response.to_httpx()
         raise error_from_response(response)
     return call.parse(response)

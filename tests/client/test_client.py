@@ -1,21 +1,22 @@
 """SessionStateClient and AsyncSessionStateClient against a real server."""
 
-import httpx
+import asyncio
+
 import pytest
 
 from session_state_client import (
     AlreadyExistsError,
     APIConnectionError,
-    APIStatusError,
     AsyncSessionStateClient,
     BadRequestError,
     EventIdConflictError,
     NotFoundError,
-    ServiceUnavailableError,
+    PayloadTooLargeError,
     SessionStateClient,
     StaleSessionError,
     ValidationError,
 )
+from tests.conftest import ServerProcess
 
 
 def test_every_method_of_the_sync_client(base_url, app_name):
@@ -164,79 +165,42 @@ def test_a_retried_append_is_stored_once(base_url, app_name):
         assert len(client.get_session(app_name=app_name, user_id="u", session_id="s").events) == 1
 
 
-class FlakyTransport(httpx.BaseTransport):
-    """Fails the first attempts, then forwards to the real server."""
-
-    def __init__(self, failures: list[int | type[Exception]]) -> None:
-        self.failures = failures
-        self.attempts: list[str] = []
-        self.real = httpx.HTTPTransport()
-
-    def handle_request(self, request: httpx.Request) -> httpx.Response:
-        self.attempts.append(request.method)
-        if self.failures:
-            failure = self.failures.pop(0)
-            if isinstance(failure, int):
-                return httpx.Response(failure, headers={"Retry-After": "0"}, json={"code": "x"})
-            raise failure("simulated", request=request)
-        return self.real.handle_request(request)
+# Retries, timeouts, headers and errors on both clients: test_contract.py.
 
 
-def _flaky_client(base_url: str, failures: list[int | type[Exception]], retries: int = 3):
-    transport = FlakyTransport(failures)
-    http = httpx.Client(base_url=base_url, transport=transport)
-    return SessionStateClient(http_client=http, max_retries=retries), transport
+async def test_one_async_client_serves_many_concurrent_tasks(base_url, app_name):
+    async with AsyncSessionStateClient(base_url=base_url) as client:
+        await client.create_session(app_name=app_name, user_id="u", session_id="s")
+        results = await asyncio.gather(
+            *(
+                client.append_event(
+                    app_name=app_name, user_id="u", session_id="s", event={"author": "a"}
+                )
+                for _ in range(30)
+            )
+        )
+        assert sorted(result.revision for result in results) == list(range(1, 31))
+        with pytest.raises(NotFoundError):
+            await client.get_session(app_name=app_name, user_id="u", session_id="missing")
 
 
-@pytest.mark.parametrize("failure", [503, 502, 504, 429, httpx.ConnectError, httpx.ReadError])
-def test_safe_requests_are_retried_with_the_same_event_id(base_url, app_name, failure):
-    setup = SessionStateClient(base_url=base_url)
-    setup.create_session(app_name=app_name, user_id="u", session_id="s")
-    client, transport = _flaky_client(base_url, [failure, failure])
-    appended = client.append_event(
-        app_name=app_name, user_id="u", session_id="s", event={"author": "a"}
-    )
-    assert len(transport.attempts) == 3
-    events = setup.get_session(app_name=app_name, user_id="u", session_id="s").events
-    assert [event["id"] for event in events] == [appended.event["id"]]
-
-
-def test_retries_stop_after_max_retries(base_url, app_name):
-    client, transport = _flaky_client(base_url, [503, 503, 503], retries=2)
-    with pytest.raises(ServiceUnavailableError):
-        client.get_app_state(app_name=app_name)
-    assert len(transport.attempts) == 3
-
-
-@pytest.mark.parametrize("status", [409, 412])
-def test_conflicts_and_preconditions_are_never_retried(base_url, app_name, status):
-    client, transport = _flaky_client(base_url, [status])
-    with pytest.raises(APIStatusError) as raised:
-        client.get_app_state(app_name=app_name)
-    assert raised.value.status_code == status
-    assert len(transport.attempts) == 1
-
-
-def test_non_idempotent_writes_are_not_retried_after_a_lost_answer(base_url, app_name):
-    client, transport = _flaky_client(base_url, [httpx.ReadError, 503])
-    with pytest.raises(APIConnectionError):
-        client.patch_state(app_name=app_name, user_id="u", session_id="s", state_delta={"k": 1})
-    assert transport.attempts == ["PATCH"]
-
-
-def test_api_key_is_sent_as_a_bearer_token(monkeypatch):
-    seen = []
-
-    def handler(request: httpx.Request) -> httpx.Response:
-        seen.append(request.headers.get("authorization"))
-        return httpx.Response(200, json={"state": {}})
-
-    http = httpx.Client(base_url="http://x", transport=httpx.MockTransport(handler))
-    SessionStateClient(http_client=http, api_key="k-123").get_app_state(app_name="a")
-    monkeypatch.setenv("SESSION_STATE_API_KEY", "k-env")
-    http = httpx.Client(base_url="http://x", transport=httpx.MockTransport(handler))
-    SessionStateClient(http_client=http).get_app_state(app_name="a")
-    assert seen == ["Bearer k-123", "Bearer k-env"]
+async def test_a_refused_large_body_leaves_the_async_client_usable(tmp_path):
+    url = f"sqlite+aiosqlite:///{tmp_path / 'limit.db'}"
+    server = ServerProcess(url, SESSION_STATE_MAX_BODY_BYTES="10000").start()
+    try:
+        async with AsyncSessionStateClient(base_url=server.base_url, max_retries=0) as client:
+            await client.create_session(app_name="a", user_id="u", session_id="s")
+            for size in (20_000, 5_000_000):  # answered before the body was read
+                with pytest.raises(PayloadTooLargeError):
+                    await client.append_event(
+                        app_name="a", user_id="u", session_id="s", event={"author": "x" * size}
+                    )
+                appended = await client.append_event(
+                    app_name="a", user_id="u", session_id="s", event={"author": "a"}
+                )
+                assert appended.persisted
+    finally:
+        server.stop()
 
 
 def test_base_url_falls_back_to_the_environment(monkeypatch, base_url, app_name):
