@@ -4,7 +4,6 @@ as the reference: both must pass every test."""
 
 import asyncio
 import math
-import uuid
 
 import pytest
 from google.adk.errors._stale_session_error import StaleSessionError
@@ -16,22 +15,6 @@ from google.adk.sessions.base_session_service import GetSessionConfig
 from google.genai import types
 
 from session_state_client.adk import HttpSessionService
-
-
-@pytest.fixture(params=["in_memory", "http-sqlite", "http-postgresql"])
-async def service(request):
-    if request.param == "in_memory":
-        yield InMemorySessionService()
-        return
-    server = request.getfixturevalue(f"{request.param.removeprefix('http-')}_server")
-    http = HttpSessionService(base_url=server.base_url)
-    yield http
-    await http.close()
-
-
-@pytest.fixture
-def app():
-    return f"app-{uuid.uuid4().hex[:10]}"
 
 
 def _event(text: str = "hello", **actions) -> Event:

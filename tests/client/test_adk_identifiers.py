@@ -8,7 +8,7 @@ import unicodedata
 import pytest
 from google.adk.errors.session_not_found_error import SessionNotFoundError
 from google.adk.events import Event
-from google.adk.sessions import InMemorySessionService, Session
+from google.adk.sessions import Session
 
 from session_state_client import AsyncSessionStateClient, SessionStateClient
 from session_state_client.adk import HttpSessionService
@@ -29,17 +29,6 @@ ODD_NAMES = [
 ]
 # ADK's services hold these; the server cannot store them.
 UNSTORABLE = ["", "a\x00b", "a\nb", "a\x7fb", "x" * 129]
-
-
-@pytest.fixture(params=["in_memory", "http-sqlite", "http-postgresql"])
-async def service(request):
-    if request.param == "in_memory":
-        yield InMemorySessionService()
-        return
-    server = request.getfixturevalue(f"{request.param.removeprefix('http-')}_server")
-    http = HttpSessionService(base_url=server.base_url)
-    yield http
-    await http.close()
 
 
 @pytest.fixture

@@ -124,11 +124,6 @@ async def memory_service(request):
     await service.close()
 
 
-@pytest.fixture
-def app():
-    return f"memory-{uuid.uuid4().hex[:8]}"
-
-
 def _told(text: str, event_id: str | None = None) -> Event:
     event = Event(author="user", invocation_id="i", content=_say(text))
     if event_id:

@@ -3,7 +3,6 @@ HttpSessionService on both backends and, side by side, ADK's own
 InMemorySessionService: Runner.rewind_async, events carrying the newer fields
 (compaction, node_info, output, transfer_reason, route), and flush()."""
 
-import uuid
 from collections.abc import AsyncGenerator
 
 import httpx
@@ -15,26 +14,9 @@ from google.adk.events import Event, EventActions
 from google.adk.events.event import NodeInfo
 from google.adk.events.event_actions import EventCompaction
 from google.adk.runners import Runner
-from google.adk.sessions import InMemorySessionService
 from google.genai import types
 
 from session_state_client.adk import HttpSessionService
-
-
-@pytest.fixture(params=["in_memory", "http-sqlite", "http-postgresql"])
-async def service(request):
-    if request.param == "in_memory":
-        yield InMemorySessionService()
-        return
-    server = request.getfixturevalue(f"{request.param.removeprefix('http-')}_server")
-    http = HttpSessionService(base_url=server.base_url)
-    yield http
-    await http.close()
-
-
-@pytest.fixture
-def app():
-    return f"app-{uuid.uuid4().hex[:10]}"
 
 
 class CountingAgent(BaseAgent):
