@@ -37,7 +37,7 @@ start_engine() {
     --pidfile "$RUN_DIR/docker.pid" \
     --host "$DOCKER_HOST" \
     --bridge none \
-    >>"$STATE/dockerd.log" 2>&1 </dev/null &
+    >>"$STATE/dockerd.log" 2>&1 </dev/null 9>&- &  # 9: the start lock, not dockerd's
   for _ in $(seq 60); do engine_up && return; sleep 1; done
   log "dockerd did not answer within 60 s; last lines of its log:"
   tail -n 20 "$STATE/dockerd.log" >&2

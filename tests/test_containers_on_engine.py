@@ -147,11 +147,25 @@ def all_ready(stack: Stack) -> bool:
     return all(status_of(f"{url}/readyz") == 200 for url in stack.api_urls())
 
 
+PROJECT_PREFIX = "session-state-ci-"
+
+
+def _remove_stale_stacks(engine: Engine) -> None:
+    """Stacks of earlier runs killed before their teardown (a CI timeout, say)
+    would keep running on the reused engine: take them down first."""
+    labels = engine.docker(
+        "ps", "--all", "--format", '{{.Label "com.docker.compose.project"}}'
+    ).split()
+    for project in sorted({label for label in labels if label.startswith(PROJECT_PREFIX)}):
+        Stack(engine, project).compose("down", "--volumes", "--remove-orphans")
+
+
 @pytest.fixture(scope="module")
 def stack(engine: Engine) -> Iterator[Stack]:
     """docker-compose.yml up under a project name of its own (its own network,
     volume and container names; the API on host ports the engine picks)."""
-    stack = Stack(engine, f"session-state-ci-{uuid.uuid4().hex[:8]}")
+    _remove_stale_stacks(engine)
+    stack = Stack(engine, f"{PROJECT_PREFIX}{uuid.uuid4().hex[:8]}")
     try:
         started = time.monotonic()
         # The build context is the checkout, as `docker compose build` sends it;
