@@ -4,7 +4,7 @@ Responses are rendered by `app.api.rendering` (stored event JSON is spliced in
 verbatim); these models are what the OpenAPI spec shows for them.
 """
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchema
 from pydantic.alias_generators import to_camel
@@ -12,8 +12,11 @@ from pydantic_core import PydanticCustomError
 
 from app.identifiers import (
     IDENTIFIER_MAX_LENGTH,
+    NAME_PATTERN,
+    NAME_RULE,
     SESSION_ID_PATTERN,
     SESSION_ID_RULE,
+    name_problem,
     session_id_problem,
 )
 
@@ -140,7 +143,28 @@ class MemoryEntry(WireModel):
     )
 
 
-MemoryId = Annotated[str, Field(min_length=1, max_length=IDENTIFIER_MAX_LENGTH)]
+def _memory_id(text: str) -> str:
+    message = name_problem(text)
+    if message is not None:
+        raise PydanticCustomError("identifier", message)
+    return text
+
+
+# The rule of the path segment that deletes it (DELETE .../memory/{memoryId}):
+# an id a body could store but no path could name would be undeletable.
+MemoryId = Annotated[
+    str,
+    AfterValidator(_memory_id),
+    WithJsonSchema(
+        {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": IDENTIFIER_MAX_LENGTH,
+            "pattern": NAME_PATTERN,
+            "description": f"{NAME_RULE}.",
+        }
+    ),
+]
 
 
 class MemoryEvent(WireModel):
@@ -148,7 +172,7 @@ class MemoryEvent(WireModel):
 
     model_config = ConfigDict(extra="allow")
 
-    id: Annotated[str, Field(max_length=IDENTIFIER_MAX_LENGTH)] | None = Field(
+    id: Literal[""] | MemoryId | None = Field(
         default=None,
         description="Without one (or empty), a hash of author, timestamp and content.",
     )

@@ -3,6 +3,7 @@ backends: events sent (add_events_to_memory), entries written directly
 (add_memory), one memory deleted (delete_memory), and blank questions."""
 
 import asyncio
+import json
 
 import pytest
 
@@ -232,3 +233,25 @@ async def test_a_delete_racing_a_re_add_never_leaves_the_memory(client):
         assert deleted.status_code == 204 and added.status_code == 200
         found = await client.get(MEMORY, params={"query": f"heron {round_number}", "limit": 100})
         assert f"race-{round_number}" not in [m["id"] for m in found.json()["memories"]]
+
+
+@pytest.mark.parametrize("memory_id", ["a\nb", "nul\x00", "\x7f", "x" * 129, "\ud800"])
+async def test_a_memory_id_no_path_could_name_is_refused_in_bodies(client, memory_id):
+    """A memory is deleted by its id in the path, whose rule (no control
+    characters, 1-128 characters) the bodies keep too: an id stored from a
+    body but refused in a path could never be deleted."""
+    text = {"parts": [{"text": "lynx"}]}
+    event = {"id": memory_id, "author": "user", "content": text}
+    sent = await client.post(
+        f"{MEMORY}/events",
+        content=json.dumps({"events": [event]}),
+        headers={"Content-Type": "application/json"},
+    )
+    assert sent.status_code == 422, sent.text
+    entry = await client.post(
+        f"{MEMORY}/entries",
+        content=json.dumps({"memories": [{"id": memory_id, "content": text}]}),
+        headers={"Content-Type": "application/json"},
+    )
+    assert entry.status_code == 422, entry.text
+    assert await _search(client, "lynx") == []
