@@ -1,0 +1,93 @@
+"""Which pool serves PostgreSQL requests: asyncpg's own pool (as the hot path
+had) or SQLAlchemy's pool lending its asyncpg connections (one pool for
+everything). Each side runs the same statement from 50 concurrent tasks and
+pays for what the store pays for: a checkout, one statement, a check-in.
+
+    python -m bench.pool_choice [--url postgresql+asyncpg://...] [--rounds 7]
+
+Prints client CPU per statement (process time, the server is another
+process) and statements per second, medians of the rounds, and writes them
+to bench/results/pool_choice.json.
+"""
+
+import argparse
+import asyncio
+import json
+import statistics
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+from sqlalchemy.ext.asyncio import create_async_engine
+
+from app.db.postgresql_hot_path import _skip_session_reset, asyncpg_dsn
+
+TASKS = 50
+STATEMENTS_PER_TASK = 200
+STATEMENT = "SELECT $1::text, $2::bigint"
+RESULTS = Path(__file__).parent / "results" / "pool_choice.json"
+
+
+async def _measure(run_one: Callable[[], Awaitable[Any]]) -> tuple[float, float]:
+    async def task() -> None:
+        for _ in range(STATEMENTS_PER_TASK):
+            await run_one()
+
+    cpu, wall = time.process_time(), time.perf_counter()
+    await asyncio.gather(*(task() for _ in range(TASKS)))
+    cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+    count = TASKS * STATEMENTS_PER_TASK
+    return cpu / count * 1e6, count / wall
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--url", default="postgresql+asyncpg://postgres@127.0.0.1:5432/test")
+    parser.add_argument("--rounds", type=int, default=7)
+    arguments = parser.parse_args()
+
+    pool = await asyncpg.create_pool(
+        asyncpg_dsn(arguments.url), min_size=0, max_size=10, reset=_skip_session_reset
+    )
+    engine = create_async_engine(arguments.url, pool_size=10, max_overflow=0)
+
+    async def through_asyncpg_pool() -> None:
+        async with pool.acquire() as connection:
+            await connection.fetchrow(STATEMENT, "x", 1)
+
+    async def through_sqlalchemy_pool() -> None:
+        lent = await engine.raw_connection()
+        try:
+            await lent.driver_connection.fetchrow(STATEMENT, "x", 1)  # type: ignore[union-attr]
+        finally:
+            lent.close()
+
+    sides = {"asyncpg pool": through_asyncpg_pool, "SQLAlchemy pool": through_sqlalchemy_pool}
+    figures: dict[str, list[tuple[float, float]]] = {name: [] for name in sides}
+    for name, run_one in sides.items():
+        await _measure(run_one)  # warm-up: connections opened
+    for _ in range(arguments.rounds):
+        for name, run_one in sides.items():
+            figures[name].append(await _measure(run_one))
+    report = {
+        name: {
+            "cpu_us_per_statement": round(statistics.median(c for c, _ in rounds), 1),
+            "statements_per_second": round(statistics.median(r for _, r in rounds)),
+        }
+        for name, rounds in figures.items()
+    }
+    for name, figure in report.items():
+        print(
+            f"{name:16} {figure['cpu_us_per_statement']:7.1f} us CPU/statement "
+            f"{figure['statements_per_second']:8d} statements/s"
+        )
+    RESULTS.parent.mkdir(exist_ok=True)
+    RESULTS.write_text(json.dumps(report, indent=2) + "\n")
+    await pool.close()
+    await engine.dispose()
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
