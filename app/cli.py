@@ -48,10 +48,10 @@ def _warn_if_open_to_the_network(settings: Settings) -> None:
 
 
 async def _prepare(settings: Settings) -> None:
-    from app.main import open_database
+    from app.db.stores import open_store
 
-    database = await open_database(settings)
-    await database.dispose()
+    store = await open_store(settings)
+    await store.close()
 
 
 def serve(arguments: argparse.Namespace) -> int:

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from app import json_codec
-from app.db.repository import NewEvent
+from app.domain import NewEvent
 from app.errors import EventTooLarge, FieldError, InvalidInput
 from app.limits import MAX_TIMESTAMP, MIN_TIMESTAMP, Limits
 from app.state import drop_temp_keys, find_long_key, split_delta

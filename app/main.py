@@ -1,4 +1,4 @@
-"""The application factory and its lifespan (engine in, engine out)."""
+"""The application factory and its lifespan (store opened, store closed)."""
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -17,10 +17,7 @@ from app.api.problems import install_problem_handlers
 from app.api.routes import health, memory, operations, sessions
 from app.auth import ApiKeys
 from app.config import Settings, get_settings
-from app.db import migrations
-from app.db.database import Database
-from app.db.engine import create_engine
-from app.db.postgresql_hot_path import PostgresHotPath
+from app.db.stores import open_store
 from app.limits import Limits
 from app.memory_service import MemoryService
 from app.service import SessionService
@@ -31,27 +28,6 @@ DESCRIPTION = (
 )
 
 
-async def open_database(settings: Settings) -> Database:
-    """The embedded SQLite default migrates itself; PostgreSQL must be migrated
-    beforehand (`session-state migrate`), and is refused if it was not."""
-    engine = create_engine(settings)
-    try:
-        if settings.is_sqlite:
-            await migrations.upgrade(engine)
-        await migrations.require_current_schema(engine)
-        hot_path = None
-        if not settings.is_sqlite:
-            hot_path = await PostgresHotPath.connect(
-                settings.database_url,
-                max_size=settings.db_pool_size,
-                timeout_seconds=settings.db_timeout_seconds,
-            )
-    except BaseException:
-        await engine.dispose()
-        raise
-    return Database(engine, hot_path)
-
-
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or get_settings()
     # Read at construction, so a bad key configuration stops the start-up.
@@ -60,13 +36,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        database = await open_database(settings)
-        app.state.service = SessionService(database, limits)
-        app.state.memory = MemoryService(database, limits)
+        store = await open_store(settings)
+        app.state.service = SessionService(store, limits)
+        app.state.memory = MemoryService(store, limits)
         try:
             yield
         finally:
-            await database.dispose()
+            await store.close()
 
     app = FastAPI(
         title="session-state",

@@ -9,16 +9,11 @@ from typing import Any
 
 from app import json_codec
 from app.config import RESPONSE_OVERHEAD_BYTES
-from app.db import memory_repository, repository
-from app.db.database import Database
-from app.db.memory_repository import MemoryRecord
-from app.db.repository import SessionKey
+from app.db.store import Store
+from app.domain import MemoryRecord, SessionKey, StoredEvent
 from app.errors import SessionNotFound
 from app.limits import MAX_TIMESTAMP, MIN_TIMESTAMP, Limits
 from app.memory import event_memory_id, event_role, event_text
-
-# Events read per batch: a long history is taken in bounded memory.
-INGEST_BATCH_EVENTS = 500
 
 
 def memory_record(session_id: str, document: dict[str, Any]) -> MemoryRecord | None:
@@ -76,37 +71,25 @@ def _as_taken(document: dict[str, Any], now: float) -> dict[str, Any]:
 
 
 class MemoryService:
-    def __init__(self, db: Database, limits: Limits | None = None) -> None:
-        self.db = db
+    def __init__(self, store: Store, limits: Limits | None = None) -> None:
+        self.store = store
         self.limits = limits or Limits()
 
     async def ingest_session(self, key: SessionKey) -> int:
         """Stores the text of the session's events not ingested yet; returns
         how many were added. Ingesting twice stores nothing twice."""
-        added = 0
-        async with self.db.write() as connection:
-            await memory_repository.lock_user_memory(connection, key.app_name, key.user_id)
-            # Locked for share until the memories are committed: a delete of
-            # the session (with its memories) waits, or this finds no session.
-            if await repository.read_session(connection, key, lock_for_share=True) is None:
-                raise SessionNotFound(f"session {key.session_id!r} not found")
-            after_seq = 0
-            while True:
-                batch = await repository.read_events_after(
-                    connection, key, after_seq, INGEST_BATCH_EVENTS
-                )
-                if not batch:
-                    break
-                after_seq = batch[-1].seq
-                records = [
-                    record
-                    for stored in batch
-                    if (record := memory_record(key.session_id, json_codec.loads(stored.data)))
-                    is not None
-                ]
-                added += await memory_repository.insert_memories(
-                    connection, key.app_name, key.user_id, records
-                )
+
+        def memories_of(batch: Sequence[StoredEvent]) -> list[MemoryRecord]:
+            return [
+                record
+                for stored in batch
+                if (record := memory_record(key.session_id, json_codec.loads(stored.data)))
+                is not None
+            ]
+
+        added = await self.store.ingest_session(key, memories_of)
+        if added is None:
+            raise SessionNotFound(f"session {key.session_id!r} not found")
         return added
 
     async def add_events(
@@ -120,14 +103,7 @@ class MemoryService:
             for document in events
             if (record := memory_record(session_id or "", _as_taken(document, now))) is not None
         ]
-        added = 0
-        async with self.db.write() as connection:
-            await memory_repository.lock_user_memory(connection, app_name, user_id)
-            for start in range(0, len(records), INGEST_BATCH_EVENTS):
-                added += await memory_repository.insert_memories(
-                    connection, app_name, user_id, records[start : start + INGEST_BATCH_EVENTS]
-                )
-        return added
+        return await self.store.add_memories(app_name, user_id, records)
 
     async def add_entries(
         self, app_name: str, user_id: str, entries: Sequence[tuple[dict[str, Any], float | None]]
@@ -138,30 +114,18 @@ class MemoryService:
         records = [entry_record(entry, now if at is None else at) for entry, at in entries]
         # The last of several entries sent with one id is the one kept.
         unique = list({record.event_id: record for record in records}.values())
-        async with self.db.write() as connection:
-            await memory_repository.lock_user_memory(connection, app_name, user_id)
-            for start in range(0, len(unique), INGEST_BATCH_EVENTS):
-                await memory_repository.replace_memories(
-                    connection, app_name, user_id, unique[start : start + INGEST_BATCH_EVENTS]
-                )
+        await self.store.replace_memories(app_name, user_id, unique)
         return [record.event_id for record in records]
 
     async def delete_memory(self, app_name: str, user_id: str, memory_id: str) -> None:
         """Deletes one memory (ADK's delete_memory); an unknown id is a no-op."""
-        async with self.db.write() as connection:
-            await memory_repository.lock_user_memory(connection, app_name, user_id)
-            await memory_repository.forget_memory(connection, app_name, user_id, memory_id)
+        await self.store.forget_memory(app_name, user_id, memory_id)
 
     async def search(
         self, app_name: str, user_id: str, question: str, limit: int
     ) -> list[MemoryRecord]:
         budget = self.limits.max_response_bytes - RESPONSE_OVERHEAD_BYTES
-        async with self.db.read() as connection:
-            return await memory_repository.search(
-                connection, app_name, user_id, question, limit, budget
-            )
+        return await self.store.search_memories(app_name, user_id, question, limit, budget)
 
     async def forget_user(self, app_name: str, user_id: str) -> None:
-        async with self.db.write() as connection:
-            await memory_repository.lock_user_memory(connection, app_name, user_id)
-            await memory_repository.delete_user_memories(connection, app_name, user_id)
+        await self.store.forget_user_memories(app_name, user_id)

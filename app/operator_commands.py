@@ -15,7 +15,7 @@ from sqlalchemy.engine import make_url
 
 from app import json_codec
 from app.config import Settings
-from app.db.repository import SessionKey
+from app.domain import SessionKey
 from app.errors import SessionNotFound
 from app.limits import Limits
 from app.service import SessionService, SessionView
@@ -103,10 +103,10 @@ def require_existing_database(settings: Settings) -> None:
 @asynccontextmanager
 async def _service(settings: Settings) -> AsyncIterator[SessionService]:
     """The service over its database, for one command."""
-    from app.main import open_database
+    from app.db.stores import open_store
 
-    database = await open_database(settings)
+    store = await open_store(settings)
     try:
-        yield SessionService(database, Limits.from_settings(settings))
+        yield SessionService(store, Limits.from_settings(settings))
     finally:
-        await database.dispose()
+        await store.close()

@@ -1,5 +1,5 @@
 """The rules of the service: scopes, ``temp:``, revisions, preconditions and
-idempotent appends. Routes call this; this calls the repository."""
+idempotent appends. Routes call this; this calls the store."""
 
 import time
 import uuid
@@ -9,9 +9,8 @@ from typing import Any
 
 from app import json_codec
 from app.config import RESPONSE_OVERHEAD_BYTES
-from app.db import memory_repository, repository
-from app.db.database import Database
-from app.db.repository import SessionKey, SortOrder
+from app.db.store import Store
+from app.domain import AppendNotApplied, SessionCursor, SessionKey, SortOrder
 from app.errors import (
     BadRequest,
     EventIdConflict,
@@ -77,13 +76,13 @@ def new_uuid() -> str:
 class SessionService:
     def __init__(
         self,
-        db: Database,
+        store: Store,
         limits: Limits | None = None,
         *,
         clock: Callable[[], float] = time.time,
         new_id: Callable[[], str] = new_uuid,
     ) -> None:
-        self.db = db
+        self.store = store
         self.limits = limits or Limits()
         self.clock = clock
         self.new_id = new_id
@@ -102,22 +101,15 @@ class SessionService:
         if (long_key := find_long_key(state or {}, self.limits)) is not None:
             raise InvalidInput([long_key.under("body", "state")])
         delta = split_delta(state or {})
-        limit = self.limits.max_state_bytes
-        if (size := repository.session_state_bytes(delta.session)) > limit:
-            raise repository.state_too_large("session", size, limit)
         now = self.clock()
-        async with self.db.write() as connection:
-            if not await repository.insert_session(connection, key, delta.session, now):
-                raise SessionAlreadyExists(f"session {key.session_id!r} already exists")
-            await repository.write_app_state(connection, app_name, delta.app, limit)
-            await repository.write_user_state(connection, app_name, user_id, delta.user, limit)
-            app_state = await repository.read_app_state(connection, app_name)
-            user_state = await repository.read_user_state(connection, app_name, user_id)
+        shared = await self.store.create_session(key, delta, now, self.limits.max_state_bytes)
+        if shared is None:
+            raise SessionAlreadyExists(f"session {key.session_id!r} already exists")
         return SessionView(
             id=key.session_id,
             app_name=app_name,
             user_id=user_id,
-            state=merge_scopes(delta.session, app_state, user_state),
+            state=merge_scopes(delta.session, shared.app_state, shared.user_state),
             events_json="",
             last_update_time=now,
             revision=0,
@@ -129,17 +121,8 @@ class SessionService:
         num_recent_events: int | None = None,
         after_timestamp: float | None = None,
     ) -> SessionView:
-        snapshot: repository.SessionSnapshot | None
         budget = self.session_events_budget
-        if self.db.hot_path is not None:
-            snapshot = await self.db.hot_path.read_snapshot(
-                key, num_recent_events, after_timestamp, budget
-            )
-        else:
-            async with self.db.read() as connection:
-                snapshot = await repository.read_snapshot(
-                    connection, key, num_recent_events, after_timestamp, budget
-                )
+        snapshot = await self.store.read_snapshot(key, num_recent_events, after_timestamp, budget)
         if snapshot is None:
             raise SessionNotFound(f"session {key.session_id!r} not found")
         if snapshot.events_json is None:
@@ -163,29 +146,24 @@ class SessionService:
     async def list_sessions(
         self, app_name: str, user_id: str | None, page_size: int, page_token: str | None
     ) -> SessionPage:
-        after: repository.SessionCursor | None = None
+        after: SessionCursor | None = None
         list_identity = (app_name, user_id or "")
         if page_token is not None:
             after = _session_cursor(decode_token(page_token, SESSIONS_TOKEN, list_identity))
-        async with self.db.read() as connection:
-            page, more = await repository.page_sessions(
-                connection,
-                app_name,
-                user_id,
-                after,
-                page_size,
-                self.limits.max_response_bytes - RESPONSE_OVERHEAD_BYTES,
-            )
-            app_state = await repository.read_app_state(connection, app_name)
-            user_states = await repository.read_user_states(
-                connection, app_name, sorted({row.user_id for row in page})
-            )
+        listing = await self.store.page_sessions(
+            app_name,
+            user_id,
+            after,
+            page_size,
+            self.limits.max_response_bytes - RESPONSE_OVERHEAD_BYTES,
+        )
+        page = listing.sessions
         sessions = [
             SessionView(
                 id=row.id,
                 app_name=app_name,
                 user_id=row.user_id,
-                state=merge_scopes(row.state, app_state, user_states[row.user_id]),
+                state=merge_scopes(row.state, listing.app_state, listing.user_states[row.user_id]),
                 events_json="",
                 last_update_time=row.update_time,
                 revision=row.revision,
@@ -193,7 +171,7 @@ class SessionService:
             for row in page
         ]
         token = None
-        if more and page:
+        if listing.more and page:
             last = page[-1]
             token = encode_token(
                 SESSIONS_TOKEN, list_identity, [last.update_time, last.user_id, last.id]
@@ -201,11 +179,8 @@ class SessionService:
         return SessionPage(sessions, token)
 
     async def delete_session(self, key: SessionKey, *, delete_memories: bool = False) -> None:
-        async with self.db.write() as connection:
-            if not await repository.delete_session(connection, key):
-                raise SessionNotFound(f"session {key.session_id!r} not found")
-            if delete_memories:
-                await memory_repository.delete_session_memories(connection, key)
+        if not await self.store.delete_session(key, with_memories=delete_memories):
+            raise SessionNotFound(f"session {key.session_id!r} not found")
 
     async def append_event(
         self, key: SessionKey, document: Any, expected_revision: int | None
@@ -215,51 +190,38 @@ class SessionService:
             return AppendOutcome(json_codec.dumps_text(document), None, created=False)
         for _ in range(APPEND_ATTEMPTS):
             try:
-                revision = await self._store_event(key, prepared, expected_revision)
-            except repository.AppendNotApplied as not_applied:
-                async with self.db.read() as connection:
-                    explained = await self._explain_unapplied_append(
-                        connection, key, prepared, expected_revision, not_applied
-                    )
+                revision = await self.store.append_event(
+                    key, prepared.record, expected_revision, self.limits.max_state_bytes
+                )
+            except AppendNotApplied as not_applied:
+                explained = await self._explain_unapplied_append(
+                    key, prepared, expected_revision, not_applied
+                )
                 if explained is not None:
                     return explained
                 continue
             return AppendOutcome(prepared.record.data, revision, created=True)
         raise StaleSession("the session kept changing while the event was appended; try again")
 
-    async def _store_event(
-        self, key: SessionKey, prepared: PreparedEvent, expected_revision: int | None
-    ) -> int:
-        limit = self.limits.max_state_bytes
-        if self.db.hot_path is not None:
-            return await self.db.hot_path.append_event(
-                key, prepared.record, expected_revision, limit
-            )
-        async with self.db.write() as connection:
-            return await repository.append_event(
-                connection, key, prepared.record, expected_revision, limit
-            )
-
     async def _explain_unapplied_append(
         self,
-        connection: Any,
         key: SessionKey,
         prepared: PreparedEvent,
         expected_revision: int | None,
-        not_applied: repository.AppendNotApplied,
+        not_applied: AppendNotApplied,
     ) -> AppendOutcome | None:
         """Why an append wrote nothing, as the outcome or error to answer with;
         None when the reason is gone and the append should be tried again."""
         # A retry is recognised before the precondition: the first attempt
         # may have moved the revision the client still holds.
-        stored = await repository.find_event(connection, key, prepared.record.id)
+        stored = await self.store.find_event(key, prepared.record.id)
         if stored is not None:
             if is_same_event(json_codec.loads(stored.data), prepared):
                 return AppendOutcome(stored.data, stored.seq, created=False)
             raise EventIdConflict(
                 f"event {prepared.record.id!r} is already stored with other content"
             )
-        session = await repository.read_session(connection, key)
+        session = await self.store.read_session(key)
         if session is None:
             raise SessionNotFound(f"session {key.session_id!r} not found")
         if expected_revision is not None and session.revision != expected_revision:
@@ -299,30 +261,27 @@ class SessionService:
             if not (len(position) == 2 and position[0] == order and _is_int64(position[1])):
                 raise BadRequest(INVALID_TOKEN)
             after_seq = position[1]
-        async with self.db.read() as connection:
-            if await repository.read_session(connection, key) is None:
-                raise SessionNotFound(f"session {key.session_id!r} not found")
-            page, more = await repository.page_events(
-                connection,
-                key,
-                order,
-                after_seq,
-                after_timestamp,
-                page_size,
-                self.limits.max_response_bytes - RESPONSE_OVERHEAD_BYTES,
-            )
+        found = await self.store.page_events(
+            key,
+            order,
+            after_seq,
+            after_timestamp,
+            page_size,
+            self.limits.max_response_bytes - RESPONSE_OVERHEAD_BYTES,
+        )
+        if found is None:
+            raise SessionNotFound(f"session {key.session_id!r} not found")
+        page, more = found
         token = None
         if more and page:
             token = encode_token(EVENTS_TOKEN, list_identity, [order, page[-1].seq])
         return EventPage([row.data for row in page], token)
 
     async def get_user_state(self, app_name: str, user_id: str) -> StateDict:
-        async with self.db.read() as connection:
-            return await repository.read_user_state(connection, app_name, user_id)
+        return await self.store.read_user_state(app_name, user_id)
 
     async def get_app_state(self, app_name: str) -> StateDict:
-        async with self.db.read() as connection:
-            return await repository.read_app_state(connection, app_name)
+        return await self.store.read_app_state(app_name)
 
 
 def _is_int64(value: Any) -> bool:
@@ -337,7 +296,7 @@ def _is_identifier(value: Any) -> bool:
     )
 
 
-def _session_cursor(position: list[Any]) -> repository.SessionCursor:
+def _session_cursor(position: list[Any]) -> SessionCursor:
     """A sessions page token's position, checked in full: a finite time and
     two identifiers."""
     if len(position) != 3:

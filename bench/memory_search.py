@@ -81,7 +81,7 @@ async def measure(url: str) -> dict[str, float]:
     from sqlalchemy.ext.asyncio import create_async_engine
 
     from app.db import memory_repository, migrations
-    from app.db.memory_repository import MemoryRecord
+    from app.domain import MemoryRecord
 
     rng = random.Random(11)
     texts = corpus(rng)

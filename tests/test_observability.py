@@ -89,17 +89,24 @@ async def test_docs_pages_load_their_assets_from_this_server(client, path):
     ],
 )
 def test_database_errors_that_mean_unavailable_become_503(postgres_error, unavailable):
-    """As SQLAlchemy reports asyncpg errors: the driver's error is the cause
-    of the adapted one. Too many clients, shutting down or starting up is the
-    database being unavailable (503, retry later); anything else is a bug (500)."""
+    """Both ways the PostgreSQL store meets asyncpg's errors: as SQLAlchemy
+    reports them (the driver's error is the cause of the adapted one) and
+    unwrapped (the append and session read run on asyncpg directly). Too many
+    clients, shutting down or starting up is the database being unavailable
+    (503, retry later); anything else is a bug (500)."""
     import asyncpg
     from sqlalchemy.exc import DBAPIError
 
-    from app.api.problems import is_database_unavailable
+    from app.db.database_errors import as_domain_error
+    from app.errors import DatabaseUnavailable
 
+    driver_error = getattr(asyncpg.exceptions, postgres_error)("from PostgreSQL")
     adapted = Exception("adapted by SQLAlchemy")
-    adapted.__cause__ = getattr(asyncpg.exceptions, postgres_error)("from PostgreSQL")
-    assert is_database_unavailable(DBAPIError("SELECT 1", {}, adapted)) is unavailable
+    adapted.__cause__ = driver_error
+    for error in (DBAPIError("SELECT 1", {}, adapted), driver_error):
+        domain_error = as_domain_error(error)
+        assert isinstance(domain_error, DatabaseUnavailable) is unavailable
+        assert domain_error is error or unavailable
 
 
 @pytest.mark.parametrize(
@@ -111,9 +118,10 @@ def test_database_errors_that_mean_unavailable_become_503(postgres_error, unavai
     ],
 )
 def test_a_database_host_that_cannot_be_reached_or_resolved_is_503(error):
-    """The PostgreSQL read path meets the OS's errors unwrapped: a host whose
+    """The PostgreSQL store meets the OS's errors unwrapped: a host whose
     name stopped resolving (a stopped compose service) was a 500."""
-    from app.api.problems import known_error_response
+    from app.api.problems import error_response
+    from app.db.database_errors import as_domain_error
 
-    response = known_error_response(error)
+    response = error_response(as_domain_error(error))
     assert response is not None and response.status_code == 503

@@ -5,7 +5,7 @@ FastAPI's routing, parameter validation and exception layers cost about as
 much server CPU per append as the append itself. This middleware sits inside
 ours (request id, metrics, API keys, body limit), takes a well-formed
 `POST .../events` and answers it through the same code as the route
-(`appending.append`, `known_error_response`). Anything else, including every
+(`appending.append`, `error_response`). Anything else, including every
 request with a bad identifier or If-Match, goes on to FastAPI unchanged, so
 its validation errors stay FastAPI's.
 """
@@ -17,8 +17,8 @@ from app.api import appending
 from app.api.bodies import decode_json
 from app.api.dependencies import expected_revision
 from app.api.encoded_paths import decode_segment
-from app.api.problems import known_error_response
-from app.db.repository import SessionKey
+from app.api.problems import error_response
+from app.domain import SessionKey
 from app.errors import BadRequest
 from app.identifiers import name_problem, session_id_problem
 from app.service import SessionService
@@ -93,7 +93,7 @@ class AppendFastPath:
             document = await decode_json(body, service.limits)
             response = await appending.append(service, key, document, revision)
         except Exception as error:
-            known = known_error_response(error)
+            known = error_response(error)
             if known is None:
                 raise
             response = known

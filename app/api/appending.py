@@ -6,7 +6,7 @@ from typing import Any
 from fastapi.responses import Response
 
 from app.api import rendering
-from app.db.repository import SessionKey
+from app.domain import SessionKey
 from app.errors import ServiceError, StaleSession
 from app.metrics import APPENDS, EVENTS_STORED, STALE_REJECTIONS
 from app.service import SessionService

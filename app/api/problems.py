@@ -3,17 +3,14 @@
 import logging
 from typing import Any
 
-import asyncpg
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import Response
-from sqlalchemy.exc import DBAPIError, OperationalError
-from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from app import json_codec
 from app.errors import DatabaseUnavailable, InvalidInput, ServiceError, Unauthorized
-from app.metrics import DB_ERRORS
+from app.identifiers import IDENTIFIER_MAX_LENGTH
 from app.observability import current_request_id, trace_without_data
 
 logger = logging.getLogger("session_state")
@@ -62,13 +59,7 @@ def service_error_response(error: ServiceError) -> Response:
     )
 
 
-async def _on_service_error(_request: Request, error: Exception) -> Response:
-    assert isinstance(error, ServiceError)
-    return service_error_response(error)
-
-
-async def _on_validation_error(_request: Request, error: Exception) -> Response:
-    assert isinstance(error, RequestValidationError)
+def _validation_error_response(error: RequestValidationError) -> Response:
     errors = list(error.errors())
     if any(item.get("type") == "json_invalid" for item in errors):
         return problem_response(400, "bad_request", "Bad request", "the body is not valid JSON")
@@ -84,10 +75,12 @@ def _has_empty_identifier(request: Request) -> bool:
     return raw_path.startswith(b"/apps/") and b"//" in raw_path
 
 
-async def _on_http_error(request: Request, error: Exception) -> Response:
-    assert isinstance(error, StarletteHTTPException)
+def _http_error_response(request: Request, error: StarletteHTTPException) -> Response:
     if error.status_code == 404 and _has_empty_identifier(request):
-        message = "a segment of the path is empty: identifiers are 1 to 128 characters"
+        message = (
+            "a segment of the path is empty: identifiers are "
+            f"1 to {IDENTIFIER_MAX_LENGTH} characters"
+        )
         return problem_response(
             422,
             "validation_error",
@@ -105,47 +98,6 @@ async def _on_http_error(request: Request, error: Exception) -> Response:
     )
 
 
-# SQLSTATE classes that say the database cannot serve now, not that the
-# request is wrong: connection exception, insufficient resources (such as too
-# many connections), operator intervention (shutting down, starting up).
-_UNAVAILABLE_SQLSTATE_CLASSES = ("08", "53", "57")
-
-
-def is_database_unavailable(error: DBAPIError) -> bool:
-    if isinstance(error, OperationalError) or error.connection_invalidated:
-        return True
-    cause = error.orig.__cause__ if error.orig is not None else None
-    sqlstate = getattr(cause, "sqlstate", None) or getattr(error.orig, "sqlstate", None)
-    return isinstance(sqlstate, str) and sqlstate.startswith(_UNAVAILABLE_SQLSTATE_CLASSES)
-
-
-async def _on_database_error(_request: Request, error: Exception) -> Response:
-    return database_error_response(error)
-
-
-def database_error_response(error: Exception) -> Response:
-    # The database being away or overloaded is something a client may retry;
-    # anything else from the database is our bug.
-    if isinstance(error, PoolTimeoutError) or (
-        isinstance(error, DBAPIError) and is_database_unavailable(error)
-    ):
-        logger.warning("database unavailable: %s", type(error).__name__)
-        DB_ERRORS.labels("unavailable").inc()
-        return service_error_response(DatabaseUnavailable("the database is unreachable"))
-    DB_ERRORS.labels("other").inc()
-    return unexpected_error_response(error)
-
-
-async def _on_connection_error(_request: Request, error: Exception) -> Response:
-    return connection_error_response(error)
-
-
-def connection_error_response(error: Exception) -> Response:
-    logger.warning("database unavailable: %s", type(error).__name__)
-    DB_ERRORS.labels("unavailable").inc()
-    return service_error_response(DatabaseUnavailable("the database is unreachable"))
-
-
 def unexpected_error_response(error: BaseException) -> Response:
     # Types and frames only: messages of database errors carry users' data.
     logger.error("unexpected error\n%s", trace_without_data(error))
@@ -154,41 +106,27 @@ def unexpected_error_response(error: BaseException) -> Response:
     )
 
 
-# The database cannot be reached or answer now: ours, the OS's and asyncpg's
-# own errors from the PostgreSQL hot path (connection lost or refused, the
-# server shutting down or starting up, out of connections).
-_CONNECTION_ERRORS: tuple[type[Exception], ...] = (
-    # ConnectionError and the rest of OSError: refused, reset, unreachable,
-    # and a host name that stopped resolving (socket.gaierror: a stopped
-    # compose service's name), none of which is a bug of ours.
-    OSError,
-    asyncpg.PostgresConnectionError,
-    asyncpg.InterfaceError,
-    asyncpg.exceptions.OperatorInterventionError,
-    asyncpg.exceptions.InsufficientResourcesError,
-    TimeoutError,
-)
-
-
-def known_error_response(error: Exception) -> Response | None:
-    """The response the exception handlers below give for `error`, for code
-    that runs outside FastAPI's routing; None for anything else (a bug)."""
+def error_response(error: Exception) -> Response | None:
+    """The problem response for an error the API reports with a code (the
+    status and code of each domain error are on its class, `app.errors`);
+    None for anything else, a bug, which becomes a 500 in
+    RequestContextMiddleware (it still knows the request id). Used by the
+    exception handlers and by the append fast path alike."""
     if isinstance(error, ServiceError):
         return service_error_response(error)
-    if isinstance(error, DBAPIError | PoolTimeoutError):
-        return database_error_response(error)
-    if isinstance(error, _CONNECTION_ERRORS):
-        return connection_error_response(error)
+    if isinstance(error, RequestValidationError):
+        return _validation_error_response(error)
     return None
 
 
+async def _on_error(request: Request, error: Exception) -> Response:
+    if isinstance(error, StarletteHTTPException):
+        return _http_error_response(request, error)
+    response = error_response(error)
+    assert response is not None, "handlers are installed for the types error_response maps"
+    return response
+
+
 def install_problem_handlers(app: FastAPI) -> None:
-    app.add_exception_handler(ServiceError, _on_service_error)
-    app.add_exception_handler(RequestValidationError, _on_validation_error)
-    app.add_exception_handler(StarletteHTTPException, _on_http_error)
-    app.add_exception_handler(DBAPIError, _on_database_error)
-    app.add_exception_handler(PoolTimeoutError, _on_database_error)
-    for error_class in _CONNECTION_ERRORS:
-        app.add_exception_handler(error_class, _on_connection_error)
-    # Any other exception becomes a 500 in RequestContextMiddleware, which
-    # still knows the request id.
+    for error_class in (ServiceError, RequestValidationError, StarletteHTTPException):
+        app.add_exception_handler(error_class, _on_error)

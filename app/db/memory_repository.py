@@ -5,31 +5,16 @@ first, then by that score, then the newest."""
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from sqlalchemy import delete, select, text
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from app.db.repository import SessionKey
 from app.db.tables import forgotten_memories, memories
+from app.domain import MemoryRecord, SessionKey
 from app.memory import fts5_queries
 from app.search_text import query_terms, search_text
-
-
-@dataclass(frozen=True)
-class MemoryRecord:
-    session_id: str
-    event_id: str
-    author: str
-    role: str | None
-    timestamp: float
-    text: str
-    # JSON texts of the content and custom metadata as added; None for rows
-    # stored before migration 0005 (and no metadata for event memories).
-    content: str | None = None
-    custom_metadata: str | None = None
 
 
 async def lock_user_memory(connection: AsyncConnection, app_name: str, user_id: str) -> None:

@@ -1,9 +1,11 @@
-"""All SQL of the service. Functions run on a connection inside a transaction
-that the caller owns; none of them commits."""
+"""The sessions' SQL as SQLAlchemy Core, for both dialects (the stores in
+`sql_store.py`, `sqlite_store.py` and `postgresql_store.py` run it; the
+PostgreSQL store sends its append and session read as statements of its
+own). Functions run on a connection inside a transaction that the caller
+owns; none of them commits."""
 
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from sqlalchemy import (
     BigInteger,
@@ -26,8 +28,18 @@ from sqlalchemy.sql.selectable import TextualSelect
 
 from app import json_codec
 from app.db.tables import JsonDocument, app_states, events, sessions, user_states
+from app.domain import (
+    AppendNotApplied,
+    NewEvent,
+    SessionCursor,
+    SessionKey,
+    SessionRow,
+    SessionSnapshot,
+    SortOrder,
+    StoredEvent,
+)
 from app.errors import ResponseTooLarge, StateTooLarge
-from app.state import ScopedDelta, StateDict, apply_delta
+from app.state import StateDict, apply_delta
 
 # A scope's size counts, for each key, its bytes, its value's JSON bytes and
 # these four (quotes, colon, comma): about the size of the scope as a JSON
@@ -37,54 +49,6 @@ from app.state import ScopedDelta, StateDict, apply_delta
 KEY_OVERHEAD_BYTES = 4
 # What a session in a list adds besides its state (ids, field names, time).
 LISTED_SESSION_OVERHEAD_BYTES = 512
-
-SortOrder = Literal["asc", "desc"]
-
-
-@dataclass(frozen=True)
-class SessionRow:
-    app_name: str
-    user_id: str
-    id: str
-    state: StateDict
-    revision: int
-    update_time: float
-
-
-@dataclass(frozen=True)
-class SessionKey:
-    app_name: str
-    user_id: str
-    session_id: str
-
-
-@dataclass(frozen=True)
-class NewEvent:
-    """An event ready to store: validated, ``temp:`` keys removed, JSON encoded."""
-
-    id: str
-    invocation_id: str
-    author: str
-    timestamp: float
-    data: str
-    delta: ScopedDelta
-
-
-@dataclass(frozen=True)
-class StoredEvent:
-    seq: int
-    data: str
-
-
-class AppendNotApplied(Exception):
-    """The append changed nothing: the session is missing, stale, or the event
-    id is taken, or (`state_error`) a scope would pass its size limit. The
-    caller finds out which with a read: a retry of a stored event is still a
-    retry, whatever the state's size now."""
-
-    def __init__(self, reason: str, *, state_error: StateTooLarge | None = None) -> None:
-        super().__init__(reason)
-        self.state_error = state_error
 
 
 def _is_postgresql(connection: AsyncConnection) -> bool:
@@ -365,9 +329,6 @@ async def delete_session(connection: AsyncConnection, key: SessionKey) -> bool:
     return result.rowcount > 0
 
 
-SessionCursor = tuple[float, str, str]
-
-
 def _listing_statement(*, one_user: bool, after_cursor: bool) -> TextualSelect:
     """The page statement, static text so that nothing is built per request
     (SQLAlchemy Core took milliseconds to build and key this one)."""
@@ -470,19 +431,6 @@ def _events_of(key: SessionKey) -> list[Any]:
     ]
 
 
-@dataclass(frozen=True)
-class SessionSnapshot:
-    """A session, its scopes' state and its events (JSON texts joined by
-    commas), or None for the events when they are `events_bytes` long, more
-    than the reader would take."""
-
-    session: SessionRow
-    app_state: StateDict
-    user_state: StateDict
-    events_json: str | None
-    events_bytes: int
-
-
 async def read_snapshot(
     connection: AsyncConnection,
     key: SessionKey,
@@ -490,8 +438,8 @@ async def read_snapshot(
     after_timestamp: float | None,
     max_events_bytes: int,
 ) -> SessionSnapshot | None:
-    """Everything a session read returns (the SQLAlchemy path, used on SQLite;
-    PostgreSQL reads through `PostgresHotPath`). Events are those up to the
+    """Everything a session read returns (the SQLite store's; the PostgreSQL
+    store reads with a statement of its own). Events are those up to the
     revision read with the session row, so events, state and ETag describe one
     moment; they are read only if they fit in `max_events_bytes`."""
     found = await read_session(connection, key)
@@ -610,8 +558,8 @@ async def append_event(
     max_state_bytes: int,
 ) -> int:
     """Stores the event and applies its delta; returns the new revision. The
-    SQLAlchemy path, used on SQLite (PostgreSQL appends through
-    `PostgresHotPath`).
+    SQLite store's (the PostgreSQL store appends with a statement of its
+    own).
 
     Raises AppendNotApplied, with nothing written, when the session is missing,
     is not at `expected_revision`, or already holds an event with this id.

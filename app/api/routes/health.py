@@ -1,11 +1,9 @@
 """Liveness and readiness probes."""
 
 from fastapi import APIRouter, Request, Response
-from sqlalchemy import text
 
 from app.api import rendering
 from app.api.problems import service_error_response
-from app.db.migrations import SchemaNotCurrent, require_current_schema
 from app.errors import DatabaseUnavailable
 from app.schemas import Health, Problem
 
@@ -24,13 +22,8 @@ async def healthz() -> Response:
     summary="The database is reachable and its schema is current",
 )
 async def readyz(request: Request) -> Response:
-    engine = request.app.state.service.db.engine
     try:
-        async with engine.connect() as connection:
-            await connection.execute(text("SELECT 1"))
-        await require_current_schema(engine)
-    except SchemaNotCurrent as error:
-        return service_error_response(DatabaseUnavailable(str(error)))
-    except Exception:
-        return service_error_response(DatabaseUnavailable("the database is unreachable"))
+        await request.app.state.service.store.check_ready()
+    except DatabaseUnavailable as error:
+        return service_error_response(error)
     return rendering.json_response({"status": "ready"})

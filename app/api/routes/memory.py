@@ -10,8 +10,7 @@ from app.api import rendering
 from app.api.bodies import documented_body, read_json, validate_body
 from app.api.dependencies import AppName, MemoryId, UserId
 from app.api.routes.sessions import problem_responses
-from app.db.memory_repository import MemoryRecord
-from app.db.repository import SessionKey
+from app.domain import MemoryRecord, SessionKey
 from app.errors import FieldError, InvalidInput
 from app.json_rules import text_problem
 from app.limits import MAX_TIMESTAMP, MIN_TIMESTAMP

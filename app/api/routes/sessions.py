@@ -16,7 +16,7 @@ from app.api.dependencies import (
     service_of,
 )
 from app.api.problems import PROBLEM_MEDIA_TYPE
-from app.db.repository import SessionKey
+from app.domain import SessionKey
 from app.errors import StaleSession
 from app.limits import MAX_INT64
 from app.metrics import STALE_REJECTIONS

@@ -1,26 +1,29 @@
-"""The two hottest operations on PostgreSQL, sent with asyncpg directly.
+"""The PostgreSQL store: one SQLAlchemy pool (asyncpg connections) per
+process, serving every request.
 
-Measured here: the same append statement costs 0.71 ms of client CPU through
-SQLAlchemy's async layer and 0.27 ms through an asyncpg pool, so appends and
-session reads bypass SQLAlchemy; everything else stays on SQLAlchemy Core.
+The append and the session read, the two statements of every agent turn,
+are sent on the pool's asyncpg connection directly, without SQLAlchemy's
+execution layer: measured here, the same append statement cost 0.71 ms of
+client CPU through SQLAlchemy's async layer and 0.27 ms through asyncpg.
+Lending the connection costs what asyncpg's own pool costs
+(`bench/pool_choice.py`: 37.2 against 36.8 us CPU per statement), so one
+pool, one connection limit and one pool gauge cover both ways in.
+Everything else runs through SQLAlchemy Core (`SqlStore`).
 """
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import asyncpg
-from sqlalchemy.engine import make_url
+from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy.util import greenlet_spawn
 
 from app import json_codec
-from app.db.repository import (
-    AppendNotApplied,
-    NewEvent,
-    SessionKey,
-    SessionRow,
-    SessionSnapshot,
-    entry_sizes,
-    session_state_bytes,
-    state_too_large,
-)
+from app.db.database_errors import database_errors_as_domain_errors, keeps_connection
+from app.db.repository import entry_sizes, session_state_bytes, state_too_large
+from app.db.sql_store import SqlStore
+from app.domain import AppendNotApplied, NewEvent, SessionKey, SessionRow, SessionSnapshot
 
 # One statement, one round trip, in autocommit: the session row is locked and
 # bumped first, every other write joins on its result, so a missing or stale
@@ -134,81 +137,62 @@ SELECT s.state, s.revision, s.update_time,
 """
 
 
-def asyncpg_dsn(sqlalchemy_url: str) -> str:
-    return make_url(sqlalchemy_url).set(drivername="postgresql").render_as_string(False)
+class PostgresStore(SqlStore):
+    @asynccontextmanager
+    async def _read(self) -> AsyncIterator[AsyncConnection]:
+        """Every statement by itself (autocommit), which saves the BEGIN and
+        COMMIT round trips; the reads are written to be consistent alone."""
+        with database_errors_as_domain_errors():
+            async with self.engine.connect() as connection:
+                await connection.execution_options(isolation_level="AUTOCOMMIT")
+                yield connection
 
-
-async def _use_json_codecs(connection: asyncpg.Connection) -> None:
-    for type_name in ("json", "jsonb"):
-        await connection.set_type_codec(
-            type_name,
-            encoder=json_codec.dumps_for_jsonb,
-            decoder=json_codec.loads,
-            schema="pg_catalog",
-        )
-
-
-async def _skip_session_reset(_connection: asyncpg.Connection) -> None:
-    """Replaces asyncpg's reset on release (RESET ALL, UNLISTEN *, ...: one
-    more round trip per request). The hot path sets no session state, listens
-    to nothing and takes no advisory locks; an open transaction, if any, is
-    still rolled back by asyncpg before this is called."""
-
-
-class PostgresHotPath:
-    def __init__(self, pool: asyncpg.Pool, timeout: float) -> None:
-        self.pool = pool
-        self.timeout = timeout
-
-    @classmethod
-    async def connect(
-        cls, sqlalchemy_url: str, *, max_size: int, timeout_seconds: float
-    ) -> "PostgresHotPath":
-        """`timeout_seconds` bounds connecting, waiting for a pooled connection
-        and every statement, so no request waits longer on the database."""
-        pool = await asyncpg.create_pool(
-            asyncpg_dsn(sqlalchemy_url),
-            # No floor of idle connections: while the database is away the
-            # pool would log a failed attempt to restore it, again and again.
-            min_size=0,
-            max_size=max_size,
-            timeout=timeout_seconds,
-            command_timeout=timeout_seconds,
-            init=_use_json_codecs,
-            reset=_skip_session_reset,
-            server_settings={"application_name": "session-state"},
-        )
-        return cls(pool, timeout_seconds)
+    @asynccontextmanager
+    async def _lend(self) -> AsyncIterator[asyncpg.Connection]:
+        """A pooled connection as asyncpg's, for one statement in autocommit.
+        The pool's timeout bounds the wait for it, the connection's command
+        timeout the statement (`engine.py`)."""
+        with database_errors_as_domain_errors():
+            lent = await self.engine.raw_connection()
+            try:
+                connection = lent.driver_connection
+                assert isinstance(connection, asyncpg.Connection)
+                yield connection
+            except BaseException as error:
+                # A connection lost, timed out or abandoned mid-statement is
+                # closed here, not lent to the next request.
+                if not keeps_connection(error):
+                    await greenlet_spawn(lent.invalidate)
+                raise
+            finally:
+                # No transaction was opened on it: giving it back costs no
+                # round trip (closing it, when the pool is over its size,
+                # awaits the driver: hence the greenlet).
+                await greenlet_spawn(lent.close)
 
     async def append_event(
-        self,
-        key: SessionKey,
-        event: NewEvent,
-        expected_revision: int | None,
-        max_state_bytes: int,
+        self, key: SessionKey, event: NewEvent, expected_revision: int | None, max_state_bytes: int
     ) -> int:
-        """Returns the new revision; AppendNotApplied when nothing was written
-        (with `state_error` set when a scope would pass `max_state_bytes`)."""
         delta = event.delta
         try:
-            async with self.pool.acquire(timeout=self.timeout) as connection:
+            async with self._lend() as connection:
                 row: Any = await connection.fetchrow(
                     _APPEND,
                     key.app_name,
                     key.user_id,
                     key.session_id,
-                    delta.session,
+                    json_codec.dumps_for_jsonb(delta.session),
                     event.timestamp,
                     event.id,
                     event.invocation_id,
                     event.author,
                     event.data,
-                    delta.app,
-                    delta.user,
+                    json_codec.dumps_for_jsonb(delta.app),
+                    json_codec.dumps_for_jsonb(delta.user),
                     expected_revision,
                     max_state_bytes,
-                    entry_sizes(delta.app),
-                    entry_sizes(delta.user),
+                    json_codec.dumps_for_jsonb(entry_sizes(delta.app)),
+                    json_codec.dumps_for_jsonb(entry_sizes(delta.user)),
                     2 * session_state_bytes(delta.session) if delta.session else 0,
                 )
         except asyncpg.UniqueViolationError as error:
@@ -230,7 +214,7 @@ class PostgresHotPath:
         after_timestamp: float | None,
         max_events_bytes: int,
     ) -> SessionSnapshot | None:
-        async with self.pool.acquire(timeout=self.timeout) as connection:
+        async with self._lend() as connection:
             row = await connection.fetchrow(
                 _SNAPSHOT,
                 key.app_name,
@@ -251,6 +235,3 @@ class PostgresHotPath:
         return SessionSnapshot(
             session, app_state or {}, user_state or {}, events_json, int(events_bytes)
         )
-
-    async def close(self) -> None:
-        await self.pool.close()

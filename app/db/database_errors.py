@@ -1,0 +1,96 @@
+"""Database failures as domain errors, for both stores and both drivers'
+error families (SQLAlchemy's wrappers and asyncpg's own, raised by the
+statements the PostgreSQL store sends on asyncpg directly)."""
+
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import asyncpg
+from sqlalchemy.exc import DBAPIError, OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeoutError
+
+from app.errors import DatabaseUnavailable
+from app.metrics import DB_ERRORS
+
+logger = logging.getLogger("session_state")
+
+# SQLSTATE classes that say the database cannot serve now, not that the
+# request is wrong: connection exception, insufficient resources (such as too
+# many connections), operator intervention (shutting down, starting up).
+_UNAVAILABLE_SQLSTATE_CLASSES = ("08", "53", "57")
+
+# The database cannot be reached or answer now.
+_UNAVAILABLE_ERRORS: tuple[type[BaseException], ...] = (
+    # Refused, reset, unreachable, and a host name that stopped resolving
+    # (socket.gaierror: a stopped compose service's name).
+    OSError,
+    # Waiting for a pooled connection, connecting, or a statement, past
+    # SESSION_STATE_DB_TIMEOUT_SECONDS.
+    TimeoutError,
+    PoolTimeoutError,
+    asyncpg.PostgresConnectionError,
+    asyncpg.InterfaceError,
+    asyncpg.exceptions.OperatorInterventionError,
+    asyncpg.exceptions.InsufficientResourcesError,
+)
+
+
+# How many wrappers deep a driver's error is looked for.
+_WRAPPING_DEPTH = 4
+
+
+def is_database_unavailable(error: BaseException) -> bool:
+    """Whether `error`, or the driver error it wraps, says the database
+    cannot serve now. SQLAlchemy wraps a driver error twice (its DBAPIError,
+    whose `orig` is the dialect's adapter error, whose cause is asyncpg's);
+    a connection lent from the pool fails with the adapter's error alone."""
+    if isinstance(error, OperationalError) or (
+        isinstance(error, DBAPIError) and error.connection_invalidated
+    ):
+        return True
+    current: BaseException | None = error
+    for _ in range(_WRAPPING_DEPTH):
+        if current is None:
+            return False
+        if isinstance(current, _UNAVAILABLE_ERRORS):
+            return True
+        sqlstate = getattr(current, "sqlstate", None)
+        if isinstance(sqlstate, str) and sqlstate.startswith(_UNAVAILABLE_SQLSTATE_CLASSES):
+            return True
+        current = getattr(current, "orig", None) or current.__cause__
+    return False
+
+
+def as_domain_error(error: Exception) -> Exception:
+    """What a store raises for `error` from its database: DatabaseUnavailable
+    for a database that cannot serve now (a client may retry), the error
+    itself for anything else (a domain error, or a bug)."""
+    if is_database_unavailable(error):
+        # The type only: messages of database errors carry users' data.
+        logger.warning("database unavailable: %s", type(error).__name__)
+        DB_ERRORS.labels("unavailable").inc()
+        return DatabaseUnavailable("the database is unreachable")
+    if isinstance(error, DBAPIError | asyncpg.PostgresError):
+        DB_ERRORS.labels("other").inc()
+    return error
+
+
+def keeps_connection(error: BaseException) -> bool:
+    """Whether an asyncpg connection is still fit for the next request after
+    `error` interrupted it: an error the server reported for a statement
+    leaves it so; a lost connection, a timeout or a cancelled task (a query
+    may still be running) does not."""
+    return isinstance(error, asyncpg.PostgresError) and not is_database_unavailable(error)
+
+
+@contextmanager
+def database_errors_as_domain_errors() -> Iterator[None]:
+    """Around every use of a connection, its acquisition included."""
+    try:
+        yield
+    except Exception as error:
+        domain_error = as_domain_error(error)
+        if domain_error is error:
+            raise
+        raise domain_error from error

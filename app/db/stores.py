@@ -1,0 +1,22 @@
+"""The store a deployment runs on, chosen once at start-up by its URL."""
+
+from app.config import Settings
+from app.db import migrations
+from app.db.engine import create_engine
+from app.db.postgresql_store import PostgresStore
+from app.db.sqlite_store import SqliteStore
+from app.db.store import Store
+
+
+async def open_store(settings: Settings) -> Store:
+    """The embedded SQLite default migrates itself; PostgreSQL must be migrated
+    beforehand (`session-state migrate`), and is refused if it was not."""
+    engine = create_engine(settings)
+    try:
+        if settings.is_sqlite:
+            await migrations.upgrade(engine)
+        await migrations.require_current_schema(engine)
+    except BaseException:
+        await engine.dispose()
+        raise
+    return SqliteStore(engine) if settings.is_sqlite else PostgresStore(engine)

@@ -1,0 +1,110 @@
+"""The values the layers pass each other: routes to rules, rules to the
+store. Plain data, no behaviour; the rules are in `service.py`, `events.py`
+and `state.py`, the SQL in `db/`."""
+
+from dataclasses import dataclass
+from typing import Literal
+
+from app.errors import StateTooLarge
+from app.state import ScopedDelta, StateDict
+
+SortOrder = Literal["asc", "desc"]
+# Where a page of sessions ends: (update time, user id, session id).
+SessionCursor = tuple[float, str, str]
+
+
+@dataclass(frozen=True)
+class SessionKey:
+    app_name: str
+    user_id: str
+    session_id: str
+
+
+@dataclass(frozen=True)
+class NewEvent:
+    """An event ready to store: validated, ``temp:`` keys removed, JSON encoded."""
+
+    id: str
+    invocation_id: str
+    author: str
+    timestamp: float
+    data: str
+    delta: ScopedDelta
+
+
+@dataclass(frozen=True)
+class StoredEvent:
+    """An event as stored: its position in the session (the revision its
+    append made) and its JSON text."""
+
+    seq: int
+    data: str
+
+
+@dataclass(frozen=True)
+class SessionRow:
+    """A session's own part: its state without the app and user scopes."""
+
+    app_name: str
+    user_id: str
+    id: str
+    state: StateDict
+    revision: int
+    update_time: float
+
+
+@dataclass(frozen=True)
+class SessionSnapshot:
+    """A session, its scopes' state and its events (JSON texts joined by
+    commas), or None for the events when they are `events_bytes` long, more
+    than the reader would take."""
+
+    session: SessionRow
+    app_state: StateDict
+    user_state: StateDict
+    events_json: str | None
+    events_bytes: int
+
+
+@dataclass(frozen=True)
+class SessionListing:
+    """A page of sessions with what merging their state needs, and whether
+    more sessions follow."""
+
+    sessions: list[SessionRow]
+    app_state: StateDict
+    user_states: dict[str, StateDict]
+    more: bool
+
+
+@dataclass(frozen=True)
+class SharedScopes:
+    """The app's and the user's state, as a write left them."""
+
+    app_state: StateDict
+    user_state: StateDict
+
+
+@dataclass(frozen=True)
+class MemoryRecord:
+    session_id: str
+    event_id: str
+    author: str
+    role: str | None
+    timestamp: float
+    text: str
+    # JSON texts of the content and custom metadata as added; None for rows
+    # stored before migration 0005 (and no metadata for event memories).
+    content: str | None = None
+    custom_metadata: str | None = None
+
+
+class AppendNotApplied(Exception):
+    """The append changed nothing: the session is missing, stale, or the event
+    id is taken, or (`state_error`) a scope would pass its size limit. The
+    service finds out which with a read: a retry of a stored event is still a
+    retry, whatever the state's size now."""
+
+    def __init__(self, reason: str, *, state_error: StateTooLarge | None = None) -> None:
+        super().__init__(reason)
+        self.state_error = state_error
