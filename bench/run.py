@@ -132,7 +132,8 @@ class Server:
             "SESSION_STATE_LOG_LEVEL": "warning",
             # Within PostgreSQL's 100 connections, next to ADK's and the floor's pools.
             "SESSION_STATE_DB_POOL_SIZE": "10",
-            "SESSION_STATE_DB_MAX_OVERFLOW": "5",
+            # As the default: overflow connections are opened and closed per use.
+            "SESSION_STATE_DB_MAX_OVERFLOW": "0",
             "SESSION_STATE_MAX_BODY_BYTES": str(64 * 1024 * 1024),
         }
         command = [

@@ -11,13 +11,13 @@ pool, one connection limit and one pool gauge cover both ways in.
 Everything else runs through SQLAlchemy Core (`SqlStore`).
 """
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 import asyncpg
 from sqlalchemy.ext.asyncio import AsyncConnection
-from sqlalchemy.util import greenlet_spawn
+from sqlalchemy.util import await_only, greenlet_spawn
 
 from app import json_codec
 from app.db.database_errors import database_errors_as_domain_errors, keeps_connection
@@ -136,6 +136,8 @@ SELECT s.state, s.revision, s.update_time,
  WHERE s.app_name = $1 AND s.user_id = $2 AND s.id = $3
 """
 
+T = TypeVar("T")
+
 
 class PostgresStore(SqlStore):
     @asynccontextmanager
@@ -147,36 +149,39 @@ class PostgresStore(SqlStore):
                 await connection.execution_options(isolation_level="AUTOCOMMIT")
                 yield connection
 
-    @asynccontextmanager
-    async def _lend(self) -> AsyncIterator[asyncpg.Connection]:
-        """A pooled connection as asyncpg's, for one statement in autocommit.
-        The pool's timeout bounds the wait for it, the connection's command
-        timeout the statement (`engine.py`)."""
-        with database_errors_as_domain_errors():
-            lent = await self.engine.raw_connection()
+    async def _run(self, statement: Callable[[asyncpg.Connection], Awaitable[T]]) -> T:
+        """Runs `statement` on a pooled connection as asyncpg's, in autocommit.
+        Checkout, statement and check-in share one greenlet (SQLAlchemy's pool
+        is synchronous code): a greenlet each cost 20-30 us more per request.
+        The pool's timeout bounds the wait, the connection's command timeout
+        the statement (`engine.py`)."""
+
+        def on_lent_connection() -> T:
+            lent = self.engine.sync_engine.raw_connection()
             try:
                 connection = lent.driver_connection
                 assert isinstance(connection, asyncpg.Connection)
-                yield connection
+                return await_only(statement(connection))
             except BaseException as error:
                 # A connection lost, timed out or abandoned mid-statement is
                 # closed here, not lent to the next request.
                 if not keeps_connection(error):
-                    await greenlet_spawn(lent.invalidate)
+                    lent.invalidate()
                 raise
             finally:
-                # No transaction was opened on it: giving it back costs no
-                # round trip (closing it, when the pool is over its size,
-                # awaits the driver: hence the greenlet).
-                await greenlet_spawn(lent.close)
+                # No transaction was opened on it: no round trip to give it back.
+                lent.close()
+
+        with database_errors_as_domain_errors():
+            return await greenlet_spawn(on_lent_connection)
 
     async def append_event(
         self, key: SessionKey, event: NewEvent, expected_revision: int | None, max_state_bytes: int
     ) -> int:
         delta = event.delta
         try:
-            async with self._lend() as connection:
-                row: Any = await connection.fetchrow(
+            row: Any = await self._run(
+                lambda connection: connection.fetchrow(
                     _APPEND,
                     key.app_name,
                     key.user_id,
@@ -195,6 +200,7 @@ class PostgresStore(SqlStore):
                     json_codec.dumps_for_jsonb(entry_sizes(delta.user)),
                     2 * session_state_bytes(delta.session) if delta.session else 0,
                 )
+            )
         except asyncpg.UniqueViolationError as error:
             raise AppendNotApplied("event id already stored") from error
         revision, app_bytes, user_bytes, session_bytes = row
@@ -214,8 +220,8 @@ class PostgresStore(SqlStore):
         after_timestamp: float | None,
         max_events_bytes: int,
     ) -> SessionSnapshot | None:
-        async with self._lend() as connection:
-            row = await connection.fetchrow(
+        row = await self._run(
+            lambda connection: connection.fetchrow(
                 _SNAPSHOT,
                 key.app_name,
                 key.user_id,
@@ -224,6 +230,7 @@ class PostgresStore(SqlStore):
                 limit,
                 max_events_bytes,
             )
+        )
         if row is None:
             return None
         state, revision, update_time, app_state, user_state, events_bytes, events_json = row
