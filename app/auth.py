@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from app.errors import Forbidden, Unauthorized
+from .errors import Forbidden, Unauthorized
 
 ALL_APPS = "*"
 MIN_KEY_LENGTH = 16

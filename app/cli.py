@@ -16,8 +16,8 @@ import signal
 import sys
 import tempfile
 
-from app.config import Settings
-from app.observability import logging_config
+from .config import Settings
+from .observability import logging_config
 
 logger = logging.getLogger("session_state.cli")
 
@@ -33,7 +33,7 @@ def _settings_from(arguments: argparse.Namespace) -> Settings:
 
 
 def _warn_if_open_to_the_network(settings: Settings) -> None:
-    from app.auth import ApiKeys
+    from .auth import ApiKeys
 
     keys = ApiKeys.from_settings(settings.api_keys, settings.api_keys_file)
     loopback = settings.host in ("localhost", "::1") or settings.host.startswith("127.")
@@ -48,7 +48,7 @@ def _warn_if_open_to_the_network(settings: Settings) -> None:
 
 
 async def _prepare(settings: Settings) -> None:
-    from app.db.stores import open_store
+    from .db.stores import open_store
 
     store = await open_store(settings)
     await store.close()
@@ -83,10 +83,10 @@ def _exit_cleanly(_signal_number: int, _frame: object) -> None:
 def _run_uvicorn(settings: Settings) -> None:
     import uvicorn
 
-    from app.http_protocol import RequestHeadTimeoutProtocol
+    from .http_protocol import RequestHeadTimeoutProtocol
 
     uvicorn.run(
-        "app.main:create_app",
+        f"{__package__}.main:create_app",
         factory=True,
         http=RequestHeadTimeoutProtocol,  # closes connections slow to send a request head
         host=settings.host,
@@ -102,8 +102,8 @@ def _run_uvicorn(settings: Settings) -> None:
 def migrate(arguments: argparse.Namespace) -> int:
     from sqlalchemy.ext.asyncio import create_async_engine
 
-    from app.db import migrations
-    from app.db.provisioning import create_database_if_missing
+    from .db import migrations
+    from .db.provisioning import create_database_if_missing
 
     settings = _settings_from(arguments)
 
@@ -123,7 +123,7 @@ def migrate(arguments: argparse.Namespace) -> int:
 
 
 def sessions(arguments: argparse.Namespace) -> int:
-    from app import operator_commands
+    from . import operator_commands
 
     settings = _settings_from(arguments)
     operator_commands.require_existing_database(settings)
@@ -137,7 +137,7 @@ def sessions(arguments: argparse.Namespace) -> int:
 
 
 def openapi(_arguments: argparse.Namespace) -> int:
-    from app.main import create_app
+    from .main import create_app
 
     spec = create_app(Settings()).openapi()
     print(json.dumps(spec, indent=2, ensure_ascii=False))
@@ -184,7 +184,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _add_sessions_parser(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
-    from app.operator_commands import DEFAULT_EVENTS, DEFAULT_PAGE_SIZE
+    from .operator_commands import DEFAULT_EVENTS, DEFAULT_PAGE_SIZE
 
     sessions_parser = commands.add_parser("sessions", help="look at stored sessions")
     sessions_parser.set_defaults(handler=sessions)
@@ -231,8 +231,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _setup_problem(error: Exception) -> str | None:
-    from app.config import DEFAULT_DATABASE_URL
-    from app.setup_problems import explain
+    from .config import DEFAULT_DATABASE_URL
+    from .setup_problems import explain
 
     # _settings_from put a --database-url into the environment.
     return explain(error, os.environ.get("SESSION_STATE_DATABASE_URL", DEFAULT_DATABASE_URL))

@@ -5,8 +5,8 @@ and `state.py`, the SQL in `db/`."""
 from dataclasses import dataclass
 from typing import Literal
 
-from app.errors import StateTooLarge
-from app.state import ScopedDelta, StateDict
+from .errors import StateTooLarge
+from .state import ScopedDelta, StateDict
 
 SortOrder = Literal["asc", "desc"]
 # Where a page of sessions ends: (update time, user id, session id).

@@ -5,11 +5,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from app import json_codec
-from app.domain import NewEvent
-from app.errors import EventTooLarge, FieldError, InvalidInput
-from app.limits import MAX_TIMESTAMP, MIN_TIMESTAMP, Limits
-from app.state import drop_temp_keys, find_long_key, split_delta
+from . import json_codec
+from .domain import NewEvent
+from .errors import EventTooLarge, FieldError, InvalidInput
+from .limits import MAX_TIMESTAMP, MIN_TIMESTAMP, Limits
+from .state import drop_temp_keys, find_long_key, split_delta
 
 MAX_EVENT_ID_LENGTH = 128
 TIMESTAMP_MESSAGE = (

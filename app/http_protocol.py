@@ -26,7 +26,7 @@ from uvicorn.config import Config
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from uvicorn.server import ServerState
 
-from app.config import get_settings
+from .config import get_settings
 
 
 class RequestHeadTimeoutProtocol(HttpToolsProtocol):

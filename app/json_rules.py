@@ -13,7 +13,7 @@ import math
 import re
 from typing import Any
 
-from app.errors import FieldError
+from .errors import FieldError
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 

@@ -3,7 +3,7 @@ the README and the OpenAPI description read them from here."""
 
 from dataclasses import dataclass
 
-from app.config import (
+from .config import (
     DEFAULT_MAX_EVENT_BYTES,
     DEFAULT_MAX_JSON_DEPTH,
     DEFAULT_MAX_KEY_LENGTH,

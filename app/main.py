@@ -6,21 +6,21 @@ from typing import Any
 
 from fastapi import FastAPI
 
-from app import __version__
-from app.api.append_fast_path import AppendFastPath
-from app.api.authentication import ApiKeyMiddleware, document_bearer_security
-from app.api.body_limit import BodyLimitMiddleware
-from app.api.browser_guard import BrowserGuardMiddleware
-from app.api.encoded_paths import EncodedPathMiddleware
-from app.api.middleware import RequestContextMiddleware
-from app.api.problems import install_problem_handlers
-from app.api.routes import health, memory, operations, sessions
-from app.auth import ApiKeys
-from app.config import Settings, get_settings
-from app.db.stores import open_store
-from app.limits import Limits
-from app.memory_service import MemoryService
-from app.service import SessionService
+from . import __version__
+from .api.append_fast_path import AppendFastPath
+from .api.authentication import ApiKeyMiddleware, document_bearer_security
+from .api.body_limit import BodyLimitMiddleware
+from .api.browser_guard import BrowserGuardMiddleware
+from .api.encoded_paths import EncodedPathMiddleware
+from .api.middleware import RequestContextMiddleware
+from .api.problems import install_problem_handlers
+from .api.routes import health, memory, operations, sessions
+from .auth import ApiKeys
+from .config import Settings, get_settings
+from .db.stores import open_store
+from .limits import Limits
+from .memory_service import MemoryService
+from .service import SessionService
 
 DESCRIPTION = (
     "Sessions, event history and scoped key-value state of AI agents "

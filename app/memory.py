@@ -6,8 +6,8 @@ import hashlib
 from datetime import UTC, datetime
 from typing import Any
 
-from app import json_codec
-from app.search_text import QueryTerms
+from . import json_codec
+from .search_text import QueryTerms
 
 
 def event_text(document: dict[str, Any]) -> str | None:

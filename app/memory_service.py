@@ -7,13 +7,13 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
-from app import json_codec
-from app.config import RESPONSE_OVERHEAD_BYTES
-from app.db.store import Store
-from app.domain import MemoryRecord, SessionKey, StoredEvent
-from app.errors import SessionNotFound
-from app.limits import MAX_TIMESTAMP, MIN_TIMESTAMP, Limits
-from app.memory import event_memory_id, event_role, event_text
+from . import json_codec
+from .config import RESPONSE_OVERHEAD_BYTES
+from .db.store import Store
+from .domain import MemoryRecord, SessionKey, StoredEvent
+from .errors import SessionNotFound
+from .limits import MAX_TIMESTAMP, MIN_TIMESTAMP, Limits
+from .memory import event_memory_id, event_role, event_text
 
 
 def memory_record(session_id: str, document: dict[str, Any]) -> MemoryRecord | None:

@@ -13,13 +13,13 @@ from typing import Any
 
 from sqlalchemy.engine import make_url
 
-from app import json_codec
-from app.config import Settings
-from app.domain import SessionKey
-from app.errors import SessionNotFound
-from app.limits import Limits
-from app.service import SessionService, SessionView
-from app.setup_problems import SetupProblem
+from . import json_codec
+from .config import Settings
+from .domain import SessionKey
+from .errors import SessionNotFound
+from .limits import Limits
+from .service import SessionService, SessionView
+from .setup_problems import SetupProblem
 
 DEFAULT_PAGE_SIZE = 50
 DEFAULT_EVENTS = 10
@@ -103,7 +103,7 @@ def require_existing_database(settings: Settings) -> None:
 @asynccontextmanager
 async def _service(settings: Settings) -> AsyncIterator[SessionService]:
     """The service over its database, for one command."""
-    from app.db.stores import open_store
+    from .db.stores import open_store
 
     store = await open_store(settings)
     try:

@@ -11,8 +11,8 @@ import binascii
 import hashlib
 from typing import Any
 
-from app import json_codec
-from app.errors import BadRequest
+from . import json_codec
+from .errors import BadRequest
 
 # Far above any token we issue (a cursor of two 128-character identifiers).
 MAX_TOKEN_LENGTH = 2048

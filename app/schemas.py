@@ -10,7 +10,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchem
 from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
-from app.identifiers import (
+from .identifiers import (
     IDENTIFIER_MAX_LENGTH,
     NAME_PATTERN,
     NAME_RULE,

@@ -7,11 +7,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from app import json_codec
-from app.config import RESPONSE_OVERHEAD_BYTES
-from app.db.store import Store
-from app.domain import AppendNotApplied, SessionCursor, SessionKey, SortOrder
-from app.errors import (
+from . import json_codec
+from .config import RESPONSE_OVERHEAD_BYTES
+from .db.store import Store
+from .domain import AppendNotApplied, SessionCursor, SessionKey, SortOrder
+from .errors import (
     BadRequest,
     EventIdConflict,
     InvalidInput,
@@ -20,12 +20,12 @@ from app.errors import (
     SessionNotFound,
     StaleSession,
 )
-from app.events import PreparedEvent, is_same_event, prepare_event
-from app.identifiers import IDENTIFIER_MAX_LENGTH
-from app.json_rules import text_problem
-from app.limits import MAX_INT64, Limits
-from app.pagination import INVALID_TOKEN, decode_token, encode_token
-from app.state import StateDict, find_long_key, merge_scopes, split_delta
+from .events import PreparedEvent, is_same_event, prepare_event
+from .identifiers import IDENTIFIER_MAX_LENGTH
+from .json_rules import text_problem
+from .limits import MAX_INT64, Limits
+from .pagination import INVALID_TOKEN, decode_token, encode_token
+from .state import StateDict, find_long_key, merge_scopes, split_delta
 
 SESSIONS_TOKEN = "sessions"
 EVENTS_TOKEN = "events"

@@ -14,7 +14,7 @@ from pydantic_settings import SettingsError
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError
 
-from app.db.migrations import SchemaNotCurrent, UnknownRevision
+from .db.migrations import SchemaNotCurrent, UnknownRevision
 
 DATABASE_URL_SETTING = "SESSION_STATE_DATABASE_URL or --database-url"
 

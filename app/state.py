@@ -4,8 +4,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.errors import FieldError
-from app.limits import Limits
+from .errors import FieldError
+from .limits import Limits
 
 APP_PREFIX = "app:"
 USER_PREFIX = "user:"

@@ -43,7 +43,7 @@ def migrate_from(source: Path, database: str) -> None:
         "PYTHONPATH": str(source),
         "SESSION_STATE_DATABASE_URL": sqlalchemy_url(database),
     }
-    command = [sys.executable, "-m", "app.cli", "migrate"]
+    command = [sys.executable, "-m", "session_state.cli", "migrate"]
     subprocess.run(command, env=env, cwd=source, check=True, capture_output=True)
 
 

@@ -48,7 +48,7 @@ def _start_server(database: Path, port: int) -> subprocess.Popen[bytes]:
         "SESSION_STATE_DATABASE_URL": f"sqlite+aiosqlite:///{database}",
         "SESSION_STATE_LOG_LEVEL": "warning",
     }
-    command = [sys.executable, "-m", "app.cli", "serve", "--port", str(port)]
+    command = [sys.executable, "-m", "session_state.cli", "serve", "--port", str(port)]
     process = subprocess.Popen(command, env=env, cwd=ROOT)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:

@@ -80,8 +80,8 @@ async def measure(url: str) -> dict[str, float]:
     """Run inside the checkout's process: its app, its migrations."""
     from sqlalchemy.ext.asyncio import create_async_engine
 
-    from app.db import memory_repository, migrations
-    from app.domain import MemoryRecord
+    from session_state.db import memory_repository, migrations
+    from session_state.domain import MemoryRecord
 
     rng = random.Random(11)
     texts = corpus(rng)

@@ -112,10 +112,20 @@ def sqlalchemy_url(name: str) -> str:
     return dsn(name).replace("postgresql://", "postgresql+asyncpg://")
 
 
+def cli_module(source: Path | None) -> str:
+    """This checkout's installed server, or another checkout's source tree
+    run by its folder name (its modules import each other relatively; an
+    older checkout's, absolutely, as `app`)."""
+    return "session_state.cli" if source is None else "app.cli"
+
+
 def migrate(name: str) -> None:
     env = {**os.environ, "SESSION_STATE_DATABASE_URL": sqlalchemy_url(name)}
     subprocess.run(
-        [sys.executable, "-m", "app.cli", "migrate"], env=env, check=True, capture_output=True
+        [sys.executable, "-m", cli_module(None), "migrate"],
+        env=env,
+        check=True,
+        capture_output=True,
     )
 
 
@@ -139,7 +149,7 @@ class Server:
         command = [
             sys.executable,
             "-m",
-            "app.cli",
+            cli_module(source),
             "serve",
             "--port",
             str(port),
@@ -412,8 +422,8 @@ class Run:
 
     @staticmethod
     async def _deep_token(database: str, offset: int) -> str:
-        from app.pagination import encode_token
-        from app.service import SESSIONS_TOKEN
+        from session_state.pagination import encode_token
+        from session_state.service import SESSIONS_TOKEN
 
         connection = await asyncpg.connect(dsn(database))
         try:

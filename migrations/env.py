@@ -7,9 +7,9 @@ from alembic import context
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from app.config import Settings
-from app.db.migrations import include_object
-from app.db.tables import metadata
+from session_state.config import Settings
+from session_state.db.migrations import include_object
+from session_state.db.tables import metadata
 
 config = context.config
 

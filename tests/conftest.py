@@ -20,9 +20,9 @@ import httpx
 import pytest
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from app.config import Settings
-from app.db import migrations
-from app.main import create_app
+from session_state.config import Settings
+from session_state.db import migrations
+from session_state.main import create_app
 
 T = TypeVar("T")
 
@@ -205,7 +205,7 @@ class ServerProcess:
             **self.env,
         }
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "app.cli", "serve", "--port", str(self.port)],
+            [sys.executable, "-m", "session_state.cli", "serve", "--port", str(self.port)],
             env=env,
         )
         deadline = time.monotonic() + timeout

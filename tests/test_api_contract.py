@@ -8,8 +8,8 @@ import httpx
 import pytest
 from google.adk.sessions import Session as AdkSession
 
-from app.config import Settings
-from app.main import create_app
+from session_state.config import Settings
+from session_state.main import create_app
 
 BASE = "/apps/app/users/u/sessions"
 

@@ -8,8 +8,8 @@ import json
 import httpx
 import pytest
 
-from app.config import Settings
-from app.main import create_app
+from session_state.config import Settings
+from session_state.main import create_app
 
 APP = "app"
 USER = "u"

@@ -15,8 +15,8 @@ from google.adk.events import EventActions
 from google.adk.sessions import Session as AdkSession
 from google.genai import types
 
-from app.config import Settings
-from app.main import create_app
+from session_state.config import Settings
+from session_state.main import create_app
 from tests.paging import every_item
 from tests.values import exactly
 

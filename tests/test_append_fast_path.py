@@ -8,9 +8,9 @@ from urllib.parse import quote
 import httpx
 from fastapi import FastAPI
 
-from app.api.append_fast_path import AppendFastPath
-from app.config import Settings
-from app.main import create_app
+from session_state.api.append_fast_path import AppendFastPath
+from session_state.config import Settings
+from session_state.main import create_app
 
 
 async def test_a_body_cut_short_by_a_disconnect_stores_nothing(server):

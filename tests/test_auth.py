@@ -5,9 +5,9 @@ import json
 import httpx
 import pytest
 
-from app.auth import InvalidKeyConfiguration
-from app.config import Settings
-from app.main import create_app
+from session_state.auth import InvalidKeyConfiguration
+from session_state.config import Settings
+from session_state.main import create_app
 
 ALL_APPS_KEY = "all-apps-key-0123456789"
 TRAVEL_KEY = "travel-only-key-0123456789"

@@ -13,7 +13,7 @@ from tests.conftest import ServerProcess, free_port
 
 def _run(*arguments: str, env: dict[str, str] | None = None, cwd=None):
     return subprocess.run(
-        [sys.executable, "-m", "app.cli", *arguments],
+        [sys.executable, "-m", "session_state.cli", *arguments],
         env={**os.environ, **(env or {})},
         cwd=cwd,
         capture_output=True,
@@ -27,7 +27,9 @@ def test_serve_with_no_configuration_stores_in_a_sqlite_file_in_the_working_dire
     env["PYTHONPATH"] = os.pathsep.join(sys.path)
     port = free_port()
     process = subprocess.Popen(
-        [sys.executable, "-m", "app.cli", "serve", "--port", str(port)], env=env, cwd=tmp_path
+        [sys.executable, "-m", "session_state.cli", "serve", "--port", str(port)],
+        env=env,
+        cwd=tmp_path,
     )
     try:
         base = f"http://127.0.0.1:{port}"

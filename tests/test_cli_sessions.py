@@ -15,7 +15,7 @@ from tests.conftest import ServerProcess
 def _cli(*arguments: str, database_url: str):
     clean = {k: v for k, v in os.environ.items() if not k.startswith("SESSION_STATE_")}
     return subprocess.run(
-        [sys.executable, "-m", "app.cli", "sessions", *arguments],
+        [sys.executable, "-m", "session_state.cli", "sessions", *arguments],
         env={**clean, "SESSION_STATE_DATABASE_URL": database_url},
         capture_output=True,
         text=True,
@@ -32,7 +32,7 @@ def stored(request, tmp_path):
         url = request.getfixturevalue("fresh_postgres_url")
         assert (
             subprocess.run(
-                [sys.executable, "-m", "app.cli", "migrate", "--database-url", url]
+                [sys.executable, "-m", "session_state.cli", "migrate", "--database-url", url]
             ).returncode
             == 0
         )

@@ -12,14 +12,14 @@ import uuid
 import httpx
 import pytest
 
-from app.db import migrations
+from session_state.db import migrations
 from tests.conftest import POSTGRES_ADMIN_URL, drop_postgres_database, free_port
 
 
 def _run(*arguments: str, env: dict[str, str] | None = None, cwd=None):
     clean = {k: v for k, v in os.environ.items() if not k.startswith("SESSION_STATE_")}
     return subprocess.run(
-        [sys.executable, "-m", "app.cli", *arguments],
+        [sys.executable, "-m", "session_state.cli", *arguments],
         env={**clean, **(env or {})},
         cwd=cwd,
         capture_output=True,
@@ -120,7 +120,7 @@ def test_migrate_can_create_the_postgresql_database():
 def test_json_logs_carry_no_terminal_colour_codes(tmp_path):
     port = free_port()
     process = subprocess.Popen(
-        [sys.executable, "-m", "app.cli", "serve", "--port", str(port)],
+        [sys.executable, "-m", "session_state.cli", "serve", "--port", str(port)],
         env={
             **{k: v for k, v in os.environ.items() if not k.startswith("SESSION_STATE_")},
             "SESSION_STATE_LOG_FORMAT": "json",

@@ -4,6 +4,7 @@ wiring, and the image's own commands run outside a container as it runs them."""
 import json
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 import time
@@ -130,10 +131,20 @@ def test_the_api_is_published_on_loopback_and_scales_without_host_port_collision
 @pytest.fixture(scope="module")
 def installed_image(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The project installed from a wheel, as the build stage does: only what
-    the wheel carries (app, migrations) is importable from there."""
+    the wheel carries (one package, session_state) is importable from there."""
     work = tmp_path_factory.mktemp("image")
+    # What the Dockerfile copies, and nothing else (a checkout's own build/
+    # folder, say, would leak stale packages into the wheel).
+    source = work / "src"
+    source.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, source / name)
+    for folder in ("app", "migrations"):
+        shutil.copytree(
+            ROOT / folder, source / folder, ignore=shutil.ignore_patterns("__pycache__")
+        )
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "-w", work, ROOT],
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "-w", work, source],
         check=True,
     )
     wheel = next(work.glob("session_state-*.whl"))
@@ -158,6 +169,23 @@ def _run_image(site: Path, workdir: Path, command: list[str], env: dict[str, str
     return entrypoint + command, full_env, workdir
 
 
+def test_the_wheel_installs_one_package_named_session_state(installed_image):
+    """A top-level `app` or `migrations` in site-packages would shadow, or be
+    shadowed by, a user's own (`app` is the usual name of a FastAPI
+    project's package)."""
+    top_level = {
+        path.name
+        for path in installed_image.iterdir()
+        if not path.name.endswith(".dist-info") and path.name not in {"bin", "__pycache__"}
+    }
+    assert top_level == {"session_state"}
+    migrations = installed_image / "session_state" / "migrations"
+    assert (migrations / "script.py.mako").is_file()
+    assert sorted(path.name for path in (migrations / "versions").glob("0*.py"))[0].startswith(
+        "0001"
+    )
+
+
 def test_the_images_commands_work_outside_a_container(installed_image, tmp_path, request):
     if not request.getfixturevalue("postgres_available"):
         pytest.skip("PostgreSQL not reachable")
@@ -166,7 +194,12 @@ def test_the_images_commands_work_outside_a_container(installed_image, tmp_path,
     env = {"SESSION_STATE_DATABASE_URL": url, "SESSION_STATE_PORT": port}
 
     imported = subprocess.run(
-        [sys.executable, "-c", "import app, migrations; print(app.__file__, migrations.__file__)"],
+        [
+            sys.executable,
+            "-c",
+            "import session_state, session_state.migrations as m; "
+            "print(session_state.__file__, m.__file__)",
+        ],
         env={**os.environ, "PYTHONPATH": str(installed_image)},
         cwd=tmp_path,  # as the image's WORKDIR: not the checkout
         capture_output=True,

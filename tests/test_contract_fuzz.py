@@ -18,7 +18,7 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from app.identifiers import name_problem
+from session_state.identifiers import name_problem
 from tests.hostile import strict_json
 
 EXAMPLES_PER_OPERATION = int(os.environ.get("FUZZ_EXAMPLES", "50"))

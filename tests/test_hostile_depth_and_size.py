@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from app.config import RESPONSE_OVERHEAD_BYTES, Settings
+from session_state.config import RESPONSE_OVERHEAD_BYTES, Settings
 from tests.hostile import App, assert_app_still_readable, assert_problem, strict_json
 
 STATE_LIMIT = 2048

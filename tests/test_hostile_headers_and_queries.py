@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from app.pagination import _digest, encode_token
+from session_state.pagination import _digest, encode_token
 from tests.hostile import App, assert_app_still_readable, assert_problem
 
 app = App("headers")

@@ -12,8 +12,8 @@ from typing import Any
 import httpx
 import pytest
 
-from app.config import Settings
-from app.main import create_app
+from session_state.config import Settings
+from session_state.main import create_app
 from tests.conftest import ServerProcess
 
 SESSIONS = "/apps/victim/users/u/sessions"

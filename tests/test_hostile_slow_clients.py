@@ -16,8 +16,8 @@ import httpx
 import pytest
 import uvicorn
 
-from app import http_protocol
-from app.config import Settings
+from session_state import http_protocol
+from session_state.config import Settings
 from tests.conftest import ServerProcess, free_port
 
 TIMEOUT = 1.0

@@ -10,8 +10,8 @@ from urllib.parse import quote
 import httpx
 import pytest
 
-from app.config import Settings
-from app.main import create_app
+from session_state.config import Settings
+from session_state.main import create_app
 from tests.hostile import assert_problem
 
 NFC = unicodedata.normalize("NFC", "café")

@@ -6,8 +6,8 @@ written are."""
 import httpx
 import pytest
 
-from app.config import Settings
-from app.main import create_app
+from session_state.config import Settings
+from session_state.main import create_app
 
 MEMORY = "/apps/assistant/users/ann/memory"
 

@@ -6,9 +6,9 @@ from alembic.runtime.migration import MigrationContext
 from sqlalchemy import inspect, select
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from app.db import memory_repository, migrations
-from app.db.migrations import include_object
-from app.db.tables import SEARCH_INDEX_OBJECTS, app_states, metadata
+from session_state.db import memory_repository, migrations
+from session_state.db.migrations import include_object
+from session_state.db.tables import SEARCH_INDEX_OBJECTS, app_states, metadata
 
 TABLES = {"app_states", "user_states", "sessions", "events", "memories", "forgotten_memories"}
 

@@ -3,7 +3,7 @@
 import json
 from pathlib import Path
 
-from app.main import create_app
+from session_state.main import create_app
 
 SPEC_PATH = Path(__file__).parent.parent / "openapi" / "openapi.json"
 

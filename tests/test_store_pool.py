@@ -11,8 +11,8 @@ import re
 import asyncpg
 import httpx
 
-from app.config import Settings
-from app.main import create_app
+from session_state.config import Settings
+from session_state.main import create_app
 
 POOL_SIZE = 2
 MAX_OVERFLOW = 1

@@ -13,15 +13,15 @@ its validation errors stay FastAPI's.
 from starlette.routing import BaseRoute
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from app.api import appending
-from app.api.bodies import decode_json
-from app.api.dependencies import expected_revision
-from app.api.encoded_paths import decode_segment
-from app.api.problems import error_response
-from app.domain import SessionKey
-from app.errors import BadRequest
-from app.identifiers import name_problem, session_id_problem
-from app.service import SessionService
+from ..domain import SessionKey
+from ..errors import BadRequest
+from ..identifiers import name_problem, session_id_problem
+from ..service import SessionService
+from . import appending
+from .bodies import decode_json
+from .dependencies import expected_revision
+from .encoded_paths import decode_segment
+from .problems import error_response
 
 _IF_MATCH = b"if-match"
 

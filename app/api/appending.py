@@ -5,11 +5,11 @@ from typing import Any
 
 from fastapi.responses import Response
 
-from app.api import rendering
-from app.domain import SessionKey
-from app.errors import ServiceError, StaleSession
-from app.metrics import APPENDS, EVENTS_STORED, STALE_REJECTIONS
-from app.service import SessionService
+from ..domain import SessionKey
+from ..errors import ServiceError, StaleSession
+from ..metrics import APPENDS, EVENTS_STORED, STALE_REJECTIONS
+from ..service import SessionService
+from . import rendering
 
 _APPEND_RESULTS = {
     "stale_session": "stale",

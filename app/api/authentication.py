@@ -7,10 +7,10 @@ The app name is decoded from its own segment of the path as sent
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from app.api.encoded_paths import decode_segment
-from app.api.problems import service_error_response
-from app.auth import ApiKeys
-from app.errors import ServiceError
+from ..auth import ApiKeys
+from ..errors import ServiceError
+from .encoded_paths import decode_segment
+from .problems import service_error_response
 
 PROTECTED_PREFIX = "/apps/"
 _AUTHORIZATION = b"authorization"

@@ -8,10 +8,10 @@ from typing import Any, TypeVar
 from fastapi import Request
 from pydantic import BaseModel, ValidationError
 
-from app import json_codec
-from app.errors import BadRequest, FieldError, InvalidInput
-from app.json_rules import depth_message, find_unstorable
-from app.limits import OFFLOAD_BODY_BYTES, Limits
+from .. import json_codec
+from ..errors import BadRequest, FieldError, InvalidInput
+from ..json_rules import depth_message, find_unstorable
+from ..limits import OFFLOAD_BODY_BYTES, Limits
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
 

@@ -3,8 +3,8 @@ read into memory whole."""
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from app.api.problems import service_error_response
-from app.errors import PayloadTooLarge
+from ..errors import PayloadTooLarge
+from .problems import service_error_response
 
 
 class BodyLimitMiddleware:

@@ -23,10 +23,10 @@ import ipaddress
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from app.api.problems import service_error_response
-from app.auth import ApiKeys
-from app.config import Settings
-from app.errors import Forbidden
+from ..auth import ApiKeys
+from ..config import Settings
+from ..errors import Forbidden
+from .problems import service_error_response
 
 EXEMPT_PATHS = frozenset({"/healthz", "/readyz"})
 ANY_HOST = "*"

@@ -14,9 +14,8 @@ from fastapi import Header, Path, Request
 from pydantic import BeforeValidator
 from pydantic_core import PydanticCustomError
 
-from app.api.encoded_paths import decode_segment
-from app.errors import BadRequest
-from app.identifiers import (
+from ..errors import BadRequest
+from ..identifiers import (
     IDENTIFIER_MAX_LENGTH,
     NAME_PATTERN,
     NAME_RULE,
@@ -25,8 +24,9 @@ from app.identifiers import (
     name_problem,
     session_id_problem,
 )
-from app.limits import MAX_INT64
-from app.service import SessionService
+from ..limits import MAX_INT64
+from ..service import SessionService
+from .encoded_paths import decode_segment
 
 
 def service_of(request: Request) -> SessionService:

@@ -18,8 +18,8 @@ from urllib.parse import quote, quote_from_bytes, unquote, unquote_to_bytes
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from app.api.problems import service_error_response
-from app.errors import BadRequest
+from ..errors import BadRequest
+from .problems import service_error_response
 
 APPS_PREFIX = "/apps/"
 MALFORMED_MESSAGE = (

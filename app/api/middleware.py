@@ -7,14 +7,14 @@ import time
 from starlette.datastructures import MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from app.api.problems import unexpected_error_response
-from app.metrics import HTTP_LATENCY, HTTP_REQUESTS
-from app.observability import (
+from ..metrics import HTTP_LATENCY, HTTP_REQUESTS
+from ..observability import (
     REQUEST_ID_HEADER,
     current_request_id,
     request_id_from,
     trace_without_data,
 )
+from .problems import unexpected_error_response
 
 access_logger = logging.getLogger("session_state.access")
 logger = logging.getLogger("session_state")

@@ -8,16 +8,19 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from app import json_codec
-from app.errors import DatabaseUnavailable, InvalidInput, ServiceError, Unauthorized
-from app.identifiers import IDENTIFIER_MAX_LENGTH
-from app.observability import current_request_id, trace_without_data
+from .. import json_codec
+from ..errors import DatabaseUnavailable, InvalidInput, ServiceError, Unauthorized
+from ..identifiers import IDENTIFIER_MAX_LENGTH
+from ..observability import current_request_id, trace_without_data
 
 logger = logging.getLogger("session_state")
 
 PROBLEM_MEDIA_TYPE = "application/problem+json"
 RETRY_AFTER_SECONDS = "1"
-_GENERIC_CODES = {404: "not_found", 405: "method_not_allowed", 400: "bad_request"}
+# The framework's own errors; every other error's status and code are on its
+# class (app/errors.py). docs/api.md lists exactly these (a test checks).
+GENERIC_CODES = {404: "not_found", 405: "method_not_allowed", 400: "bad_request"}
+OTHER_HTTP_ERROR_CODE = "http_error"
 
 
 def problem_response(
@@ -88,7 +91,7 @@ def _http_error_response(request: Request, error: StarletteHTTPException) -> Res
             f"path: {message}",
             errors=[{"loc": ["path"], "msg": message}],
         )
-    code = _GENERIC_CODES.get(error.status_code, "http_error")
+    code = GENERIC_CODES.get(error.status_code, OTHER_HTTP_ERROR_CODE)
     return problem_response(
         error.status_code,
         code,

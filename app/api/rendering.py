@@ -5,8 +5,8 @@ from collections.abc import Iterable
 
 from fastapi.responses import Response
 
-from app import json_codec
-from app.service import SessionView
+from .. import json_codec
+from ..service import SessionView
 
 JSON_MEDIA_TYPE = "application/json"
 

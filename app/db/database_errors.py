@@ -10,8 +10,8 @@ import asyncpg
 from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 
-from app.errors import DatabaseUnavailable
-from app.metrics import DB_ERRORS
+from ..errors import DatabaseUnavailable
+from ..metrics import DB_ERRORS
 
 logger = logging.getLogger("session_state")
 

@@ -6,9 +6,9 @@ from sqlalchemy import event
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
-from app import json_codec
-from app.config import Settings
-from app.metrics import DB_POOL_IN_USE
+from .. import json_codec
+from ..config import Settings
+from ..metrics import DB_POOL_IN_USE
 
 WRITE_OPTION = "session_state_write"
 SQLITE_BUSY_TIMEOUT_MS = 30_000

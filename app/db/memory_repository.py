@@ -11,10 +11,10 @@ from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from app.db.tables import forgotten_memories, memories
-from app.domain import MemoryRecord, SessionKey
-from app.memory import fts5_queries
-from app.search_text import query_terms, search_text
+from ..domain import MemoryRecord, SessionKey
+from ..memory import fts5_queries
+from ..search_text import query_terms, search_text
+from .tables import forgotten_memories, memories
 
 
 async def lock_user_memory(connection: AsyncConnection, app_name: str, user_id: str) -> None:

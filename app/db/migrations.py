@@ -1,5 +1,6 @@
 """Alembic, driven from code: upgrade, downgrade, and where the schema stands."""
 
+import importlib.util
 from pathlib import Path
 
 from alembic import command
@@ -9,10 +10,25 @@ from alembic.script import ScriptDirectory
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-import migrations
-from app.db.tables import SEARCH_INDEX_OBJECTS
+from .tables import SEARCH_INDEX_OBJECTS
 
-MIGRATIONS_DIRECTORY = Path(migrations.__file__).parent
+
+def _migrations_directory() -> Path:
+    """Where the migration scripts are: installed, the subpackage
+    `migrations` of the server package (`session_state.migrations`, mapped
+    from the repository's top-level `migrations/`); run from a source tree
+    by its folder name (`python -m app.cli`, as `bench.before_after` runs a
+    checkout), the top-level package `migrations` beside it."""
+    server_package = __name__.split(".")[0]
+    spec = importlib.util.find_spec(f"{server_package}.migrations") or importlib.util.find_spec(
+        "migrations"
+    )
+    if spec is None or spec.origin is None:
+        raise RuntimeError(f"the migration scripts of {server_package} are not installed")
+    return Path(spec.origin).parent
+
+
+MIGRATIONS_DIRECTORY = _migrations_directory()
 
 
 class SchemaNotCurrent(RuntimeError):

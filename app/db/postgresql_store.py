@@ -19,11 +19,11 @@ import asyncpg
 from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.util import await_only, greenlet_spawn
 
-from app import json_codec
-from app.db.database_errors import database_errors_as_domain_errors, keeps_connection
-from app.db.repository import entry_sizes, session_state_bytes, state_too_large
-from app.db.sql_store import SqlStore
-from app.domain import AppendNotApplied, NewEvent, SessionKey, SessionRow, SessionSnapshot
+from .. import json_codec
+from ..domain import AppendNotApplied, NewEvent, SessionKey, SessionRow, SessionSnapshot
+from .database_errors import database_errors_as_domain_errors, keeps_connection
+from .repository import entry_sizes, session_state_bytes, state_too_large
+from .sql_store import SqlStore
 
 # One statement, one round trip, in autocommit: the session row is locked and
 # bumped first, every other write joins on its result, so a missing or stale

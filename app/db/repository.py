@@ -26,9 +26,8 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql.elements import ColumnElement
 from sqlalchemy.sql.selectable import TextualSelect
 
-from app import json_codec
-from app.db.tables import JsonDocument, app_states, events, sessions, user_states
-from app.domain import (
+from .. import json_codec
+from ..domain import (
     AppendNotApplied,
     NewEvent,
     SessionCursor,
@@ -38,8 +37,9 @@ from app.domain import (
     SortOrder,
     StoredEvent,
 )
-from app.errors import ResponseTooLarge, StateTooLarge
-from app.state import StateDict, apply_delta
+from ..errors import ResponseTooLarge, StateTooLarge
+from ..state import StateDict, apply_delta
+from .tables import JsonDocument, app_states, events, sessions, user_states
 
 # A scope's size counts, for each key, its bytes, its value's JSON bytes and
 # these four (quotes, colon, comma): about the size of the scope as a JSON

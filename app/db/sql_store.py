@@ -11,12 +11,7 @@ from typing import TypeVar
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from app.db import memory_repository, repository
-from app.db.database_errors import database_errors_as_domain_errors
-from app.db.engine import WRITE_OPTION
-from app.db.migrations import SchemaNotCurrent, require_current_schema
-from app.db.store import MemoriesOf
-from app.domain import (
+from ..domain import (
     MemoryRecord,
     SessionCursor,
     SessionKey,
@@ -26,8 +21,13 @@ from app.domain import (
     SortOrder,
     StoredEvent,
 )
-from app.errors import DatabaseUnavailable
-from app.state import ScopedDelta, StateDict
+from ..errors import DatabaseUnavailable
+from ..state import ScopedDelta, StateDict
+from . import memory_repository, repository
+from .database_errors import database_errors_as_domain_errors
+from .engine import WRITE_OPTION
+from .migrations import SchemaNotCurrent, require_current_schema
+from .store import MemoriesOf
 
 # Rows per statement when memories are written or a session's events read
 # for memory: a long history is taken in bounded memory.

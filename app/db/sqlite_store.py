@@ -9,10 +9,10 @@ from contextlib import asynccontextmanager
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from app.db import repository
-from app.db.database_errors import database_errors_as_domain_errors
-from app.db.sql_store import SqlStore
-from app.domain import NewEvent, SessionKey, SessionSnapshot
+from ..domain import NewEvent, SessionKey, SessionSnapshot
+from . import repository
+from .database_errors import database_errors_as_domain_errors
+from .sql_store import SqlStore
 
 
 class SqliteStore(SqlStore):

@@ -10,7 +10,7 @@ when an append wrote nothing; anything else is a bug.
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
-from app.domain import (
+from ..domain import (
     MemoryRecord,
     NewEvent,
     SessionCursor,
@@ -22,7 +22,7 @@ from app.domain import (
     SortOrder,
     StoredEvent,
 )
-from app.state import ScopedDelta, StateDict
+from ..state import ScopedDelta, StateDict
 
 # What memory keeps of a batch of a session's stored events.
 MemoriesOf = Callable[[Sequence[StoredEvent]], list[MemoryRecord]]

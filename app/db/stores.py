@@ -1,11 +1,11 @@
 """The store a deployment runs on, chosen once at start-up by its URL."""
 
-from app.config import Settings
-from app.db import migrations
-from app.db.engine import create_engine
-from app.db.postgresql_store import PostgresStore
-from app.db.sqlite_store import SqliteStore
-from app.db.store import Store
+from ..config import Settings
+from . import migrations
+from .engine import create_engine
+from .postgresql_store import PostgresStore
+from .sqlite_store import SqliteStore
+from .store import Store
 
 
 async def open_store(settings: Settings) -> Store:

@@ -24,7 +24,7 @@ from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.engine import Dialect
 from sqlalchemy.types import TypeDecorator
 
-from app import json_codec
+from .. import json_codec
 
 IDENTIFIER_LENGTH = 128
 

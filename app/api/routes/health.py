@@ -2,10 +2,10 @@
 
 from fastapi import APIRouter, Request, Response
 
-from app.api import rendering
-from app.api.problems import service_error_response
-from app.errors import DatabaseUnavailable
-from app.schemas import Health, Problem
+from ...errors import DatabaseUnavailable
+from ...schemas import Health, Problem
+from .. import rendering
+from ..problems import service_error_response
 
 router = APIRouter(tags=["health"])
 

@@ -5,18 +5,14 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request, Response
 
-from app import json_codec
-from app.api import rendering
-from app.api.bodies import documented_body, read_json, validate_body
-from app.api.dependencies import AppName, MemoryId, UserId
-from app.api.routes.sessions import problem_responses
-from app.domain import MemoryRecord, SessionKey
-from app.errors import FieldError, InvalidInput
-from app.json_rules import text_problem
-from app.limits import MAX_TIMESTAMP, MIN_TIMESTAMP
-from app.memory import event_text, iso_timestamp, parse_iso_timestamp
-from app.memory_service import MemoryService
-from app.schemas import (
+from ... import json_codec
+from ...domain import MemoryRecord, SessionKey
+from ...errors import FieldError, InvalidInput
+from ...json_rules import text_problem
+from ...limits import MAX_TIMESTAMP, MIN_TIMESTAMP
+from ...memory import event_text, iso_timestamp, parse_iso_timestamp
+from ...memory_service import MemoryService
+from ...schemas import (
     AddMemoriesRequest,
     AddMemoriesResponse,
     AddMemoryEventsRequest,
@@ -25,6 +21,10 @@ from app.schemas import (
     IngestMemoryResponse,
     SearchMemoryResponse,
 )
+from .. import rendering
+from ..bodies import documented_body, read_json, validate_body
+from ..dependencies import AppName, MemoryId, UserId
+from .sessions import problem_responses
 
 router = APIRouter(tags=["memory"])
 

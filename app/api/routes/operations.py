@@ -8,7 +8,7 @@ from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html
 from fastapi.responses import HTMLResponse
 from fastapi.staticfiles import StaticFiles
 
-from app.metrics import render_metrics
+from ...metrics import render_metrics
 
 # Swagger UI and ReDoc assets ship inside the installed fastapi-offline
 # package, so the docs work with no network (no CDN).

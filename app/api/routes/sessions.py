@@ -5,22 +5,11 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Query, Request, Response
 from fastapi.routing import APIRoute
 
-from app.api import appending, rendering
-from app.api.bodies import documented_body, read_json, validate_body
-from app.api.dependencies import (
-    AppName,
-    IfMatch,
-    SessionId,
-    UserId,
-    expected_revision,
-    service_of,
-)
-from app.api.problems import PROBLEM_MEDIA_TYPE
-from app.domain import SessionKey
-from app.errors import StaleSession
-from app.limits import MAX_INT64
-from app.metrics import STALE_REJECTIONS
-from app.schemas import (
+from ...domain import SessionKey
+from ...errors import StaleSession
+from ...limits import MAX_INT64
+from ...metrics import STALE_REJECTIONS
+from ...schemas import (
     CreateSessionRequest,
     Event,
     EventList,
@@ -30,6 +19,17 @@ from app.schemas import (
     SessionList,
     StateResponse,
 )
+from .. import appending, rendering
+from ..bodies import documented_body, read_json, validate_body
+from ..dependencies import (
+    AppName,
+    IfMatch,
+    SessionId,
+    UserId,
+    expected_revision,
+    service_of,
+)
+from ..problems import PROBLEM_MEDIA_TYPE
 
 router = APIRouter(tags=["sessions"])
 
