@@ -80,7 +80,9 @@ async def measure(url: str) -> dict[str, float]:
     """Run inside the checkout's process: its app, its migrations."""
     from sqlalchemy.ext.asyncio import create_async_engine
 
-    from session_state.db import memory_repository, migrations
+    from session_state.config import Settings
+    from session_state.db import migrations
+    from session_state.db.stores import open_store
     from session_state.domain import MemoryRecord
 
     rng = random.Random(11)
@@ -88,6 +90,10 @@ async def measure(url: str) -> dict[str, float]:
     engine = create_async_engine(url)
     try:
         await migrations.upgrade(engine)
+    finally:
+        await engine.dispose()
+    store = await open_store(Settings(database_url=url))
+    try:
         batch_times = []
         for start in range(0, MEMORIES, BATCH):
             records = [
@@ -102,22 +108,20 @@ async def measure(url: str) -> dict[str, float]:
                 for index in range(start, start + BATCH)
             ]
             began = time.perf_counter()
-            async with engine.begin() as connection:
-                await memory_repository.insert_memories(connection, "bench", "ada", records)
+            await store.add_memories("bench", "ada", records)
             batch_times.append(time.perf_counter() - began)
         search_times, results = [], []
-        async with engine.connect() as connection:
-            if connection.dialect.name == "postgresql":
-                await connection.exec_driver_sql("ANALYZE memories")
-            for question in questions(rng):
-                began = time.perf_counter()
-                found = await memory_repository.search(
-                    connection, "bench", "ada", question, limit=10, budget=1_000_000
-                )
-                search_times.append(time.perf_counter() - began)
-                results.append(len(found))
+        if url.startswith("postgresql"):
+            await _admin_in(url, "ANALYZE memories")
+        for question in questions(rng):
+            began = time.perf_counter()
+            found = await store.search_memories(
+                "bench", "ada", question, limit=10, budget=1_000_000
+            )
+            search_times.append(time.perf_counter() - began)
+            results.append(len(found))
     finally:
-        await engine.dispose()
+        await store.close()
     return {
         "ingest_batch_ms_median": statistics.median(batch_times) * 1000,
         "ingest_total_s": sum(batch_times),
@@ -125,6 +129,16 @@ async def measure(url: str) -> dict[str, float]:
         "search_ms_p95": sorted(search_times)[int(len(search_times) * 0.95)] * 1000,
         "questions_answered": sum(count > 0 for count in results),
     }
+
+
+async def _admin_in(url: str, sql: str) -> None:
+    import asyncpg
+
+    connection = await asyncpg.connect(url.replace("postgresql+asyncpg://", "postgresql://"))
+    try:
+        await connection.execute(sql)
+    finally:
+        await connection.close()
 
 
 async def _admin(sql: str) -> None:

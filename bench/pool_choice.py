@@ -1,7 +1,10 @@
-"""Which pool serves PostgreSQL requests: asyncpg's own pool (as the hot path
-had) or SQLAlchemy's pool lending its asyncpg connections (one pool for
-everything). Each side runs the same statement from 50 concurrent tasks and
-pays for what the store pays for: a checkout, one statement, a check-in.
+"""Which pool could serve every PostgreSQL request: asyncpg's own pool, or
+SQLAlchemy's pool lending its asyncpg connections (so that SQLAlchemy could
+keep running the other statements). Each side runs the same statement from
+50 concurrent tasks and pays for a checkout, one statement, a check-in. In
+this bare loop they cost the same; inside the server, the greenlet switches
+around SQLAlchemy's checkout cost 35-45 us per request more, so the store
+runs everything on asyncpg's pool (docs/design.md).
 
     python -m bench.pool_choice [--url postgresql+asyncpg://...] [--rounds 7]
 

@@ -6,8 +6,10 @@ from alembic.runtime.migration import MigrationContext
 from sqlalchemy import inspect, select
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from session_state.db import memory_repository, migrations
+from session_state.config import Settings
+from session_state.db import migrations
 from session_state.db.migrations import include_object
+from session_state.db.stores import open_store
 from session_state.db.tables import SEARCH_INDEX_OBJECTS, app_states, metadata
 
 TABLES = {"app_states", "user_states", "sessions", "events", "memories", "forgotten_memories"}
@@ -129,14 +131,18 @@ async def _memories_across_0006(url: str) -> tuple[list[str], list[int]]:
                 "(3, 'a', 'u', 's', 'e3', 'user', 3, 'I use Python daily')"
             )
         await migrations.upgrade(engine, "0006")
-        async with engine.connect() as connection:
+        # Searched as the service searches, through the store of the backend.
+        store = await open_store(Settings(database_url=url))
+        try:
             found = [
                 record.text
                 for question in ("太郎", "иван", "Python", "thon", "猫")
-                for record in await memory_repository.search(
-                    connection, "a", "u", question, limit=10, budget=10_000
+                for record in await store.search_memories(
+                    "a", "u", question, limit=10, budget=10_000
                 )
             ]
+        finally:
+            await store.close()
         await migrations.downgrade(engine, "0005")
         async with engine.begin() as connection:
             await connection.exec_driver_sql(

@@ -1,13 +1,15 @@
-"""SQL of long-term memory. Full-text search over the searchable form of the
-text (app.search_text): PostgreSQL's tsvector with ts_rank_cd, or SQLite's
-FTS5 with bm25. Both rank by how many of the question's terms a memory holds
-first, then by that score, then the newest."""
+"""The SQLite store's SQL of long-term memory (the PostgreSQL store's is in
+`postgresql_statements.py`). Full-text search over the searchable form of
+the text (app.search_text) with FTS5 and bm25, ranked as on PostgreSQL: by
+how many of the question's terms a memory holds first, then by that score,
+then the newest. Every write runs in a transaction that holds the
+database's write lock (`engine.py`), so one user's memory writes are
+serialised, as the PostgreSQL store's advisory lock serialises them."""
 
 import json
 from collections.abc import Sequence
 
 from sqlalchemy import delete, select, text
-from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -17,31 +19,19 @@ from ..search_text import query_terms, search_text
 from .tables import forgotten_memories, memories
 
 
-async def lock_user_memory(connection: AsyncConnection, app_name: str, user_id: str) -> None:
-    """Serialises the writes of one user's memory until the transaction ends,
-    so that an add racing a delete_memory cannot bring a deleted id back. On
-    SQLite every write transaction already holds the database's write lock."""
-    if connection.dialect.name == "postgresql":
-        await connection.execute(
-            text("SELECT pg_advisory_xact_lock(hashtextextended(:key, 1147))"),
-            {"key": f"{app_name}\x1f{user_id}"},
-        )
-
-
 async def insert_memories(
     connection: AsyncConnection, app_name: str, user_id: str, records: Sequence[MemoryRecord]
 ) -> int:
     """Inserts the memories not stored yet and not forgotten (delete_memory);
-    returns how many were new. The caller holds `lock_user_memory`."""
+    returns how many were new."""
     forgotten = await _forgotten_among(connection, app_name, user_id, records)
     records = [record for record in records if record.event_id not in forgotten]
     if not records:
         return 0
-    insert = postgresql_insert if connection.dialect.name == "postgresql" else sqlite_insert
     # An event already taken (by an earlier or a concurrent ingestion) is
     # skipped by the unique index, not by a list of known ids in memory.
     statement = (
-        insert(memories)
+        sqlite_insert(memories)
         .on_conflict_do_nothing(index_elements=["app_name", "user_id", "session_id", "event_id"])
         .returning(memories.c.id)
     )
@@ -88,7 +78,7 @@ async def replace_memories(
     """Stores memories written directly (add_memory): an id given again
     replaces its memory, and an id deleted before may be written again. A
     delete and an insert, not an UPDATE: SQLite's full-text index follows
-    inserts and deletes only. The caller holds `lock_user_memory`."""
+    inserts and deletes only."""
     ids = [record.event_id for record in records]
     for session_id in {record.session_id for record in records}:
         await connection.execute(
@@ -115,7 +105,7 @@ async def forget_memory(
     """Deletes the user's memories of that id (one per session that holds it)
     and, as ADK's InMemoryMemoryService does when it deleted something,
     remembers the id so that adding its session again does not bring it
-    back. The caller holds `lock_user_memory`."""
+    back."""
     result = await connection.execute(
         delete(memories).where(
             memories.c.app_name == app_name,
@@ -125,9 +115,8 @@ async def forget_memory(
     )
     if result.rowcount == 0:
         return False
-    insert = postgresql_insert if connection.dialect.name == "postgresql" else sqlite_insert
     await connection.execute(
-        insert(forgotten_memories)
+        sqlite_insert(forgotten_memories)
         .values(app_name=app_name, user_id=user_id, memory_id=memory_id)
         .on_conflict_do_nothing()
     )
@@ -153,40 +142,6 @@ _TAKE_WHAT_FITS = """
      WHERE ranked.position = 1 OR ranked.running <= :budget
      ORDER BY ranked.position
 """
-
-# Each term is its own tsquery, built from a value, never parsed as tsquery
-# syntax: words stemmed as the index stems them, pairs as they are, a single
-# character as the prefix of a pair. `matched` counts the distinct terms a
-# memory holds (stemming may make two words one).
-_POSTGRESQL_SEARCH = text(
-    """
-    WITH term AS (
-        SELECT DISTINCT query FROM (
-            SELECT plainto_tsquery('english', word) AS query
-              FROM unnest(CAST(:words AS text[])) AS word
-            UNION ALL
-            SELECT plainto_tsquery('simple', gram) FROM unnest(CAST(:grams AS text[])) AS gram
-            UNION ALL
-            SELECT CAST(quote_literal(prefix) || ':*' AS tsquery)
-              FROM unnest(CAST(:prefixes AS text[])) AS prefix
-        ) AS terms
-         WHERE numnode(query) > 0
-    ), matching AS (
-        SELECT CAST(string_agg(CAST(query AS text), ' | ') AS tsquery) AS query FROM term
-    ), top AS (
-        SELECT m.id, m.timestamp,
-               octet_length(m.text) + coalesce(octet_length(m.content), 0)
-               + coalesce(octet_length(m.custom_metadata), 0) AS size,
-               (SELECT count(*) FROM term WHERE m.search_vector @@ term.query) AS matched,
-               -ts_rank_cd(m.search_vector, matching.query) AS rank_order
-          FROM memories AS m, matching
-         WHERE m.app_name = :app_name AND m.user_id = :user_id
-           AND m.search_vector @@ matching.query
-         ORDER BY matched DESC, rank_order, m.timestamp DESC, m.id
-         LIMIT :limit
-    """
-    + _TAKE_WHAT_FITS
-)
 
 # One FTS5 query per term (see app.memory.fts5_queries); a memory's score is
 # the sum of its terms' bm25, as for an OR of them. MATERIALIZED: bm25 is
@@ -230,17 +185,8 @@ async def search(
         "limit": limit,
         "budget": budget,
     }
-    if connection.dialect.name == "postgresql":
-        statement = _POSTGRESQL_SEARCH
-        parameters |= {
-            "words": list(terms.words),
-            "grams": list(terms.grams),
-            "prefixes": list(terms.prefixes),
-        }
-    else:
-        statement = _SQLITE_SEARCH
-        parameters["queries"] = json.dumps(fts5_queries(terms))
-    result = await connection.execute(statement, parameters)
+    parameters["queries"] = json.dumps(fts5_queries(terms))
+    result = await connection.execute(_SQLITE_SEARCH, parameters)
     return [MemoryRecord(*row) for row in result]
 
 

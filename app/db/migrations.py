@@ -119,7 +119,13 @@ async def downgrade(engine: AsyncEngine, target: str) -> None:
 
 
 async def require_current_schema(engine: AsyncEngine) -> None:
-    current, head = await current_revision(engine), head_revision()
+    require_revision_current(await current_revision(engine))
+
+
+def require_revision_current(current: str | None) -> None:
+    """SchemaNotCurrent unless `current` (the database's revision, None for
+    an empty database) is the latest."""
+    head = head_revision()
     if current != head:
         raise SchemaNotCurrent(
             f"the database schema is at revision {current or 'none (empty database)'}, "

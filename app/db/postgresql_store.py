@@ -1,206 +1,295 @@
-"""The PostgreSQL store: one SQLAlchemy pool (asyncpg connections) per
-process, serving every request.
+"""The PostgreSQL store: every request's SQL sent with asyncpg, on one pool
+per process (SQLAlchemy is kept for Alembic and the models).
 
-The append and the session read, the two statements of every agent turn,
-are sent on the pool's asyncpg connection directly, without SQLAlchemy's
-execution layer: measured here, the same append statement cost 0.71 ms of
-client CPU through SQLAlchemy's async layer and 0.27 ms through asyncpg.
-Lending the connection costs what asyncpg's own pool costs
-(`bench/pool_choice.py`: 37.2 against 36.8 us CPU per statement), so one
-pool, one connection limit and one pool gauge cover both ways in.
-Everything else runs through SQLAlchemy Core (`SqlStore`).
+Measured here: the append statement cost 0.71 ms of client CPU through
+SQLAlchemy's async layer and 0.27 ms through asyncpg. Serving the append and
+the session read from SQLAlchemy's pool instead (one pool with SQLAlchemy for
+the rest) cost 7-10 us CPU per request in a bare loop and 35-45 us inside the
+server (greenlet switches around each checkout; `bench/pool_choice.py`,
+docs/design.md), so every statement goes through asyncpg and its pool.
 """
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
-from typing import Any, TypeVar
+from typing import Any
 
 import asyncpg
-from sqlalchemy.ext.asyncio import AsyncConnection
-from sqlalchemy.util import await_only, greenlet_spawn
+from sqlalchemy.engine import make_url
 
 from .. import json_codec
-from ..domain import AppendNotApplied, NewEvent, SessionKey, SessionRow, SessionSnapshot
-from .database_errors import database_errors_as_domain_errors, keeps_connection
-from .repository import entry_sizes, session_state_bytes, state_too_large
-from .sql_store import SqlStore
-
-# One statement, one round trip, in autocommit: the session row is locked and
-# bumped first, every other write joins on its result, so a missing or stale
-# session writes nothing; state merges happen inside PostgreSQL (`||` for the
-# session document, one row per app/user key upserted in key order so that
-# writers of overlapping keys cannot deadlock).
-#
-# Size limits ($13): a delta that would take a scope past it bumps nothing, so
-# writes nothing, and the sizes come back to say which scope. App and user
-# keys carry their size ($14, $15: key -> bytes, measured by the caller), so
-# only the keys written are read, and a scope is summed only when the delta
-# makes it grow. Those reads see the rows committed when the statement starts:
-# appends racing to grow one scope can each pass the limit by their own
-# growth, never more. A session keeps an upper bound of its state's size
-# (state_bytes), raised by $16 (twice the delta's compact JSON: JSONB prints
-# more spaces); the state is measured, and the bound set exact, only when the
-# bound would pass the limit.
-_APPEND = """
-WITH app_delta AS (
-    SELECT d.key, d.value, ($14::jsonb ->> d.key)::bigint AS size
-      FROM jsonb_each($10::jsonb) AS d
-), user_delta AS (
-    SELECT d.key, d.value, ($15::jsonb ->> d.key)::bigint AS size
-      FROM jsonb_each($11::jsonb) AS d
-), growth AS (
-    -- One index lookup per key written (a join here was planned as a scan of
-    -- the whole scope).
-    SELECT (SELECT coalesce(sum(n.size - coalesce(
-                     (SELECT a.size FROM app_states AS a
-                       WHERE a.app_name = $1 AND a.key = n.key), 0)), 0)
-              FROM app_delta AS n) AS app_bytes,
-           (SELECT coalesce(sum(n.size - coalesce(
-                     (SELECT u.size FROM user_states AS u
-                       WHERE u.app_name = $1 AND u.user_id = $2 AND u.key = n.key), 0)), 0)
-              FROM user_delta AS n) AS user_bytes
-), shared_bytes AS (
-    SELECT CASE WHEN g.app_bytes <= 0 THEN 0 ELSE g.app_bytes +
-             (SELECT coalesce(sum(a.size), 0) FROM app_states AS a WHERE a.app_name = $1)
-           END AS app_bytes,
-           CASE WHEN g.user_bytes <= 0 THEN 0 ELSE g.user_bytes +
-             (SELECT coalesce(sum(u.size), 0) FROM user_states AS u
-               WHERE u.app_name = $1 AND u.user_id = $2)
-           END AS user_bytes
-      FROM growth AS g
-), bumped AS (
-    UPDATE sessions
-       SET state = state || $4::jsonb, revision = revision + 1, update_time = $5,
-           state_bytes = CASE WHEN $16 = 0 OR state_bytes + $16 <= $13
-                              THEN state_bytes + $16
-                              ELSE octet_length((state || $4::jsonb)::text) END
-     WHERE app_name = $1 AND user_id = $2 AND id = $3
-       AND ($12::bigint IS NULL OR revision = $12::bigint)
-       AND CASE WHEN $16 = 0 OR state_bytes + $16 <= $13 THEN true
-                ELSE octet_length((state || $4::jsonb)::text) <= $13 END
-       AND (SELECT app_bytes <= $13 AND user_bytes <= $13 FROM shared_bytes)
- RETURNING revision
-), stored AS (
-    INSERT INTO events (app_name, user_id, session_id, seq, id, invocation_id, author,
-                        timestamp, data)
-    SELECT $1, $2, $3, revision, $6, $7, $8, $5, $9 FROM bumped
- RETURNING seq
-), app_written AS (
-    INSERT INTO app_states (app_name, key, value, size)
-    SELECT $1, delta.key, delta.value, delta.size
-      FROM bumped, app_delta AS delta
-     ORDER BY delta.key
-    ON CONFLICT (app_name, key) DO UPDATE SET value = EXCLUDED.value, size = EXCLUDED.size
-), user_written AS (
-    INSERT INTO user_states (app_name, user_id, key, value, size)
-    SELECT $1, $2, delta.key, delta.value, delta.size
-      FROM bumped, user_delta AS delta
-     ORDER BY delta.key
-    ON CONFLICT (app_name, user_id, key) DO UPDATE SET value = EXCLUDED.value, size = EXCLUDED.size
+from ..config import Settings
+from ..domain import (
+    AppendNotApplied,
+    MemoryRecord,
+    NewEvent,
+    SessionCursor,
+    SessionKey,
+    SessionListing,
+    SessionRow,
+    SessionSnapshot,
+    SharedScopes,
+    SortOrder,
+    StoredEvent,
 )
-SELECT stored.seq, shared.app_bytes, shared.user_bytes,
-       CASE WHEN stored.seq IS NOT NULL OR $4::jsonb = '{}'::jsonb THEN 0 ELSE
-         (SELECT octet_length((s.state || $4::jsonb)::text) FROM sessions AS s
-           WHERE s.app_name = $1 AND s.user_id = $2 AND s.id = $3) END
-  FROM shared_bytes AS shared LEFT JOIN stored ON true
-"""
+from ..errors import DatabaseUnavailable
+from ..metrics import DB_POOL_IN_USE
+from ..search_text import query_terms, search_text
+from ..state import ScopedDelta, StateDict
+from . import migrations
+from . import postgresql_statements as sql
+from .database_errors import database_errors_as_domain_errors
+from .migrations import SchemaNotCurrent
+from .repository import (
+    LISTED_SESSION_OVERHEAD_BYTES,
+    entry_sizes,
+    events_within,
+    session_state_bytes,
+    state_too_large,
+)
+from .store import MemoriesOf
 
-# One round trip for a whole session read; event texts are joined by the
-# database, and only events up to the revision read with the session row are
-# taken, so events, state and ETag describe one moment. Their size is read
-# first (from the TOAST pointers, without reading the texts): when it passes
-# $6 the texts are not joined at all, so no read can ask for a gigabyte.
-_SNAPSHOT = """
-SELECT s.state, s.revision, s.update_time,
-       (SELECT jsonb_object_agg(a.key, a.value) FROM app_states AS a
-         WHERE a.app_name = $1) AS app_state,
-       (SELECT jsonb_object_agg(u.key, u.value) FROM user_states AS u
-         WHERE u.app_name = $1 AND u.user_id = $2) AS user_state,
-       sized.bytes,
-       CASE WHEN sized.bytes <= $6 THEN
-       (SELECT string_agg(recent.data, ',' ORDER BY recent.seq)
-          FROM (SELECT e.seq, e.data FROM events AS e
-                 WHERE e.app_name = $1 AND e.user_id = $2 AND e.session_id = $3
-                   AND e.seq <= s.revision
-                   AND ($4::float8 IS NULL OR e.timestamp >= $4::float8)
-                 ORDER BY e.seq DESC
-                 LIMIT $5::bigint) AS recent) END AS events
-  FROM sessions AS s,
-       LATERAL (SELECT coalesce(sum(octet_length(recent.data)), 0) AS bytes
-                  FROM (SELECT e.data FROM events AS e
-                         WHERE e.app_name = $1 AND e.user_id = $2 AND e.session_id = $3
-                           AND e.seq <= s.revision
-                           AND ($4::float8 IS NULL OR e.timestamp >= $4::float8)
-                         ORDER BY e.seq DESC
-                         LIMIT $5::bigint) AS recent) AS sized
- WHERE s.app_name = $1 AND s.user_id = $2 AND s.id = $3
-"""
-
-T = TypeVar("T")
+# Rows per statement when memories are written or a session's events read
+# for memory: a long history is taken in bounded memory.
+MEMORY_BATCH = 500
 
 
-class PostgresStore(SqlStore):
+def asyncpg_dsn(sqlalchemy_url: str) -> str:
+    return make_url(sqlalchemy_url).set(drivername="postgresql").render_as_string(False)
+
+
+async def _use_json_codecs(connection: asyncpg.Connection) -> None:
+    for type_name in ("json", "jsonb"):
+        await connection.set_type_codec(
+            type_name,
+            encoder=json_codec.dumps_for_jsonb,
+            decoder=json_codec.loads,
+            schema="pg_catalog",
+        )
+
+
+async def _skip_session_reset(_connection: asyncpg.Connection) -> None:
+    """Replaces asyncpg's reset on release (RESET ALL, UNLISTEN *, ...: one
+    more round trip per request). The store sets no session state, listens
+    to nothing and takes only transaction-scoped advisory locks; an open
+    transaction, if any, is still rolled back by asyncpg before this."""
+
+
+def _sized_entries(delta: StateDict) -> tuple[list[str], list[str], list[int]]:
+    """A delta's keys in order (every writer locks shared keys in one order,
+    so writers of overlapping keys cannot deadlock), values as JSON texts
+    and sizes."""
+    keys = sorted(delta)
+    sizes = entry_sizes(delta)
+    values = [json_codec.dumps_for_jsonb(delta[key]) for key in keys]
+    return keys, values, [sizes[key] for key in keys]
+
+
+class PostgresStore:
+    def __init__(self, pool: asyncpg.Pool, timeout: float) -> None:
+        self.pool = pool
+        self.timeout = timeout
+
+    @classmethod
+    async def connect(cls, settings: Settings) -> "PostgresStore":
+        """`db_timeout_seconds` bounds connecting, waiting for a pooled
+        connection and every statement, so no request waits longer on the
+        database."""
+        timeout = settings.db_timeout_seconds
+        with database_errors_as_domain_errors():
+            pool = await asyncpg.create_pool(
+                asyncpg_dsn(settings.database_url),
+                # No floor of idle connections: while the database is away the
+                # pool would log a failed attempt to restore it, again and again.
+                min_size=0,
+                max_size=settings.db_pool_size + settings.db_max_overflow,
+                timeout=timeout,
+                command_timeout=timeout,
+                init=_use_json_codecs,
+                reset=_skip_session_reset,
+                server_settings={"application_name": "session-state"},
+            )
+        return cls(pool, timeout)
+
     @asynccontextmanager
-    async def _read(self) -> AsyncIterator[AsyncConnection]:
-        """Every statement by itself (autocommit), which saves the BEGIN and
-        COMMIT round trips; the reads are written to be consistent alone."""
+    async def _connection(self) -> AsyncIterator[asyncpg.Connection]:
+        """A pooled connection, counted by the pool gauge while lent; every
+        statement on it runs by itself (autocommit) unless a transaction is
+        opened."""
         with database_errors_as_domain_errors():
-            async with self.engine.connect() as connection:
-                await connection.execution_options(isolation_level="AUTOCOMMIT")
-                yield connection
+            async with self.pool.acquire(timeout=self.timeout) as connection:
+                DB_POOL_IN_USE.inc()
+                try:
+                    yield connection
+                finally:
+                    DB_POOL_IN_USE.dec()
 
-    async def _run(self, statement: Callable[[asyncpg.Connection], Awaitable[T]]) -> T:
-        """Runs `statement` on a pooled connection as asyncpg's, in autocommit.
-        Checkout, statement and check-in share one greenlet (SQLAlchemy's pool
-        is synchronous code): a greenlet each cost 20-30 us more per request.
-        The pool's timeout bounds the wait, the connection's command timeout
-        the statement (`engine.py`)."""
+    @asynccontextmanager
+    async def _transaction(self) -> AsyncIterator[asyncpg.Connection]:
+        async with self._connection() as connection, connection.transaction():
+            yield connection
 
-        def on_lent_connection() -> T:
-            lent = self.engine.sync_engine.raw_connection()
-            try:
-                connection = lent.driver_connection
-                assert isinstance(connection, asyncpg.Connection)
-                return await_only(statement(connection))
-            except BaseException as error:
-                # A connection lost, timed out or abandoned mid-statement is
-                # closed here, not lent to the next request.
-                if not keeps_connection(error):
-                    lent.invalidate()
-                raise
-            finally:
-                # No transaction was opened on it: no round trip to give it back.
-                lent.close()
+    # -- sessions ------------------------------------------------------------
 
-        with database_errors_as_domain_errors():
-            return await greenlet_spawn(on_lent_connection)
+    async def create_session(
+        self, key: SessionKey, delta: ScopedDelta, now: float, max_state_bytes: int
+    ) -> SharedScopes | None:
+        size = session_state_bytes(delta.session)
+        if size > max_state_bytes:
+            raise state_too_large("session", size, max_state_bytes)
+        async with self._transaction() as connection:
+            created = await connection.fetchval(
+                sql.INSERT_SESSION,
+                key.app_name,
+                key.user_id,
+                key.session_id,
+                delta.session,
+                size,
+                now,
+            )
+            if created is None:
+                return None
+            await self._write_app_state(connection, key.app_name, delta.app, max_state_bytes)
+            await self._write_user_state(connection, key, delta.user, max_state_bytes)
+            return SharedScopes(
+                await self._app_state(connection, key.app_name),
+                await self._user_state(connection, key.app_name, key.user_id),
+            )
+
+    async def _write_app_state(
+        self, connection: asyncpg.Connection, app_name: str, delta: StateDict, limit: int
+    ) -> None:
+        """Upserts the app keys of a delta, refusing (StateTooLarge, before any
+        write) one that would take the app's state past `limit`. Only the
+        written keys are read, locked; the scope is summed only if it grows."""
+        if not delta:
+            return
+        keys, values, sizes = _sized_entries(delta)
+        old = dict(await connection.fetch(sql.LOCK_APP_KEYS, app_name, keys))
+        change = sum(size - old.get(key, 0) for key, size in zip(keys, sizes, strict=True))
+        if change > 0:
+            total = await connection.fetchval(sql.APP_STATE_BYTES, app_name) + change
+            if total > limit:
+                raise state_too_large("app", total, limit)
+        await connection.execute(sql.UPSERT_APP_STATE, app_name, keys, values, sizes)
+
+    async def _write_user_state(
+        self, connection: asyncpg.Connection, key: SessionKey, delta: StateDict, limit: int
+    ) -> None:
+        """As _write_app_state, for a user's keys."""
+        if not delta:
+            return
+        keys, values, sizes = _sized_entries(delta)
+        owner = (key.app_name, key.user_id)
+        old = dict(await connection.fetch(sql.LOCK_USER_KEYS, *owner, keys))
+        change = sum(size - old.get(name, 0) for name, size in zip(keys, sizes, strict=True))
+        if change > 0:
+            total = await connection.fetchval(sql.USER_STATE_BYTES, *owner) + change
+            if total > limit:
+                raise state_too_large("user", total, limit)
+        await connection.execute(sql.UPSERT_USER_STATE, *owner, keys, values, sizes)
+
+    async def read_snapshot(
+        self,
+        key: SessionKey,
+        limit: int | None,
+        after_timestamp: float | None,
+        max_events_bytes: int,
+    ) -> SessionSnapshot | None:
+        async with self._connection() as connection:
+            row = await connection.fetchrow(
+                sql.SNAPSHOT,
+                key.app_name,
+                key.user_id,
+                key.session_id,
+                after_timestamp,
+                limit,
+                max_events_bytes,
+            )
+        if row is None:
+            return None
+        state, revision, update_time, app_state, user_state, events_bytes, events_json = row
+        session = SessionRow(
+            key.app_name, key.user_id, key.session_id, state, revision, update_time
+        )
+        if events_bytes <= max_events_bytes:
+            events_json = events_json or ""
+        return SessionSnapshot(
+            session, app_state or {}, user_state or {}, events_json, int(events_bytes)
+        )
+
+    async def page_sessions(
+        self,
+        app_name: str,
+        user_id: str | None,
+        after: SessionCursor | None,
+        limit: int,
+        max_bytes: int,
+    ) -> SessionListing:
+        statement, names = sql.LISTINGS[(user_id is not None, after is not None)]
+        values: dict[str, Any] = {
+            "app_name": app_name,
+            "candidates": limit + 1,
+            "per_session": LISTED_SESSION_OVERHEAD_BYTES,
+            "max_bytes": max_bytes,
+            "user_id": user_id,
+        }
+        if after is not None:
+            values.update(after_time=after[0], after_user=after[1], after_id=after[2])
+        async with self._connection() as connection:
+            rows = await connection.fetch(statement, *(values[name] for name in names))
+            page = [
+                SessionRow(app_name, row_user, session_id, state, revision, update_time)
+                for row_user, session_id, state, revision, update_time, _ in rows
+            ]
+            fetched = rows[-1][5] if rows else 0
+            if len(page) > limit:
+                page, more = page[:limit], True
+            else:
+                # Fewer rows than candidates: the budget cut the page.
+                more = fetched > len(page)
+            users = sorted({row.user_id for row in page})
+            user_states: dict[str, StateDict] = {user: {} for user in users}
+            for user, name, value in await connection.fetch(sql.READ_USER_STATES, app_name, users):
+                user_states[user][name] = value
+            app_state = await self._app_state(connection, app_name)
+        return SessionListing(page, app_state, user_states, more)
+
+    async def delete_session(self, key: SessionKey, *, with_memories: bool) -> bool:
+        session = (key.app_name, key.user_id, key.session_id)
+        async with self._transaction() as connection:
+            if await connection.fetchval(sql.LOCK_SESSION, *session) is None:
+                return False
+            await connection.execute(sql.DELETE_SESSION_EVENTS, *session)
+            await connection.execute(sql.DELETE_SESSION, *session)
+            if with_memories:
+                await connection.execute(sql.DELETE_SESSION_MEMORIES, *session)
+        return True
 
     async def append_event(
         self, key: SessionKey, event: NewEvent, expected_revision: int | None, max_state_bytes: int
     ) -> int:
         delta = event.delta
         try:
-            row: Any = await self._run(
-                lambda connection: connection.fetchrow(
-                    _APPEND,
+            async with self._connection() as connection:
+                row: Any = await connection.fetchrow(
+                    sql.APPEND,
                     key.app_name,
                     key.user_id,
                     key.session_id,
-                    json_codec.dumps_for_jsonb(delta.session),
+                    delta.session,
                     event.timestamp,
                     event.id,
                     event.invocation_id,
                     event.author,
                     event.data,
-                    json_codec.dumps_for_jsonb(delta.app),
-                    json_codec.dumps_for_jsonb(delta.user),
+                    delta.app,
+                    delta.user,
                     expected_revision,
                     max_state_bytes,
-                    json_codec.dumps_for_jsonb(entry_sizes(delta.app)),
-                    json_codec.dumps_for_jsonb(entry_sizes(delta.user)),
+                    entry_sizes(delta.app),
+                    entry_sizes(delta.user),
                     2 * session_state_bytes(delta.session) if delta.session else 0,
                 )
-            )
         except asyncpg.UniqueViolationError as error:
             raise AppendNotApplied("event id already stored") from error
         revision, app_bytes, user_bytes, session_bytes = row
@@ -213,32 +302,199 @@ class PostgresStore(SqlStore):
                 )
         raise AppendNotApplied("session missing or stale")
 
-    async def read_snapshot(
+    async def find_event(self, key: SessionKey, event_id: str) -> StoredEvent | None:
+        async with self._connection() as connection:
+            row = await connection.fetchrow(
+                sql.FIND_EVENT, key.app_name, key.user_id, key.session_id, event_id
+            )
+        return None if row is None else StoredEvent(row[0], row[1])
+
+    async def read_session(self, key: SessionKey) -> SessionRow | None:
+        async with self._connection() as connection:
+            return await _read_session(connection, key, sql.READ_SESSION)
+
+    async def page_events(
         self,
         key: SessionKey,
-        limit: int | None,
+        order: SortOrder,
+        after_seq: int | None,
         after_timestamp: float | None,
-        max_events_bytes: int,
-    ) -> SessionSnapshot | None:
-        row = await self._run(
-            lambda connection: connection.fetchrow(
-                _SNAPSHOT,
-                key.app_name,
-                key.user_id,
-                key.session_id,
-                after_timestamp,
-                limit,
-                max_events_bytes,
+        limit: int,
+        max_bytes: int,
+    ) -> tuple[list[StoredEvent], bool] | None:
+        session = (key.app_name, key.user_id, key.session_id)
+        async with self._connection() as connection:
+            if await _read_session(connection, key, sql.READ_SESSION) is None:
+                return None
+            sizes = await connection.fetch(
+                sql.EVENT_SIZES[order], *session, after_timestamp, after_seq, limit + 1
             )
-        )
-        if row is None:
-            return None
-        state, revision, update_time, app_state, user_state, events_bytes, events_json = row
-        session = SessionRow(
-            key.app_name, key.user_id, key.session_id, state, revision, update_time
-        )
-        if events_bytes <= max_events_bytes:
-            events_json = events_json or ""
-        return SessionSnapshot(
-            session, app_state or {}, user_state or {}, events_json, int(events_bytes)
-        )
+            chosen, more = events_within([(seq, size) for seq, size in sizes], limit, max_bytes)
+            if not chosen:
+                return [], more
+            rows = await connection.fetch(sql.EVENTS_BY_SEQ, *session, chosen)
+        data = dict(rows)
+        return [StoredEvent(seq, data[seq]) for seq in chosen if seq in data], more
+
+    async def read_app_state(self, app_name: str) -> StateDict:
+        async with self._connection() as connection:
+            return await self._app_state(connection, app_name)
+
+    async def read_user_state(self, app_name: str, user_id: str) -> StateDict:
+        async with self._connection() as connection:
+            return await self._user_state(connection, app_name, user_id)
+
+    @staticmethod
+    async def _app_state(connection: asyncpg.Connection, app_name: str) -> StateDict:
+        return dict(await connection.fetch(sql.READ_APP_STATE, app_name))
+
+    @staticmethod
+    async def _user_state(connection: asyncpg.Connection, app_name: str, user_id: str) -> StateDict:
+        return dict(await connection.fetch(sql.READ_USER_STATE, app_name, user_id))
+
+    # -- memory --------------------------------------------------------------
+
+    @asynccontextmanager
+    async def _memory_write(self, app_name: str, user_id: str) -> AsyncIterator[asyncpg.Connection]:
+        """A transaction holding the user's memory lock: an add racing a
+        delete_memory cannot bring a deleted id back."""
+        async with self._transaction() as connection:
+            await connection.execute(sql.LOCK_USER_MEMORY, f"{app_name}\x1f{user_id}")
+            yield connection
+
+    async def ingest_session(self, key: SessionKey, memories_of: MemoriesOf) -> int | None:
+        added = 0
+        session = (key.app_name, key.user_id, key.session_id)
+        async with self._memory_write(key.app_name, key.user_id) as connection:
+            # Locked for share until the memories are committed: a delete of
+            # the session (with its memories) waits, or this finds no session.
+            if await _read_session(connection, key, sql.READ_SESSION_FOR_SHARE) is None:
+                return None
+            after_seq = 0
+            while rows := await connection.fetch(
+                sql.EVENTS_AFTER, *session, after_seq, MEMORY_BATCH
+            ):
+                batch = [StoredEvent(seq, data) for seq, data in rows]
+                after_seq = batch[-1].seq
+                added += await _insert_memories(
+                    connection, key.app_name, key.user_id, memories_of(batch)
+                )
+        return added
+
+    async def add_memories(
+        self, app_name: str, user_id: str, records: Sequence[MemoryRecord]
+    ) -> int:
+        added = 0
+        async with self._memory_write(app_name, user_id) as connection:
+            for start in range(0, len(records), MEMORY_BATCH):
+                batch = records[start : start + MEMORY_BATCH]
+                added += await _insert_memories(connection, app_name, user_id, batch)
+        return added
+
+    async def replace_memories(
+        self, app_name: str, user_id: str, records: Sequence[MemoryRecord]
+    ) -> None:
+        """A delete and an insert per batch: an id given again replaces its
+        memory, and a forgotten id may be written again."""
+        async with self._memory_write(app_name, user_id) as connection:
+            for start in range(0, len(records), MEMORY_BATCH):
+                batch = records[start : start + MEMORY_BATCH]
+                ids = [record.event_id for record in batch]
+                for session_id in sorted({record.session_id for record in batch}):
+                    await connection.execute(
+                        sql.DELETE_MEMORIES_OF_IDS, app_name, user_id, session_id, ids
+                    )
+                await connection.execute(sql.UNFORGET, app_name, user_id, ids)
+                await _insert_memories(connection, app_name, user_id, batch)
+
+    async def forget_memory(self, app_name: str, user_id: str, memory_id: str) -> None:
+        """As ADK's InMemoryMemoryService when it deleted something: the id is
+        remembered, so adding its session again does not bring it back."""
+        async with self._memory_write(app_name, user_id) as connection:
+            deleted = await connection.execute(sql.DELETE_MEMORY, app_name, user_id, memory_id)
+            if deleted != "DELETE 0":
+                await connection.execute(sql.REMEMBER_FORGOTTEN, app_name, user_id, memory_id)
+
+    async def search_memories(
+        self, app_name: str, user_id: str, question: str, limit: int, budget: int
+    ) -> list[MemoryRecord]:
+        terms = query_terms(question)
+        if not terms:
+            return []
+        async with self._connection() as connection:
+            rows = await connection.fetch(
+                sql.SEARCH_MEMORIES,
+                app_name,
+                user_id,
+                list(terms.words),
+                list(terms.grams),
+                list(terms.prefixes),
+                limit,
+                budget,
+            )
+        return [MemoryRecord(*row) for row in rows]
+
+    async def forget_user_memories(self, app_name: str, user_id: str) -> None:
+        async with self._memory_write(app_name, user_id) as connection:
+            await connection.execute(sql.DELETE_USER_MEMORIES, app_name, user_id)
+            await connection.execute(sql.DELETE_USER_FORGOTTEN, app_name, user_id)
+
+    # -- operations ----------------------------------------------------------
+
+    async def check_ready(self) -> None:
+        try:
+            async with self._connection() as connection:
+                try:
+                    revision = await connection.fetchval(sql.SCHEMA_REVISION)
+                except asyncpg.UndefinedTableError:
+                    revision = None
+            migrations.require_revision_current(revision)
+        except SchemaNotCurrent as error:
+            raise DatabaseUnavailable(str(error)) from error
+        except Exception as error:
+            raise DatabaseUnavailable("the database is unreachable") from error
+
+    async def close(self) -> None:
+        await self.pool.close()
+
+
+async def _read_session(
+    connection: asyncpg.Connection, key: SessionKey, statement: str
+) -> SessionRow | None:
+    row = await connection.fetchrow(statement, key.app_name, key.user_id, key.session_id)
+    if row is None:
+        return None
+    return SessionRow(key.app_name, key.user_id, key.session_id, row[0], row[1], row[2])
+
+
+async def _insert_memories(
+    connection: asyncpg.Connection, app_name: str, user_id: str, records: Sequence[MemoryRecord]
+) -> int:
+    """Inserts the memories not stored yet and not forgotten; returns how many
+    were new. The caller holds the user's memory lock."""
+    if not records:
+        return 0
+    ids = sorted({record.event_id for record in records})
+    forgotten = {
+        row[0] for row in await connection.fetch(sql.FORGOTTEN_AMONG, app_name, user_id, ids)
+    }
+    kept = [record for record in records if record.event_id not in forgotten]
+    if not kept:
+        return 0
+    indexed = [search_text(record.text) for record in kept]
+    inserted = await connection.fetch(
+        sql.INSERT_MEMORIES,
+        app_name,
+        user_id,
+        [record.session_id for record in kept],
+        [record.event_id for record in kept],
+        [record.author for record in kept],
+        [record.role for record in kept],
+        [record.timestamp for record in kept],
+        [record.text for record in kept],
+        [record.content for record in kept],
+        [record.custom_metadata for record in kept],
+        [index.words for index in indexed],
+        [index.grams for index in indexed],
+    )
+    return len(inserted)

@@ -1,8 +1,8 @@
-"""The sessions' SQL as SQLAlchemy Core, for both dialects (the stores in
-`sql_store.py`, `sqlite_store.py` and `postgresql_store.py` run it; the
-PostgreSQL store sends its append and session read as statements of its
-own). Functions run on a connection inside a transaction that the caller
-owns; none of them commits."""
+"""The SQLite store's SQL for sessions, events and state, as SQLAlchemy Core
+(the PostgreSQL store's is in `postgresql_statements.py`; the listing
+statement and the size rules below serve both). Functions run on a
+connection inside a transaction that the caller owns; none of them
+commits."""
 
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
@@ -12,7 +12,6 @@ from sqlalchemy import (
     Double,
     LargeBinary,
     String,
-    Text,
     cast,
     column,
     delete,
@@ -20,7 +19,6 @@ from sqlalchemy import (
     select,
     text,
 )
-from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql.elements import ColumnElement
@@ -51,21 +49,8 @@ KEY_OVERHEAD_BYTES = 4
 LISTED_SESSION_OVERHEAD_BYTES = 512
 
 
-def _is_postgresql(connection: AsyncConnection) -> bool:
-    return connection.dialect.name == "postgresql"
-
-
-def _insert(connection: AsyncConnection, table: Any) -> Any:
-    if _is_postgresql(connection):
-        return postgresql_insert(table)
-    return sqlite_insert(table)
-
-
-def _byte_length(connection: AsyncConnection, column: Any) -> ColumnElement[int]:
-    """Bytes of a text column, without reading large values whole where the
-    database can avoid it (PostgreSQL reads TOASTed sizes from the pointer)."""
-    if _is_postgresql(connection):
-        return func.octet_length(cast(column, Text))
+def _byte_length(column: Any) -> ColumnElement[int]:
+    """Bytes of a text column."""
     return func.length(cast(column, LargeBinary))
 
 
@@ -183,7 +168,7 @@ async def upsert_app_state(
         {"app_name": app_name, "key": key, "value": delta[key], "size": sizes[key]}
         for key in sorted(delta)
     ]
-    statement = _insert(connection, app_states)
+    statement = sqlite_insert(app_states)
     await connection.execute(
         statement.on_conflict_do_update(
             index_elements=["app_name", "key"],
@@ -210,7 +195,7 @@ async def upsert_user_state(
         }
         for key in sorted(delta)
     ]
-    statement = _insert(connection, user_states)
+    statement = sqlite_insert(user_states)
     await connection.execute(
         statement.on_conflict_do_update(
             index_elements=["app_name", "user_id", "key"],
@@ -260,7 +245,7 @@ async def insert_session(
 ) -> bool:
     """Inserts the session; False when the id is already taken."""
     statement = (
-        _insert(connection, sessions)
+        sqlite_insert(sessions)
         .values(
             app_name=key.app_name,
             user_id=key.user_id,
@@ -329,9 +314,10 @@ async def delete_session(connection: AsyncConnection, key: SessionKey) -> bool:
     return result.rowcount > 0
 
 
-def _listing_statement(*, one_user: bool, after_cursor: bool) -> TextualSelect:
-    """The page statement, static text so that nothing is built per request
-    (SQLAlchemy Core took milliseconds to build and key this one)."""
+def listing_sql(*, one_user: bool, after_cursor: bool) -> str:
+    """The page statement (both stores run it), static text so that nothing
+    is built per request (SQLAlchemy Core took milliseconds to build and key
+    this one)."""
     conditions = ["s.app_name = :app_name"]
     if one_user:
         conditions.append("s.user_id = :user_id")
@@ -340,8 +326,7 @@ def _listing_statement(*, one_user: bool, after_cursor: bool) -> TextualSelect:
             "(s.update_time, s.user_id, s.id) > (:after_time, :after_user, :after_id)"
         )
     user_of_row = ":user_id" if one_user else "candidates.user_id"
-    return text(
-        f"""
+    return f"""
         WITH candidates AS (
             SELECT s.user_id, s.id, s.state, s.revision, s.update_time, s.state_bytes
               FROM sessions AS s
@@ -367,7 +352,10 @@ def _listing_statement(*, one_user: bool, after_cursor: bool) -> TextualSelect:
          WHERE position = 1 OR running <= :max_bytes
          ORDER BY position
         """
-    ).columns(
+
+
+def _listing_statement(*, one_user: bool, after_cursor: bool) -> TextualSelect:
+    return text(listing_sql(one_user=one_user, after_cursor=after_cursor)).columns(
         column("user_id", String),
         column("id", String),
         column("state", JsonDocument),
@@ -438,8 +426,7 @@ async def read_snapshot(
     after_timestamp: float | None,
     max_events_bytes: int,
 ) -> SessionSnapshot | None:
-    """Everything a session read returns (the SQLite store's; the PostgreSQL
-    store reads with a statement of its own). Events are those up to the
+    """Everything a session read returns. Events are those up to the
     revision read with the session row, so events, state and ETag describe one
     moment; they are read only if they fit in `max_events_bytes`."""
     found = await read_session(connection, key)
@@ -473,7 +460,7 @@ def _recent_events(
     after_timestamp: float | None,
 ) -> Any:
     """The last `limit` events at or after the time: seq and size."""
-    statement = select(events.c.seq, _byte_length(connection, events.c.data).label("size")).where(
+    statement = select(events.c.seq, _byte_length(events.c.data).label("size")).where(
         *_events_of(key), events.c.seq <= up_to_seq
     )
     if after_timestamp is not None:
@@ -483,32 +470,12 @@ def _recent_events(
     return statement.subquery()
 
 
-async def page_events(
-    connection: AsyncConnection,
-    key: SessionKey,
-    order: SortOrder,
-    after_seq: int | None,
-    after_timestamp: float | None,
-    limit: int,
-    max_bytes: int,
-) -> tuple[list[StoredEvent], bool]:
-    """A page of at most `limit` events and `max_bytes` of event JSON, and
-    whether more follow. Sizes are read first, so no event is read that the
-    page will not carry. ResponseTooLarge if the first event alone is larger."""
-    statement = select(events.c.seq, _byte_length(connection, events.c.data)).where(
-        *_events_of(key)
-    )
-    if after_timestamp is not None:
-        statement = statement.where(events.c.timestamp >= after_timestamp)
-    if order == "asc":
-        if after_seq is not None:
-            statement = statement.where(events.c.seq > after_seq)
-        statement = statement.order_by(events.c.seq)
-    else:
-        if after_seq is not None:
-            statement = statement.where(events.c.seq < after_seq)
-        statement = statement.order_by(events.c.seq.desc())
-    sizes = list(await connection.execute(statement.limit(limit + 1)))
+def events_within(
+    sizes: list[tuple[int, int]], limit: int, max_bytes: int
+) -> tuple[list[int], bool]:
+    """Of up to `limit` + 1 events' (seq, size) in page order, the seqs of a
+    page of at most `limit` events and `max_bytes`, and whether more follow.
+    ResponseTooLarge if the first event alone is larger (both stores)."""
     more = len(sizes) > limit
     chosen: list[int] = []
     total = 0
@@ -523,6 +490,34 @@ async def page_events(
             more = True
             break
         chosen.append(seq)
+    return chosen, more
+
+
+async def page_events(
+    connection: AsyncConnection,
+    key: SessionKey,
+    order: SortOrder,
+    after_seq: int | None,
+    after_timestamp: float | None,
+    limit: int,
+    max_bytes: int,
+) -> tuple[list[StoredEvent], bool]:
+    """A page of at most `limit` events and `max_bytes` of event JSON, and
+    whether more follow. Sizes are read first, so no event is read that the
+    page will not carry. ResponseTooLarge if the first event alone is larger."""
+    statement = select(events.c.seq, _byte_length(events.c.data)).where(*_events_of(key))
+    if after_timestamp is not None:
+        statement = statement.where(events.c.timestamp >= after_timestamp)
+    if order == "asc":
+        if after_seq is not None:
+            statement = statement.where(events.c.seq > after_seq)
+        statement = statement.order_by(events.c.seq)
+    else:
+        if after_seq is not None:
+            statement = statement.where(events.c.seq < after_seq)
+        statement = statement.order_by(events.c.seq.desc())
+    sizes = [(seq, size) for seq, size in await connection.execute(statement.limit(limit + 1))]
+    chosen, more = events_within(sizes, limit, max_bytes)
     if not chosen:
         return [], more
     result = await connection.execute(
@@ -558,8 +553,8 @@ async def append_event(
     max_state_bytes: int,
 ) -> int:
     """Stores the event and applies its delta; returns the new revision. The
-    SQLite store's (the PostgreSQL store appends with a statement of its
-    own).
+    SQLite store's (the PostgreSQL store's is one statement,
+    `postgresql_statements.APPEND`).
 
     Raises AppendNotApplied, with nothing written, when the session is missing,
     is not at `expected_revision`, or already holds an event with this id.

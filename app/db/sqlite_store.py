@@ -1,27 +1,69 @@
-"""The embedded store: SQLite through SQLAlchemy (aiosqlite).
+"""The embedded store: SQLite through SQLAlchemy Core (aiosqlite), its SQL
+in `repository.py` and `memory_repository.py`.
 
-Writers take the database's write lock at BEGIN (`engine.py`), so the
-append's read-modify-write of the session state cannot interleave with
-another writer, in this process or any other."""
+Writers take the database's write lock at BEGIN (`engine.py`): the append's
+read-modify-write of the session state cannot interleave with another
+writer, in this process or any other, and one user's memory writes are
+serialised without a lock of their own."""
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
+from typing import TypeVar
 
-from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from ..domain import NewEvent, SessionKey, SessionSnapshot
-from . import repository
+from ..domain import (
+    MemoryRecord,
+    NewEvent,
+    SessionCursor,
+    SessionKey,
+    SessionListing,
+    SessionRow,
+    SessionSnapshot,
+    SharedScopes,
+    SortOrder,
+    StoredEvent,
+)
+from ..errors import DatabaseUnavailable
+from ..state import ScopedDelta, StateDict
+from . import memory_repository, repository
 from .database_errors import database_errors_as_domain_errors
-from .sql_store import SqlStore
+from .engine import WRITE_OPTION
+from .migrations import SchemaNotCurrent, require_current_schema
+from .store import MemoriesOf
+
+# Rows per statement when memories are written or a session's events read
+# for memory: a long history is taken in bounded memory.
+MEMORY_BATCH = 500
+
+T = TypeVar("T")
 
 
-class SqliteStore(SqlStore):
+def _batches(items: Sequence[T]) -> list[Sequence[T]]:
+    return [items[start : start + MEMORY_BATCH] for start in range(0, len(items), MEMORY_BATCH)]
+
+
+class SqliteStore:
+    def __init__(self, engine: AsyncEngine) -> None:
+        self.engine = engine
+
     @asynccontextmanager
     async def _read(self) -> AsyncIterator[AsyncConnection]:
         """A transaction: every statement of a read sees one snapshot."""
         with database_errors_as_domain_errors():
             async with self.engine.connect() as connection, connection.begin():
                 yield connection
+
+    @asynccontextmanager
+    async def _write(self) -> AsyncIterator[AsyncConnection]:
+        """One transaction (BEGIN IMMEDIATE), committed on success and rolled
+        back on any error."""
+        with database_errors_as_domain_errors():
+            async with self.engine.connect() as connection:
+                await connection.execution_options(**{WRITE_OPTION: True})
+                async with connection.begin():
+                    yield connection
 
     async def append_event(
         self, key: SessionKey, event: NewEvent, expected_revision: int | None, max_state_bytes: int
@@ -42,3 +84,149 @@ class SqliteStore(SqlStore):
             return await repository.read_snapshot(
                 connection, key, limit, after_timestamp, max_events_bytes
             )
+
+    # -- sessions ------------------------------------------------------------
+
+    async def create_session(
+        self, key: SessionKey, delta: ScopedDelta, now: float, max_state_bytes: int
+    ) -> SharedScopes | None:
+        size = repository.session_state_bytes(delta.session)
+        if size > max_state_bytes:
+            raise repository.state_too_large("session", size, max_state_bytes)
+        async with self._write() as connection:
+            if not await repository.insert_session(connection, key, delta.session, now):
+                return None
+            await repository.write_app_state(connection, key.app_name, delta.app, max_state_bytes)
+            await repository.write_user_state(
+                connection, key.app_name, key.user_id, delta.user, max_state_bytes
+            )
+            return SharedScopes(
+                await repository.read_app_state(connection, key.app_name),
+                await repository.read_user_state(connection, key.app_name, key.user_id),
+            )
+
+    async def page_sessions(
+        self,
+        app_name: str,
+        user_id: str | None,
+        after: SessionCursor | None,
+        limit: int,
+        max_bytes: int,
+    ) -> SessionListing:
+        async with self._read() as connection:
+            page, more = await repository.page_sessions(
+                connection, app_name, user_id, after, limit, max_bytes
+            )
+            app_state = await repository.read_app_state(connection, app_name)
+            user_states = await repository.read_user_states(
+                connection, app_name, sorted({row.user_id for row in page})
+            )
+        return SessionListing(page, app_state, user_states, more)
+
+    async def delete_session(self, key: SessionKey, *, with_memories: bool) -> bool:
+        async with self._write() as connection:
+            if not await repository.delete_session(connection, key):
+                return False
+            if with_memories:
+                await memory_repository.delete_session_memories(connection, key)
+        return True
+
+    async def find_event(self, key: SessionKey, event_id: str) -> StoredEvent | None:
+        async with self._read() as connection:
+            return await repository.find_event(connection, key, event_id)
+
+    async def read_session(self, key: SessionKey) -> SessionRow | None:
+        async with self._read() as connection:
+            return await repository.read_session(connection, key)
+
+    async def page_events(
+        self,
+        key: SessionKey,
+        order: SortOrder,
+        after_seq: int | None,
+        after_timestamp: float | None,
+        limit: int,
+        max_bytes: int,
+    ) -> tuple[list[StoredEvent], bool] | None:
+        async with self._read() as connection:
+            if await repository.read_session(connection, key) is None:
+                return None
+            return await repository.page_events(
+                connection, key, order, after_seq, after_timestamp, limit, max_bytes
+            )
+
+    async def read_app_state(self, app_name: str) -> StateDict:
+        async with self._read() as connection:
+            return await repository.read_app_state(connection, app_name)
+
+    async def read_user_state(self, app_name: str, user_id: str) -> StateDict:
+        async with self._read() as connection:
+            return await repository.read_user_state(connection, app_name, user_id)
+
+    # -- memory --------------------------------------------------------------
+
+    async def ingest_session(self, key: SessionKey, memories_of: MemoriesOf) -> int | None:
+        added = 0
+        async with self._write() as connection:
+            # Locked for share until the memories are committed: a delete of
+            # the session (with its memories) waits, or this finds no session.
+            if await repository.read_session(connection, key, lock_for_share=True) is None:
+                return None
+            after_seq = 0
+            while batch := await repository.read_events_after(
+                connection, key, after_seq, MEMORY_BATCH
+            ):
+                after_seq = batch[-1].seq
+                added += await memory_repository.insert_memories(
+                    connection, key.app_name, key.user_id, memories_of(batch)
+                )
+        return added
+
+    async def add_memories(
+        self, app_name: str, user_id: str, records: Sequence[MemoryRecord]
+    ) -> int:
+        added = 0
+        async with self._write() as connection:
+            for batch in _batches(records):
+                added += await memory_repository.insert_memories(
+                    connection, app_name, user_id, batch
+                )
+        return added
+
+    async def replace_memories(
+        self, app_name: str, user_id: str, records: Sequence[MemoryRecord]
+    ) -> None:
+        async with self._write() as connection:
+            for batch in _batches(records):
+                await memory_repository.replace_memories(connection, app_name, user_id, batch)
+
+    async def forget_memory(self, app_name: str, user_id: str, memory_id: str) -> None:
+        async with self._write() as connection:
+            await memory_repository.forget_memory(connection, app_name, user_id, memory_id)
+
+    async def search_memories(
+        self, app_name: str, user_id: str, question: str, limit: int, budget: int
+    ) -> list[MemoryRecord]:
+        async with self._read() as connection:
+            return await memory_repository.search(
+                connection, app_name, user_id, question, limit, budget
+            )
+
+    async def forget_user_memories(self, app_name: str, user_id: str) -> None:
+        async with self._write() as connection:
+            await memory_repository.delete_user_memories(connection, app_name, user_id)
+
+    # -- operations ----------------------------------------------------------
+
+    async def check_ready(self) -> None:
+        try:
+            async with self.engine.connect() as connection:
+                await connection.execute(text("SELECT 1"))
+            await require_current_schema(self.engine)
+        except SchemaNotCurrent as error:
+            raise DatabaseUnavailable(str(error)) from error
+        except Exception as error:
+            raise DatabaseUnavailable("the database is unreachable") from error
+
+    async def close(self) -> None:
+        await self.engine.dispose()

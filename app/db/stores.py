@@ -19,4 +19,8 @@ async def open_store(settings: Settings) -> Store:
     except BaseException:
         await engine.dispose()
         raise
-    return SqliteStore(engine) if settings.is_sqlite else PostgresStore(engine)
+    if settings.is_sqlite:
+        return SqliteStore(engine)
+    # SQLAlchemy was needed only to read the schema's revision.
+    await engine.dispose()
+    return await PostgresStore.connect(settings)

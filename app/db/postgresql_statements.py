@@ -1,0 +1,329 @@
+"""The PostgreSQL store's SQL, sent with asyncpg (`$n` parameters). JSONB
+parameters are Python values (the pool's codec encodes them), except inside
+arrays, where they go as JSON texts (asyncpg would take a list value for a
+dimension of the array); identifiers are always parameters, never text."""
+
+import re
+
+from .repository import listing_sql
+
+# -- the append and the session read -----------------------------------------
+
+# One statement, one round trip, in autocommit: the session row is locked and
+# bumped first, every other write joins on its result, so a missing or stale
+# session writes nothing; state merges happen inside PostgreSQL (`||` for the
+# session document, one row per app/user key upserted in key order so that
+# writers of overlapping keys cannot deadlock).
+#
+# Size limits ($13): a delta that would take a scope past it bumps nothing, so
+# writes nothing, and the sizes come back to say which scope. App and user
+# keys carry their size ($14, $15: key -> bytes, measured by the caller), so
+# only the keys written are read, and a scope is summed only when the delta
+# makes it grow. Those reads see the rows committed when the statement starts:
+# appends racing to grow one scope can each pass the limit by their own
+# growth, never more. A session keeps an upper bound of its state's size
+# (state_bytes), raised by $16 (twice the delta's compact JSON: JSONB prints
+# more spaces); the state is measured, and the bound set exact, only when the
+# bound would pass the limit.
+APPEND = """
+WITH app_delta AS (
+    SELECT d.key, d.value, ($14::jsonb ->> d.key)::bigint AS size
+      FROM jsonb_each($10::jsonb) AS d
+), user_delta AS (
+    SELECT d.key, d.value, ($15::jsonb ->> d.key)::bigint AS size
+      FROM jsonb_each($11::jsonb) AS d
+), growth AS (
+    -- One index lookup per key written (a join here was planned as a scan of
+    -- the whole scope).
+    SELECT (SELECT coalesce(sum(n.size - coalesce(
+                     (SELECT a.size FROM app_states AS a
+                       WHERE a.app_name = $1 AND a.key = n.key), 0)), 0)
+              FROM app_delta AS n) AS app_bytes,
+           (SELECT coalesce(sum(n.size - coalesce(
+                     (SELECT u.size FROM user_states AS u
+                       WHERE u.app_name = $1 AND u.user_id = $2 AND u.key = n.key), 0)), 0)
+              FROM user_delta AS n) AS user_bytes
+), shared_bytes AS (
+    SELECT CASE WHEN g.app_bytes <= 0 THEN 0 ELSE g.app_bytes +
+             (SELECT coalesce(sum(a.size), 0) FROM app_states AS a WHERE a.app_name = $1)
+           END AS app_bytes,
+           CASE WHEN g.user_bytes <= 0 THEN 0 ELSE g.user_bytes +
+             (SELECT coalesce(sum(u.size), 0) FROM user_states AS u
+               WHERE u.app_name = $1 AND u.user_id = $2)
+           END AS user_bytes
+      FROM growth AS g
+), bumped AS (
+    UPDATE sessions
+       SET state = state || $4::jsonb, revision = revision + 1, update_time = $5,
+           state_bytes = CASE WHEN $16 = 0 OR state_bytes + $16 <= $13
+                              THEN state_bytes + $16
+                              ELSE octet_length((state || $4::jsonb)::text) END
+     WHERE app_name = $1 AND user_id = $2 AND id = $3
+       AND ($12::bigint IS NULL OR revision = $12::bigint)
+       AND CASE WHEN $16 = 0 OR state_bytes + $16 <= $13 THEN true
+                ELSE octet_length((state || $4::jsonb)::text) <= $13 END
+       AND (SELECT app_bytes <= $13 AND user_bytes <= $13 FROM shared_bytes)
+ RETURNING revision
+), stored AS (
+    INSERT INTO events (app_name, user_id, session_id, seq, id, invocation_id, author,
+                        timestamp, data)
+    SELECT $1, $2, $3, revision, $6, $7, $8, $5, $9 FROM bumped
+ RETURNING seq
+), app_written AS (
+    INSERT INTO app_states (app_name, key, value, size)
+    SELECT $1, delta.key, delta.value, delta.size
+      FROM bumped, app_delta AS delta
+     ORDER BY delta.key
+    ON CONFLICT (app_name, key) DO UPDATE SET value = EXCLUDED.value, size = EXCLUDED.size
+), user_written AS (
+    INSERT INTO user_states (app_name, user_id, key, value, size)
+    SELECT $1, $2, delta.key, delta.value, delta.size
+      FROM bumped, user_delta AS delta
+     ORDER BY delta.key
+    ON CONFLICT (app_name, user_id, key) DO UPDATE SET value = EXCLUDED.value, size = EXCLUDED.size
+)
+SELECT stored.seq, shared.app_bytes, shared.user_bytes,
+       CASE WHEN stored.seq IS NOT NULL OR $4::jsonb = '{}'::jsonb THEN 0 ELSE
+         (SELECT octet_length((s.state || $4::jsonb)::text) FROM sessions AS s
+           WHERE s.app_name = $1 AND s.user_id = $2 AND s.id = $3) END
+  FROM shared_bytes AS shared LEFT JOIN stored ON true
+"""
+
+# One round trip for a whole session read; event texts are joined by the
+# database, and only events up to the revision read with the session row are
+# taken, so events, state and ETag describe one moment. Their size is read
+# first (from the TOAST pointers, without reading the texts): when it passes
+# $6 the texts are not joined at all, so no read can ask for a gigabyte.
+SNAPSHOT = """
+SELECT s.state, s.revision, s.update_time,
+       (SELECT jsonb_object_agg(a.key, a.value) FROM app_states AS a
+         WHERE a.app_name = $1) AS app_state,
+       (SELECT jsonb_object_agg(u.key, u.value) FROM user_states AS u
+         WHERE u.app_name = $1 AND u.user_id = $2) AS user_state,
+       sized.bytes,
+       CASE WHEN sized.bytes <= $6 THEN
+       (SELECT string_agg(recent.data, ',' ORDER BY recent.seq)
+          FROM (SELECT e.seq, e.data FROM events AS e
+                 WHERE e.app_name = $1 AND e.user_id = $2 AND e.session_id = $3
+                   AND e.seq <= s.revision
+                   AND ($4::float8 IS NULL OR e.timestamp >= $4::float8)
+                 ORDER BY e.seq DESC
+                 LIMIT $5::bigint) AS recent) END AS events
+  FROM sessions AS s,
+       LATERAL (SELECT coalesce(sum(octet_length(recent.data)), 0) AS bytes
+                  FROM (SELECT e.data FROM events AS e
+                         WHERE e.app_name = $1 AND e.user_id = $2 AND e.session_id = $3
+                           AND e.seq <= s.revision
+                           AND ($4::float8 IS NULL OR e.timestamp >= $4::float8)
+                         ORDER BY e.seq DESC
+                         LIMIT $5::bigint) AS recent) AS sized
+ WHERE s.app_name = $1 AND s.user_id = $2 AND s.id = $3
+"""
+
+
+# -- sessions ----------------------------------------------------------------
+
+READ_SESSION = """
+SELECT state, revision, update_time FROM sessions
+ WHERE app_name = $1 AND user_id = $2 AND id = $3
+"""
+# Kept from being deleted until the transaction ends.
+READ_SESSION_FOR_SHARE = READ_SESSION + " FOR SHARE"
+
+INSERT_SESSION = """
+INSERT INTO sessions (app_name, user_id, id, state, state_bytes, revision, create_time,
+                      update_time)
+VALUES ($1, $2, $3, $4, $5, 0, $6, $6)
+ON CONFLICT DO NOTHING
+RETURNING revision
+"""
+
+# The session row is locked first, as an append locks it first: deleting its
+# events before it deadlocked with an append retrying a stored event id.
+LOCK_SESSION = READ_SESSION.replace("SELECT state, revision, update_time", "SELECT 1") + (
+    " FOR UPDATE"
+)
+DELETE_SESSION_EVENTS = """
+DELETE FROM events WHERE app_name = $1 AND user_id = $2 AND session_id = $3
+"""
+DELETE_SESSION = """
+DELETE FROM sessions WHERE app_name = $1 AND user_id = $2 AND id = $3
+"""
+
+
+def _positional(sql: str, names: list[str]) -> str:
+    """`:name` parameters as asyncpg's `$n`, numbered in the order given."""
+    numbers = {name: f"${index}" for index, name in enumerate(names, start=1)}
+    return re.sub(r"(?<!:):(\w+)", lambda match: numbers[match.group(1)], sql)
+
+
+def _listing(*, one_user: bool, after_cursor: bool) -> tuple[str, list[str]]:
+    names = ["app_name", "candidates", "per_session", "max_bytes"]
+    if one_user:
+        names.append("user_id")
+    if after_cursor:
+        names += ["after_time", "after_user", "after_id"]
+    return _positional(listing_sql(one_user=one_user, after_cursor=after_cursor), names), names
+
+
+# The same statement as the SQLite store's, numbered for asyncpg; with the
+# parameter names in their order.
+LISTINGS = {
+    (one_user, after_cursor): _listing(one_user=one_user, after_cursor=after_cursor)
+    for one_user in (False, True)
+    for after_cursor in (False, True)
+}
+
+# -- state -------------------------------------------------------------------
+
+READ_APP_STATE = "SELECT key, value FROM app_states WHERE app_name = $1"
+READ_USER_STATE = "SELECT key, value FROM user_states WHERE app_name = $1 AND user_id = $2"
+READ_USER_STATES = """
+SELECT user_id, key, value FROM user_states WHERE app_name = $1 AND user_id = ANY($2::text[])
+"""
+
+# The written keys' current sizes, locked (in key order, as every writer
+# locks them) so that they stay current until the write.
+LOCK_APP_KEYS = """
+SELECT key, size FROM app_states WHERE app_name = $1 AND key = ANY($2::text[])
+ ORDER BY key FOR UPDATE
+"""
+LOCK_USER_KEYS = """
+SELECT key, size FROM user_states WHERE app_name = $1 AND user_id = $2 AND key = ANY($3::text[])
+ ORDER BY key FOR UPDATE
+"""
+APP_STATE_BYTES = "SELECT coalesce(sum(size), 0) FROM app_states WHERE app_name = $1"
+USER_STATE_BYTES = """
+SELECT coalesce(sum(size), 0) FROM user_states WHERE app_name = $1 AND user_id = $2
+"""
+UPSERT_APP_STATE = """
+INSERT INTO app_states (app_name, key, value, size)
+SELECT $1, entry.key, entry.value::jsonb, entry.size
+  FROM unnest($2::text[], $3::text[], $4::bigint[]) AS entry(key, value, size)
+ ORDER BY entry.key
+ON CONFLICT (app_name, key) DO UPDATE SET value = EXCLUDED.value, size = EXCLUDED.size
+"""
+UPSERT_USER_STATE = """
+INSERT INTO user_states (app_name, user_id, key, value, size)
+SELECT $1, $2, entry.key, entry.value::jsonb, entry.size
+  FROM unnest($3::text[], $4::text[], $5::bigint[]) AS entry(key, value, size)
+ ORDER BY entry.key
+ON CONFLICT (app_name, user_id, key) DO UPDATE SET value = EXCLUDED.value, size = EXCLUDED.size
+"""
+
+# -- events ------------------------------------------------------------------
+
+FIND_EVENT = """
+SELECT seq, data FROM events
+ WHERE app_name = $1 AND user_id = $2 AND session_id = $3 AND id = $4
+"""
+# Sizes first (from the TOAST pointers, without reading the texts), so that
+# no event is read that the page will not carry.
+EVENT_SIZES = {
+    order: f"""
+SELECT seq, octet_length(data) FROM events
+ WHERE app_name = $1 AND user_id = $2 AND session_id = $3
+   AND ($4::float8 IS NULL OR timestamp >= $4::float8)
+   AND ($5::bigint IS NULL OR seq {"> $5::bigint" if order == "asc" else "< $5::bigint"})
+ ORDER BY seq {order.upper()}
+ LIMIT $6
+"""
+    for order in ("asc", "desc")
+}
+EVENTS_BY_SEQ = """
+SELECT seq, data FROM events
+ WHERE app_name = $1 AND user_id = $2 AND session_id = $3 AND seq = ANY($4::bigint[])
+"""
+EVENTS_AFTER = """
+SELECT seq, data FROM events
+ WHERE app_name = $1 AND user_id = $2 AND session_id = $3 AND seq > $4
+ ORDER BY seq
+ LIMIT $5
+"""
+
+# -- memory ------------------------------------------------------------------
+
+# Serialises the writes of one user's memory until the transaction ends.
+LOCK_USER_MEMORY = "SELECT pg_advisory_xact_lock(hashtextextended($1, 1147))"
+
+FORGOTTEN_AMONG = """
+SELECT memory_id FROM forgotten_memories
+ WHERE app_name = $1 AND user_id = $2 AND memory_id = ANY($3::text[])
+"""
+# An event already taken (by an earlier or a concurrent ingestion) is
+# skipped by the unique index, not by a list of known ids in memory.
+INSERT_MEMORIES = """
+INSERT INTO memories (app_name, user_id, session_id, event_id, author, role, timestamp, text,
+                      content, custom_metadata, search_words, search_grams)
+SELECT $1, $2, m.session_id, m.event_id, m.author, m.role, m.timestamp, m.text, m.content,
+       m.custom_metadata, m.search_words, m.search_grams
+  FROM unnest($3::text[], $4::text[], $5::text[], $6::text[], $7::float8[], $8::text[],
+              $9::text[], $10::text[], $11::text[], $12::text[])
+       AS m(session_id, event_id, author, role, timestamp, text, content, custom_metadata,
+            search_words, search_grams)
+ON CONFLICT (app_name, user_id, session_id, event_id) DO NOTHING
+RETURNING id
+"""
+DELETE_MEMORIES_OF_IDS = """
+DELETE FROM memories
+ WHERE app_name = $1 AND user_id = $2 AND session_id = $3 AND event_id = ANY($4::text[])
+"""
+UNFORGET = """
+DELETE FROM forgotten_memories
+ WHERE app_name = $1 AND user_id = $2 AND memory_id = ANY($3::text[])
+"""
+DELETE_MEMORY = "DELETE FROM memories WHERE app_name = $1 AND user_id = $2 AND event_id = $3"
+REMEMBER_FORGOTTEN = """
+INSERT INTO forgotten_memories (app_name, user_id, memory_id) VALUES ($1, $2, $3)
+ON CONFLICT DO NOTHING
+"""
+DELETE_SESSION_MEMORIES = """
+DELETE FROM memories WHERE app_name = $1 AND user_id = $2 AND session_id = $3
+"""
+DELETE_USER_MEMORIES = "DELETE FROM memories WHERE app_name = $1 AND user_id = $2"
+DELETE_USER_FORGOTTEN = "DELETE FROM forgotten_memories WHERE app_name = $1 AND user_id = $2"
+
+# Each term is its own tsquery, built from a value, never parsed as tsquery
+# syntax: words stemmed as the index stems them, pairs as they are, a single
+# character as the prefix of a pair. `matched` counts the distinct terms a
+# memory holds (stemming may make two words one). The best `limit` matches
+# are taken with their sizes first, then the texts of those that fit in the
+# response ($7 bytes; always the first).
+SEARCH_MEMORIES = """
+WITH term AS (
+    SELECT DISTINCT query FROM (
+        SELECT plainto_tsquery('english', word) AS query FROM unnest($3::text[]) AS word
+        UNION ALL
+        SELECT plainto_tsquery('simple', gram) FROM unnest($4::text[]) AS gram
+        UNION ALL
+        SELECT CAST(quote_literal(prefix) || ':*' AS tsquery) FROM unnest($5::text[]) AS prefix
+    ) AS terms
+     WHERE numnode(query) > 0
+), matching AS (
+    SELECT CAST(string_agg(CAST(query AS text), ' | ') AS tsquery) AS query FROM term
+), top AS (
+    SELECT m.id, m.timestamp,
+           octet_length(m.text) + coalesce(octet_length(m.content), 0)
+           + coalesce(octet_length(m.custom_metadata), 0) AS size,
+           (SELECT count(*) FROM term WHERE m.search_vector @@ term.query) AS matched,
+           -ts_rank_cd(m.search_vector, matching.query) AS rank_order
+      FROM memories AS m, matching
+     WHERE m.app_name = $1 AND m.user_id = $2
+       AND m.search_vector @@ matching.query
+     ORDER BY matched DESC, rank_order, m.timestamp DESC, m.id
+     LIMIT $6
+), ranked AS (
+    SELECT id, row_number() OVER best AS position, sum(size) OVER best AS running
+      FROM top WINDOW best AS (ORDER BY matched DESC, rank_order, timestamp DESC, id)
+)
+SELECT m.session_id, m.event_id, m.author, m.role, m.timestamp, m.text,
+       m.content, m.custom_metadata
+  FROM ranked JOIN memories AS m ON m.id = ranked.id
+ WHERE ranked.position = 1 OR ranked.running <= $7
+ ORDER BY ranked.position
+"""
+
+# -- operations --------------------------------------------------------------
+
+# The schema's revision; None (no table) for an empty database.
+SCHEMA_REVISION = "SELECT version_num FROM alembic_version"
