@@ -5,6 +5,7 @@ statements the PostgreSQL store sends on asyncpg directly)."""
 import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import NoReturn
 
 import asyncpg
 from sqlalchemy.exc import DBAPIError, OperationalError
@@ -84,13 +85,18 @@ def keeps_connection(error: BaseException) -> bool:
     return isinstance(error, asyncpg.PostgresError) and not is_database_unavailable(error)
 
 
+def raise_as_domain_error(error: Exception) -> NoReturn:
+    """Raises what a store raises for `error` (see as_domain_error)."""
+    domain_error = as_domain_error(error)
+    if domain_error is error:
+        raise error
+    raise domain_error from error
+
+
 @contextmanager
 def database_errors_as_domain_errors() -> Iterator[None]:
     """Around every use of a connection, its acquisition included."""
     try:
         yield
     except Exception as error:
-        domain_error = as_domain_error(error)
-        if domain_error is error:
-            raise
-        raise domain_error from error
+        raise_as_domain_error(error)
