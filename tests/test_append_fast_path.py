@@ -7,8 +7,10 @@ from urllib.parse import quote
 
 import httpx
 from fastapi import FastAPI
+from fastapi.dependencies.models import Dependant
 
-from session_state.api.append_fast_path import AppendFastPath
+from session_state.api.append_fast_path import ROUTE_PARAMETERS, AppendFastPath
+from session_state.api.routes.sessions import append_route
 from session_state.config import Settings
 from session_state.main import create_app
 
@@ -71,6 +73,31 @@ BODIES = [
     b"",
     b'{"id": "e3", "author": "a", "timestamp": 4, "actions": {"stateDelta": {"k": "\\u0000"}}}',
 ]
+
+
+def _declared_parameters(dependant: Dependant) -> set[tuple[str, str]]:
+    """The route's parameters as FastAPI resolves them, its dependencies' too."""
+    declared = {
+        (where, parameter.name)
+        for where, parameters in (
+            ("path", dependant.path_params),
+            ("query", dependant.query_params),
+            ("header", dependant.header_params),
+            ("cookie", dependant.cookie_params),
+            ("body", dependant.body_params),
+        )
+        for parameter in parameters
+    }
+    for dependency in dependant.dependencies:
+        declared |= _declared_parameters(dependency)
+    return declared
+
+
+def test_the_fast_path_reads_every_parameter_the_route_declares():
+    """Pins the fast path to the route: a query, header, cookie or body
+    parameter added to the append route would be ignored by the fast path,
+    which answers most appends without FastAPI's parameter handling."""
+    assert _declared_parameters(append_route().dependant) == set(ROUTE_PARAMETERS)
 
 
 def _without_fast_path(app: FastAPI) -> FastAPI:

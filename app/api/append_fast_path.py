@@ -24,6 +24,13 @@ from .encoded_paths import decode_segment
 from .problems import error_response
 
 _IF_MATCH = b"if-match"
+# Every parameter the route declares, as (where, name): the fast path reads
+# each of these itself (the body, raw, as the route does). A parameter added
+# to the route must be served here too, or the fast path would answer
+# without it: tests/test_append_fast_path.py fails until both agree.
+ROUTE_PARAMETERS = frozenset(
+    {("path", "app_name"), ("path", "user_id"), ("path", "session_id"), ("header", "if_match")}
+)
 
 
 def _session_key(path: str) -> SessionKey | None:
