@@ -8,14 +8,23 @@ from typing import Any
 from . import json_codec
 from .domain import NewEvent
 from .errors import EventTooLarge, FieldError, InvalidInput
-from .limits import MAX_TIMESTAMP, MIN_TIMESTAMP, Limits
-from .state import drop_temp_keys, find_long_key, split_delta
-
-MAX_EVENT_ID_LENGTH = 128
-TIMESTAMP_MESSAGE = (
-    f"must be a number of epoch seconds from {MIN_TIMESTAMP:.0f} to {MAX_TIMESTAMP:.0f} "
-    "(1970 to 9999)"
+from .event_contract import (
+    AUTHOR_MESSAGE,
+    BOOLEAN_MESSAGE,
+    ID_MAX_LENGTH,
+    ID_MESSAGE,
+    ID_MIN_LENGTH,
+    INVOCATION_ID,
+    NOT_AN_OBJECT_MESSAGE,
+    OBJECT_MESSAGE,
+    STATE_DELTA,
+    STRING_MESSAGE,
+    TIMESTAMP_MAXIMUM,
+    TIMESTAMP_MESSAGE,
+    TIMESTAMP_MINIMUM,
 )
+from .limits import Limits
+from .state import drop_temp_keys, find_long_key, split_delta
 
 
 @dataclass(frozen=True)
@@ -42,40 +51,38 @@ def _is_number(value: Any) -> bool:
 
 
 def is_valid_timestamp(value: Any) -> bool:
-    return _is_number(value) and MIN_TIMESTAMP <= value <= MAX_TIMESTAMP
+    return _is_number(value) and TIMESTAMP_MINIMUM <= value <= TIMESTAMP_MAXIMUM
 
 
 def _check(document: Any, limits: Limits) -> list[FieldError]:
     if not isinstance(document, dict):
-        return [FieldError(["body"], "an event must be a JSON object")]
+        return [FieldError(["body"], NOT_AN_OBJECT_MESSAGE)]
     errors: list[FieldError] = []
     event_id = document.get("id")
     if event_id is not None and not (
-        isinstance(event_id, str) and 1 <= len(event_id) <= MAX_EVENT_ID_LENGTH
+        isinstance(event_id, str) and ID_MIN_LENGTH <= len(event_id) <= ID_MAX_LENGTH
     ):
-        errors.append(
-            FieldError(["body", "id"], f"must be a string of 1 to {MAX_EVENT_ID_LENGTH} characters")
-        )
+        errors.append(FieldError(["body", "id"], ID_MESSAGE))
     author = document.get("author")
     if not isinstance(author, str):
-        errors.append(FieldError(["body", "author"], "is required and must be a string"))
+        errors.append(FieldError(["body", "author"], AUTHOR_MESSAGE))
     timestamp = document.get("timestamp")
     if timestamp is not None and not is_valid_timestamp(timestamp):
         errors.append(FieldError(["body", "timestamp"], TIMESTAMP_MESSAGE))
-    key, invocation_id = _field(document, "invocationId", "invocation_id")
+    key, invocation_id = _field(document, *INVOCATION_ID)
     if invocation_id is not None and not isinstance(invocation_id, str):
-        errors.append(FieldError(["body", key], "must be a string"))
+        errors.append(FieldError(["body", key], STRING_MESSAGE))
     partial = document.get("partial")
     if partial is not None and not isinstance(partial, bool):
-        errors.append(FieldError(["body", "partial"], "must be a boolean"))
+        errors.append(FieldError(["body", "partial"], BOOLEAN_MESSAGE))
     actions = document.get("actions")
     if actions is not None:
         if not isinstance(actions, dict):
-            errors.append(FieldError(["body", "actions"], "must be an object"))
+            errors.append(FieldError(["body", "actions"], OBJECT_MESSAGE))
         else:
-            key, delta = _field(actions, "stateDelta", "state_delta")
+            key, delta = _field(actions, *STATE_DELTA)
             if delta is not None and not isinstance(delta, dict):
-                errors.append(FieldError(["body", "actions", key], "must be an object"))
+                errors.append(FieldError(["body", "actions", key], OBJECT_MESSAGE))
             elif delta is not None and (long_key := find_long_key(delta, limits)) is not None:
                 errors.append(long_key.under("body", "actions", key))
     return errors
@@ -97,7 +104,7 @@ def prepare_event(
     delta: dict[str, Any] = {}
     actions = stored.get("actions")
     if isinstance(actions, dict):
-        key, raw_delta = _field(actions, "stateDelta", "state_delta")
+        key, raw_delta = _field(actions, *STATE_DELTA)
         if raw_delta:
             delta = drop_temp_keys(raw_delta)
             if len(delta) != len(raw_delta):
@@ -107,7 +114,7 @@ def prepare_event(
         stored["id"] = new_id()
     if not had_timestamp:
         stored["timestamp"] = now()
-    _, invocation_id = _field(stored, "invocationId", "invocation_id")
+    _, invocation_id = _field(stored, *INVOCATION_ID)
     encoded = json_codec.dumps(stored)
     if len(encoded) > limits.max_event_bytes:
         raise EventTooLarge(

@@ -10,6 +10,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchem
 from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
+from . import event_contract as contract
 from .identifiers import (
     IDENTIFIER_MAX_LENGTH,
     NAME_PATTERN,
@@ -63,24 +64,33 @@ class PatchSessionRequest(WireModel):
 class EventActions(WireModel):
     model_config = ConfigDict(extra="allow")
 
-    state_delta: dict[str, Any] | None = None
+    state_delta: dict[str, Any] | None = Field(
+        default=None, description=contract.STATE_DELTA_DESCRIPTION
+    )
 
 
 class Event(WireModel):
     """ADK's Event JSON. Every field, known here or not, is stored verbatim."""
 
+    # The fields checked and their bounds are event_contract's, which the
+    # validator (events.py) uses too.
     model_config = ConfigDict(extra="allow")
 
-    id: str | None = Field(default=None, description="Assigned (uuid4) when missing.")
+    id: str | None = Field(
+        default=None,
+        min_length=contract.ID_MIN_LENGTH,
+        max_length=contract.ID_MAX_LENGTH,
+        description=contract.ID_DESCRIPTION,
+    )
     invocation_id: str | None = None
     author: str
     timestamp: float | None = Field(
         default=None,
-        ge=0,
-        le=253402300799,
-        description="Epoch seconds, 1970 to 9999 (0 to 253402300799); server time if missing.",
+        ge=contract.TIMESTAMP_MINIMUM,
+        le=contract.TIMESTAMP_MAXIMUM,
+        description=contract.TIMESTAMP_DESCRIPTION,
     )
-    partial: bool | None = Field(default=None, description="Partial events are not stored.")
+    partial: bool | None = Field(default=None, description=contract.PARTIAL_DESCRIPTION)
     actions: EventActions | None = None
 
 

@@ -25,8 +25,11 @@ from sqlalchemy.engine import Dialect
 from sqlalchemy.types import TypeDecorator
 
 from .. import json_codec
+from ..identifiers import IDENTIFIER_MAX_LENGTH
 
-IDENTIFIER_LENGTH = 128
+# Column widths of app names, user ids, session ids and event ids: the API's
+# identifier limit (the migrations keep the number they were written with).
+IDENTIFIER_LENGTH = IDENTIFIER_MAX_LENGTH
 
 
 class JsonText(TypeDecorator[Any]):
