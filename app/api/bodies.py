@@ -12,6 +12,7 @@ from .. import json_codec
 from ..errors import BadRequest, FieldError, InvalidInput
 from ..json_rules import depth_message, find_unstorable
 from ..limits import OFFLOAD_BODY_BYTES, Limits
+from .examples import media_examples
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
 
@@ -59,15 +60,16 @@ def validate_body(model: type[ModelT], document: Any) -> ModelT:
         ) from None
 
 
-def documented_body(model: type[BaseModel], *, required: bool) -> dict[str, Any]:
-    """openapi_extra describing a JSON body of `model`."""
+def documented_body(
+    model: type[BaseModel], *, required: bool, example: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """openapi_extra describing a JSON body of `model`, with the example (one
+    of `examples.py`'s) that Swagger UI's "Try it out" starts from."""
     schema = _inlined(model.model_json_schema(by_alias=True, mode="validation"))
-    return {
-        "requestBody": {
-            "required": required,
-            "content": {"application/json": {"schema": schema}},
-        }
-    }
+    media: dict[str, Any] = {"schema": schema}
+    if example is not None:
+        media["examples"] = media_examples(example)
+    return {"requestBody": {"required": required, "content": {"application/json": media}}}
 
 
 def _inlined(schema: dict[str, Any]) -> dict[str, Any]:

@@ -21,7 +21,7 @@ from ...schemas import (
     IngestMemoryResponse,
     SearchMemoryResponse,
 )
-from .. import rendering
+from .. import examples, rendering
 from ..bodies import documented_body, read_json, validate_body
 from ..dependencies import AppName, MemoryId, UserId
 from .sessions import problem_responses
@@ -41,7 +41,9 @@ def memory_of(request: Request) -> MemoryService:
     "/apps/{app_name}/users/{user_id}/memory",
     response_model=IngestMemoryResponse,
     responses=problem_responses(400, 404),
-    openapi_extra=documented_body(IngestMemoryRequest, required=True),
+    openapi_extra=documented_body(
+        IngestMemoryRequest, required=True, example=examples.INGEST_MEMORY
+    ),
     summary="Take a stored session's event texts into the user's memory (idempotent)",
 )
 async def ingest_session(app_name: AppName, user_id: UserId, request: Request) -> Response:

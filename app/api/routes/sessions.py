@@ -19,7 +19,7 @@ from ...schemas import (
     SessionList,
     StateResponse,
 )
-from .. import appending, rendering
+from .. import appending, examples, rendering
 from ..bodies import documented_body, read_json, validate_body
 from ..dependencies import (
     AppName,
@@ -107,7 +107,12 @@ def append_route() -> APIRoute:
     openapi_extra={
         "requestBody": {
             "required": True,
-            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Event"}}},
+            "content": {
+                "application/json": {
+                    "schema": {"$ref": "#/components/schemas/Event"},
+                    "examples": examples.media_examples(examples.APPEND_EVENT),
+                }
+            },
         }
     },
     summary="Append an event, applying its state delta",
@@ -152,7 +157,9 @@ async def get_session(
     status_code=201,
     response_model=Session,
     responses={201: {"headers": _ETAG_HEADER}, **problem_responses(400, 409)},
-    openapi_extra=documented_body(CreateSessionRequest, required=False),
+    openapi_extra=documented_body(
+        CreateSessionRequest, required=False, example=examples.CREATE_SESSION
+    ),
     summary="Create a session",
 )
 async def create_session(app_name: AppName, user_id: UserId, request: Request) -> Response:
@@ -225,7 +232,7 @@ async def delete_session(
     "/apps/{app_name}/users/{user_id}/sessions/{session_id}",
     response_model=Session,
     responses={200: {"headers": _ETAG_HEADER}, **problem_responses(400, 404, 412)},
-    openapi_extra=documented_body(PatchSessionRequest, required=True),
+    openapi_extra=documented_body(PatchSessionRequest, required=True, example=examples.PATCH_STATE),
     summary="Change state without running an agent (recorded as an event)",
 )
 async def patch_session(

@@ -1,0 +1,31 @@
+"""The request bodies the OpenAPI spec shows as examples. The README's quick
+start sends exactly these (tests/test_openapi_examples.py holds both to
+it), so Swagger UI's "Try it out" runs the README's scenario as printed."""
+
+from typing import Any
+
+CREATE_SESSION: dict[str, Any] = {
+    "sessionId": "trip-1",
+    "state": {"user:login_count": 1, "stage": "new"},
+}
+APPEND_EVENT: dict[str, Any] = {
+    "id": "e1",
+    "author": "planner",
+    "invocationId": "inv-1",
+    "content": {"role": "model", "parts": [{"text": "Booked."}]},
+    "actions": {
+        "stateDelta": {
+            "stage": "booked",
+            "user:login_count": 2,
+            "app:bookings_total": 41,
+            "temp:scratch": "gone",
+        }
+    },
+}
+PATCH_STATE: dict[str, Any] = {"stateDelta": {"stage": "paid"}}
+INGEST_MEMORY: dict[str, Any] = {"sessionId": "trip-1"}
+
+
+def media_examples(value: dict[str, Any]) -> dict[str, Any]:
+    """The `examples` of a JSON request body's media type."""
+    return {"readme": {"summary": "The README's quick start", "value": value}}
