@@ -11,9 +11,7 @@ from annotated_types import Ge, Le
 from session_state.config import Settings
 
 ROOT = Path(__file__).resolve().parent.parent
-README_ROW = re.compile(
-    r"^\| `SESSION_STATE_(\w+)` \| (`[^`]*`|\w+)(?: \(([^)]*)\))? \|", re.M
-)
+README_ROW = re.compile(r"^\| `SESSION_STATE_(\w+)` \| (`[^`]*`|\w+)(?: \(([^)]*)\))? \|", re.M)
 LIMITS_ROW = re.compile(
     r"^\| `SESSION_STATE_(\w+)` \| ([\d.]+) ?(MiB|KiB)?"
     r"(?: \((?:at least ([\d.]+) ?(MiB|KiB)?|([\d.]+) to ([\d.]+))\b.*?\))?",

@@ -34,9 +34,9 @@ from ..domain import (
 )
 from ..errors import DatabaseUnavailable
 from ..metrics import DB_POOL_IN_USE
-from ..search_text import query_terms, search_text
 from ..state import ScopedDelta, StateDict
 from . import migrations
+from . import postgresql_memory as memory
 from . import postgresql_statements as sql
 from .database_errors import database_errors_as_domain_errors, raise_as_domain_error
 from .migrations import SchemaNotCurrent
@@ -390,7 +390,7 @@ class PostgresStore:
         """A transaction holding the user's memory lock: an add racing a
         delete_memory cannot bring a deleted id back."""
         async with self._transaction() as connection:
-            await connection.execute(sql.LOCK_USER_MEMORY, f"{app_name}\x1f{user_id}")
+            await memory.lock_user_memory(connection, app_name, user_id)
             yield connection
 
     async def ingest_session(self, key: SessionKey, memories_of: MemoriesOf) -> int | None:
@@ -407,7 +407,7 @@ class PostgresStore:
             ):
                 batch = [StoredEvent(seq, data) for seq, data in rows]
                 after_seq = batch[-1].seq
-                added += await _insert_memories(
+                added += await memory.insert_memories(
                     connection, key.app_name, key.user_id, memories_of(batch)
                 )
         return added
@@ -419,56 +419,30 @@ class PostgresStore:
         async with self._memory_write(app_name, user_id) as connection:
             for start in range(0, len(records), MEMORY_BATCH):
                 batch = records[start : start + MEMORY_BATCH]
-                added += await _insert_memories(connection, app_name, user_id, batch)
+                added += await memory.insert_memories(connection, app_name, user_id, batch)
         return added
 
     async def replace_memories(
         self, app_name: str, user_id: str, records: Sequence[MemoryRecord]
     ) -> None:
-        """A delete and an insert per batch: an id given again replaces its
-        memory, and a forgotten id may be written again."""
         async with self._memory_write(app_name, user_id) as connection:
             for start in range(0, len(records), MEMORY_BATCH):
                 batch = records[start : start + MEMORY_BATCH]
-                ids = [record.event_id for record in batch]
-                for session_id in sorted({record.session_id for record in batch}):
-                    await connection.execute(
-                        sql.DELETE_MEMORIES_OF_IDS, app_name, user_id, session_id, ids
-                    )
-                await connection.execute(sql.UNFORGET, app_name, user_id, ids)
-                await _insert_memories(connection, app_name, user_id, batch)
+                await memory.replace_memories(connection, app_name, user_id, batch)
 
     async def forget_memory(self, app_name: str, user_id: str, memory_id: str) -> None:
-        """As ADK's InMemoryMemoryService when it deleted something: the id is
-        remembered, so adding its session again does not bring it back."""
         async with self._memory_write(app_name, user_id) as connection:
-            deleted = await connection.execute(sql.DELETE_MEMORY, app_name, user_id, memory_id)
-            if deleted != "DELETE 0":
-                await connection.execute(sql.REMEMBER_FORGOTTEN, app_name, user_id, memory_id)
+            await memory.forget_memory(connection, app_name, user_id, memory_id)
 
     async def search_memories(
         self, app_name: str, user_id: str, question: str, limit: int, budget: int
     ) -> list[MemoryRecord]:
-        terms = query_terms(question)
-        if not terms:
-            return []
         async with self._connection() as connection:
-            rows = await connection.fetch(
-                sql.SEARCH_MEMORIES,
-                app_name,
-                user_id,
-                list(terms.words),
-                list(terms.grams),
-                list(terms.prefixes),
-                limit,
-                budget,
-            )
-        return [MemoryRecord(*row) for row in rows]
+            return await memory.search(connection, app_name, user_id, question, limit, budget)
 
     async def forget_user_memories(self, app_name: str, user_id: str) -> None:
         async with self._memory_write(app_name, user_id) as connection:
-            await connection.execute(sql.DELETE_USER_MEMORIES, app_name, user_id)
-            await connection.execute(sql.DELETE_USER_FORGOTTEN, app_name, user_id)
+            await memory.delete_user_memories(connection, app_name, user_id)
 
     # -- operations ----------------------------------------------------------
 
@@ -496,36 +470,3 @@ async def _read_session(
     if row is None:
         return None
     return SessionRow(key.app_name, key.user_id, key.session_id, row[0], row[1], row[2])
-
-
-async def _insert_memories(
-    connection: asyncpg.Connection, app_name: str, user_id: str, records: Sequence[MemoryRecord]
-) -> int:
-    """Inserts the memories not stored yet and not forgotten; returns how many
-    were new. The caller holds the user's memory lock."""
-    if not records:
-        return 0
-    ids = sorted({record.event_id for record in records})
-    forgotten = {
-        row[0] for row in await connection.fetch(sql.FORGOTTEN_AMONG, app_name, user_id, ids)
-    }
-    kept = [record for record in records if record.event_id not in forgotten]
-    if not kept:
-        return 0
-    indexed = [search_text(record.text) for record in kept]
-    inserted = await connection.fetch(
-        sql.INSERT_MEMORIES,
-        app_name,
-        user_id,
-        [record.session_id for record in kept],
-        [record.event_id for record in kept],
-        [record.author for record in kept],
-        [record.role for record in kept],
-        [record.timestamp for record in kept],
-        [record.text for record in kept],
-        [record.content for record in kept],
-        [record.custom_metadata for record in kept],
-        [index.words for index in indexed],
-        [index.grams for index in indexed],
-    )
-    return len(inserted)
