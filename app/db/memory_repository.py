@@ -131,7 +131,7 @@ def _search_columns(text: str) -> dict[str, str]:
 # Both searches take the best `limit` matches with their sizes first, then
 # read the texts of those that fit in the response (`budget` bytes; always
 # the first): results are bounded in bytes, not only in count.
-_TAKE_WHAT_FITS = """
+TAKE_WHAT_FITS = """
     ), ranked AS (
         SELECT id, row_number() OVER best AS position, sum(size) OVER best AS running
           FROM top WINDOW best AS (ORDER BY matched DESC, rank_order, timestamp DESC, id)
@@ -163,7 +163,7 @@ _SQLITE_SEARCH = text(
          ORDER BY matched DESC, rank_order, m.timestamp DESC, m.id
          LIMIT :limit
     """
-    + _TAKE_WHAT_FITS
+    + TAKE_WHAT_FITS
 )
 
 

@@ -5,6 +5,7 @@ dimension of the array); identifiers are always parameters, never text."""
 
 import re
 
+from .memory_repository import TAKE_WHAT_FITS
 from .repository import listing_sql
 
 # -- the append and the session read -----------------------------------------
@@ -289,7 +290,8 @@ DELETE_USER_FORGOTTEN = "DELETE FROM forgotten_memories WHERE app_name = $1 AND 
 # memory holds (stemming may make two words one). The best `limit` matches
 # are taken with their sizes first, then the texts of those that fit in the
 # response ($7 bytes; always the first).
-SEARCH_MEMORIES = """
+SEARCH_MEMORIES = (
+    """
 WITH term AS (
     SELECT DISTINCT query FROM (
         SELECT plainto_tsquery('english', word) AS query FROM unnest($3::text[]) AS word
@@ -312,16 +314,10 @@ WITH term AS (
        AND m.search_vector @@ matching.query
      ORDER BY matched DESC, rank_order, m.timestamp DESC, m.id
      LIMIT $6
-), ranked AS (
-    SELECT id, row_number() OVER best AS position, sum(size) OVER best AS running
-      FROM top WINDOW best AS (ORDER BY matched DESC, rank_order, timestamp DESC, id)
-)
-SELECT m.session_id, m.event_id, m.author, m.role, m.timestamp, m.text,
-       m.content, m.custom_metadata
-  FROM ranked JOIN memories AS m ON m.id = ranked.id
- WHERE ranked.position = 1 OR ranked.running <= $7
- ORDER BY ranked.position
 """
+    # What fits in the response ($7 bytes), as in the SQLite store's search.
+    + TAKE_WHAT_FITS.replace(":budget", "$7")
+)
 
 # -- operations --------------------------------------------------------------
 

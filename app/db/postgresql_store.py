@@ -11,6 +11,7 @@ docs/design.md), so every statement goes through asyncpg and its pool.
 
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
@@ -83,6 +84,42 @@ def _sized_entries(delta: StateDict) -> tuple[list[str], list[str], list[int]]:
     sizes = entry_sizes(delta)
     values = [json_codec.dumps_for_jsonb(delta[key]) for key in keys]
     return keys, values, [sizes[key] for key in keys]
+
+
+@dataclass(frozen=True)
+class _Scope:
+    """The statements of one shared scope's state, its owner's columns first."""
+
+    name: str
+    lock_keys: str
+    total_bytes: str
+    upsert: str
+
+
+_APP_SCOPE = _Scope("app", sql.LOCK_APP_KEYS, sql.APP_STATE_BYTES, sql.UPSERT_APP_STATE)
+_USER_SCOPE = _Scope("user", sql.LOCK_USER_KEYS, sql.USER_STATE_BYTES, sql.UPSERT_USER_STATE)
+
+
+async def _write_scope(
+    connection: asyncpg.Connection,
+    scope: _Scope,
+    owner: tuple[str, ...],
+    delta: StateDict,
+    limit: int,
+) -> None:
+    """Upserts the scope's keys of a delta, refusing (StateTooLarge, before any
+    write) one that would take the scope's state past `limit`. Only the
+    written keys are read, locked; the scope is summed only if it grows."""
+    if not delta:
+        return
+    keys, values, sizes = _sized_entries(delta)
+    old = dict(await connection.fetch(scope.lock_keys, *owner, keys))
+    change = sum(size - old.get(key, 0) for key, size in zip(keys, sizes, strict=True))
+    if change > 0:
+        total = await connection.fetchval(scope.total_bytes, *owner) + change
+        if total > limit:
+            raise state_too_large(scope.name, total, limit)
+    await connection.execute(scope.upsert, *owner, keys, values, sizes)
 
 
 class _PooledConnection:
@@ -179,45 +216,14 @@ class PostgresStore:
             )
             if created is None:
                 return None
-            await self._write_app_state(connection, key.app_name, delta.app, max_state_bytes)
-            await self._write_user_state(connection, key, delta.user, max_state_bytes)
+            app_scope = (key.app_name,)
+            await _write_scope(connection, _APP_SCOPE, app_scope, delta.app, max_state_bytes)
+            user_scope = (key.app_name, key.user_id)
+            await _write_scope(connection, _USER_SCOPE, user_scope, delta.user, max_state_bytes)
             return SharedScopes(
                 await self._app_state(connection, key.app_name),
                 await self._user_state(connection, key.app_name, key.user_id),
             )
-
-    async def _write_app_state(
-        self, connection: asyncpg.Connection, app_name: str, delta: StateDict, limit: int
-    ) -> None:
-        """Upserts the app keys of a delta, refusing (StateTooLarge, before any
-        write) one that would take the app's state past `limit`. Only the
-        written keys are read, locked; the scope is summed only if it grows."""
-        if not delta:
-            return
-        keys, values, sizes = _sized_entries(delta)
-        old = dict(await connection.fetch(sql.LOCK_APP_KEYS, app_name, keys))
-        change = sum(size - old.get(key, 0) for key, size in zip(keys, sizes, strict=True))
-        if change > 0:
-            total = await connection.fetchval(sql.APP_STATE_BYTES, app_name) + change
-            if total > limit:
-                raise state_too_large("app", total, limit)
-        await connection.execute(sql.UPSERT_APP_STATE, app_name, keys, values, sizes)
-
-    async def _write_user_state(
-        self, connection: asyncpg.Connection, key: SessionKey, delta: StateDict, limit: int
-    ) -> None:
-        """As _write_app_state, for a user's keys."""
-        if not delta:
-            return
-        keys, values, sizes = _sized_entries(delta)
-        owner = (key.app_name, key.user_id)
-        old = dict(await connection.fetch(sql.LOCK_USER_KEYS, *owner, keys))
-        change = sum(size - old.get(name, 0) for name, size in zip(keys, sizes, strict=True))
-        if change > 0:
-            total = await connection.fetchval(sql.USER_STATE_BYTES, *owner) + change
-            if total > limit:
-                raise state_too_large("user", total, limit)
-        await connection.execute(sql.UPSERT_USER_STATE, *owner, keys, values, sizes)
 
     async def read_snapshot(
         self,
