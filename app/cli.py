@@ -15,6 +15,7 @@ import shutil
 import signal
 import sys
 import tempfile
+import threading
 
 from .config import Settings
 from .observability import logging_config
@@ -225,9 +226,18 @@ def main(argv: list[str] | None = None) -> int:
         problem = _setup_problem(error)
         if problem is None or arguments.debug:
             raise
+        # A driver's thread may still fail on the closed event loop after a
+        # failed connect (aiosqlite's, racing the exit): seen as a stray
+        # traceback under the one line that tells the story.
+        threading.excepthook = _quietly
         print(f"session-state: {problem}", file=sys.stderr)
         return 2
     return exit_code
+
+
+def _quietly(_arguments: threading.ExceptHookArgs) -> None:
+    """Drops a thread's exception: the process is already exiting with its
+    problem reported."""
 
 
 def _setup_problem(error: Exception) -> str | None:

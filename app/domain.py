@@ -86,6 +86,24 @@ class SharedScopes:
 
 
 @dataclass(frozen=True)
+class Erased:
+    """What an erasure deleted: counts only (a log line records them)."""
+
+    sessions: int = 0
+    events: int = 0
+    state_keys: int = 0
+    memories: int = 0
+
+    def __add__(self, other: "Erased") -> "Erased":
+        return Erased(
+            self.sessions + other.sessions,
+            self.events + other.events,
+            self.state_keys + other.state_keys,
+            self.memories + other.memories,
+        )
+
+
+@dataclass(frozen=True)
 class MemoryRecord:
     session_id: str
     event_id: str

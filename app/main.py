@@ -14,7 +14,7 @@ from .api.browser_guard import BrowserGuardMiddleware
 from .api.encoded_paths import EncodedPathMiddleware
 from .api.middleware import RequestContextMiddleware
 from .api.problems import install_problem_handlers
-from .api.routes import health, memory, operations, sessions
+from .api.routes import erasure, health, memory, operations, sessions
 from .auth import ApiKeys
 from .config import Settings, get_settings
 from .db.stores import open_store
@@ -56,6 +56,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     install_problem_handlers(app)
     app.include_router(sessions.router)
     app.include_router(memory.router)
+    app.include_router(erasure.router)
     app.include_router(health.router)
     app.include_router(operations.router)
     # The last added middleware is the outermost: request context wraps all,

@@ -1,16 +1,17 @@
 """The rules of the service: scopes, ``temp:``, revisions, preconditions and
 idempotent appends. Routes call this; this calls the store."""
 
+import logging
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from . import json_codec
 from .config import RESPONSE_OVERHEAD_BYTES
 from .db.store import Store
-from .domain import AppendNotApplied, SessionCursor, SessionKey, SortOrder
+from .domain import AppendNotApplied, Erased, SessionCursor, SessionKey, SortOrder
 from .errors import (
     BadRequest,
     EventIdConflict,
@@ -27,11 +28,15 @@ from .limits import MAX_INT64, Limits
 from .pagination import INVALID_TOKEN, decode_token, encode_token
 from .state import StateDict, find_long_key, merge_scopes, split_delta
 
+logger = logging.getLogger("session_state")
+
 SESSIONS_TOKEN = "sessions"
 EVENTS_TOKEN = "events"
 # An append that wrote nothing is explained by a read; if the read finds no
 # reason (the session changed in between), the append is tried again.
 APPEND_ATTEMPTS = 3
+# Events an erasure deletes per transaction (a session with more goes alone).
+ERASE_BATCH_EVENTS = 10_000
 
 
 @dataclass(frozen=True)
@@ -81,8 +86,10 @@ class SessionService:
         *,
         clock: Callable[[], float] = time.time,
         new_id: Callable[[], str] = new_uuid,
+        erase_batch_events: int = ERASE_BATCH_EVENTS,
     ) -> None:
         self.store = store
+        self.erase_batch_events = erase_batch_events
         self.limits = limits or Limits()
         self.clock = clock
         self.new_id = new_id
@@ -277,11 +284,28 @@ class SessionService:
             token = encode_token(EVENTS_TOKEN, list_identity, [order, page[-1].seq])
         return EventPage([row.data for row in page], token)
 
+    async def erase_user(self, app_name: str, user_id: str) -> Erased:
+        """Everything of the user in the app; nothing when there is nothing."""
+        erased = await self.store.erase_user(app_name, user_id, self.erase_batch_events)
+        _log_erasure(erased, app=app_name, user=user_id)
+        return erased
+
+    async def erase_app(self, app_name: str) -> Erased:
+        """Everything of the app, every user's included."""
+        erased = await self.store.erase_app(app_name, self.erase_batch_events)
+        _log_erasure(erased, app=app_name)
+        return erased
+
     async def get_user_state(self, app_name: str, user_id: str) -> StateDict:
         return await self.store.read_user_state(app_name, user_id)
 
     async def get_app_state(self, app_name: str) -> StateDict:
         return await self.store.read_app_state(app_name)
+
+
+def _log_erasure(erased: Erased, **whose: str) -> None:
+    # Who and how much, never what: counts only.
+    logger.info("erased", extra={**whose, **asdict(erased)})
 
 
 def _is_int64(value: Any) -> bool:

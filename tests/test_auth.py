@@ -88,3 +88,12 @@ async def test_health_readiness_and_docs_stay_open(secured):
 def test_unsafe_key_configurations_stop_the_start(keys):
     with pytest.raises((InvalidKeyConfiguration, ValueError)):
         create_app(Settings(api_keys=keys))
+
+
+async def test_an_erasure_needs_a_key_for_that_app(secured):
+    for path, params in [("/apps/hotels/users/ada", {}), ("/apps/hotels", {"confirm": "hotels"})]:
+        assert (await secured.delete(path, params=params)).status_code == 401
+        refused = await secured.delete(path, params=params, headers=bearer(TRAVEL_KEY))
+        assert refused.status_code == 403
+        allowed = await secured.delete(path, params=params, headers=bearer(ALL_APPS_KEY))
+        assert allowed.status_code == 204

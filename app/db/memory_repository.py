@@ -211,3 +211,12 @@ async def delete_user_memories(connection: AsyncConnection, app_name: str, user_
         )
     )
     return result.rowcount
+
+
+async def delete_app_memories(connection: AsyncConnection, app_name: str) -> int:
+    """Every memory of the app's users, the ids they forgot included."""
+    result = await connection.execute(delete(memories).where(memories.c.app_name == app_name))
+    await connection.execute(
+        delete(forgotten_memories).where(forgotten_memories.c.app_name == app_name)
+    )
+    return result.rowcount

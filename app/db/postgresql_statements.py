@@ -319,6 +319,32 @@ WITH term AS (
     + TAKE_WHAT_FITS.replace(":budget", "$7")
 )
 
+# -- erasure -----------------------------------------------------------------
+
+# The next sessions of an app (of one user, when $2 is not null) to erase,
+# locked in the order every erasure takes them, with their event counts (a
+# session's revision is the number of events stored in it).
+ERASABLE_SESSIONS = """
+SELECT user_id, id, revision FROM sessions
+ WHERE app_name = $1 AND ($2::text IS NULL OR user_id = $2::text)
+ ORDER BY user_id, id
+ LIMIT $3
+ FOR UPDATE
+"""
+DELETE_EVENTS_OF_SESSIONS = """
+DELETE FROM events AS e USING unnest($2::text[], $3::text[]) AS s(user_id, id)
+ WHERE e.app_name = $1 AND e.user_id = s.user_id AND e.session_id = s.id
+"""
+DELETE_SESSIONS = """
+DELETE FROM sessions AS x USING unnest($2::text[], $3::text[]) AS s(user_id, id)
+ WHERE x.app_name = $1 AND x.user_id = s.user_id AND x.id = s.id
+"""
+DELETE_USER_STATE = "DELETE FROM user_states WHERE app_name = $1 AND user_id = $2"
+DELETE_APP_USER_STATES = "DELETE FROM user_states WHERE app_name = $1"
+DELETE_APP_STATE = "DELETE FROM app_states WHERE app_name = $1"
+DELETE_APP_MEMORIES = "DELETE FROM memories WHERE app_name = $1"
+DELETE_APP_FORGOTTEN = "DELETE FROM forgotten_memories WHERE app_name = $1"
+
 # -- operations --------------------------------------------------------------
 
 # The schema's revision; None (no table) for an empty database.

@@ -22,6 +22,7 @@ from .. import json_codec
 from ..config import Settings
 from ..domain import (
     AppendNotApplied,
+    Erased,
     MemoryRecord,
     NewEvent,
     SessionCursor,
@@ -42,8 +43,10 @@ from . import postgresql_statements as sql
 from .database_errors import database_errors_as_domain_errors, raise_as_domain_error
 from .migrations import SchemaNotCurrent
 from .repository import (
+    ERASE_CANDIDATES,
     LISTED_SESSION_OVERHEAD_BYTES,
     entry_sizes,
+    events_batch,
     events_within,
     session_state_bytes,
     state_too_large,
@@ -450,6 +453,47 @@ class PostgresStore:
         async with self._memory_write(app_name, user_id) as connection:
             await memory.delete_user_memories(connection, app_name, user_id)
 
+    # -- erasure -------------------------------------------------------------
+
+    async def erase_user(self, app_name: str, user_id: str, batch_events: int) -> Erased:
+        erased = await self._erase_sessions(app_name, user_id, batch_events)
+        async with self._memory_write(app_name, user_id) as connection:
+            state_keys = _count(await connection.execute(sql.DELETE_USER_STATE, app_name, user_id))
+            memories = _count(await connection.execute(sql.DELETE_USER_MEMORIES, app_name, user_id))
+            await connection.execute(sql.DELETE_USER_FORGOTTEN, app_name, user_id)
+        return erased + Erased(state_keys=state_keys, memories=memories)
+
+    async def erase_app(self, app_name: str, batch_events: int) -> Erased:
+        erased = await self._erase_sessions(app_name, None, batch_events)
+        async with self._transaction() as connection:
+            state_keys = _count(await connection.execute(sql.DELETE_APP_STATE, app_name))
+            state_keys += _count(await connection.execute(sql.DELETE_APP_USER_STATES, app_name))
+            memories = _count(await connection.execute(sql.DELETE_APP_MEMORIES, app_name))
+            await connection.execute(sql.DELETE_APP_FORGOTTEN, app_name)
+        return erased + Erased(state_keys=state_keys, memories=memories)
+
+    async def _erase_sessions(
+        self, app_name: str, user_id: str | None, batch_events: int
+    ) -> Erased:
+        """Deletes the sessions with their events, a transaction per batch,
+        until none is left (sessions created meanwhile included)."""
+        erased = Erased()
+        while True:
+            async with self._transaction() as connection:
+                candidates = await connection.fetch(
+                    sql.ERASABLE_SESSIONS, app_name, user_id, ERASE_CANDIDATES
+                )
+                batch = events_batch([(row[0], row[1], row[2]) for row in candidates], batch_events)
+                if not batch:
+                    return erased
+                users = [user for user, _ in batch]
+                ids = [session_id for _, session_id in batch]
+                events = await connection.execute(
+                    sql.DELETE_EVENTS_OF_SESSIONS, app_name, users, ids
+                )
+                sessions = await connection.execute(sql.DELETE_SESSIONS, app_name, users, ids)
+            erased += Erased(sessions=_count(sessions), events=_count(events))
+
     # -- operations ----------------------------------------------------------
 
     async def check_ready(self) -> None:
@@ -467,6 +511,11 @@ class PostgresStore:
 
     async def close(self) -> None:
         await self.pool.close()
+
+
+def _count(status: str) -> int:
+    """The row count of a command's status ("DELETE 3")."""
+    return int(status.rsplit(" ", 1)[1])
 
 
 async def _read_session(

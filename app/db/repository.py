@@ -18,6 +18,7 @@ from sqlalchemy import (
     func,
     select,
     text,
+    tuple_,
 )
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -540,6 +541,77 @@ async def find_event(
 async def count_events(connection: AsyncConnection, key: SessionKey) -> int:
     result = await connection.execute(select(func.count()).where(*_events_of(key)))
     return int(result.scalar_one())
+
+
+# -- erasure ---------------------------------------------------------------
+
+# Sessions considered per erasure transaction.
+ERASE_CANDIDATES = 100
+
+
+def events_batch(
+    candidates: Sequence[tuple[str, str, int]], batch_events: int
+) -> list[tuple[str, str]]:
+    """Of (user id, session id, event count) in erasure order, the sessions of
+    one transaction: as many as hold at most `batch_events` events in all, and
+    always the first (a bigger session is erased alone, whole)."""
+    chosen: list[tuple[str, str]] = []
+    total = 0
+    for user_id, session_id, count in candidates:
+        total += count
+        if chosen and total > batch_events:
+            break
+        chosen.append((user_id, session_id))
+    return chosen
+
+
+async def erasable_sessions(
+    connection: AsyncConnection, app_name: str, user_id: str | None
+) -> list[tuple[str, str, int]]:
+    statement = select(sessions.c.user_id, sessions.c.id, sessions.c.revision).where(
+        sessions.c.app_name == app_name
+    )
+    if user_id is not None:
+        statement = statement.where(sessions.c.user_id == user_id)
+    result = await connection.execute(
+        statement.order_by(sessions.c.user_id, sessions.c.id).limit(ERASE_CANDIDATES)
+    )
+    return [(row[0], row[1], row[2]) for row in result]
+
+
+async def delete_sessions_with_events(
+    connection: AsyncConnection, app_name: str, batch: Sequence[tuple[str, str]]
+) -> tuple[int, int]:
+    """Deletes the sessions and their events; returns (sessions, events)."""
+    pairs = list(batch)
+    deleted_events = await connection.execute(
+        delete(events).where(
+            events.c.app_name == app_name,
+            tuple_(events.c.user_id, events.c.session_id).in_(pairs),
+        )
+    )
+    deleted_sessions = await connection.execute(
+        delete(sessions).where(
+            sessions.c.app_name == app_name, tuple_(sessions.c.user_id, sessions.c.id).in_(pairs)
+        )
+    )
+    return deleted_sessions.rowcount, deleted_events.rowcount
+
+
+async def delete_scope_state(
+    connection: AsyncConnection, app_name: str, user_id: str | None
+) -> int:
+    """The user's state keys, or (user_id None) the app's and all its users'."""
+    if user_id is not None:
+        result = await connection.execute(
+            delete(user_states).where(
+                user_states.c.app_name == app_name, user_states.c.user_id == user_id
+            )
+        )
+        return result.rowcount
+    users = await connection.execute(delete(user_states).where(user_states.c.app_name == app_name))
+    app = await connection.execute(delete(app_states).where(app_states.c.app_name == app_name))
+    return users.rowcount + app.rowcount
 
 
 # -- append ----------------------------------------------------------------

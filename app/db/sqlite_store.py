@@ -14,6 +14,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from ..domain import (
+    Erased,
     MemoryRecord,
     NewEvent,
     SessionCursor,
@@ -215,6 +216,39 @@ class SqliteStore:
     async def forget_user_memories(self, app_name: str, user_id: str) -> None:
         async with self._write() as connection:
             await memory_repository.delete_user_memories(connection, app_name, user_id)
+
+    # -- erasure -------------------------------------------------------------
+
+    async def erase_user(self, app_name: str, user_id: str, batch_events: int) -> Erased:
+        erased = await self._erase_sessions(app_name, user_id, batch_events)
+        async with self._write() as connection:
+            state_keys = await repository.delete_scope_state(connection, app_name, user_id)
+            memories = await memory_repository.delete_user_memories(connection, app_name, user_id)
+        return erased + Erased(state_keys=state_keys, memories=memories)
+
+    async def erase_app(self, app_name: str, batch_events: int) -> Erased:
+        erased = await self._erase_sessions(app_name, None, batch_events)
+        async with self._write() as connection:
+            state_keys = await repository.delete_scope_state(connection, app_name, None)
+            memories = await memory_repository.delete_app_memories(connection, app_name)
+        return erased + Erased(state_keys=state_keys, memories=memories)
+
+    async def _erase_sessions(
+        self, app_name: str, user_id: str | None, batch_events: int
+    ) -> Erased:
+        """Deletes the sessions with their events, a transaction per batch,
+        until none is left (sessions created meanwhile included)."""
+        erased = Erased()
+        while True:
+            async with self._write() as connection:
+                candidates = await repository.erasable_sessions(connection, app_name, user_id)
+                batch = repository.events_batch(candidates, batch_events)
+                if not batch:
+                    return erased
+                sessions, events = await repository.delete_sessions_with_events(
+                    connection, app_name, batch
+                )
+            erased += Erased(sessions=sessions, events=events)
 
     # -- operations ----------------------------------------------------------
 

@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from ..domain import (
+    Erased,
     MemoryRecord,
     NewEvent,
     SessionCursor,
@@ -132,6 +133,22 @@ class Store(Protocol):
     ) -> list[MemoryRecord]: ...
 
     async def forget_user_memories(self, app_name: str, user_id: str) -> None: ...
+
+    # -- erasure -------------------------------------------------------------
+    # Sessions go with their events in transactions of at most `batch_events`
+    # events (a bigger session alone in its own), so an erasure never holds
+    # many rows locked and a session is never left with part of its events;
+    # the scope's state and memories go last, in one transaction.
+
+    async def erase_user(self, app_name: str, user_id: str, batch_events: int) -> Erased:
+        """Everything of the user in the app: sessions, events, user state,
+        memories (forgotten ids included)."""
+        ...
+
+    async def erase_app(self, app_name: str, batch_events: int) -> Erased:
+        """Everything of the app: every user's sessions, events, user state and
+        memories, and the app state."""
+        ...
 
     # -- operations ----------------------------------------------------------
 

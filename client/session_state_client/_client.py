@@ -291,6 +291,16 @@ class SessionStateClient:
         """Deletes everything in the user's memory."""
         self._send(_requests.forget_user_memory(app_name, user_id))
 
+    def erase_user(self, *, app_name: str, user_id: str) -> None:
+        """Erases everything of the user in the app: sessions, events, user
+        state, memories. Erasing a user with nothing stored is a no-op."""
+        self._send(_requests.erase_user(app_name, user_id))
+
+    def erase_app(self, *, app_name: str) -> None:
+        """Erases everything of the app: every user's sessions, events, state
+        and memories, and the app state."""
+        self._send(_requests.erase_app(app_name))
+
     def close(self) -> None:
         """Closes the connections the client opened (not an `http_client` given)."""
         if self._owns_http:
@@ -547,6 +557,16 @@ class AsyncSessionStateClient:
     async def forget_user_memory(self, *, app_name: str, user_id: str) -> None:
         """Deletes everything in the user's memory."""
         await self._send(_requests.forget_user_memory(app_name, user_id))
+
+    async def erase_user(self, *, app_name: str, user_id: str) -> None:
+        """Erases everything of the user in the app: sessions, events, user
+        state, memories. Erasing a user with nothing stored is a no-op."""
+        await self._send(_requests.erase_user(app_name, user_id))
+
+    async def erase_app(self, *, app_name: str) -> None:
+        """Erases everything of the app: every user's sessions, events, state
+        and memories, and the app state."""
+        await self._send(_requests.erase_app(app_name))
 
     async def close(self) -> None:
         """Closes the connections the client opened (not an `http_client` given)."""

@@ -341,6 +341,19 @@ def forget_user_memory(app_name: str, user_id: str) -> Call[None]:
     return Call("DELETE", _memory_path(app_name, user_id), _nothing)
 
 
+def erase_user(app_name: str, user_id: str) -> Call[None]:
+    # Erasing again erases nothing more: safe to repeat.
+    path = f"/apps/{_segment(app_name)}/users/{_segment(user_id)}"
+    return Call("DELETE", path, _nothing, repeatable=True)
+
+
+def erase_app(app_name: str) -> Call[None]:
+    # The server asks for the app's name twice; a call naming the method
+    # `erase_app` is that confirmation.
+    path = f"/apps/{_segment(app_name)}"
+    return Call("DELETE", path, _nothing, params={"confirm": app_name}, repeatable=True)
+
+
 # -- retries ----------------------------------------------------------------
 
 

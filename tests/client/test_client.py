@@ -111,6 +111,29 @@ async def test_every_method_of_the_async_client(base_url, app_name):
             await client.delete_session(app_name=app_name, user_id="bob", session_id=created.id)
 
 
+def test_erasing_a_user_then_the_app(base_url, app_name):
+    with SessionStateClient(base_url=base_url) as client:
+        for user in ("ada", "bob"):
+            client.create_session(
+                app_name=app_name, user_id=user, session_id=f"{user}-s", state={"user:k": 1}
+            )
+        client.erase_user(app_name=app_name, user_id="ada")
+        client.erase_user(app_name=app_name, user_id="ada")  # a no-op the second time
+        assert [s.user_id for s in client.iter_sessions(app_name=app_name)] == ["bob"]
+        assert client.get_user_state(app_name=app_name, user_id="ada") == {}
+        client.erase_app(app_name=app_name)
+        assert list(client.iter_sessions(app_name=app_name)) == []
+
+
+async def test_the_async_client_erases_too(base_url, app_name):
+    async with AsyncSessionStateClient(base_url=base_url) as client:
+        await client.create_session(app_name=app_name, user_id="ada", session_id="s")
+        await client.erase_user(app_name=app_name, user_id="ada")
+        await client.create_session(app_name=app_name, user_id="bob", session_id="s")
+        await client.erase_app(app_name=app_name)
+        assert not (await client.list_sessions(app_name=app_name)).sessions
+
+
 def test_iterators_walk_every_page(base_url, app_name):
     with SessionStateClient(base_url=base_url) as client:
         for index in range(7):

@@ -343,6 +343,7 @@ def _calls(kind: str, url: str) -> None:
     )  # fmt: skip
     call(kind, "delete_session", options, **SESSION, delete_memories=True)
     call(kind, "search_memory", options, app_name="a", user_id="u", query="where & why?")
+    call(kind, "erase_app", options, app_name="a p/p & q")
 
 
 def test_both_clients_send_the_same_requests(scripted):
@@ -355,9 +356,9 @@ def test_both_clients_send_the_same_requests(scripted):
     scripted.default = answer
     _calls("sync", scripted.url)
     _calls("async", scripted.url)
-    assert len(scripted.seen) == 8
+    assert len(scripted.seen) == 10
     compared = ("authorization", "content-type", "if-match", "host")
-    for sync_seen, async_seen in zip(scripted.seen[:4], scripted.seen[4:], strict=True):
+    for sync_seen, async_seen in zip(scripted.seen[:5], scripted.seen[5:], strict=True):
         assert sync_seen.method == async_seen.method
         # The same bytes in the path ('/' as %2F, '..' escaped), the same query.
         assert sync_seen.path == async_seen.path
@@ -370,6 +371,9 @@ def test_both_clients_send_the_same_requests(scripted):
             assert sync_seen.headers.get(name) == async_seen.headers.get(name), name
     assert scripted.seen[0].path == "/apps/a%20p%2Fp/users/%C3%BC/sessions/%2E%2E/events"
     assert scripted.seen[1].query["pageToken"] == ["x y+z=&"]
+    # An app erasure names the app twice: in the path, and as its confirmation.
+    assert scripted.seen[4].path == "/apps/a%20p%2Fp%20%26%20q"
+    assert scripted.seen[4].query == {"confirm": ["a p/p & q"]}
 
 
 @pytest.mark.parametrize("kind", CLIENTS)

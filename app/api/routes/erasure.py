@@ -1,0 +1,44 @@
+"""Erasure: everything a user left in an app, or a whole app, deleted."""
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Request, Response
+
+from ...errors import BadRequest
+from ..dependencies import AppName, UserId, service_of
+from .sessions import problem_responses
+
+router = APIRouter(tags=["erasure"])
+
+
+@router.delete(
+    "/apps/{app_name}/users/{user_id}",
+    status_code=204,
+    responses=problem_responses(),
+    summary="Erase a user: their sessions, events, user state and memories in this app",
+)
+async def erase_user(app_name: AppName, user_id: UserId, request: Request) -> Response:
+    await service_of(request).erase_user(app_name, user_id)
+    return Response(status_code=204)
+
+
+@router.delete(
+    "/apps/{app_name}",
+    status_code=204,
+    responses=problem_responses(400),
+    summary="Erase an app: every user's sessions, events, state and memories, and its state",
+)
+async def erase_app(
+    app_name: AppName,
+    request: Request,
+    confirm: Annotated[
+        str | None,
+        Query(description="The app's name again: without it, nothing is erased (400)."),
+    ] = None,
+) -> Response:
+    if confirm != app_name:
+        raise BadRequest(
+            f"erasing an app needs ?confirm= with its name ({app_name!r}): nothing was erased"
+        )
+    await service_of(request).erase_app(app_name)
+    return Response(status_code=204)
