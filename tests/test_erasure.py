@@ -131,3 +131,23 @@ async def test_appends_racing_an_erasure_get_201_or_404_and_leave_nothing(client
 @pytest.fixture
 def app_under_test(client):
     return client._transport.app  # the ASGI app the client fixture drives
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "confirm=",
+        "confirm=TRAVEL",
+        "confirm=travel%00",
+        "confirm=%ED%A0%80",
+        "confirm=trav%C3%A9l",
+        "confirm=" + "travel" * 2000,
+        "confirm[]=travel",
+        "Confirm=travel",
+    ],
+)
+async def test_a_wrong_confirmation_erases_nothing(client, query):
+    await _seed(client, "ada", sessions=1, events=1)
+    refused = await client.delete(f"{APP}?{query}")
+    assert refused.status_code == 400, refused.text
+    assert len((await _what_is_left(client, "ada"))["sessions"]) == 1
