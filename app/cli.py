@@ -137,6 +137,15 @@ def sessions(arguments: argparse.Namespace) -> int:
     return exit_code
 
 
+def sweep(arguments: argparse.Namespace) -> int:
+    from . import operator_commands
+
+    settings = _settings_from(arguments)
+    operator_commands.require_existing_database(settings)
+    exit_code: int = asyncio.run(operator_commands.sweep(settings))
+    return exit_code
+
+
 def openapi(_arguments: argparse.Namespace) -> int:
     from .main import create_app
 
@@ -178,6 +187,12 @@ def build_parser() -> argparse.ArgumentParser:
     migrate_parser.set_defaults(handler=migrate)
 
     _add_sessions_parser(commands)
+
+    sweep_parser = commands.add_parser(
+        "sweep", help="delete expired sessions once (for cron, instead of serve's sweeper)"
+    )
+    sweep_parser.add_argument("--database-url", help="overrides SESSION_STATE_DATABASE_URL")
+    sweep_parser.set_defaults(handler=sweep)
 
     openapi_parser = commands.add_parser("openapi", help="print the OpenAPI spec as JSON")
     openapi_parser.set_defaults(handler=openapi)

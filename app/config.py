@@ -35,6 +35,9 @@ DEFAULT_MAX_EVENT_BYTES = 4 * 1024 * 1024
 DEFAULT_MAX_RESPONSE_BYTES = 16 * 1024 * 1024
 DEFAULT_REQUEST_HEAD_TIMEOUT_SECONDS = 10.0
 MAX_REQUEST_HEAD_TIMEOUT_SECONDS = 30.0
+# The longest expiry a request or a setting may give: far beyond any
+# retention policy, and far inside what a float holds exactly to the ms.
+MAX_TTL_SECONDS = 100 * 365 * 24 * 3600.0
 # Room in a response for everything but events and state (ids, field names).
 RESPONSE_OVERHEAD_BYTES = 64 * 1024
 
@@ -98,6 +101,29 @@ class Settings(BaseSettings):
         gt=0,
         le=MAX_REQUEST_HEAD_TIMEOUT_SECONDS,
         description="A connection that has not sent a whole request head by then is closed.",
+    )
+    default_ttl_seconds: float | None = Field(
+        default=None,
+        gt=0,
+        le=MAX_TTL_SECONDS,
+        description="Idle timeout of a session created without ttlSeconds or expireTime "
+        "(unset: such sessions never expire).",
+    )
+    app_ttl_seconds: dict[str, Annotated[float, Field(gt=0, le=MAX_TTL_SECONDS)]] = Field(
+        default_factory=dict,
+        description="JSON object: app name -> idle timeout of its new sessions, overriding "
+        "default_ttl_seconds.",
+    )
+    expired_session_memories: Literal["keep", "delete"] = Field(
+        default="keep",
+        description="What the sweeper does with the memories taken from an expired session: "
+        "keep them (they are long-term) or delete them with it.",
+    )
+    sweep_interval_seconds: float = Field(
+        default=60.0,
+        ge=0,
+        description="How often `serve` deletes expired sessions (0: never; run "
+        "`session-state sweep` from cron instead).",
     )
     allowed_hosts: Annotated[list[str], NoDecode] = Field(
         default_factory=list,

@@ -42,6 +42,24 @@ class StoredEvent:
 
 
 @dataclass(frozen=True)
+class Expiry:
+    """When a session expires: `ttl_seconds` after its last stored append
+    (an idle timeout), or at `expire_time` (epoch seconds); neither: never."""
+
+    ttl_seconds: float | None = None
+    expire_time: float | None = None
+
+    def time_after(self, now: float) -> float | None:
+        """The expiry time of a session written at `now`."""
+        if self.ttl_seconds is not None:
+            return now + self.ttl_seconds
+        return self.expire_time
+
+
+NEVER_EXPIRES = Expiry()
+
+
+@dataclass(frozen=True)
 class SessionRow:
     """A session's own part: its state without the app and user scopes."""
 
@@ -51,6 +69,7 @@ class SessionRow:
     state: StateDict
     revision: int
     update_time: float
+    expire_time: float | None = None
 
 
 @dataclass(frozen=True)
@@ -75,6 +94,33 @@ class SessionListing:
     app_state: StateDict
     user_states: dict[str, StateDict]
     more: bool
+
+
+@dataclass(frozen=True)
+class ForkSource:
+    """What a fork copies: the source session's events up to `up_to_seq`
+    (all of them when None), with the session-scope `state` they leave (None:
+    the source's stored state, when its whole history is copied)."""
+
+    key: SessionKey
+    up_to_seq: int | None
+    state: StateDict | None
+
+
+@dataclass(frozen=True)
+class Swept:
+    """What one sweep deleted: counts only."""
+
+    sessions: int = 0
+    events: int = 0
+    memories: int = 0
+
+    def __add__(self, other: "Swept") -> "Swept":
+        return Swept(
+            self.sessions + other.sessions,
+            self.events + other.events,
+            self.memories + other.memories,
+        )
 
 
 @dataclass(frozen=True)

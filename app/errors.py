@@ -33,6 +33,14 @@ class SessionAlreadyExists(ServiceError):
     title = "Session already exists"
 
 
+class InitialStateUnknown(ServiceError):
+    """A partial fork of a session whose creation state was never recorded."""
+
+    status = 409
+    code = "initial_state_unknown"
+    title = "The session's initial state is unknown"
+
+
 class EventIdConflict(ServiceError):
     status = 409
     code = "event_id_conflict"

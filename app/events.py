@@ -139,3 +139,13 @@ def is_same_event(stored: dict[str, Any], incoming: PreparedEvent) -> bool:
     if not incoming.had_timestamp:
         candidate = {**candidate, "timestamp": stored.get("timestamp")}
     return stored == candidate
+
+
+def session_delta_of(stored: dict[str, Any]) -> dict[str, Any]:
+    """The session-scope changes a stored event made: its delta's keys
+    without a scope prefix (``temp:`` keys were never stored)."""
+    actions = stored.get("actions")
+    if not isinstance(actions, dict):
+        return {}
+    _, delta = _field(actions, *STATE_DELTA)
+    return split_delta(delta).session if isinstance(delta, dict) else {}

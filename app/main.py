@@ -1,6 +1,9 @@
 """The application factory and its lifespan (store opened, store closed)."""
 
-from collections.abc import AsyncIterator
+import asyncio
+import contextlib
+import time
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -18,9 +21,11 @@ from .api.routes import erasure, health, memory, operations, sessions
 from .auth import ApiKeys
 from .config import Settings, get_settings
 from .db.stores import open_store
+from .expiry import ExpiryDefaults
 from .limits import Limits
 from .memory_service import MemoryService
 from .service import SessionService
+from .sweeper import Sweeper
 
 DESCRIPTION = (
     "Sessions, event history and scoped key-value state of AI agents "
@@ -28,7 +33,11 @@ DESCRIPTION = (
 )
 
 
-def create_app(settings: Settings | None = None) -> FastAPI:
+def create_app(
+    settings: Settings | None = None, *, clock: Callable[[], float] = time.time
+) -> FastAPI:
+    """The app; `clock` (epoch seconds) is what expiry and assigned
+    timestamps are measured by (tests pass one they control)."""
     settings = settings or get_settings()
     # Read at construction, so a bad key configuration stops the start-up.
     api_keys = ApiKeys.from_settings(settings.api_keys, settings.api_keys_file)
@@ -37,11 +46,26 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         store = await open_store(settings)
-        app.state.service = SessionService(store, limits)
-        app.state.memory = MemoryService(store, limits)
+        forget_expired_memories = settings.expired_session_memories == "delete"
+        app.state.service = SessionService(
+            store,
+            limits,
+            clock=clock,
+            expiry_defaults=ExpiryDefaults(settings.default_ttl_seconds, settings.app_ttl_seconds),
+            forget_expired_memories=forget_expired_memories,
+        )
+        app.state.memory = MemoryService(store, limits, clock=clock)
+        app.state.sweeper = Sweeper(store, clock=clock, with_memories=forget_expired_memories)
+        sweeping = None
+        if settings.sweep_interval_seconds > 0:
+            sweeping = asyncio.create_task(app.state.sweeper.run(settings.sweep_interval_seconds))
         try:
             yield
         finally:
+            if sweeping is not None:
+                sweeping.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await sweeping
             await store.close()
 
     app = FastAPI(

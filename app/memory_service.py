@@ -4,7 +4,7 @@ memory, forget a user) and searched with `search_memory`."""
 
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from . import json_codec
@@ -71,9 +71,16 @@ def _as_taken(document: dict[str, Any], now: float) -> dict[str, Any]:
 
 
 class MemoryService:
-    def __init__(self, store: Store, limits: Limits | None = None) -> None:
+    def __init__(
+        self,
+        store: Store,
+        limits: Limits | None = None,
+        *,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         self.store = store
         self.limits = limits or Limits()
+        self.clock = clock
 
     async def ingest_session(self, key: SessionKey) -> int:
         """Stores the text of the session's events not ingested yet; returns
@@ -87,7 +94,7 @@ class MemoryService:
                 is not None
             ]
 
-        added = await self.store.ingest_session(key, memories_of)
+        added = await self.store.ingest_session(key, memories_of, self.clock())
         if added is None:
             raise SessionNotFound(f"session {key.session_id!r} not found")
         return added
@@ -97,7 +104,7 @@ class MemoryService:
     ) -> int:
         """Takes the events' texts into memory (ADK's add_events_to_memory);
         returns how many were new. Events without a session share one."""
-        now = time.time()
+        now = self.clock()
         records = [
             record
             for document in events
@@ -110,7 +117,7 @@ class MemoryService:
     ) -> list[str]:
         """Writes memory entries directly (ADK's add_memory), each with its
         time (None: now); returns their ids in order."""
-        now = time.time()
+        now = self.clock()
         records = [entry_record(entry, now if at is None else at) for entry, at in entries]
         # The last of several entries sent with one id is the one kept.
         unique = list({record.event_id: record for record in records}.values())

@@ -42,6 +42,30 @@ DB_ERRORS = Counter(
     "session_state_db_errors_total", "Database errors by kind: unavailable, other.", ["kind"]
 )
 
+SWEEPS = Counter(
+    "session_state_sweeps_total",
+    "Sweeper passes by outcome: swept, skipped (another process was sweeping), failed.",
+    ["outcome"],
+)
+SWEEP_DURATION = Histogram(
+    "session_state_sweep_duration_seconds",
+    "Duration of the sweeper passes that ran.",
+    buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0),
+)
+SESSIONS_SWEPT = Counter(
+    "session_state_sessions_swept_total", "Expired sessions deleted by the sweeper."
+)
+ROWS_SWEPT = Counter(
+    "session_state_swept_rows_total",
+    "Rows the sweeper deleted, by table: sessions, events, memories.",
+    ["table"],
+)
+SESSIONS_EXPIRED_WAITING = Gauge(
+    "session_state_expired_sessions",
+    "Expired sessions not deleted yet, as counted after the last pass.",
+    multiprocess_mode="livemax",
+)
+
 
 def render_metrics() -> tuple[bytes, str]:
     directory = os.environ.get("PROMETHEUS_MULTIPROC_DIR")

@@ -1,12 +1,13 @@
-"""`session-state sessions list` and `sessions show`: what an operator looks at
-without writing HTTP requests, read through the same service and database
-settings as `serve`."""
+"""`session-state sessions list`, `sessions show` and `sweep`: what an
+operator does without writing HTTP requests, through the same service and
+database settings as `serve`."""
 
 import argparse
 import json
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -74,6 +75,24 @@ async def show_session(settings: Settings, arguments: argparse.Namespace) -> int
     return 0
 
 
+async def sweep(settings: Settings) -> int:
+    """One sweeper pass; prints what it deleted as JSON."""
+    from .db.stores import open_store
+    from .sweeper import Sweeper
+
+    store = await open_store(settings)
+    try:
+        sweeper = Sweeper(store, with_memories=settings.expired_session_memories == "delete")
+        report = await sweeper.sweep_once()
+    finally:
+        await store.close()
+    if report.swept is None:
+        print("session-state: another process is sweeping this database; nothing done")
+        return 0
+    _print_json({**asdict(report.swept), "expiredLeft": report.waiting, "seconds": report.seconds})
+    return 0
+
+
 def _summary(session: SessionView) -> dict[str, Any]:
     return {
         "appName": session.app_name,
@@ -81,6 +100,7 @@ def _summary(session: SessionView) -> dict[str, Any]:
         "id": session.id,
         "lastUpdateTime": session.last_update_time,
         "revision": session.revision,
+        **({} if session.expire_time is None else {"expireTime": session.expire_time}),
     }
 
 

@@ -4,13 +4,22 @@ Responses are rendered by `app.api.rendering` (stored event JSON is spliced in
 verbatim); these models are what the OpenAPI spec shows for them.
 """
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Self
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchema
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    WithJsonSchema,
+    model_validator,
+)
 from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
 from . import event_contract as contract
+from .config import MAX_TTL_SECONDS
+from .domain import Expiry
 from .identifiers import (
     IDENTIFIER_MAX_LENGTH,
     NAME_PATTERN,
@@ -50,15 +59,94 @@ class WireModel(BaseModel):
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
 
 
-class CreateSessionRequest(WireModel):
+TTL_DESCRIPTION = (
+    "Idle timeout in seconds: the session expires this long after its last stored event "
+    "(each append pushes it out). Null: no expiry."
+)
+EXPIRE_TIME_DESCRIPTION = (
+    "Absolute expiry, epoch seconds, in the future. Null: no expiry. Give ttlSeconds or "
+    "expireTime, not both."
+)
+
+
+class Expiring(WireModel):
+    """ttlSeconds or expireTime (at most one of them not null)."""
+
+    # Strict: "60" or true is refused, not read as a number.
+    ttl_seconds: float | None = Field(
+        default=None,
+        gt=0,
+        le=MAX_TTL_SECONDS,
+        strict=True,
+        allow_inf_nan=False,
+        description=TTL_DESCRIPTION,
+    )
+    expire_time: float | None = Field(
+        default=None, strict=True, allow_inf_nan=False, description=EXPIRE_TIME_DESCRIPTION
+    )
+
+    @model_validator(mode="after")
+    def _one_expiry(self) -> Self:
+        if self.ttl_seconds is not None and self.expire_time is not None:
+            raise ValueError("give ttlSeconds or expireTime, not both")
+        return self
+
+    def requested_expiry(self) -> Expiry | None:
+        """The expiry asked for; None when neither field was given (a field
+        given as null asks for no expiry)."""
+        if not self.model_fields_set & {"ttl_seconds", "expire_time"}:
+            return None
+        return Expiry(self.ttl_seconds, self.expire_time)
+
+
+class CreateSessionRequest(Expiring):
     session_id: SessionIdentifier | None = Field(default=None, description="Omit to get a uuid4.")
     state: dict[str, Any] | None = Field(
         default=None, description="Initial state; app: and user: keys go to their scopes."
     )
+    ttl_seconds: float | None = Field(
+        default=None,
+        gt=0,
+        le=MAX_TTL_SECONDS,
+        strict=True,
+        allow_inf_nan=False,
+        description=f"{TTL_DESCRIPTION} Omitted (with expireTime): the app's or the "
+        "deployment's default (SESSION_STATE_APP_TTL_SECONDS, SESSION_STATE_DEFAULT_TTL_SECONDS).",
+    )
 
 
-class PatchSessionRequest(WireModel):
-    state_delta: dict[str, Any] = Field(description="Recorded as an event of author 'user'.")
+class PatchSessionRequest(Expiring):
+    state_delta: dict[str, Any] | None = Field(
+        default=None, description="Recorded as an event of author 'user'."
+    )
+
+    @model_validator(mode="after")
+    def _changes_something(self) -> Self:
+        if not self.model_fields_set & {"state_delta", "ttl_seconds", "expire_time"}:
+            raise ValueError("give stateDelta, ttlSeconds or expireTime")
+        if "state_delta" in self.model_fields_set and self.state_delta is None:
+            raise ValueError("stateDelta must be an object")
+        return self
+
+
+class ForkSessionRequest(Expiring):
+    session_id: SessionIdentifier | None = Field(
+        default=None, description="The new session's id. Omit to get a uuid4."
+    )
+    up_to_event_id: str | None = Field(
+        default=None,
+        min_length=contract.ID_MIN_LENGTH,
+        max_length=contract.ID_MAX_LENGTH,
+        description="Copy the events up to and including this one. Omit to copy them all.",
+    )
+    ttl_seconds: float | None = Field(
+        default=None,
+        gt=0,
+        le=MAX_TTL_SECONDS,
+        strict=True,
+        allow_inf_nan=False,
+        description=f"{TTL_DESCRIPTION} Omitted (with expireTime): the defaults, as at creation.",
+    )
 
 
 class EventActions(WireModel):
@@ -101,6 +189,10 @@ class Session(WireModel):
     state: dict[str, Any] = Field(description="Merged view: session, app: and user: keys.")
     events: list[Event]
     last_update_time: float
+    expire_time: float | None = Field(
+        default=None,
+        description="When the session expires (epoch seconds); present only if it does.",
+    )
 
 
 class SessionList(WireModel):

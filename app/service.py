@@ -11,22 +11,35 @@ from typing import Any
 from . import json_codec
 from .config import RESPONSE_OVERHEAD_BYTES
 from .db.store import Store
-from .domain import AppendNotApplied, Erased, SessionCursor, SessionKey, SortOrder
+from .domain import (
+    AppendNotApplied,
+    Erased,
+    Expiry,
+    ForkSource,
+    SessionCursor,
+    SessionKey,
+    SessionRow,
+    SortOrder,
+    StoredEvent,
+)
 from .errors import (
     BadRequest,
     EventIdConflict,
+    FieldError,
+    InitialStateUnknown,
     InvalidInput,
     ResponseTooLarge,
     SessionAlreadyExists,
     SessionNotFound,
     StaleSession,
 )
-from .events import PreparedEvent, is_same_event, prepare_event
+from .events import PreparedEvent, is_same_event, prepare_event, session_delta_of
+from .expiry import ExpiryDefaults, check_requested
 from .identifiers import IDENTIFIER_MAX_LENGTH
 from .json_rules import text_problem
 from .limits import MAX_INT64, Limits
 from .pagination import INVALID_TOKEN, decode_token, encode_token
-from .state import StateDict, find_long_key, merge_scopes, split_delta
+from .state import StateDict, apply_delta, find_long_key, merge_scopes, split_delta
 
 logger = logging.getLogger("session_state")
 
@@ -37,6 +50,8 @@ EVENTS_TOKEN = "events"
 APPEND_ATTEMPTS = 3
 # Events an erasure deletes per transaction (a session with more goes alone).
 ERASE_BATCH_EVENTS = 10_000
+# Events read per round trip when a fork derives the state after an event.
+FORK_READ_BATCH = 1000
 
 
 @dataclass(frozen=True)
@@ -51,6 +66,7 @@ class SessionView:
     events_json: str
     last_update_time: float
     revision: int
+    expire_time: float | None = None
 
 
 @dataclass(frozen=True)
@@ -87,9 +103,13 @@ class SessionService:
         clock: Callable[[], float] = time.time,
         new_id: Callable[[], str] = new_uuid,
         erase_batch_events: int = ERASE_BATCH_EVENTS,
+        expiry_defaults: ExpiryDefaults | None = None,
+        forget_expired_memories: bool = False,
     ) -> None:
         self.store = store
         self.erase_batch_events = erase_batch_events
+        self.expiry_defaults = expiry_defaults or ExpiryDefaults()
+        self.forget_expired_memories = forget_expired_memories
         self.limits = limits or Limits()
         self.clock = clock
         self.new_id = new_id
@@ -102,14 +122,28 @@ class SessionService:
         )
 
     async def create_session(
-        self, app_name: str, user_id: str, session_id: str | None, state: StateDict | None
+        self,
+        app_name: str,
+        user_id: str,
+        session_id: str | None,
+        state: StateDict | None,
+        expiry: Expiry | None = None,
     ) -> SessionView:
+        """`expiry` None: the app's default expiry, else the deployment's."""
         key = SessionKey(app_name, user_id, session_id or self.new_id())
         if (long_key := find_long_key(state or {}, self.limits)) is not None:
             raise InvalidInput([long_key.under("body", "state")])
         delta = split_delta(state or {})
         now = self.clock()
-        shared = await self.store.create_session(key, delta, now, self.limits.max_state_bytes)
+        expiry = self._expiry(expiry, app_name, now)
+        shared = await self.store.create_session(
+            key,
+            delta,
+            now,
+            expiry,
+            self.limits.max_state_bytes,
+            forget_expired_memories=self.forget_expired_memories,
+        )
         if shared is None:
             raise SessionAlreadyExists(f"session {key.session_id!r} already exists")
         return SessionView(
@@ -120,7 +154,16 @@ class SessionService:
             events_json="",
             last_update_time=now,
             revision=0,
+            expire_time=expiry.time_after(now),
         )
+
+    def _expiry(self, requested: Expiry | None, app_name: str, now: float) -> Expiry:
+        """The expiry a new session gets: the one asked for (checked), else
+        its app's default, else the deployment's."""
+        if requested is None:
+            return self.expiry_defaults.for_app(app_name)
+        check_requested(requested, now)
+        return requested
 
     async def get_session(
         self,
@@ -129,7 +172,9 @@ class SessionService:
         after_timestamp: float | None = None,
     ) -> SessionView:
         budget = self.session_events_budget
-        snapshot = await self.store.read_snapshot(key, num_recent_events, after_timestamp, budget)
+        snapshot = await self.store.read_snapshot(
+            key, num_recent_events, after_timestamp, budget, self.clock()
+        )
         if snapshot is None:
             raise SessionNotFound(f"session {key.session_id!r} not found")
         if snapshot.events_json is None:
@@ -148,6 +193,7 @@ class SessionService:
             events_json=snapshot.events_json,
             last_update_time=session.update_time,
             revision=session.revision,
+            expire_time=session.expire_time,
         )
 
     async def list_sessions(
@@ -163,6 +209,7 @@ class SessionService:
             after,
             page_size,
             self.limits.max_response_bytes - RESPONSE_OVERHEAD_BYTES,
+            self.clock(),
         )
         page = listing.sessions
         sessions = [
@@ -174,6 +221,7 @@ class SessionService:
                 events_json="",
                 last_update_time=row.update_time,
                 revision=row.revision,
+                expire_time=row.expire_time,
             )
             for row in page
         ]
@@ -186,19 +234,31 @@ class SessionService:
         return SessionPage(sessions, token)
 
     async def delete_session(self, key: SessionKey, *, delete_memories: bool = False) -> None:
-        if not await self.store.delete_session(key, with_memories=delete_memories):
+        if not await self.store.delete_session(
+            key, with_memories=delete_memories, now=self.clock()
+        ):
             raise SessionNotFound(f"session {key.session_id!r} not found")
 
     async def append_event(
-        self, key: SessionKey, document: Any, expected_revision: int | None
+        self,
+        key: SessionKey,
+        document: Any,
+        expected_revision: int | None,
+        new_expiry: Expiry | None = None,
     ) -> AppendOutcome:
+        """`new_expiry` replaces the session's expiry with the event, atomically."""
         prepared = prepare_event(document, self.limits, now=self.clock, new_id=self.new_id)
         if prepared.partial:
             return AppendOutcome(json_codec.dumps_text(document), None, created=False)
         for _ in range(APPEND_ATTEMPTS):
             try:
                 revision = await self.store.append_event(
-                    key, prepared.record, expected_revision, self.limits.max_state_bytes
+                    key,
+                    prepared.record,
+                    expected_revision,
+                    self.limits.max_state_bytes,
+                    self.clock(),
+                    new_expiry,
                 )
             except AppendNotApplied as not_applied:
                 explained = await self._explain_unapplied_append(
@@ -219,6 +279,10 @@ class SessionService:
     ) -> AppendOutcome | None:
         """Why an append wrote nothing, as the outcome or error to answer with;
         None when the reason is gone and the append should be tried again."""
+        # The session first: an expired one's events are not there any more.
+        session = await self.store.read_session(key, self.clock())
+        if session is None:
+            raise SessionNotFound(f"session {key.session_id!r} not found")
         # A retry is recognised before the precondition: the first attempt
         # may have moved the revision the client still holds.
         stored = await self.store.find_event(key, prepared.record.id)
@@ -228,30 +292,101 @@ class SessionService:
             raise EventIdConflict(
                 f"event {prepared.record.id!r} is already stored with other content"
             )
-        session = await self.store.read_session(key)
-        if session is None:
-            raise SessionNotFound(f"session {key.session_id!r} not found")
         if expected_revision is not None and session.revision != expected_revision:
             raise StaleSession("the session has been modified since the revision given in If-Match")
         if not_applied.state_error is not None:
             raise not_applied.state_error
         return None
 
-    async def patch_state(
-        self, key: SessionKey, state_delta: StateDict, expected_revision: int | None
+    async def patch_session(
+        self,
+        key: SessionKey,
+        state_delta: StateDict | None,
+        new_expiry: Expiry | None,
+        expected_revision: int | None,
     ) -> SessionView:
-        if (long_key := find_long_key(state_delta, self.limits)) is not None:
-            raise InvalidInput([long_key.under("body", "stateDelta")])
-        # Recorded as an event, as ADK's own PATCH endpoint does.
-        event = {
-            "id": self.new_id(),
-            "invocationId": f"p-{self.new_id()}",
-            "author": "user",
-            "actions": {"stateDelta": state_delta},
-            "timestamp": self.clock(),
-        }
-        await self.append_event(key, event, expected_revision)
+        """Changes the state (recorded as an event, as ADK's own PATCH
+        endpoint does) and/or the expiry, all or nothing."""
+        if new_expiry is not None:
+            check_requested(new_expiry, self.clock())
+        if state_delta is not None:
+            if (long_key := find_long_key(state_delta, self.limits)) is not None:
+                raise InvalidInput([long_key.under("body", "stateDelta")])
+            event = {
+                "id": self.new_id(),
+                "invocationId": f"p-{self.new_id()}",
+                "author": "user",
+                "actions": {"stateDelta": state_delta},
+                "timestamp": self.clock(),
+            }
+            await self.append_event(key, event, expected_revision, new_expiry)
+        elif new_expiry is not None:
+            await self._set_expiry(key, new_expiry, expected_revision)
         return await self.get_session(key)
+
+    async def _set_expiry(
+        self, key: SessionKey, expiry: Expiry, expected_revision: int | None
+    ) -> None:
+        now = self.clock()
+        if await self.store.set_expiry(key, expiry, expected_revision, now) is not None:
+            return
+        if await self.store.read_session(key, now) is None:
+            raise SessionNotFound(f"session {key.session_id!r} not found")
+        raise StaleSession("the session has been modified since the revision given in If-Match")
+
+    async def fork_session(
+        self,
+        key: SessionKey,
+        new_session_id: str | None,
+        up_to_event_id: str | None,
+        expiry: Expiry | None,
+    ) -> SessionView:
+        """A new session of the same user with copies of the events up to and
+        including `up_to_event_id` (all when None) and the session state they
+        leave; app and user state are shared. `expiry` None: the defaults."""
+        now = self.clock()
+        source = await self.store.read_session(key, now)
+        if source is None:
+            raise SessionNotFound(f"session {key.session_id!r} not found")
+        fork = ForkSource(key, None, None)
+        if up_to_event_id is not None:
+            fork = await self._fork_point(source, up_to_event_id, now)
+        new_key = SessionKey(key.app_name, key.user_id, new_session_id or self.new_id())
+        outcome = await self.store.fork_session(
+            fork,
+            new_key.session_id,
+            now,
+            self._expiry(expiry, key.app_name, now),
+            forget_expired_memories=self.forget_expired_memories,
+        )
+        if outcome == "source_missing":
+            raise SessionNotFound(f"session {key.session_id!r} not found")
+        if outcome == "id_taken":
+            raise SessionAlreadyExists(f"session {new_key.session_id!r} already exists")
+        return await self.get_session(new_key, num_recent_events=0)
+
+    async def _fork_point(self, source: SessionRow, event_id: str, now: float) -> ForkSource:
+        """Where a fork up to `event_id` stops, and the session state there:
+        the creation state with the deltas of the events up to it applied,
+        read in batches."""
+        key = SessionKey(source.app_name, source.user_id, source.id)
+        stored = await self.store.find_event(key, event_id)
+        if stored is None:
+            raise InvalidInput(
+                [FieldError(["body", "upToEventId"], f"session {source.id!r} has no such event")]
+            )
+        state = await self.store.read_initial_state(key, now)
+        if state is None:
+            raise InitialStateUnknown(
+                f"session {source.id!r} was created before this service recorded the state "
+                "sessions are created with, so the state after one of its events cannot be "
+                "derived: fork its whole history (omit upToEventId)"
+            )
+        after_seq = 0
+        while batch := await self.store.read_events(key, after_seq, stored.seq, FORK_READ_BATCH):
+            state = _apply_events(state, batch)
+            after_seq = batch[-1].seq
+        return ForkSource(key, stored.seq, state)
 
     async def list_events(
         self,
@@ -275,6 +410,7 @@ class SessionService:
             after_timestamp,
             page_size,
             self.limits.max_response_bytes - RESPONSE_OVERHEAD_BYTES,
+            self.clock(),
         )
         if found is None:
             raise SessionNotFound(f"session {key.session_id!r} not found")
@@ -301,6 +437,13 @@ class SessionService:
 
     async def get_app_state(self, app_name: str) -> StateDict:
         return await self.store.read_app_state(app_name)
+
+
+def _apply_events(state: StateDict, events: list[StoredEvent]) -> StateDict:
+    for event in events:
+        if delta := session_delta_of(json_codec.loads(event.data)):
+            state = apply_delta(state, delta)
+    return state
 
 
 def _log_erasure(erased: Erased, **whose: str) -> None:

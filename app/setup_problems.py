@@ -45,10 +45,18 @@ def explain(error: BaseException, database_url: str) -> str | None:
 def _settings_problem(error: ValidationError) -> str:
     problems = []
     for detail in error.errors():
-        field = ".".join(str(part) for part in detail["loc"])
+        setting, *inside = detail["loc"]
+        # Keys inside a JSON setting (app names, API keys) keep their case.
+        where = "".join(f"[{json.dumps(part)}]" for part in inside)
         message = detail["msg"].removeprefix("Value error, ")
-        problems.append(f"SESSION_STATE_{field.upper()}: {message}")
+        problems.append(f"SESSION_STATE_{str(setting).upper()}{where}: {message}")
     return "; ".join(problems)
+
+
+_JSON_EXAMPLES = {
+    "api_keys": ' such as {"key-1": ["app-a"], "admin-key": ["*"]}',
+    "app_ttl_seconds": ' such as {"chat": 86400}',
+}
 
 
 def _unparsable_setting(error: SettingsError) -> str:
@@ -57,7 +65,7 @@ def _unparsable_setting(error: SettingsError) -> str:
     field = str(error).split('"')[1] if str(error).count('"') >= 2 else "?"
     cause = error.__cause__
     reason = f"not valid JSON ({cause})" if isinstance(cause, json.JSONDecodeError) else str(cause)
-    hint = ' such as {"key-1": ["app-a"], "admin-key": ["*"]}' if field == "api_keys" else ""
+    hint = _JSON_EXAMPLES.get(field, "")
     return f"SESSION_STATE_{field.upper()}: {reason}; expected JSON{hint}"
 
 

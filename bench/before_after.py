@@ -24,6 +24,7 @@ from bench.run import (
     FULL,
     RESULTS,
     Server,
+    cli_module,
     concurrent_appends,
     create_database,
     drop_database,
@@ -43,7 +44,7 @@ def migrate_from(source: Path, database: str) -> None:
         "PYTHONPATH": str(source),
         "SESSION_STATE_DATABASE_URL": sqlalchemy_url(database),
     }
-    command = [sys.executable, "-m", "session_state.cli", "migrate"]
+    command = [sys.executable, "-m", cli_module(source), "migrate"]
     subprocess.run(command, env=env, cwd=source, check=True, capture_output=True)
 
 

@@ -132,13 +132,21 @@ def migrate(name: str) -> None:
 class Server:
     """`session-state serve` in its own process, as it runs in production."""
 
-    def __init__(self, database: str, port: int, workers: int, source: Path | None = None) -> None:
-        """`source`: run the server of that checkout instead of this one."""
+    def __init__(
+        self,
+        database: str,
+        port: int,
+        workers: int,
+        source: Path | None = None,
+        database_url: str | None = None,
+    ) -> None:
+        """`database`: a PostgreSQL database's name, unless `database_url`
+        names another database; `source`: run that checkout's server."""
         self.port = port
         env = {
             **os.environ,
             **({"PYTHONPATH": str(source)} if source is not None else {}),
-            "SESSION_STATE_DATABASE_URL": sqlalchemy_url(database),
+            "SESSION_STATE_DATABASE_URL": database_url or sqlalchemy_url(database),
             "SESSION_STATE_LOG_LEVEL": "warning",
             # Within PostgreSQL's 100 connections, next to ADK's and the floor's pools.
             "SESSION_STATE_DB_POOL_SIZE": "10",

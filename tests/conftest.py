@@ -161,6 +161,41 @@ async def client(settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
         yield http
 
 
+class Clock:
+    """A clock the test moves: what the app measures expiry and assigned
+    timestamps by (`create_app(clock=...)`)."""
+
+    def __init__(self, now: float | None = None) -> None:
+        self.now = time.time() if now is None else now
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+async def clocked_app(settings: Settings, clock: Clock) -> AsyncIterator[Any]:
+    """The app on `clock`, its background sweeper off (tests sweep when
+    they choose, with `app.state.sweeper`)."""
+    app = create_app(settings.model_copy(update={"sweep_interval_seconds": 0}), clock=clock)
+    async with app.router.lifespan_context(app):
+        yield app
+
+
+@pytest.fixture
+async def clocked_client(clocked_app: Any) -> AsyncIterator[httpx.AsyncClient]:
+    transport = httpx.ASGITransport(app=clocked_app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as http:
+        yield http
+
+
 # Ports for started servers: SESSION_STATE_TEST_PORTS="20000-20999" keeps them
 # in a range (a firewall's, say); by default the OS picks free ones.
 TEST_PORTS = os.environ.get("SESSION_STATE_TEST_PORTS", "")

@@ -74,6 +74,19 @@ def test_a_password_in_a_refused_url_is_not_printed():
         ("SESSION_STATE_API_KEYS", "{bad", "SESSION_STATE_API_KEYS: not valid JSON"),
         ("SESSION_STATE_PORT", "eighty", "SESSION_STATE_PORT:"),
         ("SESSION_STATE_MAX_JSON_DEPTH", "100000", "SESSION_STATE_MAX_JSON_DEPTH:"),
+        ("SESSION_STATE_DEFAULT_TTL_SECONDS", "-5", "SESSION_STATE_DEFAULT_TTL_SECONDS:"),
+        ("SESSION_STATE_APP_TTL_SECONDS", "[1]", "SESSION_STATE_APP_TTL_SECONDS:"),
+        (
+            "SESSION_STATE_APP_TTL_SECONDS",
+            '{"Chat": 0}',
+            'SESSION_STATE_APP_TTL_SECONDS["Chat"]: Input should be greater than 0',
+        ),
+        ("SESSION_STATE_SWEEP_INTERVAL_SECONDS", "-1", "SESSION_STATE_SWEEP_INTERVAL_SECONDS:"),
+        (
+            "SESSION_STATE_EXPIRED_SESSION_MEMORIES",
+            "drop",
+            "SESSION_STATE_EXPIRED_SESSION_MEMORIES:",
+        ),
     ],
 )
 def test_a_malformed_setting_is_one_line_naming_it(tmp_path, variable, value, expected):

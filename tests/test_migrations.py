@@ -117,8 +117,9 @@ async def test_state_sizes_are_measured_for_existing_rows(tmp_path, fresh_postgr
 
 
 async def _memories_across_0006(url: str) -> tuple[list[str], list[int]]:
-    """Memories stored at 0005, searched after the upgrade to 0006; then the
-    ids 0005's own index finds after the downgrade (one row added since)."""
+    """Memories stored at 0005, searched after the upgrade to 0006 and on to
+    the latest; then the ids 0005's own index finds after the downgrade (one
+    row added since)."""
     engine = create_async_engine(url)
     try:
         await migrations.upgrade(engine, "0005")
@@ -130,7 +131,7 @@ async def _memories_across_0006(url: str) -> tuple[list[str], list[int]]:
                 "(2, 'a', 'u', 's', 'e2', 'user', 2, 'Меня зовут ИВАН'), "
                 "(3, 'a', 'u', 's', 'e3', 'user', 3, 'I use Python daily')"
             )
-        await migrations.upgrade(engine, "0006")
+        await migrations.upgrade(engine)
         # Searched as the service searches, through the store of the backend.
         store = await open_store(Settings(database_url=url))
         try:

@@ -24,6 +24,7 @@ APPEND_EVENT: dict[str, Any] = {
 }
 PATCH_STATE: dict[str, Any] = {"stateDelta": {"stage": "paid"}}
 INGEST_MEMORY: dict[str, Any] = {"sessionId": "trip-1"}
+FORK: dict[str, Any] = {"sessionId": "trip-1-retry", "upToEventId": "e1"}
 
 
 def media_examples(value: dict[str, Any]) -> dict[str, Any]:

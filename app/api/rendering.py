@@ -36,6 +36,9 @@ def session_json(session: SessionView) -> bytes:
             b"]",
             b',"lastUpdateTime":',
             dumps(session.last_update_time),
+            # Only a session that expires has the field: ADK's six stay as they are.
+            b"" if session.expire_time is None else b',"expireTime":',
+            b"" if session.expire_time is None else dumps(session.expire_time),
             b"}",
         )
     )

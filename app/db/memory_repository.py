@@ -190,14 +190,16 @@ async def search(
     return [MemoryRecord(*row) for row in result]
 
 
-async def delete_session_memories(connection: AsyncConnection, key: SessionKey) -> None:
-    await connection.execute(
+async def delete_session_memories(connection: AsyncConnection, key: SessionKey) -> int:
+    """Deletes the session's memories; returns how many."""
+    result = await connection.execute(
         delete(memories).where(
             memories.c.app_name == key.app_name,
             memories.c.user_id == key.user_id,
             memories.c.session_id == key.session_id,
         )
     )
+    return result.rowcount
 
 
 async def delete_user_memories(connection: AsyncConnection, app_name: str, user_id: str) -> int:

@@ -26,6 +26,10 @@ from .repository import listing_sql
 # (state_bytes), raised by $16 (twice the delta's compact JSON: JSONB prints
 # more spaces); the state is measured, and the bound set exact, only when the
 # bound would pass the limit.
+#
+# Expiry: an expired session ($17 is now) is missing. A session with an idle
+# timeout (ttl_seconds) expires that long after this append; $18 replaces the
+# expiry with $19 (a timeout) or $20 (a time), or none when both are null.
 APPEND = """
 WITH app_delta AS (
     SELECT d.key, d.value, ($14::jsonb ->> d.key)::bigint AS size
@@ -56,10 +60,16 @@ WITH app_delta AS (
 ), bumped AS (
     UPDATE sessions
        SET state = state || $4::jsonb, revision = revision + 1, update_time = $5,
+           ttl_seconds = CASE WHEN $18::boolean THEN $19::float8 ELSE ttl_seconds END,
+           expire_time = CASE WHEN $18::boolean
+                              THEN coalesce($17::float8 + $19::float8, $20::float8)
+                              WHEN ttl_seconds IS NULL THEN expire_time
+                              ELSE $17::float8 + ttl_seconds END,
            state_bytes = CASE WHEN $16 = 0 OR state_bytes + $16 <= $13
                               THEN state_bytes + $16
                               ELSE octet_length((state || $4::jsonb)::text) END
      WHERE app_name = $1 AND user_id = $2 AND id = $3
+       AND (expire_time IS NULL OR expire_time > $17::float8)
        AND ($12::bigint IS NULL OR revision = $12::bigint)
        AND CASE WHEN $16 = 0 OR state_bytes + $16 <= $13 THEN true
                 ELSE octet_length((state || $4::jsonb)::text) <= $13 END
@@ -96,7 +106,7 @@ SELECT stored.seq, shared.app_bytes, shared.user_bytes,
 # first (from the TOAST pointers, without reading the texts): when it passes
 # $6 the texts are not joined at all, so no read can ask for a gigabyte.
 SNAPSHOT = """
-SELECT s.state, s.revision, s.update_time,
+SELECT s.state, s.revision, s.update_time, s.expire_time,
        (SELECT jsonb_object_agg(a.key, a.value) FROM app_states AS a
          WHERE a.app_name = $1) AS app_state,
        (SELECT jsonb_object_agg(u.key, u.value) FROM user_states AS u
@@ -119,31 +129,44 @@ SELECT s.state, s.revision, s.update_time,
                          ORDER BY e.seq DESC
                          LIMIT $5::bigint) AS recent) AS sized
  WHERE s.app_name = $1 AND s.user_id = $2 AND s.id = $3
+   AND (s.expire_time IS NULL OR s.expire_time > $7::float8)
 """
 
 
 # -- sessions ----------------------------------------------------------------
 
+# An expired session ($4 is now) is missing.
 READ_SESSION = """
-SELECT state, revision, update_time FROM sessions
+SELECT state, revision, update_time, expire_time FROM sessions
  WHERE app_name = $1 AND user_id = $2 AND id = $3
+   AND (expire_time IS NULL OR expire_time > $4::float8)
 """
 # Kept from being deleted until the transaction ends.
 READ_SESSION_FOR_SHARE = READ_SESSION + " FOR SHARE"
 
 INSERT_SESSION = """
-INSERT INTO sessions (app_name, user_id, id, state, state_bytes, revision, create_time,
-                      update_time)
-VALUES ($1, $2, $3, $4, $5, 0, $6, $6)
+INSERT INTO sessions (app_name, user_id, id, state, initial_state, state_bytes, revision,
+                      create_time, update_time, expire_time, ttl_seconds)
+VALUES ($1, $2, $3, $4, $4, $5, 0, $6, $6, $7, $8)
 ON CONFLICT DO NOTHING
 RETURNING revision
 """
 
 # The session row is locked first, as an append locks it first: deleting its
-# events before it deadlocked with an append retrying a stored event id.
-LOCK_SESSION = READ_SESSION.replace("SELECT state, revision, update_time", "SELECT 1") + (
-    " FOR UPDATE"
-)
+# events before it deadlocked with an append retrying a stored event id. An
+# expired one is locked too (and deleted), but reported missing.
+LOCK_SESSION = """
+SELECT expire_time IS NULL OR expire_time > $4::float8 FROM sessions
+ WHERE app_name = $1 AND user_id = $2 AND id = $3
+ FOR UPDATE
+"""
+# An expired session whose id a new session takes: deleted first, with its
+# events, in the new session's transaction.
+LOCK_EXPIRED_SESSION = """
+SELECT 1 FROM sessions
+ WHERE app_name = $1 AND user_id = $2 AND id = $3 AND expire_time <= $4::float8
+ FOR UPDATE
+"""
 DELETE_SESSION_EVENTS = """
 DELETE FROM events WHERE app_name = $1 AND user_id = $2 AND session_id = $3
 """
@@ -159,7 +182,7 @@ def _positional(sql: str, names: list[str]) -> str:
 
 
 def _listing(*, one_user: bool, after_cursor: bool) -> tuple[str, list[str]]:
-    names = ["app_name", "candidates", "per_session", "max_bytes"]
+    names = ["app_name", "now", "candidates", "per_session", "max_bytes"]
     if one_user:
         names.append("user_id")
     if after_cursor:
@@ -174,6 +197,84 @@ LISTINGS = {
     for one_user in (False, True)
     for after_cursor in (False, True)
 }
+
+# A session's expiry replaced ($5: the idle timeout, $6: the time it gives
+# or the absolute time), if it is not expired ($4 is now) and, when $7 is not
+# null, still at that revision; the revision comes back.
+SET_EXPIRY = """
+UPDATE sessions SET ttl_seconds = $5, expire_time = $6
+ WHERE app_name = $1 AND user_id = $2 AND id = $3
+   AND (expire_time IS NULL OR expire_time > $4::float8)
+   AND ($7::bigint IS NULL OR revision = $7::bigint)
+RETURNING revision
+"""
+
+# -- fork --------------------------------------------------------------------
+
+# The source of a fork, kept from being deleted until the copy commits.
+FORK_SOURCE = """
+SELECT state, revision, initial_state FROM sessions
+ WHERE app_name = $1 AND user_id = $2 AND id = $3
+   AND (expire_time IS NULL OR expire_time > $4::float8)
+ FOR SHARE
+"""
+INSERT_FORK = """
+INSERT INTO sessions (app_name, user_id, id, state, initial_state, state_bytes, revision,
+                      create_time, update_time, expire_time, ttl_seconds)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8, $9, $10)
+ON CONFLICT DO NOTHING
+RETURNING revision
+"""
+# One batch of the source's events ($4 < seq <= $5) copied into the fork ($6).
+COPY_EVENTS = """
+INSERT INTO events (app_name, user_id, session_id, seq, id, invocation_id, author, timestamp,
+                    data)
+SELECT app_name, user_id, $6, seq, id, invocation_id, author, timestamp, data FROM events
+ WHERE app_name = $1 AND user_id = $2 AND session_id = $3 AND seq > $4 AND seq <= $5
+"""
+INITIAL_STATE = """
+SELECT initial_state IS NOT NULL, initial_state FROM sessions
+ WHERE app_name = $1 AND user_id = $2 AND id = $3
+   AND (expire_time IS NULL OR expire_time > $4::float8)
+"""
+EVENTS_BETWEEN = """
+SELECT seq, data FROM events
+ WHERE app_name = $1 AND user_id = $2 AND session_id = $3 AND seq > $4 AND seq <= $5
+ ORDER BY seq
+ LIMIT $6
+"""
+
+# -- the sweeper -------------------------------------------------------------
+
+# Held by the one process sweeping (session-level, on a connection of its own).
+TRY_SWEEP_LOCK = "SELECT pg_try_advisory_lock(hashtextextended('session-state sweep', 0))"
+SWEEP_UNLOCK = "SELECT pg_advisory_unlock(hashtextextended('session-state sweep', 0))"
+# The next expired sessions ($1 is now), locked; one a request holds (an
+# append pushing its expiry, a fork copying it) is left for the next pass.
+EXPIRED_SESSIONS = """
+SELECT app_name, user_id, id, revision FROM sessions
+ WHERE expire_time <= $1::float8
+ ORDER BY expire_time
+ LIMIT $2
+ FOR UPDATE SKIP LOCKED
+"""
+DELETE_EVENTS_OF_ANY_SESSIONS = """
+DELETE FROM events AS e USING unnest($1::text[], $2::text[], $3::text[])
+                               AS s(app_name, user_id, id)
+ WHERE e.app_name = s.app_name AND e.user_id = s.user_id AND e.session_id = s.id
+"""
+DELETE_ANY_SESSIONS = """
+DELETE FROM sessions AS x USING unnest($1::text[], $2::text[], $3::text[])
+                               AS s(app_name, user_id, id)
+ WHERE x.app_name = s.app_name AND x.user_id = s.user_id AND x.id = s.id
+"""
+DELETE_MEMORIES_OF_ANY_SESSIONS = """
+DELETE FROM memories AS m USING unnest($1::text[], $2::text[], $3::text[])
+                               AS s(app_name, user_id, id)
+ WHERE m.app_name = s.app_name AND m.user_id = s.user_id AND m.session_id = s.id
+"""
+# Expired sessions not swept yet, for the backlog gauge (from the partial index).
+EXPIRED_COUNT = "SELECT count(*) FROM sessions WHERE expire_time <= $1::float8"
 
 # -- state -------------------------------------------------------------------
 

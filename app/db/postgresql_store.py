@@ -23,6 +23,8 @@ from ..config import Settings
 from ..domain import (
     AppendNotApplied,
     Erased,
+    Expiry,
+    ForkSource,
     MemoryRecord,
     NewEvent,
     SessionCursor,
@@ -33,6 +35,7 @@ from ..domain import (
     SharedScopes,
     SortOrder,
     StoredEvent,
+    Swept,
 )
 from ..errors import DatabaseUnavailable
 from ..metrics import DB_POOL_IN_USE
@@ -51,11 +54,14 @@ from .repository import (
     session_state_bytes,
     state_too_large,
 )
-from .store import MemoriesOf
+from .store import ForkOutcome, MemoriesOf
 
 # Rows per statement when memories are written or a session's events read
 # for memory: a long history is taken in bounded memory.
 MEMORY_BATCH = 500
+# Events a fork copies per statement (all in one transaction): 10,000 took
+# about 0.1 s here, far inside any statement timeout.
+FORK_BATCH_EVENTS = 10_000
 
 
 def asyncpg_dsn(sqlalchemy_url: str) -> str:
@@ -164,9 +170,10 @@ class _PooledConnection:
 
 
 class PostgresStore:
-    def __init__(self, pool: asyncpg.Pool, timeout: float) -> None:
+    def __init__(self, pool: asyncpg.Pool, timeout: float, dsn: str) -> None:
         self.pool = pool
         self.timeout = timeout
+        self.dsn = dsn
 
     @classmethod
     async def connect(cls, settings: Settings) -> "PostgresStore":
@@ -174,9 +181,10 @@ class PostgresStore:
         connection and every statement, so no request waits longer on the
         database."""
         timeout = settings.db_timeout_seconds
+        dsn = asyncpg_dsn(settings.database_url)
         with database_errors_as_domain_errors():
             pool = await asyncpg.create_pool(
-                asyncpg_dsn(settings.database_url),
+                dsn,
                 # No floor of idle connections: while the database is away the
                 # pool would log a failed attempt to restore it, again and again.
                 min_size=0,
@@ -187,7 +195,7 @@ class PostgresStore:
                 reset=_skip_session_reset,
                 server_settings={"application_name": "session-state"},
             )
-        return cls(pool, timeout)
+        return cls(pool, timeout, dsn)
 
     def _connection(self) -> "_PooledConnection":
         """A pooled connection; every statement on it runs by itself
@@ -202,23 +210,26 @@ class PostgresStore:
     # -- sessions ------------------------------------------------------------
 
     async def create_session(
-        self, key: SessionKey, delta: ScopedDelta, now: float, max_state_bytes: int
+        self,
+        key: SessionKey,
+        delta: ScopedDelta,
+        now: float,
+        expiry: Expiry,
+        max_state_bytes: int,
+        *,
+        forget_expired_memories: bool,
     ) -> SharedScopes | None:
         size = session_state_bytes(delta.session)
         if size > max_state_bytes:
             raise state_too_large("session", size, max_state_bytes)
+        session = (key.app_name, key.user_id, key.session_id)
+        values = (delta.session, size, now, expiry.time_after(now), expiry.ttl_seconds)
         async with self._transaction() as connection:
-            created = await connection.fetchval(
-                sql.INSERT_SESSION,
-                key.app_name,
-                key.user_id,
-                key.session_id,
-                delta.session,
-                size,
-                now,
-            )
+            created = await connection.fetchval(sql.INSERT_SESSION, *session, *values)
             if created is None:
-                return None
+                if not await _delete_if_expired(connection, key, now, forget_expired_memories):
+                    return None
+                await connection.fetchval(sql.INSERT_SESSION, *session, *values)
             app_scope = (key.app_name,)
             await _write_scope(connection, _APP_SCOPE, app_scope, delta.app, max_state_bytes)
             user_scope = (key.app_name, key.user_id)
@@ -234,6 +245,7 @@ class PostgresStore:
         limit: int | None,
         after_timestamp: float | None,
         max_events_bytes: int,
+        now: float,
     ) -> SessionSnapshot | None:
         async with self._connection() as connection:
             row = await connection.fetchrow(
@@ -244,12 +256,14 @@ class PostgresStore:
                 after_timestamp,
                 limit,
                 max_events_bytes,
+                now,
             )
         if row is None:
             return None
-        state, revision, update_time, app_state, user_state, events_bytes, events_json = row
+        state, revision, update_time, expire_time, app_state, user_state = row[:6]
+        events_bytes, events_json = row[6:]
         session = SessionRow(
-            key.app_name, key.user_id, key.session_id, state, revision, update_time
+            key.app_name, key.user_id, key.session_id, state, revision, update_time, expire_time
         )
         if events_bytes <= max_events_bytes:
             events_json = events_json or ""
@@ -264,10 +278,12 @@ class PostgresStore:
         after: SessionCursor | None,
         limit: int,
         max_bytes: int,
+        now: float,
     ) -> SessionListing:
         statement, names = sql.LISTINGS[(user_id is not None, after is not None)]
         values: dict[str, Any] = {
             "app_name": app_name,
+            "now": now,
             "candidates": limit + 1,
             "per_session": LISTED_SESSION_OVERHEAD_BYTES,
             "max_bytes": max_bytes,
@@ -278,10 +294,9 @@ class PostgresStore:
         async with self._connection() as connection:
             rows = await connection.fetch(statement, *(values[name] for name in names))
             page = [
-                SessionRow(app_name, row_user, session_id, state, revision, update_time)
-                for row_user, session_id, state, revision, update_time, _ in rows
+                SessionRow(app_name, row[0], row[1], row[2], row[3], row[4], row[5]) for row in rows
             ]
-            fetched = rows[-1][5] if rows else 0
+            fetched = rows[-1][6] if rows else 0
             if len(page) > limit:
                 page, more = page[:limit], True
             else:
@@ -294,19 +309,26 @@ class PostgresStore:
             app_state = await self._app_state(connection, app_name)
         return SessionListing(page, app_state, user_states, more)
 
-    async def delete_session(self, key: SessionKey, *, with_memories: bool) -> bool:
+    async def delete_session(self, key: SessionKey, *, with_memories: bool, now: float) -> bool:
         session = (key.app_name, key.user_id, key.session_id)
         async with self._transaction() as connection:
-            if await connection.fetchval(sql.LOCK_SESSION, *session) is None:
+            alive = await connection.fetchval(sql.LOCK_SESSION, *session, now)
+            if alive is None:
                 return False
             await connection.execute(sql.DELETE_SESSION_EVENTS, *session)
             await connection.execute(sql.DELETE_SESSION, *session)
             if with_memories:
                 await connection.execute(sql.DELETE_SESSION_MEMORIES, *session)
-        return True
+        return bool(alive)
 
     async def append_event(
-        self, key: SessionKey, event: NewEvent, expected_revision: int | None, max_state_bytes: int
+        self,
+        key: SessionKey,
+        event: NewEvent,
+        expected_revision: int | None,
+        max_state_bytes: int,
+        now: float,
+        new_expiry: Expiry | None = None,
     ) -> int:
         delta = event.delta
         try:
@@ -329,6 +351,10 @@ class PostgresStore:
                     entry_sizes(delta.app),
                     entry_sizes(delta.user),
                     2 * session_state_bytes(delta.session) if delta.session else 0,
+                    now,
+                    new_expiry is not None,
+                    None if new_expiry is None else new_expiry.ttl_seconds,
+                    None if new_expiry is None else new_expiry.expire_time,
                 )
         except asyncpg.UniqueViolationError as error:
             raise AppendNotApplied("event id already stored") from error
@@ -342,6 +368,22 @@ class PostgresStore:
                 )
         raise AppendNotApplied("session missing or stale")
 
+    async def set_expiry(
+        self, key: SessionKey, expiry: Expiry, expected_revision: int | None, now: float
+    ) -> int | None:
+        async with self._connection() as connection:
+            revision = await connection.fetchval(
+                sql.SET_EXPIRY,
+                key.app_name,
+                key.user_id,
+                key.session_id,
+                now,
+                expiry.ttl_seconds,
+                expiry.time_after(now),
+                expected_revision,
+            )
+        return None if revision is None else int(revision)
+
     async def find_event(self, key: SessionKey, event_id: str) -> StoredEvent | None:
         async with self._connection() as connection:
             row = await connection.fetchrow(
@@ -349,9 +391,9 @@ class PostgresStore:
             )
         return None if row is None else StoredEvent(row[0], row[1])
 
-    async def read_session(self, key: SessionKey) -> SessionRow | None:
+    async def read_session(self, key: SessionKey, now: float) -> SessionRow | None:
         async with self._connection() as connection:
-            return await _read_session(connection, key, sql.READ_SESSION)
+            return await _read_session(connection, key, sql.READ_SESSION, now)
 
     async def page_events(
         self,
@@ -361,10 +403,11 @@ class PostgresStore:
         after_timestamp: float | None,
         limit: int,
         max_bytes: int,
+        now: float,
     ) -> tuple[list[StoredEvent], bool] | None:
         session = (key.app_name, key.user_id, key.session_id)
         async with self._connection() as connection:
-            if await _read_session(connection, key, sql.READ_SESSION) is None:
+            if await _read_session(connection, key, sql.READ_SESSION, now) is None:
                 return None
             sizes = await connection.fetch(
                 sql.EVENT_SIZES[order], *session, after_timestamp, after_seq, limit + 1
@@ -384,6 +427,73 @@ class PostgresStore:
         async with self._connection() as connection:
             return await self._user_state(connection, app_name, user_id)
 
+    # -- fork ----------------------------------------------------------------
+
+    async def read_initial_state(self, key: SessionKey, now: float) -> StateDict | None:
+        async with self._connection() as connection:
+            row = await connection.fetchrow(
+                sql.INITIAL_STATE, key.app_name, key.user_id, key.session_id, now
+            )
+        if row is None or not row[0]:
+            return None
+        state: StateDict = row[1]
+        return state
+
+    async def read_events(
+        self, key: SessionKey, after_seq: int, up_to_seq: int, limit: int
+    ) -> list[StoredEvent]:
+        async with self._connection() as connection:
+            rows = await connection.fetch(
+                sql.EVENTS_BETWEEN,
+                key.app_name,
+                key.user_id,
+                key.session_id,
+                after_seq,
+                up_to_seq,
+                limit,
+            )
+        return [StoredEvent(seq, data) for seq, data in rows]
+
+    async def fork_session(
+        self,
+        source: ForkSource,
+        session_id: str,
+        now: float,
+        expiry: Expiry,
+        *,
+        forget_expired_memories: bool,
+    ) -> ForkOutcome:
+        origin = source.key
+        owner = (origin.app_name, origin.user_id)
+        target = SessionKey(origin.app_name, origin.user_id, session_id)
+        async with self._transaction() as connection:
+            found = await connection.fetchrow(sql.FORK_SOURCE, *owner, origin.session_id, now)
+            if found is None:
+                return "source_missing"
+            stored_state, revision, initial_state = found
+            up_to = revision if source.up_to_seq is None else source.up_to_seq
+            state = stored_state if source.state is None else source.state
+            values = (
+                state,
+                initial_state,
+                session_state_bytes(state),
+                up_to,
+                now,
+                expiry.time_after(now),
+                expiry.ttl_seconds,
+            )
+            created = await connection.fetchval(sql.INSERT_FORK, *owner, session_id, *values)
+            if created is None:
+                if not await _delete_if_expired(connection, target, now, forget_expired_memories):
+                    return "id_taken"
+                await connection.fetchval(sql.INSERT_FORK, *owner, session_id, *values)
+            for start in range(0, up_to, FORK_BATCH_EVENTS):
+                end = min(start + FORK_BATCH_EVENTS, up_to)
+                await connection.execute(
+                    sql.COPY_EVENTS, *owner, origin.session_id, start, end, session_id
+                )
+        return "forked"
+
     @staticmethod
     async def _app_state(connection: asyncpg.Connection, app_name: str) -> StateDict:
         return dict(await connection.fetch(sql.READ_APP_STATE, app_name))
@@ -402,13 +512,15 @@ class PostgresStore:
             await memory.lock_user_memory(connection, app_name, user_id)
             yield connection
 
-    async def ingest_session(self, key: SessionKey, memories_of: MemoriesOf) -> int | None:
+    async def ingest_session(
+        self, key: SessionKey, memories_of: MemoriesOf, now: float
+    ) -> int | None:
         added = 0
         session = (key.app_name, key.user_id, key.session_id)
         async with self._memory_write(key.app_name, key.user_id) as connection:
             # Locked for share until the memories are committed: a delete of
             # the session (with its memories) waits, or this finds no session.
-            if await _read_session(connection, key, sql.READ_SESSION_FOR_SHARE) is None:
+            if await _read_session(connection, key, sql.READ_SESSION_FOR_SHARE, now) is None:
                 return None
             after_seq = 0
             while rows := await connection.fetch(
@@ -483,7 +595,8 @@ class PostgresStore:
                 candidates = await connection.fetch(
                     sql.ERASABLE_SESSIONS, app_name, user_id, ERASE_CANDIDATES
                 )
-                batch = events_batch([(row[0], row[1], row[2]) for row in candidates], batch_events)
+                sized = [((row[0], row[1]), row[2]) for row in candidates]
+                batch = events_batch(sized, batch_events)
                 if not batch:
                     return erased
                 users = [user for user, _ in batch]
@@ -493,6 +606,33 @@ class PostgresStore:
                 )
                 sessions = await connection.execute(sql.DELETE_SESSIONS, app_name, users, ids)
             erased += Erased(sessions=_count(sessions), events=_count(events))
+
+    # -- the sweeper ---------------------------------------------------------
+
+    async def sweep_expired(
+        self, now: float, batch_events: int, *, with_memories: bool
+    ) -> Swept | None:
+        # A connection of its own, outside the pool: the lock that keeps a
+        # second process from sweeping lives as long as it, so a sweeper that
+        # dies cannot leave it held on a pooled connection.
+        with database_errors_as_domain_errors():
+            connection = await asyncpg.connect(
+                self.dsn, timeout=self.timeout, command_timeout=self.timeout
+            )
+        try:
+            with database_errors_as_domain_errors():
+                if not await connection.fetchval(sql.TRY_SWEEP_LOCK):
+                    return None
+                swept = Swept()
+                while batch := await _sweep_batch(connection, now, batch_events, with_memories):
+                    swept += batch
+                return swept
+        finally:
+            await connection.close(timeout=self.timeout)
+
+    async def count_expired(self, now: float) -> int:
+        async with self._connection() as connection:
+            return int(await connection.fetchval(sql.EXPIRED_COUNT, now))
 
     # -- operations ----------------------------------------------------------
 
@@ -519,9 +659,47 @@ def _count(status: str) -> int:
 
 
 async def _read_session(
-    connection: asyncpg.Connection, key: SessionKey, statement: str
+    connection: asyncpg.Connection, key: SessionKey, statement: str, now: float
 ) -> SessionRow | None:
-    row = await connection.fetchrow(statement, key.app_name, key.user_id, key.session_id)
+    row = await connection.fetchrow(statement, key.app_name, key.user_id, key.session_id, now)
     if row is None:
         return None
-    return SessionRow(key.app_name, key.user_id, key.session_id, row[0], row[1], row[2])
+    return SessionRow(key.app_name, key.user_id, key.session_id, row[0], row[1], row[2], row[3])
+
+
+async def _delete_if_expired(
+    connection: asyncpg.Connection, key: SessionKey, now: float, with_memories: bool
+) -> bool:
+    """Deletes the session with its events if it is expired (inside the
+    caller's transaction, which takes its id); False if it is not."""
+    session = (key.app_name, key.user_id, key.session_id)
+    if await connection.fetchval(sql.LOCK_EXPIRED_SESSION, *session, now) is None:
+        return False
+    await connection.execute(sql.DELETE_SESSION_EVENTS, *session)
+    await connection.execute(sql.DELETE_SESSION, *session)
+    if with_memories:
+        await connection.execute(sql.DELETE_SESSION_MEMORIES, *session)
+    return True
+
+
+async def _sweep_batch(
+    connection: asyncpg.Connection, now: float, batch_events: int, with_memories: bool
+) -> Swept | None:
+    """One transaction of the sweep: the next expired sessions holding at
+    most `batch_events` events (a bigger one alone), deleted whole; None when
+    none is left."""
+    async with connection.transaction():
+        candidates = await connection.fetch(sql.EXPIRED_SESSIONS, now, ERASE_CANDIDATES)
+        sized = [((row[0], row[1], row[2]), row[3]) for row in candidates]
+        batch = events_batch(sized, batch_events)
+        if not batch:
+            return None
+        columns = [list(column) for column in zip(*batch, strict=True)]
+        events = _count(await connection.execute(sql.DELETE_EVENTS_OF_ANY_SESSIONS, *columns))
+        sessions = _count(await connection.execute(sql.DELETE_ANY_SESSIONS, *columns))
+        memories = 0
+        if with_memories:
+            memories = _count(
+                await connection.execute(sql.DELETE_MEMORIES_OF_ANY_SESSIONS, *columns)
+            )
+    return Swept(sessions, events, memories)

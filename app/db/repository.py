@@ -5,7 +5,7 @@ connection inside a transaction that the caller owns; none of them
 commits."""
 
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import (
     BigInteger,
@@ -16,6 +16,8 @@ from sqlalchemy import (
     column,
     delete,
     func,
+    literal,
+    or_,
     select,
     text,
     tuple_,
@@ -28,6 +30,7 @@ from sqlalchemy.sql.selectable import TextualSelect
 from .. import json_codec
 from ..domain import (
     AppendNotApplied,
+    Expiry,
     NewEvent,
     SessionCursor,
     SessionKey,
@@ -39,6 +42,8 @@ from ..domain import (
 from ..errors import ResponseTooLarge, StateTooLarge
 from ..state import StateDict, apply_delta
 from .tables import JsonDocument, app_states, events, sessions, user_states
+
+T = TypeVar("T")
 
 # A scope's size counts, for each key, its bytes, its value's JSON bytes and
 # these four (quotes, colon, comma): about the size of the scope as a JSON
@@ -241,10 +246,22 @@ async def read_user_states(
 # -- sessions --------------------------------------------------------------
 
 
+def _not_expired(now: float) -> ColumnElement[bool]:
+    return or_(sessions.c.expire_time.is_(None), sessions.c.expire_time > now)
+
+
 async def insert_session(
-    connection: AsyncConnection, key: SessionKey, state: StateDict, now: float
+    connection: AsyncConnection,
+    key: SessionKey,
+    state: StateDict,
+    now: float,
+    expiry: Expiry,
+    *,
+    revision: int = 0,
+    initial_state: StateDict | None = None,
 ) -> bool:
-    """Inserts the session; False when the id is already taken."""
+    """Inserts the session (a new one, or with `revision` a fork holding
+    that many events); False when the id is already taken."""
     statement = (
         sqlite_insert(sessions)
         .values(
@@ -252,10 +269,13 @@ async def insert_session(
             user_id=key.user_id,
             id=key.session_id,
             state=state,
+            initial_state=state if revision == 0 else initial_state,
             state_bytes=session_state_bytes(state),
-            revision=0,
+            revision=revision,
             create_time=now,
             update_time=now,
+            expire_time=expiry.time_after(now),
+            ttl_seconds=expiry.ttl_seconds,
         )
         .on_conflict_do_nothing()
         .returning(sessions.c.revision)
@@ -273,53 +293,75 @@ def _session_is(key: SessionKey) -> list[Any]:
 
 
 async def read_session(
-    connection: AsyncConnection, key: SessionKey, *, lock_for_share: bool = False
+    connection: AsyncConnection, key: SessionKey, now: float
 ) -> SessionRow | None:
-    """The session row. `lock_for_share` (PostgreSQL; SQLite writers already
-    hold the database's write lock) keeps it from being deleted until the
-    transaction ends."""
-    statement = select(sessions.c.state, sessions.c.revision, sessions.c.update_time).where(
-        *_session_is(key)
-    )
-    if lock_for_share:
-        statement = statement.with_for_update(read=True)
+    """The session row; None when it is missing or expired at `now`."""
+    statement = select(
+        sessions.c.state, sessions.c.revision, sessions.c.update_time, sessions.c.expire_time
+    ).where(*_session_is(key), _not_expired(now))
     result = await connection.execute(statement)
     row = result.first()
     if row is None:
         return None
-    return SessionRow(key.app_name, key.user_id, key.session_id, row[0], row[1], row[2])
+    return SessionRow(key.app_name, key.user_id, key.session_id, *row)
 
 
-async def delete_session(connection: AsyncConnection, key: SessionKey) -> bool:
-    # The session row first, as an append locks it first: deleting its events
-    # before it deadlocked with an append retrying a stored event id.
-    locked = await connection.execute(
-        select(sessions.c.revision).where(*_session_is(key)).with_for_update()
+async def delete_session(connection: AsyncConnection, key: SessionKey, now: float) -> bool | None:
+    """Deletes the session with its events: None when there was none, False
+    when it was expired (deleted all the same)."""
+    found = await connection.execute(select(sessions.c.expire_time).where(*_session_is(key)))
+    row = found.first()
+    if row is None:
+        return None
+    # SQLite writers hold the database's write lock: no append can interleave.
+    await _delete_session_rows(connection, key)
+    return row[0] is None or row[0] > now
+
+
+async def _delete_session_rows(connection: AsyncConnection, key: SessionKey) -> None:
+    await connection.execute(delete(events).where(*_events_of(key)))
+    await connection.execute(delete(sessions).where(*_session_is(key)))
+
+
+async def delete_if_expired(connection: AsyncConnection, key: SessionKey, now: float) -> bool:
+    """Deletes the session with its events if it is expired at `now` (inside
+    the caller's transaction, which takes its id); False if it is not."""
+    found = await connection.execute(
+        select(sessions.c.revision).where(*_session_is(key), sessions.c.expire_time <= now)
     )
-    if locked.first() is None:
+    if found.first() is None:
         return False
-    await connection.execute(
-        delete(events).where(
-            events.c.app_name == key.app_name,
-            events.c.user_id == key.user_id,
-            events.c.session_id == key.session_id,
-        )
-    )
+    await _delete_session_rows(connection, key)
+    return True
+
+
+async def set_expiry(
+    connection: AsyncConnection,
+    key: SessionKey,
+    expiry: Expiry,
+    expected_revision: int | None,
+    now: float,
+) -> int | None:
+    """Replaces the session's expiry; its revision, or None when it is
+    missing, expired or not at `expected_revision`."""
+    conditions = [*_session_is(key), _not_expired(now)]
+    if expected_revision is not None:
+        conditions.append(sessions.c.revision == expected_revision)
     result = await connection.execute(
-        delete(sessions).where(
-            sessions.c.app_name == key.app_name,
-            sessions.c.user_id == key.user_id,
-            sessions.c.id == key.session_id,
-        )
+        sessions.update()
+        .where(*conditions)
+        .values(ttl_seconds=expiry.ttl_seconds, expire_time=expiry.time_after(now))
+        .returning(sessions.c.revision)
     )
-    return result.rowcount > 0
+    row = result.first()
+    return None if row is None else int(row[0])
 
 
 def listing_sql(*, one_user: bool, after_cursor: bool) -> str:
     """The page statement (both stores run it), static text so that nothing
     is built per request (SQLAlchemy Core took milliseconds to build and key
     this one)."""
-    conditions = ["s.app_name = :app_name"]
+    conditions = ["s.app_name = :app_name", "(s.expire_time IS NULL OR s.expire_time > :now)"]
     if one_user:
         conditions.append("s.user_id = :user_id")
     if after_cursor:
@@ -329,7 +371,8 @@ def listing_sql(*, one_user: bool, after_cursor: bool) -> str:
     user_of_row = ":user_id" if one_user else "candidates.user_id"
     return f"""
         WITH candidates AS (
-            SELECT s.user_id, s.id, s.state, s.revision, s.update_time, s.state_bytes
+            SELECT s.user_id, s.id, s.state, s.revision, s.update_time, s.expire_time,
+                   s.state_bytes
               FROM sessions AS s
              WHERE {" AND ".join(conditions)}
              ORDER BY s.update_time, s.user_id, s.id
@@ -348,7 +391,7 @@ def listing_sql(*, one_user: bool, after_cursor: bool) -> str:
               FROM candidates
             WINDOW listed AS (ORDER BY candidates.update_time, candidates.user_id, candidates.id)
         )
-        SELECT user_id, id, state, revision, update_time, fetched
+        SELECT user_id, id, state, revision, update_time, expire_time, fetched
           FROM windowed
          WHERE position = 1 OR running <= :max_bytes
          ORDER BY position
@@ -362,6 +405,7 @@ def _listing_statement(*, one_user: bool, after_cursor: bool) -> TextualSelect:
         column("state", JsonDocument),
         column("revision", BigInteger),
         column("update_time", Double),
+        column("expire_time", Double),
         column("fetched", BigInteger),
     )
 
@@ -380,6 +424,7 @@ async def page_sessions(
     after: SessionCursor | None,
     limit: int,
     max_bytes: int,
+    now: float,
 ) -> tuple[list[SessionRow], bool]:
     """A page in ADK's order (lastUpdateTime, userId, id), read from an index,
     of at most `limit` sessions whose merged state (each session's size
@@ -388,6 +433,7 @@ async def page_sessions(
     the database cuts the page before any state leaves it."""
     parameters: dict[str, Any] = {
         "app_name": app_name,
+        "now": now,
         "candidates": limit + 1,
         "per_session": LISTED_SESSION_OVERHEAD_BYTES,
         "max_bytes": max_bytes,
@@ -400,9 +446,9 @@ async def page_sessions(
     result = await connection.execute(statement, parameters)
     rows: list[SessionRow] = []
     fetched = 0
-    for row_user_id, session_id, state, revision, update_time, candidates in result:
-        rows.append(SessionRow(app_name, row_user_id, session_id, state, revision, update_time))
-        fetched = candidates
+    for row in result:
+        rows.append(SessionRow(app_name, *row[:6]))
+        fetched = row[6]
     if len(rows) > limit:
         return rows[:limit], True
     # Fewer rows than candidates: the budget cut the page.
@@ -426,11 +472,12 @@ async def read_snapshot(
     limit: int | None,
     after_timestamp: float | None,
     max_events_bytes: int,
+    now: float,
 ) -> SessionSnapshot | None:
     """Everything a session read returns. Events are those up to the
     revision read with the session row, so events, state and ETag describe one
     moment; they are read only if they fit in `max_events_bytes`."""
-    found = await read_session(connection, key)
+    found = await read_session(connection, key, now)
     if found is None:
         return None
     selection = _recent_events(connection, key, found.revision, limit, after_timestamp)
@@ -549,25 +596,23 @@ async def count_events(connection: AsyncConnection, key: SessionKey) -> int:
 ERASE_CANDIDATES = 100
 
 
-def events_batch(
-    candidates: Sequence[tuple[str, str, int]], batch_events: int
-) -> list[tuple[str, str]]:
-    """Of (user id, session id, event count) in erasure order, the sessions of
-    one transaction: as many as hold at most `batch_events` events in all, and
+def events_batch(candidates: Sequence[tuple[T, int]], batch_events: int) -> list[T]:
+    """Of (session, event count) in erasure order, the sessions of one
+    transaction: as many as hold at most `batch_events` events in all, and
     always the first (a bigger session is erased alone, whole)."""
-    chosen: list[tuple[str, str]] = []
+    chosen: list[T] = []
     total = 0
-    for user_id, session_id, count in candidates:
+    for session, count in candidates:
         total += count
         if chosen and total > batch_events:
             break
-        chosen.append((user_id, session_id))
+        chosen.append(session)
     return chosen
 
 
 async def erasable_sessions(
     connection: AsyncConnection, app_name: str, user_id: str | None
-) -> list[tuple[str, str, int]]:
+) -> list[tuple[tuple[str, str], int]]:
     statement = select(sessions.c.user_id, sessions.c.id, sessions.c.revision).where(
         sessions.c.app_name == app_name
     )
@@ -576,7 +621,7 @@ async def erasable_sessions(
     result = await connection.execute(
         statement.order_by(sessions.c.user_id, sessions.c.id).limit(ERASE_CANDIDATES)
     )
-    return [(row[0], row[1], row[2]) for row in result]
+    return [((row[0], row[1]), row[2]) for row in result]
 
 
 async def delete_sessions_with_events(
@@ -623,10 +668,13 @@ async def append_event(
     event: NewEvent,
     expected_revision: int | None,
     max_state_bytes: int,
+    now: float,
+    new_expiry: Expiry | None,
 ) -> int:
     """Stores the event and applies its delta; returns the new revision. The
     SQLite store's (the PostgreSQL store's is one statement,
-    `postgresql_statements.APPEND`).
+    `postgresql_statements.APPEND`). An idle timeout restarts at `now`;
+    `new_expiry` replaces the expiry.
 
     Raises AppendNotApplied, with nothing written, when the session is missing,
     is not at `expected_revision`, or already holds an event with this id.
@@ -634,19 +682,28 @@ async def append_event(
     # The transaction began with BEGIN IMMEDIATE: this connection holds the
     # database's write lock, so reading and writing back the session state in
     # Python cannot lose a concurrent update.
-    session = await read_session(connection, key)
+    found = await connection.execute(
+        select(
+            sessions.c.state, sessions.c.revision, sessions.c.ttl_seconds, sessions.c.expire_time
+        ).where(*_session_is(key), _not_expired(now))
+    )
+    session = found.first()
     if session is None or (expected_revision is not None and session.revision != expected_revision):
         raise AppendNotApplied("session missing or stale")
     if await find_event(connection, key, event.id) is not None:
         raise AppendNotApplied("event id already stored")
-    revision = session.revision + 1
+    revision = int(session.revision) + 1
     changes: dict[str, Any] = {}
+    if new_expiry is not None:
+        changes.update(ttl_seconds=new_expiry.ttl_seconds, expire_time=new_expiry.time_after(now))
+    elif session.ttl_seconds is not None:
+        changes.update(expire_time=now + session.ttl_seconds)
     if event.delta.session:
         state = apply_delta(session.state, event.delta.session)
         size = session_state_bytes(state)
         if size > max_state_bytes:
             raise state_too_large("session", size, max_state_bytes)
-        changes = {"state": state, "state_bytes": size}
+        changes.update(state=state, state_bytes=size)
     await connection.execute(
         sessions.update()
         .where(*_session_is(key))
@@ -675,14 +732,101 @@ async def append_event(
 
 
 async def read_events_after(
-    connection: AsyncConnection, key: SessionKey, after_seq: int, limit: int
+    connection: AsyncConnection,
+    key: SessionKey,
+    after_seq: int,
+    limit: int,
+    up_to_seq: int | None = None,
 ) -> list[StoredEvent]:
-    """Up to `limit` events after `after_seq`, in append order: for walking a
-    long history in bounded batches."""
-    result = await connection.execute(
-        select(events.c.seq, events.c.data)
-        .where(*_events_of(key), events.c.seq > after_seq)
-        .order_by(events.c.seq)
-        .limit(limit)
+    """Up to `limit` events after `after_seq` (and at most `up_to_seq`), in
+    append order: for walking a long history in bounded batches."""
+    statement = select(events.c.seq, events.c.data).where(
+        *_events_of(key), events.c.seq > after_seq
     )
+    if up_to_seq is not None:
+        statement = statement.where(events.c.seq <= up_to_seq)
+    result = await connection.execute(statement.order_by(events.c.seq).limit(limit))
     return [StoredEvent(seq, data) for seq, data in result]
+
+
+# -- fork ------------------------------------------------------------------
+
+
+async def fork_source(
+    connection: AsyncConnection, key: SessionKey, now: float
+) -> tuple[StateDict, int, StateDict | None] | None:
+    """The source's state, revision and initial state; None if it is missing."""
+    result = await connection.execute(
+        select(sessions.c.state, sessions.c.revision, sessions.c.initial_state).where(
+            *_session_is(key), _not_expired(now)
+        )
+    )
+    row = result.first()
+    return None if row is None else (row[0], row[1], row[2])
+
+
+async def read_initial_state(
+    connection: AsyncConnection, key: SessionKey, now: float
+) -> StateDict | None:
+    found = await fork_source(connection, key, now)
+    if found is None:
+        return None
+    initial_state: StateDict | None = found[2]
+    return initial_state
+
+
+async def copy_events(
+    connection: AsyncConnection, source: SessionKey, session_id: str, after_seq: int, up_to_seq: int
+) -> None:
+    """Copies the source's events after_seq < seq <= up_to_seq into session
+    `session_id` of the same user, in one statement."""
+    columns = ["seq", "id", "invocation_id", "author", "timestamp", "data"]
+    copied = select(
+        events.c.app_name,
+        events.c.user_id,
+        literal(session_id).label("session_id"),
+        *(events.c[name] for name in columns),
+    ).where(*_events_of(source), events.c.seq > after_seq, events.c.seq <= up_to_seq)
+    await connection.execute(
+        events.insert().from_select(["app_name", "user_id", "session_id", *columns], copied)
+    )
+
+
+# -- the sweeper -----------------------------------------------------------
+
+
+async def expired_sessions(connection: AsyncConnection, now: float) -> list[tuple[SessionKey, int]]:
+    """The next expired sessions, oldest expiry first, with their event counts."""
+    result = await connection.execute(
+        select(sessions.c.app_name, sessions.c.user_id, sessions.c.id, sessions.c.revision)
+        .where(sessions.c.expire_time <= now)
+        .order_by(sessions.c.expire_time)
+        .limit(ERASE_CANDIDATES)
+    )
+    return [(SessionKey(row[0], row[1], row[2]), row[3]) for row in result]
+
+
+async def delete_any_sessions_with_events(
+    connection: AsyncConnection, keys: Sequence[SessionKey]
+) -> tuple[int, int]:
+    """Deletes the sessions (of any apps and users) and their events; returns
+    (sessions, events)."""
+    triples = [(key.app_name, key.user_id, key.session_id) for key in keys]
+    deleted_events = await connection.execute(
+        delete(events).where(
+            tuple_(events.c.app_name, events.c.user_id, events.c.session_id).in_(triples)
+        )
+    )
+    deleted_sessions = await connection.execute(
+        delete(sessions).where(
+            tuple_(sessions.c.app_name, sessions.c.user_id, sessions.c.id).in_(triples)
+        )
+    )
+    return deleted_sessions.rowcount, deleted_events.rowcount
+
+
+async def count_expired(connection: AsyncConnection, now: float) -> int:
+    result = await connection.execute(
+        select(func.count()).select_from(sessions).where(sessions.c.expire_time <= now)
+    )
+    return int(result.scalar_one())

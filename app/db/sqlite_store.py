@@ -15,6 +15,8 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from ..domain import (
     Erased,
+    Expiry,
+    ForkSource,
     MemoryRecord,
     NewEvent,
     SessionCursor,
@@ -25,6 +27,7 @@ from ..domain import (
     SharedScopes,
     SortOrder,
     StoredEvent,
+    Swept,
 )
 from ..errors import DatabaseUnavailable
 from ..state import ScopedDelta, StateDict
@@ -32,7 +35,7 @@ from . import memory_repository, repository
 from .database_errors import database_errors_as_domain_errors
 from .engine import WRITE_OPTION
 from .migrations import SchemaNotCurrent, require_current_schema
-from .store import MemoriesOf
+from .store import ForkOutcome, MemoriesOf
 
 # Rows per statement when memories are written or a session's events read
 # for memory: a long history is taken in bounded memory.
@@ -67,12 +70,24 @@ class SqliteStore:
                     yield connection
 
     async def append_event(
-        self, key: SessionKey, event: NewEvent, expected_revision: int | None, max_state_bytes: int
+        self,
+        key: SessionKey,
+        event: NewEvent,
+        expected_revision: int | None,
+        max_state_bytes: int,
+        now: float,
+        new_expiry: Expiry | None = None,
     ) -> int:
         async with self._write() as connection:
             return await repository.append_event(
-                connection, key, event, expected_revision, max_state_bytes
+                connection, key, event, expected_revision, max_state_bytes, now, new_expiry
             )
+
+    async def set_expiry(
+        self, key: SessionKey, expiry: Expiry, expected_revision: int | None, now: float
+    ) -> int | None:
+        async with self._write() as connection:
+            return await repository.set_expiry(connection, key, expiry, expected_revision, now)
 
     async def read_snapshot(
         self,
@@ -80,23 +95,33 @@ class SqliteStore:
         limit: int | None,
         after_timestamp: float | None,
         max_events_bytes: int,
+        now: float,
     ) -> SessionSnapshot | None:
         async with self._read() as connection:
             return await repository.read_snapshot(
-                connection, key, limit, after_timestamp, max_events_bytes
+                connection, key, limit, after_timestamp, max_events_bytes, now
             )
 
     # -- sessions ------------------------------------------------------------
 
     async def create_session(
-        self, key: SessionKey, delta: ScopedDelta, now: float, max_state_bytes: int
+        self,
+        key: SessionKey,
+        delta: ScopedDelta,
+        now: float,
+        expiry: Expiry,
+        max_state_bytes: int,
+        *,
+        forget_expired_memories: bool,
     ) -> SharedScopes | None:
         size = repository.session_state_bytes(delta.session)
         if size > max_state_bytes:
             raise repository.state_too_large("session", size, max_state_bytes)
         async with self._write() as connection:
-            if not await repository.insert_session(connection, key, delta.session, now):
-                return None
+            if not await repository.insert_session(connection, key, delta.session, now, expiry):
+                if not await _delete_if_expired(connection, key, now, forget_expired_memories):
+                    return None
+                await repository.insert_session(connection, key, delta.session, now, expiry)
             await repository.write_app_state(connection, key.app_name, delta.app, max_state_bytes)
             await repository.write_user_state(
                 connection, key.app_name, key.user_id, delta.user, max_state_bytes
@@ -113,10 +138,11 @@ class SqliteStore:
         after: SessionCursor | None,
         limit: int,
         max_bytes: int,
+        now: float,
     ) -> SessionListing:
         async with self._read() as connection:
             page, more = await repository.page_sessions(
-                connection, app_name, user_id, after, limit, max_bytes
+                connection, app_name, user_id, after, limit, max_bytes, now
             )
             app_state = await repository.read_app_state(connection, app_name)
             user_states = await repository.read_user_states(
@@ -124,21 +150,22 @@ class SqliteStore:
             )
         return SessionListing(page, app_state, user_states, more)
 
-    async def delete_session(self, key: SessionKey, *, with_memories: bool) -> bool:
+    async def delete_session(self, key: SessionKey, *, with_memories: bool, now: float) -> bool:
         async with self._write() as connection:
-            if not await repository.delete_session(connection, key):
+            alive = await repository.delete_session(connection, key, now)
+            if alive is None:
                 return False
             if with_memories:
                 await memory_repository.delete_session_memories(connection, key)
-        return True
+        return alive
 
     async def find_event(self, key: SessionKey, event_id: str) -> StoredEvent | None:
         async with self._read() as connection:
             return await repository.find_event(connection, key, event_id)
 
-    async def read_session(self, key: SessionKey) -> SessionRow | None:
+    async def read_session(self, key: SessionKey, now: float) -> SessionRow | None:
         async with self._read() as connection:
-            return await repository.read_session(connection, key)
+            return await repository.read_session(connection, key, now)
 
     async def page_events(
         self,
@@ -148,9 +175,10 @@ class SqliteStore:
         after_timestamp: float | None,
         limit: int,
         max_bytes: int,
+        now: float,
     ) -> tuple[list[StoredEvent], bool] | None:
         async with self._read() as connection:
-            if await repository.read_session(connection, key) is None:
+            if await repository.read_session(connection, key, now) is None:
                 return None
             return await repository.page_events(
                 connection, key, order, after_seq, after_timestamp, limit, max_bytes
@@ -164,14 +192,66 @@ class SqliteStore:
         async with self._read() as connection:
             return await repository.read_user_state(connection, app_name, user_id)
 
+    # -- fork ----------------------------------------------------------------
+
+    async def read_initial_state(self, key: SessionKey, now: float) -> StateDict | None:
+        async with self._read() as connection:
+            return await repository.read_initial_state(connection, key, now)
+
+    async def read_events(
+        self, key: SessionKey, after_seq: int, up_to_seq: int, limit: int
+    ) -> list[StoredEvent]:
+        async with self._read() as connection:
+            return await repository.read_events_after(connection, key, after_seq, limit, up_to_seq)
+
+    async def fork_session(
+        self,
+        source: ForkSource,
+        session_id: str,
+        now: float,
+        expiry: Expiry,
+        *,
+        forget_expired_memories: bool,
+    ) -> ForkOutcome:
+        origin = source.key
+        target = SessionKey(origin.app_name, origin.user_id, session_id)
+        async with self._write() as connection:
+            found = await repository.fork_source(connection, origin, now)
+            if found is None:
+                return "source_missing"
+            stored_state, revision, initial_state = found
+            up_to = revision if source.up_to_seq is None else source.up_to_seq
+            state = stored_state if source.state is None else source.state
+
+            async def insert() -> bool:
+                return await repository.insert_session(
+                    connection,
+                    target,
+                    state,
+                    now,
+                    expiry,
+                    revision=up_to,
+                    initial_state=initial_state,
+                )
+
+            if not await insert():
+                if not await _delete_if_expired(connection, target, now, forget_expired_memories):
+                    return "id_taken"
+                await insert()
+            # One statement: SQLite copies without a round trip per row.
+            await repository.copy_events(connection, origin, session_id, 0, up_to)
+        return "forked"
+
     # -- memory --------------------------------------------------------------
 
-    async def ingest_session(self, key: SessionKey, memories_of: MemoriesOf) -> int | None:
+    async def ingest_session(
+        self, key: SessionKey, memories_of: MemoriesOf, now: float
+    ) -> int | None:
         added = 0
         async with self._write() as connection:
-            # Locked for share until the memories are committed: a delete of
-            # the session (with its memories) waits, or this finds no session.
-            if await repository.read_session(connection, key, lock_for_share=True) is None:
+            # The write lock is held until the memories are committed: a
+            # delete of the session (with its memories) waits.
+            if await repository.read_session(connection, key, now) is None:
                 return None
             after_seq = 0
             while batch := await repository.read_events_after(
@@ -250,6 +330,33 @@ class SqliteStore:
                 )
             erased += Erased(sessions=sessions, events=events)
 
+    # -- the sweeper ---------------------------------------------------------
+
+    async def sweep_expired(
+        self, now: float, batch_events: int, *, with_memories: bool
+    ) -> Swept | None:
+        # Each batch holds the database's write lock: two processes sweeping
+        # one file take turns batch by batch and never delete a row twice.
+        swept = Swept()
+        while True:
+            async with self._write() as connection:
+                candidates = await repository.expired_sessions(connection, now)
+                batch = repository.events_batch(candidates, batch_events)
+                if not batch:
+                    return swept
+                sessions, events = await repository.delete_any_sessions_with_events(
+                    connection, batch
+                )
+                memories = 0
+                if with_memories:
+                    for key in batch:
+                        memories += await memory_repository.delete_session_memories(connection, key)
+            swept += Swept(sessions, events, memories)
+
+    async def count_expired(self, now: float) -> int:
+        async with self._read() as connection:
+            return await repository.count_expired(connection, now)
+
     # -- operations ----------------------------------------------------------
 
     async def check_ready(self) -> None:
@@ -264,3 +371,13 @@ class SqliteStore:
 
     async def close(self) -> None:
         await self.engine.dispose()
+
+
+async def _delete_if_expired(
+    connection: AsyncConnection, key: SessionKey, now: float, with_memories: bool
+) -> bool:
+    if not await repository.delete_if_expired(connection, key, now):
+        return False
+    if with_memories:
+        await memory_repository.delete_session_memories(connection, key)
+    return True

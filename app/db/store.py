@@ -8,10 +8,12 @@ when an append wrote nothing; anything else is a bug.
 """
 
 from collections.abc import Callable, Sequence
-from typing import Protocol
+from typing import Literal, Protocol
 
 from ..domain import (
     Erased,
+    Expiry,
+    ForkSource,
     MemoryRecord,
     NewEvent,
     SessionCursor,
@@ -22,22 +24,36 @@ from ..domain import (
     SharedScopes,
     SortOrder,
     StoredEvent,
+    Swept,
 )
 from ..state import ScopedDelta, StateDict
 
 # What memory keeps of a batch of a session's stored events.
 MemoriesOf = Callable[[Sequence[StoredEvent]], list[MemoryRecord]]
+ForkOutcome = Literal["forked", "source_missing", "id_taken"]
 
 
 class Store(Protocol):
+    # Every method that finds a session takes `now`: a session whose expiry
+    # time is at or before it is missing for every reader and writer, from
+    # that moment, whether or not the sweeper has deleted it yet.
+
     # -- sessions ------------------------------------------------------------
 
     async def create_session(
-        self, key: SessionKey, delta: ScopedDelta, now: float, max_state_bytes: int
+        self,
+        key: SessionKey,
+        delta: ScopedDelta,
+        now: float,
+        expiry: Expiry,
+        max_state_bytes: int,
+        *,
+        forget_expired_memories: bool,
     ) -> SharedScopes | None:
         """Creates the session with the delta's three scopes written; None
-        (nothing written) when its id is taken. StateTooLarge when a scope
-        would pass `max_state_bytes`."""
+        (nothing written) when its id is taken. An expired session of that id
+        is deleted first, with its events (and, if asked, its memories).
+        StateTooLarge when a scope would pass `max_state_bytes`."""
         ...
 
     async def read_snapshot(
@@ -46,6 +62,7 @@ class Store(Protocol):
         limit: int | None,
         after_timestamp: float | None,
         max_events_bytes: int,
+        now: float,
     ) -> SessionSnapshot | None:
         """The session with its scopes and its last `limit` events at or
         after the time, all as of one revision; None if there is no such
@@ -59,27 +76,43 @@ class Store(Protocol):
         after: SessionCursor | None,
         limit: int,
         max_bytes: int,
+        now: float,
     ) -> SessionListing:
         """Sessions in ADK's order (update time, user id, id) after the
         cursor: at most `limit` and, after the first, `max_bytes` of state."""
         ...
 
-    async def delete_session(self, key: SessionKey, *, with_memories: bool) -> bool:
-        """False when there was no such session."""
+    async def delete_session(self, key: SessionKey, *, with_memories: bool, now: float) -> bool:
+        """False when there was no such session (an expired one is deleted
+        all the same)."""
         ...
 
     async def append_event(
-        self, key: SessionKey, event: NewEvent, expected_revision: int | None, max_state_bytes: int
+        self,
+        key: SessionKey,
+        event: NewEvent,
+        expected_revision: int | None,
+        max_state_bytes: int,
+        now: float,
+        new_expiry: Expiry | None = None,
     ) -> int:
         """Stores the event and applies its delta; returns the new revision.
+        An idle timeout restarts at `now`; `new_expiry` replaces the expiry.
         AppendNotApplied, with nothing written, when the session is missing,
         is not at `expected_revision`, already holds the event's id, or a
         scope would pass `max_state_bytes`."""
         ...
 
+    async def set_expiry(
+        self, key: SessionKey, expiry: Expiry, expected_revision: int | None, now: float
+    ) -> int | None:
+        """Replaces the session's expiry; its revision, or None (nothing
+        written) when it is missing or not at `expected_revision`."""
+        ...
+
     async def find_event(self, key: SessionKey, event_id: str) -> StoredEvent | None: ...
 
-    async def read_session(self, key: SessionKey) -> SessionRow | None: ...
+    async def read_session(self, key: SessionKey, now: float) -> SessionRow | None: ...
 
     async def page_events(
         self,
@@ -89,6 +122,7 @@ class Store(Protocol):
         after_timestamp: float | None,
         limit: int,
         max_bytes: int,
+        now: float,
     ) -> tuple[list[StoredEvent], bool] | None:
         """At most `limit` events and `max_bytes` of event JSON, and whether
         more follow; None if there is no such session. ResponseTooLarge when
@@ -99,11 +133,41 @@ class Store(Protocol):
 
     async def read_user_state(self, app_name: str, user_id: str) -> StateDict: ...
 
+    # -- fork ----------------------------------------------------------------
+
+    async def read_initial_state(self, key: SessionKey, now: float) -> StateDict | None:
+        """The session-scope state the session was created with; None when
+        the session is missing or was created before it was recorded."""
+        ...
+
+    async def read_events(
+        self, key: SessionKey, after_seq: int, up_to_seq: int, limit: int
+    ) -> list[StoredEvent]:
+        """At most `limit` events with after_seq < seq <= up_to_seq, in order."""
+        ...
+
+    async def fork_session(
+        self,
+        source: ForkSource,
+        session_id: str,
+        now: float,
+        expiry: Expiry,
+        *,
+        forget_expired_memories: bool,
+    ) -> ForkOutcome:
+        """Creates session `session_id` of the source's user holding copies of
+        its events up to `source.up_to_seq`, copied in batches inside one
+        transaction, with `source.state` (or the source's state). The source
+        is kept from being deleted until the copy commits."""
+        ...
+
     # -- memory --------------------------------------------------------------
     # Writes of one user's memory are serialised, so that an add racing a
     # delete_memory cannot bring a deleted id back.
 
-    async def ingest_session(self, key: SessionKey, memories_of: MemoriesOf) -> int | None:
+    async def ingest_session(
+        self, key: SessionKey, memories_of: MemoriesOf, now: float
+    ) -> int | None:
         """Stores the memories of the session's events not stored yet, read
         in bounded batches; returns how many were added, None if there is no
         such session."""
@@ -148,6 +212,20 @@ class Store(Protocol):
     async def erase_app(self, app_name: str, batch_events: int) -> Erased:
         """Everything of the app: every user's sessions, events, user state and
         memories, and the app state."""
+        ...
+
+    # -- the sweeper ---------------------------------------------------------
+
+    async def sweep_expired(
+        self, now: float, batch_events: int, *, with_memories: bool
+    ) -> Swept | None:
+        """Deletes the sessions expired at `now` with their events (and, if
+        asked, their memories), a transaction per batch as an erasure does;
+        None when another process is sweeping this database."""
+        ...
+
+    async def count_expired(self, now: float) -> int:
+        """Expired sessions not deleted yet."""
         ...
 
     # -- operations ----------------------------------------------------------

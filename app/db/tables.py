@@ -19,6 +19,7 @@ from sqlalchemy import (
     Table,
     Text,
     UniqueConstraint,
+    text,
 )
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.engine import Dialect
@@ -97,9 +98,24 @@ sessions = Table(
     Column("revision", BigInteger, nullable=False),
     Column("create_time", Double, nullable=False),
     Column("update_time", Double, nullable=False),
+    # When the session expires (epoch seconds; NULL: never), and the idle
+    # timeout each append pushes it out by (NULL: the time is absolute).
+    Column("expire_time", Double, nullable=True),
+    Column("ttl_seconds", Double, nullable=True),
+    # The session-scope state given at creation: a fork derives the state
+    # after any event from it and the events' deltas (NULL for sessions that
+    # had events before migration 0007).
+    Column("initial_state", JsonDocument, nullable=True),
     # Keyset pagination in ADK's order, for one app and for one user of an app.
     Index("ix_sessions_app_order", "app_name", "update_time", "user_id", "id"),
     Index("ix_sessions_app_user_order", "app_name", "user_id", "update_time", "id"),
+    # The sweeper's: only sessions that expire are in it.
+    Index(
+        "ix_sessions_expire_time",
+        "expire_time",
+        postgresql_where=text("expire_time IS NOT NULL"),
+        sqlite_where=text("expire_time IS NOT NULL"),
+    ),
 )
 
 events = Table(

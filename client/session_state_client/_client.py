@@ -113,9 +113,57 @@ class SessionStateClient:
         user_id: str,
         session_id: str | None = None,
         state: Mapping[str, Any] | None = None,
+        ttl_seconds: float | None = None,
+        expire_time: float | None = None,
     ) -> Session:
-        """Creates a session; AlreadyExistsError if the id is taken."""
-        return self._send(_requests.create_session(app_name, user_id, session_id, state))
+        """Creates a session; AlreadyExistsError if the id is taken. It
+        expires `ttl_seconds` after its last event, or at `expire_time`
+        (epoch seconds); neither: the server's default for the app."""
+        return self._send(
+            _requests.create_session(app_name, user_id, session_id, state, ttl_seconds, expire_time)
+        )
+
+    def set_expiry(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        ttl_seconds: float | None = None,
+        expire_time: float | None = None,
+        if_match: int | None = None,
+    ) -> Session:
+        """Replaces the session's expiry (neither given: it never expires);
+        the session's events and revision are unchanged."""
+        return self._send(
+            _requests.set_expiry(app_name, user_id, session_id, ttl_seconds, expire_time, if_match)
+        )
+
+    def fork_session(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        new_session_id: str | None = None,
+        up_to_event_id: str | None = None,
+        ttl_seconds: float | None = None,
+        expire_time: float | None = None,
+    ) -> Session:
+        """A new session of the same user with copies of the events up to and
+        including `up_to_event_id` (all when None) and the state they leave;
+        returned without events. AlreadyExistsError if the new id is taken."""
+        return self._send(
+            _requests.fork_session(
+                app_name,
+                user_id,
+                session_id,
+                new_session_id,
+                up_to_event_id,
+                ttl_seconds,
+                expire_time,
+            )
+        )
 
     def get_session(
         self,
@@ -376,9 +424,57 @@ class AsyncSessionStateClient:
         user_id: str,
         session_id: str | None = None,
         state: Mapping[str, Any] | None = None,
+        ttl_seconds: float | None = None,
+        expire_time: float | None = None,
     ) -> Session:
-        """Creates a session; AlreadyExistsError if the id is taken."""
-        return await self._send(_requests.create_session(app_name, user_id, session_id, state))
+        """Creates a session; AlreadyExistsError if the id is taken. It
+        expires `ttl_seconds` after its last event, or at `expire_time`
+        (epoch seconds); neither: the server's default for the app."""
+        return await self._send(
+            _requests.create_session(app_name, user_id, session_id, state, ttl_seconds, expire_time)
+        )
+
+    async def set_expiry(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        ttl_seconds: float | None = None,
+        expire_time: float | None = None,
+        if_match: int | None = None,
+    ) -> Session:
+        """Replaces the session's expiry (neither given: it never expires);
+        the session's events and revision are unchanged."""
+        return await self._send(
+            _requests.set_expiry(app_name, user_id, session_id, ttl_seconds, expire_time, if_match)
+        )
+
+    async def fork_session(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        new_session_id: str | None = None,
+        up_to_event_id: str | None = None,
+        ttl_seconds: float | None = None,
+        expire_time: float | None = None,
+    ) -> Session:
+        """A new session of the same user with copies of the events up to and
+        including `up_to_event_id` (all when None) and the state they leave;
+        returned without events. AlreadyExistsError if the new id is taken."""
+        return await self._send(
+            _requests.fork_session(
+                app_name,
+                user_id,
+                session_id,
+                new_session_id,
+                up_to_event_id,
+                ttl_seconds,
+                expire_time,
+            )
+        )
 
     async def get_session(
         self,

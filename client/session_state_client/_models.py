@@ -33,6 +33,9 @@ class Session(_Wire):
     state: dict[str, Any] = Field(default_factory=dict)
     events: list[EventJSON] = Field(default_factory=list)
     last_update_time: float = 0.0
+    expire_time: float | None = Field(
+        default=None, description="When the session expires (epoch seconds); None: never."
+    )
     revision: int | None = None
 
 

@@ -137,16 +137,63 @@ def _state(response: Answer) -> dict[str, Any]:
     return state
 
 
+def _expiry(ttl_seconds: float | None, expire_time: float | None) -> dict[str, Any]:
+    """The expiry fields to send: none when neither is given (the server's
+    defaults apply)."""
+    return _params(ttlSeconds=ttl_seconds, expireTime=expire_time)
+
+
 def create_session(
-    app_name: str, user_id: str, session_id: str | None, state: Mapping[str, Any] | None
+    app_name: str,
+    user_id: str,
+    session_id: str | None,
+    state: Mapping[str, Any] | None,
+    ttl_seconds: float | None = None,
+    expire_time: float | None = None,
 ) -> Call[Session]:
-    body: dict[str, Any] = {}
+    body: dict[str, Any] = _expiry(ttl_seconds, expire_time)
     if session_id is not None:
         body["sessionId"] = session_id
     if state is not None:
         body["state"] = dict(state)
     path = f"/apps/{_segment(app_name)}/users/{_segment(user_id)}/sessions"
     return Call("POST", path, _session, json=body)
+
+
+def set_expiry(
+    app_name: str,
+    user_id: str,
+    session_id: str,
+    ttl_seconds: float | None,
+    expire_time: float | None,
+    if_match: int | None,
+) -> Call[Session]:
+    # Both null asks for no expiry.
+    body = {"ttlSeconds": ttl_seconds, "expireTime": expire_time}
+    return Call(
+        "PATCH",
+        _session_path(app_name, user_id, session_id),
+        _session,
+        json=body,
+        headers=_if_match(if_match),
+        # Setting an expiry again sets the same one (the revision does not move).
+        repeatable=True,
+    )
+
+
+def fork_session(
+    app_name: str,
+    user_id: str,
+    session_id: str,
+    new_session_id: str | None,
+    up_to_event_id: str | None,
+    ttl_seconds: float | None,
+    expire_time: float | None,
+) -> Call[Session]:
+    body = _expiry(ttl_seconds, expire_time) | _params(
+        sessionId=new_session_id, upToEventId=up_to_event_id
+    )
+    return Call("POST", f"{_session_path(app_name, user_id, session_id)}/fork", _session, json=body)
 
 
 def get_session(

@@ -1,6 +1,7 @@
 """SessionStateClient and AsyncSessionStateClient against a real server."""
 
 import asyncio
+import time
 
 import pytest
 
@@ -132,6 +133,75 @@ async def test_the_async_client_erases_too(base_url, app_name):
         await client.create_session(app_name=app_name, user_id="bob", session_id="s")
         await client.erase_app(app_name=app_name)
         assert not (await client.list_sessions(app_name=app_name)).sessions
+
+
+def test_expiry_and_fork_through_the_sync_client(base_url, app_name):
+    with SessionStateClient(base_url=base_url) as client:
+        created = client.create_session(
+            app_name=app_name, user_id="ada", session_id="s", state={"k": 0}, ttl_seconds=3600
+        )
+        assert created.expire_time is not None and created.expire_time > time.time() + 3500
+        for step in (1, 2):
+            client.append_event(
+                app_name=app_name,
+                user_id="ada",
+                session_id="s",
+                event={"id": f"e{step}", "author": "a", "actions": {"stateDelta": {"k": step}}},
+            )
+        dated = client.set_expiry(
+            app_name=app_name, user_id="ada", session_id="s", expire_time=4102444800, if_match=2
+        )
+        assert (dated.expire_time, dated.revision) == (4102444800, 2)
+        kept = client.set_expiry(app_name=app_name, user_id="ada", session_id="s")
+        assert kept.expire_time is None
+        with pytest.raises(StaleSessionError):
+            client.set_expiry(
+                app_name=app_name, user_id="ada", session_id="s", ttl_seconds=60, if_match=1
+            )
+
+        fork = client.fork_session(
+            app_name=app_name,
+            user_id="ada",
+            session_id="s",
+            new_session_id="s-b",
+            up_to_event_id="e1",
+            ttl_seconds=60,
+        )
+        assert (fork.id, fork.state, fork.revision, fork.events) == ("s-b", {"k": 1}, 1, [])
+        assert fork.expire_time is not None
+        copied = client.get_session(app_name=app_name, user_id="ada", session_id="s-b")
+        assert [event["id"] for event in copied.events] == ["e1"]
+        with pytest.raises(AlreadyExistsError):
+            client.fork_session(
+                app_name=app_name, user_id="ada", session_id="s", new_session_id="s-b"
+            )
+        with pytest.raises(ValidationError):
+            client.fork_session(
+                app_name=app_name, user_id="ada", session_id="s", up_to_event_id="nope"
+            )
+
+
+async def test_expiry_and_fork_through_the_async_client(base_url, app_name):
+    async with AsyncSessionStateClient(base_url=base_url) as client:
+        await client.create_session(app_name=app_name, user_id="bob", session_id="s")
+        await client.append_event(
+            app_name=app_name,
+            user_id="bob",
+            session_id="s",
+            event={"author": "a", "actions": {"stateDelta": {"k": 1}}},
+        )
+        fork = await client.fork_session(app_name=app_name, user_id="bob", session_id="s")
+        assert fork.id != "s" and fork.state == {"k": 1} and fork.revision == 1
+        assert fork.expire_time is None
+        expiring = await client.set_expiry(
+            app_name=app_name, user_id="bob", session_id=fork.id, ttl_seconds=120
+        )
+        assert expiring.expire_time is not None and expiring.revision == 1
+        # An expiry in the past is refused: the session would be gone at once.
+        with pytest.raises(ValidationError):
+            await client.set_expiry(
+                app_name=app_name, user_id="bob", session_id=fork.id, expire_time=1.0
+            )
 
 
 def test_iterators_walk_every_page(base_url, app_name):

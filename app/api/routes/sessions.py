@@ -13,6 +13,7 @@ from ...schemas import (
     CreateSessionRequest,
     Event,
     EventList,
+    ForkSessionRequest,
     PatchSessionRequest,
     Problem,
     Session,
@@ -170,7 +171,36 @@ async def create_session(app_name: AppName, user_id: UserId, request: Request) -
         if document is None
         else validate_body(CreateSessionRequest, document)
     )
-    session = await service.create_session(app_name, user_id, body.session_id, body.state)
+    session = await service.create_session(
+        app_name, user_id, body.session_id, body.state, body.requested_expiry()
+    )
+    return rendering.session_response(session, status_code=201)
+
+
+@router.post(
+    "/apps/{app_name}/users/{user_id}/sessions/{session_id}/fork",
+    status_code=201,
+    response_model=Session,
+    responses={
+        201: {
+            "headers": _ETAG_HEADER,
+            "description": "The new session, as lists show sessions: its state, no events "
+            "(read them with GET .../events)",
+        },
+        **problem_responses(404, 409),
+    },
+    openapi_extra=documented_body(ForkSessionRequest, required=False, example=examples.FORK),
+    summary="Fork a session: a new session with copies of its events up to one",
+)
+async def fork_session(
+    app_name: AppName, user_id: UserId, session_id: SessionId, request: Request
+) -> Response:
+    document = await read_json(request)
+    body = ForkSessionRequest() if document is None else validate_body(ForkSessionRequest, document)
+    key = SessionKey(app_name, user_id, session_id)
+    session = await service_of(request).fork_session(
+        key, body.session_id, body.up_to_event_id, body.requested_expiry()
+    )
     return rendering.session_response(session, status_code=201)
 
 
@@ -233,7 +263,7 @@ async def delete_session(
     response_model=Session,
     responses={200: {"headers": _ETAG_HEADER}, **problem_responses(400, 404, 412)},
     openapi_extra=documented_body(PatchSessionRequest, required=True, example=examples.PATCH_STATE),
-    summary="Change state without running an agent (recorded as an event)",
+    summary="Change state (recorded as an event) or expiry without running an agent",
 )
 async def patch_session(
     app_name: AppName,
@@ -246,7 +276,9 @@ async def patch_session(
     revision = expected_revision(if_match)
     body = validate_body(PatchSessionRequest, await read_json(request))
     try:
-        session = await service_of(request).patch_state(key, body.state_delta, revision)
+        session = await service_of(request).patch_session(
+            key, body.state_delta, body.requested_expiry(), revision
+        )
     except StaleSession:
         STALE_REJECTIONS.inc()
         raise

@@ -1,0 +1,97 @@
+"""The sweeper: deletes expired sessions with their events.
+
+Expired sessions are already missing for every API call (the store's reads
+and writes compare their expiry with the clock); the sweeper only frees
+their rows, in bounded batches, so it never holds many rows locked. `serve`
+runs it every SESSION_STATE_SWEEP_INTERVAL_SECONDS; `session-state sweep`
+runs one pass. With several processes on one PostgreSQL database, one
+sweeps at a time (the others' passes are skipped); on SQLite they take
+turns batch by batch.
+"""
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+
+from .db.store import Store
+from .domain import Swept
+from .errors import DatabaseUnavailable
+from .metrics import (
+    ROWS_SWEPT,
+    SESSIONS_EXPIRED_WAITING,
+    SESSIONS_SWEPT,
+    SWEEP_DURATION,
+    SWEEPS,
+)
+from .observability import trace_without_data
+from .service import ERASE_BATCH_EVENTS
+
+logger = logging.getLogger("session_state")
+
+
+@dataclass(frozen=True)
+class SweepReport:
+    """One pass: what it deleted (None: another process was sweeping), and
+    the expired sessions left when it ended."""
+
+    swept: Swept | None
+    waiting: int
+    seconds: float
+
+
+class Sweeper:
+    def __init__(
+        self,
+        store: Store,
+        *,
+        clock: Callable[[], float] = time.time,
+        with_memories: bool = False,
+        batch_events: int = ERASE_BATCH_EVENTS,
+    ) -> None:
+        self.store = store
+        self.clock = clock
+        self.with_memories = with_memories
+        self.batch_events = batch_events
+
+    async def sweep_once(self) -> SweepReport:
+        """One pass over everything expired now. DatabaseUnavailable when the
+        database cannot serve (what was committed before stays deleted)."""
+        started = time.monotonic()
+        try:
+            swept = await self.store.sweep_expired(
+                self.clock(), self.batch_events, with_memories=self.with_memories
+            )
+        except DatabaseUnavailable:
+            SWEEPS.labels("failed").inc()
+            raise
+        seconds = time.monotonic() - started
+        if swept is None:
+            SWEEPS.labels("skipped").inc()
+        else:
+            SWEEPS.labels("swept").inc()
+            SWEEP_DURATION.observe(seconds)
+            SESSIONS_SWEPT.inc(swept.sessions)
+            for table, rows in asdict(swept).items():
+                ROWS_SWEPT.labels(table).inc(rows)
+            if swept.sessions:
+                # Counts only, never whose: a session id may name a person.
+                logger.info("swept", extra={**asdict(swept), "seconds": round(seconds, 3)})
+        waiting = await self.store.count_expired(self.clock())
+        SESSIONS_EXPIRED_WAITING.set(waiting)
+        return SweepReport(swept, waiting, seconds)
+
+    async def run(self, interval_seconds: float) -> None:
+        """Sweeps every `interval_seconds` until cancelled; a pass that fails
+        is logged and the next one tried at its time."""
+        while True:
+            await asyncio.sleep(interval_seconds)
+            try:
+                await self.sweep_once()
+            except DatabaseUnavailable as error:
+                logger.warning("sweep failed: %s", error.detail)
+            except Exception as error:
+                # A bug must not stop sweeping for the life of the process.
+                SWEEPS.labels("failed").inc()
+                logger.error("sweep failed\n%s", trace_without_data(error))
