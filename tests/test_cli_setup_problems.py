@@ -50,7 +50,7 @@ def _one_line(result) -> str:
         ("postgresql+asyncpg://postgres@127.0.0.1:1/x", "is PostgreSQL running there?"),
         (f"postgresql+asyncpg://nobody@{POSTGRES_HOST}/test", "refused user 'nobody'"),
         (
-            f"postgresql+asyncpg://postgres@{POSTGRES_HOST}/missing_{uuid.uuid4().hex[:6]}",
+            f"postgresql+asyncpg://postgres@{POSTGRES_HOST}/no_such_database_9f4c2e",
             "does not exist on",
         ),
         ("sqlite+aiosqlite:////nonexistent-folder/x.db", "the folder /nonexistent-folder"),
