@@ -69,18 +69,22 @@ EXPIRE_TIME_DESCRIPTION = (
 )
 
 
-class Expiring(WireModel):
-    """ttlSeconds or expireTime (at most one of them not null)."""
-
+def _ttl_field(description: str) -> Any:
     # Strict: "60" or true is refused, not read as a number.
-    ttl_seconds: float | None = Field(
+    return Field(
         default=None,
         gt=0,
         le=MAX_TTL_SECONDS,
         strict=True,
         allow_inf_nan=False,
-        description=TTL_DESCRIPTION,
+        description=description,
     )
+
+
+class Expiring(WireModel):
+    """ttlSeconds or expireTime (at most one of them not null)."""
+
+    ttl_seconds: float | None = _ttl_field(TTL_DESCRIPTION)
     expire_time: float | None = Field(
         default=None, strict=True, allow_inf_nan=False, description=EXPIRE_TIME_DESCRIPTION
     )
@@ -104,14 +108,9 @@ class CreateSessionRequest(Expiring):
     state: dict[str, Any] | None = Field(
         default=None, description="Initial state; app: and user: keys go to their scopes."
     )
-    ttl_seconds: float | None = Field(
-        default=None,
-        gt=0,
-        le=MAX_TTL_SECONDS,
-        strict=True,
-        allow_inf_nan=False,
-        description=f"{TTL_DESCRIPTION} Omitted (with expireTime): the app's or the "
-        "deployment's default (SESSION_STATE_APP_TTL_SECONDS, SESSION_STATE_DEFAULT_TTL_SECONDS).",
+    ttl_seconds: float | None = _ttl_field(
+        f"{TTL_DESCRIPTION} Omitted (with expireTime): the app's or the "
+        "deployment's default (SESSION_STATE_APP_TTL_SECONDS, SESSION_STATE_DEFAULT_TTL_SECONDS)."
     )
 
 
@@ -139,13 +138,8 @@ class ForkSessionRequest(Expiring):
         max_length=contract.ID_MAX_LENGTH,
         description="Copy the events up to and including this one. Omit to copy them all.",
     )
-    ttl_seconds: float | None = Field(
-        default=None,
-        gt=0,
-        le=MAX_TTL_SECONDS,
-        strict=True,
-        allow_inf_nan=False,
-        description=f"{TTL_DESCRIPTION} Omitted (with expireTime): the defaults, as at creation.",
+    ttl_seconds: float | None = _ttl_field(
+        f"{TTL_DESCRIPTION} Omitted (with expireTime): the defaults, as at creation."
     )
 
 
