@@ -16,6 +16,7 @@ import signal
 import sys
 import tempfile
 import threading
+from pathlib import Path
 
 from .config import Settings
 from .observability import logging_config
@@ -146,6 +147,20 @@ def sweep(arguments: argparse.Namespace) -> int:
     return exit_code
 
 
+def export(arguments: argparse.Namespace) -> int:
+    from .transfer import commands
+
+    exit_code: int = asyncio.run(commands.export(_settings_from(arguments), arguments))
+    return exit_code
+
+
+def import_dump(arguments: argparse.Namespace) -> int:
+    from .transfer import commands
+
+    exit_code: int = asyncio.run(commands.import_dump(_settings_from(arguments), arguments))
+    return exit_code
+
+
 def openapi(_arguments: argparse.Namespace) -> int:
     from .main import create_app
 
@@ -194,9 +209,29 @@ def build_parser() -> argparse.ArgumentParser:
     sweep_parser.add_argument("--database-url", help="overrides SESSION_STATE_DATABASE_URL")
     sweep_parser.set_defaults(handler=sweep)
 
+    _add_transfer_parsers(commands)
+
     openapi_parser = commands.add_parser("openapi", help="print the OpenAPI spec as JSON")
     openapi_parser.set_defaults(handler=openapi)
     return parser
+
+
+def _add_transfer_parsers(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    export_parser = commands.add_parser(
+        "export", help="write sessions, events, state and memories as a dump (JSON Lines)"
+    )
+    export_parser.add_argument("--app", help="only this app")
+    export_parser.add_argument("--user", help="only this user (of every app, or of --app)")
+    export_parser.add_argument("--output", type=Path, help="the file to write (default stdout)")
+    export_parser.add_argument("--database-url", help="overrides SESSION_STATE_DATABASE_URL")
+    export_parser.set_defaults(handler=export)
+
+    import_parser = commands.add_parser(
+        "import", help="load a dump; what is stored already is skipped, conflicts are reported"
+    )
+    import_parser.add_argument("file", type=Path, help="the dump (- for stdin)")
+    import_parser.add_argument("--database-url", help="overrides SESSION_STATE_DATABASE_URL")
+    import_parser.set_defaults(handler=import_dump)
 
 
 def _add_sessions_parser(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:

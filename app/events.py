@@ -132,6 +132,27 @@ def prepare_event(
     return PreparedEvent(stored, bool(stored.get("partial")), had_timestamp, record)
 
 
+def restored_event(document: Any, limits: Limits) -> NewEvent:
+    """An event as a dump holds it (stored before: its id and timestamp set,
+    no temp: keys), checked as an append checks it; InvalidInput if not."""
+    errors = _check(document, limits)
+    if not errors and document.get("id") is None:
+        errors.append(FieldError(["body", "id"], "a stored event has an id"))
+    if not errors and document.get("timestamp") is None:
+        errors.append(FieldError(["body", "timestamp"], "a stored event has a timestamp"))
+    if errors:
+        raise InvalidInput(errors)
+    _, invocation_id = _field(document, *INVOCATION_ID)
+    return NewEvent(
+        id=document["id"],
+        invocation_id=invocation_id or "",
+        author=document["author"],
+        timestamp=float(document["timestamp"]),
+        data=json_codec.dumps_text(document),
+        delta=split_delta({}),
+    )
+
+
 def is_same_event(stored: dict[str, Any], incoming: PreparedEvent) -> bool:
     """Whether a request repeats the stored event (a retry), ignoring the
     timestamp the server assigned when the request carried none."""

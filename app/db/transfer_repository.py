@@ -1,0 +1,212 @@
+"""The SQL of export and import, as SQLAlchemy Core over `tables.py`: the
+same statements on both backends (an operator's bulk tool, not a request
+path). Reads walk every table in primary-key order with keyset pages, so a
+dump of any size is read in bounded memory; writes run in transactions the
+caller owns."""
+
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import Row, Table, insert, or_, select, tuple_
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from ..domain import NewEvent, SessionKey
+from .repository import entry_bytes, session_state_bytes
+from .tables import app_states, events, forgotten_memories, memories, sessions, user_states
+
+SESSION_COLUMNS = (
+    "app_name",
+    "user_id",
+    "id",
+    "state",
+    "initial_state",
+    "revision",
+    "create_time",
+    "update_time",
+    "expire_time",
+    "ttl_seconds",
+)
+MEMORY_COLUMNS = (
+    "id",
+    "app_name",
+    "user_id",
+    "session_id",
+    "event_id",
+    "author",
+    "role",
+    "timestamp",
+    "text",
+    "content",
+    "custom_metadata",
+)
+
+
+def _owned_by(table: Table, app_name: str | None, user_id: str | None) -> list[Any]:
+    conditions = []
+    if app_name is not None:
+        conditions.append(table.c.app_name == app_name)
+    if user_id is not None:
+        conditions.append(table.c.user_id == user_id)
+    return conditions
+
+
+async def page_in_key_order(
+    connection: AsyncConnection,
+    table: Table,
+    columns: Sequence[str],
+    app_name: str | None,
+    user_id: str | None,
+    after: tuple[Any, ...] | None,
+    limit: int,
+    *,
+    live_at: float | None = None,
+) -> Sequence[Row[Any]]:
+    """The next `limit` rows of `table` (of the app and user, when given)
+    after the primary key `after`, in primary-key order. `live_at`: sessions
+    only, those not expired at that time."""
+    key = [column for column in table.primary_key.columns]
+    statement = select(*(table.c[name] for name in columns)).where(
+        *_owned_by(table, app_name, user_id)
+    )
+    if after is not None:
+        statement = statement.where(tuple_(*key) > tuple_(*after))
+    if live_at is not None:
+        statement = statement.where(
+            or_(sessions.c.expire_time.is_(None), sessions.c.expire_time > live_at)
+        )
+    result = await connection.execute(statement.order_by(*key).limit(limit))
+    return result.all()
+
+
+# -- import ------------------------------------------------------------------
+
+
+def _scope_table(user_id: str | None) -> Table:
+    return app_states if user_id is None else user_states
+
+
+async def stored_values(
+    connection: AsyncConnection, app_name: str, user_id: str | None, keys: Sequence[str]
+) -> dict[str, Any]:
+    """The stored values of these keys of the app's (or the user's) state."""
+    table = _scope_table(user_id)
+    result = await connection.execute(
+        select(table.c.key, table.c.value).where(
+            *_owned_by(table, app_name, user_id), table.c.key.in_(keys)
+        )
+    )
+    return {key: value for key, value in result}
+
+
+async def insert_values(
+    connection: AsyncConnection, app_name: str, user_id: str | None, entries: dict[str, Any]
+) -> None:
+    table = _scope_table(user_id)
+    owner = {"app_name": app_name, **({} if user_id is None else {"user_id": user_id})}
+    await connection.execute(
+        insert(table),
+        [
+            {**owner, "key": key, "value": value, "size": entry_bytes(key, value)}
+            for key, value in entries.items()
+        ],
+    )
+
+
+async def find_session(connection: AsyncConnection, key: SessionKey) -> Row[Any] | None:
+    """The session's row as `SESSION_COLUMNS`, expired or not."""
+    result = await connection.execute(
+        select(*(sessions.c[name] for name in SESSION_COLUMNS)).where(
+            sessions.c.app_name == key.app_name,
+            sessions.c.user_id == key.user_id,
+            sessions.c.id == key.session_id,
+        )
+    )
+    return result.first()
+
+
+async def insert_session(connection: AsyncConnection, values: dict[str, Any]) -> None:
+    """`values`: SESSION_COLUMNS."""
+    await connection.execute(
+        insert(sessions).values(**values, state_bytes=session_state_bytes(values["state"]))
+    )
+
+
+async def insert_events(
+    connection: AsyncConnection, key: SessionKey, batch: Sequence[tuple[int, NewEvent]]
+) -> None:
+    await connection.execute(
+        insert(events),
+        [
+            {
+                "app_name": key.app_name,
+                "user_id": key.user_id,
+                "session_id": key.session_id,
+                "seq": seq,
+                "id": event.id,
+                "invocation_id": event.invocation_id,
+                "author": event.author,
+                "timestamp": event.timestamp,
+                "data": event.data,
+            }
+            for seq, event in batch
+        ],
+    )
+
+
+async def stored_event_data(
+    connection: AsyncConnection, key: SessionKey, seqs: Sequence[int]
+) -> dict[int, str]:
+    result = await connection.execute(
+        select(events.c.seq, events.c.data).where(
+            events.c.app_name == key.app_name,
+            events.c.user_id == key.user_id,
+            events.c.session_id == key.session_id,
+            events.c.seq.in_(seqs),
+        )
+    )
+    return {seq: data for seq, data in result}
+
+
+async def stored_memories(
+    connection: AsyncConnection,
+    app_name: str,
+    user_id: str,
+    session_id: str,
+    event_ids: Sequence[str],
+) -> dict[str, Row[Any]]:
+    """The stored memories of these events of the session, by event id."""
+    result = await connection.execute(
+        select(*(memories.c[name] for name in MEMORY_COLUMNS)).where(
+            memories.c.app_name == app_name,
+            memories.c.user_id == user_id,
+            memories.c.session_id == session_id,
+            memories.c.event_id.in_(event_ids),
+        )
+    )
+    return {row.event_id: row for row in result}
+
+
+async def insert_memories(connection: AsyncConnection, rows: Sequence[dict[str, Any]]) -> None:
+    """`rows`: MEMORY_COLUMNS but the id, with the searchable text columns."""
+    await connection.execute(insert(memories), list(rows))
+
+
+async def is_forgotten(
+    connection: AsyncConnection, app_name: str, user_id: str, memory_id: str
+) -> bool:
+    result = await connection.execute(
+        select(forgotten_memories.c.memory_id).where(
+            forgotten_memories.c.app_name == app_name,
+            forgotten_memories.c.user_id == user_id,
+            forgotten_memories.c.memory_id == memory_id,
+        )
+    )
+    return result.first() is not None
+
+
+async def insert_forgotten(
+    connection: AsyncConnection, app_name: str, user_id: str, memory_id: str
+) -> None:
+    await connection.execute(
+        insert(forgotten_memories).values(app_name=app_name, user_id=user_id, memory_id=memory_id)
+    )

@@ -1,0 +1,128 @@
+"""The `export` and `import` commands: files, progress and summaries around
+the exporter and the importer."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import sys
+import time
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import IO, Any, TextIO
+
+from sqlalchemy.ext.asyncio import AsyncEngine
+from tqdm import tqdm
+
+from ..config import Settings
+from ..db import migrations
+from ..db.engine import create_engine
+from ..limits import Limits
+from ..setup_problems import SetupProblem
+from .dump_format import MAX_LINE_BYTES, DumpError
+from .exporter import Exporter
+from .importer import Importer
+
+
+@asynccontextmanager
+async def _engine(settings: Settings, *, create: bool) -> AsyncIterator[AsyncEngine]:
+    """The database at its current schema. `create`: an embedded SQLite
+    database is created and migrated as `serve` does; else it must exist."""
+    if settings.is_sqlite and not create:
+        from ..operator_commands import require_existing_database
+
+        require_existing_database(settings)
+    engine = create_engine(settings)
+    try:
+        if settings.is_sqlite:
+            await migrations.upgrade(engine)
+        await migrations.require_current_schema(engine)
+        yield engine
+    finally:
+        await engine.dispose()
+
+
+def _progress(description: str) -> tqdm[Any]:
+    # On a terminal only (disable=None): a pipe or a log gets the summary alone.
+    return tqdm(desc=description, unit=" events", file=sys.stderr, disable=None, leave=False)
+
+
+async def export(settings: Settings, arguments: argparse.Namespace) -> int:
+    output: Path | None = arguments.output
+    async with _engine(settings, create=False) as engine:
+        with _opened_for_writing(output) as out, _progress("exported") as progress:
+            counts = await Exporter(
+                engine,
+                out,
+                arguments.app,
+                arguments.user,
+                now=time.time(),
+                on_events=progress.update,
+            ).run()
+    # The dump may be on stdout: the summary goes to stderr.
+    print(json.dumps({"exported": counts.as_dict()}), file=sys.stderr)
+    return 0
+
+
+@contextlib.contextmanager
+def _opened_for_writing(output: Path | None) -> Iterator[TextIO]:
+    if output is None:
+        yield sys.stdout
+        return
+    try:
+        with output.open("w", encoding="utf-8") as out:
+            yield out
+    except OSError as error:
+        raise SetupProblem(f"cannot write {output}: {error.strerror}") from None
+
+
+async def import_dump(settings: Settings, arguments: argparse.Namespace) -> int:
+    path: Path = arguments.file
+    async with _engine(settings, create=True) as engine:
+        importer = Importer(engine, Limits.from_settings(settings))
+        with _opened_for_reading(path) as source, _progress("imported") as progress:
+            importer.on_events = progress.update
+            try:
+                await importer.run(_numbered_lines(source))
+            except DumpError as error:
+                print(json.dumps({"imported": importer.summary.as_dict()}))
+                print(f"session-state: {path}: {error}", file=sys.stderr)
+                return 1
+    summary = importer.summary
+    print(json.dumps({"imported": summary.as_dict()}))
+    if summary.conflict_count:
+        print(
+            f"session-state: {summary.conflict_count} conflicts: stored with other content and "
+            'left as they are (the summary\'s "conflicts" names them)',
+            file=sys.stderr,
+        )
+        return 1
+    return 0
+
+
+@contextlib.contextmanager
+def _opened_for_reading(path: Path) -> Iterator[IO[bytes]]:
+    if str(path) == "-":
+        yield sys.stdin.buffer
+        return
+    try:
+        with path.open("rb") as source:
+            yield source
+    except OSError as error:
+        raise SetupProblem(f"cannot read {path}: {error.strerror}") from None
+
+
+def _numbered_lines(source: IO[bytes]) -> Iterator[tuple[int, str]]:
+    """The file's lines, numbered from 1, each read with a bound: a line
+    longer than any a dump holds is refused before it is read whole."""
+    number = 0
+    while line := source.readline(MAX_LINE_BYTES + 1):
+        number += 1
+        if len(line) > MAX_LINE_BYTES:
+            raise DumpError(f"line {number}: longer than {MAX_LINE_BYTES} bytes")
+        try:
+            yield number, line.decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise DumpError(f"line {number}: not UTF-8 ({error.reason})") from None

@@ -1,0 +1,177 @@
+"""The dump format: JSON Lines, one object per line, versioned by its first
+line. docs/operations.md#the-dump-format describes it for readers of dumps;
+the models here are what an import accepts (a dump is untrusted input: every
+identifier, value and number is checked as the API checks it)."""
+
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    ValidationError,
+)
+from pydantic.alias_generators import to_camel
+from pydantic_core import PydanticCustomError
+
+from .. import json_codec
+from ..identifiers import name_problem, session_id_problem
+from ..json_rules import find_unstorable
+
+FORMAT: Literal["session-state-dump"] = "session-state-dump"
+VERSION: Literal[1] = 1
+# Deeper than the API's default nesting limit would refuse values the API
+# stored under a raised SESSION_STATE_MAX_JSON_DEPTH; the parsers stop near 1,000.
+MAX_DEPTH = 512
+# No line of a dump is longer: an event is at most 4 MiB as stored by default,
+# and a scope's state 1 MiB; a longer line is refused, never read whole.
+MAX_LINE_BYTES = 64 * 1024 * 1024
+
+
+def _checked(problem_of: Any) -> Any:
+    def check(text: str) -> str:
+        problem = problem_of(text)
+        if problem is not None:
+            raise PydanticCustomError("identifier", problem)
+        return text
+
+    return AfterValidator(check)
+
+
+Name = Annotated[str, _checked(name_problem)]
+SessionId = Annotated[str, _checked(session_id_problem)]
+EventId = Annotated[str, Field(min_length=1, max_length=128)]
+Seconds = Annotated[float, Field(ge=0, le=253402300799, allow_inf_nan=False)]
+Count = Annotated[int, Field(ge=0)]
+
+
+class _Line(BaseModel):
+    model_config = ConfigDict(
+        alias_generator=to_camel, populate_by_name=True, extra="forbid", strict=True
+    )
+
+
+class Header(_Line):
+    format: Literal["session-state-dump"]
+    version: Literal[1]
+    exported_at: Seconds
+    app: Name | None = None
+    user: Name | None = None
+
+
+class AppState(_Line):
+    kind: Literal["app"]
+    app: Name
+    state: dict[str, Any]
+
+
+class UserState(_Line):
+    kind: Literal["user"]
+    app: Name
+    user: Name
+    state: dict[str, Any]
+
+
+class Session(_Line):
+    kind: Literal["session"]
+    app: Name
+    user: Name
+    id: SessionId
+    state: dict[str, Any]
+    # The session-scope state it was created with; None for sessions created
+    # before that was recorded (migration 0007).
+    initial_state: dict[str, Any] | None
+    revision: Count
+    create_time: Seconds
+    update_time: Seconds
+    expire_time: Seconds | None
+    ttl_seconds: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None
+    # How many event lines follow, in seq order.
+    events: Count
+
+
+class Event(_Line):
+    kind: Literal["event"]
+    seq: Annotated[int, Field(ge=1)]
+    event: dict[str, Any]
+
+
+class Memory(_Line):
+    kind: Literal["memory"]
+    app: Name
+    user: Name
+    session: SessionId | Literal[""]
+    event_id: EventId
+    author: str
+    role: str | None
+    timestamp: Seconds
+    text: str
+    content: dict[str, Any] | None
+    custom_metadata: dict[str, Any] | None
+
+
+class Forgotten(_Line):
+    kind: Literal["forgotten"]
+    app: Name
+    user: Name
+    memory_id: EventId
+
+
+class End(_Line):
+    kind: Literal["end"]
+    counts: dict[str, Count]
+
+
+Line = AppState | UserState | Session | Event | Memory | Forgotten | End
+_LINE: TypeAdapter[Line] = TypeAdapter(Annotated[Line, Field(discriminator="kind")])
+
+
+class DumpError(ValueError):
+    """A line that is not part of a valid dump; the message names the line."""
+
+
+def encode(line: _Line) -> str:
+    return json_codec.dumps_text(line.model_dump(by_alias=True)) + "\n"
+
+
+def parse_header(text: str) -> Header:
+    document = _document(text, 1)
+    if not isinstance(document, dict) or document.get("format") != FORMAT:
+        raise DumpError(f'line 1: not a session-state dump (no "format": "{FORMAT}")')
+    if document.get("version") != VERSION:
+        raise DumpError(
+            f"line 1: dump format version {document.get('version')!r}; "
+            f"this version of session-state reads version {VERSION}"
+        )
+    try:
+        return Header.model_validate(document)
+    except ValidationError as error:
+        raise DumpError(f"line 1: {_first_problem(error)}") from None
+
+
+def parse_line(text: str, number: int) -> Line:
+    document = _document(text, number)
+    try:
+        return _LINE.validate_python(document)
+    except ValidationError as error:
+        raise DumpError(f"line {number}: {_first_problem(error)}") from None
+
+
+def _document(text: str, number: int) -> Any:
+    try:
+        document = json_codec.loads(text)
+    except json_codec.InvalidJSON as error:
+        raise DumpError(f"line {number}: not JSON ({error})") from None
+    problem = find_unstorable(document, MAX_DEPTH)
+    if problem is not None:
+        where = ".".join(str(part) for part in problem.loc)
+        raise DumpError(f"line {number}: {where}: {problem.msg}")
+    return document
+
+
+def _first_problem(error: ValidationError) -> str:
+    detail = error.errors()[0]
+    where = ".".join(str(part) for part in detail["loc"])
+    return f"{where}: {detail['msg']}" if where else str(detail["msg"])

@@ -1,0 +1,349 @@
+"""`session-state import`: a dump loaded into the configured database.
+
+Idempotent: what is already stored identically is skipped, what is stored
+differently is a conflict, reported and left alone. A session is written
+with all of its events in one transaction, or not at all, so an import that
+was interrupted (or stopped at a bad line) leaves whole sessions only, and
+running it again completes it. Values are compared as JSON (`1` is not `1.0`,
+key order does not count)."""
+
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+from .. import json_codec
+from ..db import transfer_repository as sql
+from ..db.engine import WRITE_OPTION
+from ..domain import NewEvent, SessionKey
+from ..errors import InvalidInput
+from ..events import restored_event
+from ..limits import Limits
+from ..search_text import search_text
+from . import dump_format as dump
+
+EVENT_BATCH = 1000
+KEY_BATCH = 500
+# Conflicts are counted; this many are described in the summary.
+CONFLICTS_DESCRIBED = 100
+
+
+@dataclass
+class Outcome:
+    added: int = 0
+    skipped: int = 0
+    conflicts: int = 0
+
+
+@dataclass
+class ImportSummary:
+    sessions: Outcome = field(default_factory=Outcome)
+    events: Outcome = field(default_factory=Outcome)
+    state_keys: Outcome = field(default_factory=Outcome)
+    memories: Outcome = field(default_factory=Outcome)
+    forgotten: Outcome = field(default_factory=Outcome)
+    conflicts: list[str] = field(default_factory=list)
+
+    def conflict(self, outcome: Outcome, description: str) -> None:
+        outcome.conflicts += 1
+        if len(self.conflicts) < CONFLICTS_DESCRIBED:
+            self.conflicts.append(description)
+
+    def as_dict(self) -> dict[str, Any]:
+        parts = {
+            "sessions": self.sessions,
+            "events": self.events,
+            "stateKeys": self.state_keys,
+            "memories": self.memories,
+            "forgotten": self.forgotten,
+        }
+        return {
+            **{name: dict(outcome.__dict__) for name, outcome in parts.items()},
+            "conflicts": self.conflicts,
+        }
+
+    @property
+    def conflict_count(self) -> int:
+        return sum(
+            outcome.conflicts
+            for outcome in (self.sessions, self.state_keys, self.memories, self.forgotten)
+        )
+
+
+def same_json(left: Any, right: Any) -> bool:
+    """Equal as JSON values: types count (1, 1.0 and true differ), the order
+    of an object's keys does not (JSONB keeps its own)."""
+    if type(left) is not type(right):
+        return False
+    if isinstance(left, dict):
+        return left.keys() == right.keys() and all(same_json(left[k], right[k]) for k in left)
+    if isinstance(left, list):
+        return len(left) == len(right) and all(map(same_json, left, right))
+    return bool(left == right)
+
+
+class _Lines:
+    """The dump's lines after the header, parsed, with one line of lookahead."""
+
+    def __init__(self, texts: Iterator[tuple[int, str]]) -> None:
+        self.texts = texts
+        self.ahead: tuple[int, dump.Line] | None = None
+
+    def next(self) -> tuple[int, dump.Line] | None:
+        if self.ahead is not None:
+            line, self.ahead = self.ahead, None
+            return line
+        for number, text in self.texts:
+            if text.strip():
+                return number, dump.parse_line(text, number)
+        return None
+
+    def next_event(self, number_of_session: int) -> tuple[int, dump.Event]:
+        item = self.next()
+        if item is None or not isinstance(item[1], dump.Event):
+            where = "the end of the dump" if item is None else f"line {item[0]}"
+            raise dump.DumpError(
+                f"{where}: the session of line {number_of_session} has fewer event lines "
+                'than its "events" says (the dump is cut short or edited)'
+            )
+        return item[0], item[1]
+
+
+@dataclass
+class Importer:
+    engine: AsyncEngine
+    limits: Limits
+    # Called with the number of event lines read since the last call.
+    on_events: Callable[[int], object] = lambda _count: None
+    summary: ImportSummary = field(default_factory=ImportSummary)
+
+    async def run(self, texts: Iterator[tuple[int, str]]) -> ImportSummary:
+        """DumpError for a line that does not belong to a dump; what was
+        imported before it stays (whole sessions, whole scopes)."""
+        first = next(texts, None)
+        if first is None:
+            raise dump.DumpError("the file is empty: not a session-state dump")
+        dump.parse_header(first[1])
+        lines = _Lines(texts)
+        end: dump.End | None = None
+        while (item := lines.next()) is not None:
+            number, line = item
+            if end is not None:
+                raise dump.DumpError(f"line {number}: a line after the end line")
+            if isinstance(line, dump.Session):
+                await self._session(number, line, lines)
+            elif isinstance(line, dump.AppState):
+                await self._scope(line.app, None, line.state)
+            elif isinstance(line, dump.UserState):
+                await self._scope(line.app, line.user, line.state)
+            elif isinstance(line, dump.Memory):
+                await self._memory(line)
+            elif isinstance(line, dump.Forgotten):
+                await self._forgotten(line)
+            elif isinstance(line, dump.Event):
+                raise dump.DumpError(f"line {number}: an event line that follows no session line")
+            else:
+                end = line
+        if end is None:
+            raise dump.DumpError(
+                "the dump ends without its end line: it was cut short (what it held so far "
+                "is imported; import the complete dump to finish)"
+            )
+        return self.summary
+
+    @asynccontextmanager
+    async def _write(self) -> AsyncIterator[AsyncConnection]:
+        """One transaction; on SQLite it holds the write lock from BEGIN."""
+        async with self.engine.connect() as connection:
+            await connection.execution_options(**{WRITE_OPTION: True})
+            async with connection.begin():
+                yield connection
+
+    # -- sessions and their events -------------------------------------------
+
+    async def _session(self, number: int, line: dump.Session, lines: _Lines) -> None:
+        key = SessionKey(line.app, line.user, line.id)
+        values = {
+            "app_name": line.app,
+            "user_id": line.user,
+            "id": line.id,
+            "state": line.state,
+            "initial_state": line.initial_state,
+            "revision": line.revision,
+            "create_time": line.create_time,
+            "update_time": line.update_time,
+            "expire_time": line.expire_time,
+            "ttl_seconds": line.ttl_seconds,
+        }
+        try:
+            async with self._write() as connection:
+                stored = await sql.find_session(connection, key)
+                if stored is not None:
+                    same = all(
+                        same_json(getattr(stored, name), value) for name, value in values.items()
+                    )
+                    same = (
+                        await self._copy_events(connection, key, number, line, lines, compare=True)
+                        and same
+                    )
+                else:
+                    await sql.insert_session(connection, values)
+                    await self._copy_events(connection, key, number, line, lines, compare=False)
+            # Counted once committed.
+            if stored is None:
+                self.summary.sessions.added += 1
+                self.summary.events.added += line.events
+                return
+        except IntegrityError:
+            # Created by someone else since it was looked up.
+            self.summary.conflict(self.summary.sessions, _describe(key, "created meanwhile"))
+            return
+        if same:
+            self.summary.sessions.skipped += 1
+        else:
+            self.summary.conflict(
+                self.summary.sessions, _describe(key, "stored with other content; left as it is")
+            )
+
+    async def _copy_events(
+        self,
+        connection: AsyncConnection,
+        key: SessionKey,
+        number: int,
+        line: dump.Session,
+        lines: _Lines,
+        *,
+        compare: bool,
+    ) -> bool:
+        """Reads the session's event lines and inserts them in batches, or
+        (`compare`) tells whether they are the ones stored."""
+        last_seq = 0
+        same = True
+        for start in range(0, line.events, EVENT_BATCH):
+            batch: list[tuple[int, NewEvent]] = []
+            for _ in range(min(EVENT_BATCH, line.events - start)):
+                event_number, event_line = lines.next_event(number)
+                if not last_seq < event_line.seq <= line.revision:
+                    raise dump.DumpError(
+                        f"line {event_number}: seq {event_line.seq} is not after {last_seq} "
+                        f"and at most the session's revision {line.revision}"
+                    )
+                last_seq = event_line.seq
+                batch.append((event_line.seq, self._event(event_number, event_line)))
+            self.on_events(len(batch))
+            if not compare:
+                await sql.insert_events(connection, key, batch)
+                continue
+            stored = await sql.stored_event_data(connection, key, [seq for seq, _ in batch])
+            matching = sum(stored.get(seq) == event.data for seq, event in batch)
+            self.summary.events.skipped += matching
+            same = same and matching == len(batch) and len(stored) == len(batch)
+        return same
+
+    def _event(self, number: int, line: dump.Event) -> NewEvent:
+        try:
+            return restored_event(line.event, self.limits)
+        except InvalidInput as error:
+            problem = error.errors[0]
+            where = ".".join(str(part) for part in problem.loc[1:])
+            raise dump.DumpError(f"line {number}: event.{where}: {problem.msg}") from None
+
+    # -- app and user state --------------------------------------------------
+
+    async def _scope(self, app_name: str, user_id: str | None, state: dict[str, Any]) -> None:
+        keys = list(state)
+        scope = f"app {app_name!r}" if user_id is None else f"user {user_id!r} of app {app_name!r}"
+        try:
+            async with self._write() as connection:
+                for start in range(0, len(keys), KEY_BATCH):
+                    chunk = keys[start : start + KEY_BATCH]
+                    stored = await sql.stored_values(connection, app_name, user_id, chunk)
+                    new = {key: state[key] for key in chunk if key not in stored}
+                    for key in chunk:
+                        if key not in stored:
+                            continue
+                        if same_json(stored[key], state[key]):
+                            self.summary.state_keys.skipped += 1
+                        else:
+                            self.summary.conflict(
+                                self.summary.state_keys,
+                                f"state key {key!r} of the {scope}: stored with another value; "
+                                "left as it is",
+                            )
+                    if new:
+                        await sql.insert_values(connection, app_name, user_id, new)
+                        self.summary.state_keys.added += len(new)
+        except IntegrityError:
+            self.summary.conflict(
+                self.summary.state_keys, f"state of the {scope}: written meanwhile; run it again"
+            )
+
+    # -- memory --------------------------------------------------------------
+
+    async def _memory(self, line: dump.Memory) -> None:
+        row = {
+            "app_name": line.app,
+            "user_id": line.user,
+            "session_id": line.session,
+            "event_id": line.event_id,
+            "author": line.author,
+            "role": line.role,
+            "timestamp": line.timestamp,
+            "text": line.text,
+            "content": _json_text(line.content),
+            "custom_metadata": _json_text(line.custom_metadata),
+        }
+        what = (
+            f"memory {line.event_id!r} of session {line.session!r}, user {line.user!r}, "
+            f"app {line.app!r}"
+        )
+        try:
+            async with self._write() as connection:
+                stored = await sql.stored_memories(
+                    connection, line.app, line.user, line.session, [line.event_id]
+                )
+                existing = stored.get(line.event_id)
+                if existing is None:
+                    searchable = search_text(line.text)
+                    row |= {"search_words": searchable.words, "search_grams": searchable.grams}
+                    await sql.insert_memories(connection, [row])
+                    self.summary.memories.added += 1
+                    return
+        except IntegrityError:
+            self.summary.conflict(self.summary.memories, f"{what}: written meanwhile")
+            return
+        if _same_memory(existing._asdict(), row):
+            self.summary.memories.skipped += 1
+        else:
+            self.summary.conflict(self.summary.memories, f"{what}: stored with other content")
+
+    async def _forgotten(self, line: dump.Forgotten) -> None:
+        async with self._write() as connection:
+            if await sql.is_forgotten(connection, line.app, line.user, line.memory_id):
+                self.summary.forgotten.skipped += 1
+                return
+            await sql.insert_forgotten(connection, line.app, line.user, line.memory_id)
+            self.summary.forgotten.added += 1
+
+
+def _json_text(value: dict[str, Any] | None) -> str | None:
+    return None if value is None else json_codec.dumps_text(value)
+
+
+def _same_memory(stored: dict[str, Any], row: dict[str, Any]) -> bool:
+    for name, value in row.items():
+        if name in ("content", "custom_metadata"):
+            stored_value = None if stored[name] is None else json_codec.loads(stored[name])
+            value = None if value is None else json_codec.loads(value)
+            if not same_json(stored_value, value):
+                return False
+        elif not same_json(stored[name], value):
+            return False
+    return True
+
+
+def _describe(key: SessionKey, what: str) -> str:
+    return f"session {key.session_id!r} of user {key.user_id!r}, app {key.app_name!r}: {what}"

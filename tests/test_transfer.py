@@ -1,0 +1,367 @@
+"""`session-state export` and `session-state import`: dumps move everything
+between SQLite and PostgreSQL (both directions) and come back equal; an
+import run twice changes nothing; conflicts are reported and left alone; an
+import that was killed or cut short completes when run again; a hostile dump
+is refused by line, with whole sessions only written before it."""
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from session_state.config import Settings
+from session_state.main import create_app
+from tests.conftest import migrate
+
+APP = "/apps/travel"
+
+
+def cli(*arguments: str, database_url: str, **options: Any) -> subprocess.CompletedProcess[str]:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("SESSION_STATE_")}
+    return subprocess.run(
+        [sys.executable, "-m", "session_state.cli", *arguments],
+        env={**clean, "SESSION_STATE_DATABASE_URL": database_url},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        **options,
+    )
+
+
+@asynccontextmanager
+async def api(database_url: str) -> AsyncIterator[httpx.AsyncClient]:
+    app = create_app(Settings(database_url=database_url, sweep_interval_seconds=0))
+    async with (
+        app.router.lifespan_context(app),
+        httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1"
+        ) as http,
+    ):
+        yield http
+
+
+def sqlite_url(tmp_path: Path, name: str) -> str:
+    return f"sqlite+aiosqlite:///{tmp_path / name}"
+
+
+@pytest.fixture
+def empty_postgresql(fresh_postgres_url: str) -> str:
+    migrate(fresh_postgres_url)
+    return fresh_postgres_url
+
+
+async def fill(http: httpx.AsyncClient) -> None:
+    """Every kind of row: sessions with events touching every scope, values
+    that must come back as written, an expiring and an expired session, a
+    fork, memories of both kinds and a forgotten one, a second app."""
+    ada = f"{APP}/users/ada/sessions"
+    created = await http.post(
+        ada, json={"sessionId": "trip", "state": {"stage": "new", "user:n": 1, "app:v": 1.0}}
+    )
+    assert created.status_code == 201
+    for step in range(5):
+        delta = {"stage": f"s{step}", "user:n": step, "app:big": 2**70, "temp:t": 1, "f": 1.0}
+        answer = await http.post(
+            f"{ada}/trip/events",
+            json={
+                "id": f"e{step}",
+                "author": "agent",
+                "invocationId": f"inv-{step}",
+                "content": {"role": "model", "parts": [{"text": f"step {step} in Lisbon ☀"}]},
+                "actions": {"stateDelta": delta},
+                "custom": {"nested": [1, 2.5, None, True, "\u00e9"]},
+            },
+        )
+        assert answer.status_code == 201
+    assert (
+        await http.post(f"{ada}/trip/fork", json={"sessionId": "trip-b", "upToEventId": "e2"})
+    ).status_code == 201
+    assert (await http.post(ada, json={"sessionId": "kept", "ttlSeconds": 3600})).status_code == 201
+    assert (
+        await http.post(f"{APP}/users/bob/sessions", json={"sessionId": "empty"})
+    ).status_code == 201
+    assert (
+        await http.post(f"{APP}/users/ada/memory", json={"sessionId": "trip"})
+    ).status_code == 200
+    entries = {
+        "memories": [
+            {
+                "id": "pref",
+                "author": "agent",
+                "content": {"parts": [{"text": "likes aisle seats"}]},
+                "customMetadata": {"source": "profile"},
+            }
+        ]
+    }
+    assert (await http.post(f"{APP}/users/ada/memory/entries", json=entries)).status_code == 200
+    assert (await http.delete(f"{APP}/users/ada/memory/e0")).status_code == 204
+    other = "/apps/shop/users/cy/sessions"
+    assert (
+        await http.post(other, json={"sessionId": "cart", "state": {"app:open": True}})
+    ).status_code == 201
+
+
+async def everything(http: httpx.AsyncClient) -> dict[str, Any]:
+    """What the API shows of the stored data, raw event JSON included."""
+    seen: dict[str, Any] = {}
+    for app in ("travel", "shop"):
+        listed = (await http.get(f"/apps/{app}/sessions", params={"pageSize": 100})).json()
+        for session in listed["sessions"]:
+            base = f"/apps/{app}/users/{session['userId']}/sessions/{session['id']}"
+            full = await http.get(base)
+            events = await http.get(f"{base}/events", params={"pageSize": 1000})
+            seen[base] = (full.json(), full.headers["ETag"], events.content)
+        seen[f"{app}/state"] = (await http.get(f"/apps/{app}/state")).json()
+        for user in ("ada", "bob", "cy"):
+            seen[f"{app}/{user}"] = (await http.get(f"/apps/{app}/users/{user}/state")).json()
+    for question in ("lisbon", "aisle", "step 0"):
+        found = await http.get(f"{APP}/users/ada/memory", params={"query": question})
+        seen[f"memory {question}"] = found.json()
+    return seen
+
+
+def dump_lines(path: Path) -> list[dict[str, Any]]:
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    return [line for line in lines if "format" not in line]  # the header holds the time
+
+
+def export(database_url: str, path: Path, *arguments: str) -> None:
+    done = cli("export", "--output", str(path), *arguments, database_url=database_url)
+    assert done.returncode == 0, done.stderr
+
+
+def import_(database_url: str, path: Path) -> tuple[int, dict[str, Any], str]:
+    done = cli("import", str(path), database_url=database_url)
+    summary = json.loads(done.stdout)["imported"] if done.stdout else {}
+    return done.returncode, summary, done.stderr
+
+
+@pytest.mark.parametrize("direction", ["sqlite-to-postgresql", "postgresql-to-sqlite"])
+async def test_a_dump_moves_everything_to_the_other_backend(direction, tmp_path, empty_postgresql):
+    sqlite = sqlite_url(tmp_path, "a.db")
+    source, target = (
+        (sqlite, empty_postgresql)
+        if direction == "sqlite-to-postgresql"
+        else (empty_postgresql, sqlite)
+    )
+    async with api(source) as http:
+        await fill(http)
+        before = await everything(http)
+    export(source, tmp_path / "dump.jsonl")
+    code, summary, stderr = import_(target, tmp_path / "dump.jsonl")
+    assert code == 0, stderr
+    assert summary["sessions"] == {"added": 5, "skipped": 0, "conflicts": 0}
+    assert summary["events"]["added"] == 5 + 3
+    async with api(target) as http:
+        assert await everything(http) == before
+    # And back: the dump of the copy is the dump of the original.
+    export(target, tmp_path / "again.jsonl")
+    assert dump_lines(tmp_path / "again.jsonl") == dump_lines(tmp_path / "dump.jsonl")
+
+
+async def test_importing_twice_changes_nothing(database_url, tmp_path):
+    source = sqlite_url(tmp_path, "source.db")
+    async with api(source) as http:
+        await fill(http)
+    export(source, tmp_path / "dump.jsonl")
+    assert import_(database_url, tmp_path / "dump.jsonl")[0] == 0
+    export(database_url, tmp_path / "first.jsonl")
+    code, summary, _ = import_(database_url, tmp_path / "dump.jsonl")
+    assert code == 0
+    assert summary["sessions"] == {"added": 0, "skipped": 5, "conflicts": 0}
+    assert summary["stateKeys"]["added"] == 0 and summary["memories"]["added"] == 0
+    export(database_url, tmp_path / "second.jsonl")
+    assert dump_lines(tmp_path / "second.jsonl") == dump_lines(tmp_path / "first.jsonl")
+
+
+async def test_conflicts_are_reported_and_left_alone(database_url, tmp_path):
+    source = sqlite_url(tmp_path, "source.db")
+    async with api(source) as http:
+        await fill(http)
+    export(source, tmp_path / "dump.jsonl")
+    async with api(database_url) as http:
+        # The same ids, other content, before the import.
+        await http.post(f"{APP}/users/ada/sessions", json={"sessionId": "trip", "state": {"x": 1}})
+        await http.post(
+            f"{APP}/users/zed/sessions",
+            json={"sessionId": "z", "state": {"app:v": "other", "user:n": 9}},
+        )
+    code, summary, stderr = import_(database_url, tmp_path / "dump.jsonl")
+    assert code == 1 and "conflict" in stderr
+    assert summary["sessions"] == {"added": 4, "skipped": 0, "conflicts": 1}
+    assert summary["stateKeys"]["conflicts"] == 1
+    assert any("'trip'" in text for text in summary["conflicts"])
+    async with api(database_url) as http:
+        trip = (await http.get(f"{APP}/users/ada/sessions/trip")).json()
+        assert trip["state"]["x"] == 1 and trip["events"] == []
+        assert (await http.get(f"{APP}/state")).json()["state"]["v"] == "other"
+        # Everything else came in.
+        fork = await http.get(f"{APP}/users/ada/sessions/trip-b")
+        assert fork.json()["state"]["stage"] == "s2"
+
+
+async def test_a_dump_cut_short_imports_whole_sessions_then_completes(database_url, tmp_path):
+    source = sqlite_url(tmp_path, "source.db")
+    async with api(source) as http:
+        await fill(http)
+    export(source, tmp_path / "dump.jsonl")
+    lines = (tmp_path / "dump.jsonl").read_text().splitlines(keepends=True)
+    # Cut inside the first session's events.
+    cut = next(i for i, line in enumerate(lines) if '"kind":"event"' in line) + 2
+    (tmp_path / "cut.jsonl").write_text("".join(lines[:cut]))
+    code, summary, stderr = import_(database_url, tmp_path / "cut.jsonl")
+    assert code == 1 and "fewer event lines" in stderr
+    # The sessions before the cut (in key order: shop's, then ada's without
+    # events) are whole; the one cut is not there at all.
+    assert summary["sessions"]["added"] == 2 and summary["events"]["added"] == 0
+    async with api(database_url) as http:
+        assert (await http.get(f"{APP}/users/ada/sessions/trip")).status_code == 404
+    assert import_(database_url, tmp_path / "dump.jsonl")[0] == 0
+    export(database_url, tmp_path / "after.jsonl")
+    assert dump_lines(tmp_path / "after.jsonl") == dump_lines(tmp_path / "dump.jsonl")
+
+
+async def test_an_import_killed_midway_completes_when_run_again(tmp_path, empty_postgresql):
+    source = sqlite_url(tmp_path, "big.db")
+    async with api(source) as http:
+        for index in range(150):
+            base = f"{APP}/users/u{index % 7}/sessions"
+            await http.post(base, json={"sessionId": f"s{index}"})
+            for step in range(8):
+                event = {"author": "a", "actions": {"stateDelta": {"k": step, "user:last": index}}}
+                await http.post(f"{base}/s{index}/events", json=event)
+    export(source, tmp_path / "dump.jsonl")
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("SESSION_STATE_")}
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "session_state.cli",
+        "import",
+        str(tmp_path / "dump.jsonl"),
+        env={**clean, "SESSION_STATE_DATABASE_URL": empty_postgresql},
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.DEVNULL,
+    )
+    async with api(empty_postgresql) as http:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            listed = (await http.get(f"{APP}/sessions", params={"pageSize": 1000})).json()
+            if len(listed["sessions"]) >= 20:
+                break
+            await asyncio.sleep(0.02)
+        process.send_signal(signal.SIGKILL)
+        await process.wait()
+        listed = (await http.get(f"{APP}/sessions", params={"pageSize": 1000})).json()
+        assert 20 <= len(listed["sessions"]) < 150, "the kill came too late to test anything"
+        # Every session there is whole.
+        for session in listed["sessions"]:
+            base = f"{APP}/users/{session['userId']}/sessions/{session['id']}"
+            assert len((await http.get(base)).json()["events"]) == 8
+    code, summary, stderr = import_(empty_postgresql, tmp_path / "dump.jsonl")
+    assert code == 0, stderr
+    assert summary["sessions"]["added"] + summary["sessions"]["skipped"] == 150
+    export(empty_postgresql, tmp_path / "after.jsonl")
+    assert dump_lines(tmp_path / "after.jsonl") == dump_lines(tmp_path / "dump.jsonl")
+
+
+async def test_export_of_one_app_or_one_user(tmp_path):
+    source = sqlite_url(tmp_path, "source.db")
+    async with api(source) as http:
+        await fill(http)
+    export(source, tmp_path / "shop.jsonl", "--app", "shop")
+    shop = dump_lines(tmp_path / "shop.jsonl")
+    assert {line.get("app") for line in shop if "app" in line} == {"shop"}
+    assert [line["id"] for line in shop if line["kind"] == "session"] == ["cart"]
+    export(source, tmp_path / "ada.jsonl", "--app", "travel", "--user", "ada")
+    ada = dump_lines(tmp_path / "ada.jsonl")
+    assert {line["kind"] for line in ada} == {
+        "user",
+        "session",
+        "event",
+        "memory",
+        "forgotten",
+        "end",
+    }
+    assert {line["user"] for line in ada if "user" in line} == {"ada"}
+    assert ada[-1]["counts"]["sessions"] == 3
+
+
+async def test_an_expired_session_is_not_exported(tmp_path):
+    source = sqlite_url(tmp_path, "source.db")
+    async with api(source) as http:
+        await http.post(
+            f"{APP}/users/ada/sessions", json={"sessionId": "old", "expireTime": time.time() + 0.5}
+        )
+        await http.post(f"{APP}/users/ada/sessions", json={"sessionId": "live"})
+    await asyncio.sleep(0.6)
+    export(source, tmp_path / "dump.jsonl")
+    assert [
+        line["id"] for line in dump_lines(tmp_path / "dump.jsonl") if line["kind"] == "session"
+    ] == ["live"]
+
+
+HEADER = '{"format":"session-state-dump","version":1,"exportedAt":1}\n'
+SESSION = (
+    '{"kind":"session","app":"a","user":"u","id":"s","state":{},"initialState":{},"revision":1,'
+    '"createTime":1,"updateTime":1,"expireTime":null,"ttlSeconds":null,"events":1}\n'
+)
+EVENT = '{"kind":"event","seq":1,"event":{"id":"e","author":"x","timestamp":1}}\n'
+END = '{"kind":"end","counts":{}}\n'
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"", "the file is empty"),
+        (b"hello\n", "line 1: not JSON"),
+        (b'{"format":"other"}\n', "line 1: not a session-state dump"),
+        (b'{"format":"session-state-dump","version":2,"exportedAt":1}\n', "reads version 1"),
+        ((HEADER + '{"kind":"table"}\n').encode(), "line 2:"),
+        ((HEADER + EVENT).encode(), "line 2: an event line that follows no session line"),
+        ((HEADER + SESSION.replace('"s"', '" s"') + EVENT + END).encode(), "line 2: session.id:"),
+        ((HEADER + SESSION.replace('"u"', '"u\\u0000"') + EVENT + END).encode(), "line 2:"),
+        (
+            (HEADER + SESSION + EVENT.replace('"author":"x",', "") + END).encode(),
+            "line 3: event.author",
+        ),
+        ((HEADER + SESSION + EVENT.replace('"seq":1', '"seq":2') + END).encode(), "line 3: seq 2"),
+        ((HEADER + SESSION + END).encode(), "fewer event lines"),
+        ((HEADER + SESSION + EVENT + END + END).encode(), "line 5: a line after the end line"),
+        ((HEADER + SESSION + EVENT).encode(), "ends without its end line"),
+        ((HEADER + '{"kind":"app","app":"a","state":{"k":1}}').encode() + b"\xff\n", "not UTF-8"),
+        (
+            (HEADER + SESSION.replace('"revision":1', '"revision":"1"') + EVENT + END).encode(),
+            "revision",
+        ),
+    ],
+)
+async def test_a_hostile_dump_is_refused_by_line_and_writes_no_part_of_a_session(
+    content, message, tmp_path
+):
+    target = sqlite_url(tmp_path, "target.db")
+    (tmp_path / "bad.jsonl").write_bytes(content)
+    code, _, stderr = import_(target, tmp_path / "bad.jsonl")
+    assert code == 1
+    assert message in stderr and stderr.count("\n") == 1, stderr
+    async with api(target) as http:
+        # Absent, or whole when the bad line came after it.
+        session = await http.get("/apps/a/users/u/sessions/s")
+        assert session.status_code == 404 or len(session.json()["events"]) == 1
+
+
+def test_a_missing_file_or_database_is_one_line(tmp_path):
+    done = cli("import", str(tmp_path / "nope.jsonl"), database_url=sqlite_url(tmp_path, "t.db"))
+    assert done.returncode != 0 and "cannot read" in done.stderr
+    done = cli("export", database_url=sqlite_url(tmp_path, "missing.db"))
+    assert done.returncode != 0 and "no SQLite database" in done.stderr
+    assert not (tmp_path / "missing.db").exists()
