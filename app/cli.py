@@ -161,6 +161,13 @@ def import_dump(arguments: argparse.Namespace) -> int:
     return exit_code
 
 
+def import_adk(arguments: argparse.Namespace) -> int:
+    from .transfer import commands
+
+    exit_code: int = asyncio.run(commands.import_adk(_settings_from(arguments), arguments))
+    return exit_code
+
+
 def openapi(_arguments: argparse.Namespace) -> int:
     from .main import create_app
 
@@ -232,6 +239,20 @@ def _add_transfer_parsers(commands: "argparse._SubParsersAction[argparse.Argumen
     import_parser.add_argument("file", type=Path, help="the dump (- for stdin)")
     import_parser.add_argument("--database-url", help="overrides SESSION_STATE_DATABASE_URL")
     import_parser.set_defaults(handler=import_dump)
+
+    adk_parser = commands.add_parser(
+        "import-adk",
+        help="import the sessions and state of an ADK DatabaseSessionService (schema 1)",
+    )
+    adk_parser.add_argument(
+        "--from",
+        dest="from_url",
+        required=True,
+        help="the ADK database's SQLAlchemy URL (sqlite, postgresql or mysql)",
+    )
+    adk_parser.add_argument("--app", help="only this app")
+    adk_parser.add_argument("--database-url", help="overrides SESSION_STATE_DATABASE_URL")
+    adk_parser.set_defaults(handler=import_adk)
 
 
 def _add_sessions_parser(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:

@@ -361,7 +361,7 @@ async def test_a_hostile_dump_is_refused_by_line_and_writes_no_part_of_a_session
 
 def test_a_missing_file_or_database_is_one_line(tmp_path):
     done = cli("import", str(tmp_path / "nope.jsonl"), database_url=sqlite_url(tmp_path, "t.db"))
-    assert done.returncode != 0 and "cannot read" in done.stderr
+    assert done.returncode == 2 and "cannot read" in done.stderr
     done = cli("export", database_url=sqlite_url(tmp_path, "missing.db"))
-    assert done.returncode != 0 and "no SQLite database" in done.stderr
+    assert done.returncode == 2 and "no SQLite database" in done.stderr
     assert not (tmp_path / "missing.db").exists()

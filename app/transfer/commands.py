@@ -13,7 +13,8 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import IO, Any, TextIO
 
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 from tqdm import tqdm
 
 from ..config import Settings
@@ -21,9 +22,10 @@ from ..db import migrations
 from ..db.engine import create_engine
 from ..limits import Limits
 from ..setup_problems import SetupProblem
+from .adk_source import AdkSource, async_url, schema_version
 from .dump_format import MAX_LINE_BYTES, DumpError
 from .exporter import Exporter
-from .importer import Importer
+from .importer import Importer, ImportSummary, parsed
 
 
 @asynccontextmanager
@@ -85,13 +87,22 @@ async def import_dump(settings: Settings, arguments: argparse.Namespace) -> int:
         with _opened_for_reading(path) as source, _progress("imported") as progress:
             importer.on_events = progress.update
             try:
-                await importer.run(_numbered_lines(source))
+                await importer.run(parsed(_numbered_lines(source)))
             except DumpError as error:
                 print(json.dumps({"imported": importer.summary.as_dict()}))
                 print(f"session-state: {path}: {error}", file=sys.stderr)
                 return 1
-    summary = importer.summary
-    print(json.dumps({"imported": summary.as_dict()}))
+    return _report(importer.summary)
+
+
+def _report(summary: ImportSummary, refused: list[str] | None = None) -> int:
+    print(json.dumps({"imported": summary.as_dict() | ({"refused": refused} if refused else {})}))
+    if refused:
+        print(
+            f"session-state: {len(refused)} sessions or scopes refused: identifiers or values "
+            'the API does not store (the summary\'s "refused" names them)',
+            file=sys.stderr,
+        )
     if summary.conflict_count:
         print(
             f"session-state: {summary.conflict_count} conflicts: stored with other content and "
@@ -99,7 +110,42 @@ async def import_dump(settings: Settings, arguments: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 1
-    return 0
+    return 1 if refused else 0
+
+
+async def import_adk(settings: Settings, arguments: argparse.Namespace) -> int:
+    source_engine = create_async_engine(async_url(arguments.from_url), hide_parameters=True)
+    try:
+        async with _source_connection(source_engine) as source_connection:
+            await source_connection.run_sync(schema_version)
+            source = AdkSource(source_connection, arguments.app)
+            async with _engine(settings, create=True) as engine:
+                importer = Importer(engine, Limits.from_settings(settings))
+                with _progress("imported") as progress:
+                    importer.on_events = progress.update
+                    try:
+                        await importer.run(source.lines(), needs_end=False)
+                    except DumpError as error:
+                        print(json.dumps({"imported": importer.summary.as_dict()}))
+                        print(f"session-state: --from: {error}", file=sys.stderr)
+                        return 1
+    finally:
+        await source_engine.dispose()
+    return _report(importer.summary, source.refused)
+
+
+@asynccontextmanager
+async def _source_connection(engine: AsyncEngine) -> AsyncIterator[AsyncConnection]:
+    try:
+        connection = await engine.connect()
+    except (OSError, DBAPIError) as error:
+        reason = str(getattr(error, "orig", None) or error).splitlines()[0]
+        raise SetupProblem(f"--from: cannot connect to the ADK database: {reason}") from None
+    try:
+        async with connection.begin():
+            yield connection
+    finally:
+        await connection.close()
 
 
 @contextlib.contextmanager

@@ -85,24 +85,31 @@ def same_json(left: Any, right: Any) -> bool:
     return bool(left == right)
 
 
+Numbered = tuple[int, dump.Line]
+
+
+async def parsed(texts: Iterator[tuple[int, str]]) -> AsyncIterator[Numbered]:
+    """The lines of a dump file after its header (checked here), parsed."""
+    first = next(texts, None)
+    if first is None:
+        raise dump.DumpError("the file is empty: not a session-state dump")
+    dump.parse_header(first[1])
+    for number, text in texts:
+        if text.strip():
+            yield number, dump.parse_line(text, number)
+
+
 class _Lines:
-    """The dump's lines after the header, parsed, with one line of lookahead."""
+    """Parsed lines with one line of lookahead."""
 
-    def __init__(self, texts: Iterator[tuple[int, str]]) -> None:
-        self.texts = texts
-        self.ahead: tuple[int, dump.Line] | None = None
+    def __init__(self, source: AsyncIterator[Numbered]) -> None:
+        self.source = source
 
-    def next(self) -> tuple[int, dump.Line] | None:
-        if self.ahead is not None:
-            line, self.ahead = self.ahead, None
-            return line
-        for number, text in self.texts:
-            if text.strip():
-                return number, dump.parse_line(text, number)
-        return None
+    async def next(self) -> Numbered | None:
+        return await anext(self.source, None)
 
-    def next_event(self, number_of_session: int) -> tuple[int, dump.Event]:
-        item = self.next()
+    async def next_event(self, number_of_session: int) -> tuple[int, dump.Event]:
+        item = await self.next()
         if item is None or not isinstance(item[1], dump.Event):
             where = "the end of the dump" if item is None else f"line {item[0]}"
             raise dump.DumpError(
@@ -120,16 +127,15 @@ class Importer:
     on_events: Callable[[int], object] = lambda _count: None
     summary: ImportSummary = field(default_factory=ImportSummary)
 
-    async def run(self, texts: Iterator[tuple[int, str]]) -> ImportSummary:
+    async def run(
+        self, source: AsyncIterator[Numbered], *, needs_end: bool = True
+    ) -> ImportSummary:
         """DumpError for a line that does not belong to a dump; what was
-        imported before it stays (whole sessions, whole scopes)."""
-        first = next(texts, None)
-        if first is None:
-            raise dump.DumpError("the file is empty: not a session-state dump")
-        dump.parse_header(first[1])
-        lines = _Lines(texts)
+        imported before it stays (whole sessions, whole scopes). `needs_end`:
+        a dump file must end with its end line (else it was cut short)."""
+        lines = _Lines(source)
         end: dump.End | None = None
-        while (item := lines.next()) is not None:
+        while (item := await lines.next()) is not None:
             number, line = item
             if end is not None:
                 raise dump.DumpError(f"line {number}: a line after the end line")
@@ -147,7 +153,7 @@ class Importer:
                 raise dump.DumpError(f"line {number}: an event line that follows no session line")
             else:
                 end = line
-        if end is None:
+        if end is None and needs_end:
             raise dump.DumpError(
                 "the dump ends without its end line: it was cut short (what it held so far "
                 "is imported; import the complete dump to finish)"
@@ -225,7 +231,7 @@ class Importer:
         for start in range(0, line.events, EVENT_BATCH):
             batch: list[tuple[int, NewEvent]] = []
             for _ in range(min(EVENT_BATCH, line.events - start)):
-                event_number, event_line = lines.next_event(number)
+                event_number, event_line = await lines.next_event(number)
                 if not last_seq < event_line.seq <= line.revision:
                     raise dump.DumpError(
                         f"line {event_number}: seq {event_line.seq} is not after {last_seq} "
