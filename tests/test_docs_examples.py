@@ -33,6 +33,7 @@ block may use what an earlier block of the same file stored.
 """
 
 import ast
+import asyncio
 import os
 import re
 import shlex
@@ -132,7 +133,7 @@ EXAMPLES = [example for document in DOCUMENTS for example in examples_of(documen
 # leave behind. Each is idempotent.
 
 
-def _setup_trip_1(base_url: str) -> None:
+def _setup_trip_1(base_url: str, _work: Path) -> None:
     """The quick start's session: travel/ada/trip-1 with its first event."""
     sessions = f"{base_url}/apps/travel/users/ada/sessions"
     created = httpx.post(sessions, json={"sessionId": "trip-1", "state": {"stage": "new"}})
@@ -149,7 +150,31 @@ def _setup_trip_1(base_url: str) -> None:
     assert appended.status_code in (200, 201, 409), appended.text
 
 
-SETUPS: dict[str, Callable[[str], None]] = {"trip-1": _setup_trip_1}
+def _setup_adk_sessions(_base_url: str, work: Path) -> None:
+    """adk_sessions.db in the block's folder: sessions written by ADK's own
+    DatabaseSessionService, as an agent that used it leaves them."""
+    from google.adk.events import Event, EventActions
+    from google.adk.sessions import DatabaseSessionService
+
+    async def write() -> None:
+        service = DatabaseSessionService(db_url=f"sqlite+aiosqlite:///{work / 'adk_sessions.db'}")
+        try:
+            session = await service.create_session(
+                app_name="travel", user_id="ada", session_id="adk-1", state={"user:tier": "gold"}
+            )
+            delta = {"stage": "booked", "app:agents": ["planner"]}
+            event = Event(author="planner", actions=EventActions(state_delta=delta))
+            await service.append_event(session, event)
+        finally:
+            await service.close()
+
+    asyncio.run(write())
+
+
+SETUPS: dict[str, Callable[[str, Path], None]] = {
+    "trip-1": _setup_trip_1,
+    "adk-sessions": _setup_adk_sessions,
+}
 
 
 @dataclass
@@ -287,7 +312,7 @@ def test_example_runs(example: Example, servers: Servers, tmp_path: Path) -> Non
         server = servers.for_document(example.document)
     try:
         for name in example.setup:
-            SETUPS[name](server.base_url)
+            SETUPS[name](server.base_url, tmp_path)
         if example.language == "bash":
             run_bash(example, server.base_url, server.database_url, tmp_path)
         else:

@@ -99,13 +99,13 @@ def _report(summary: ImportSummary, refused: list[str] | None = None) -> int:
     print(json.dumps({"imported": summary.as_dict() | ({"refused": refused} if refused else {})}))
     if refused:
         print(
-            f"session-state: {len(refused)} sessions or scopes refused: identifiers or values "
+            f"session-state: {len(refused)} refused, sessions or scopes with identifiers or values "
             'the API does not store (the summary\'s "refused" names them)',
             file=sys.stderr,
         )
     if summary.conflict_count:
         print(
-            f"session-state: {summary.conflict_count} conflicts: stored with other content and "
+            f"session-state: {summary.conflict_count} conflicting, stored with other content and "
             'left as they are (the summary\'s "conflicts" names them)',
             file=sys.stderr,
         )
