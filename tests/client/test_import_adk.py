@@ -10,12 +10,14 @@ import os
 import sqlite3
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 
 import pytest
 from google.adk.events import Event, EventActions
 from google.adk.sessions import DatabaseSessionService
 from google.genai import types
+from sqlalchemy.engine import make_url
 
 from session_state_client.adk import HttpSessionService
 from tests.conftest import (
@@ -136,6 +138,47 @@ def test_imported_sessions_read_back_as_adk_reads_them(direction, tmp_path, post
             server.stop()
     finally:
         drop_postgres_database(database)
+
+
+MYSQL_ADMIN_URL = os.environ.get("SESSION_STATE_TEST_MYSQL_URL", "mysql://root@127.0.0.1:3306")
+
+
+def _mysql(statement: str) -> None:
+    import pymysql
+
+    url = make_url(MYSQL_ADMIN_URL)
+    connection = pymysql.connect(
+        host=url.host, port=url.port or 3306, user=url.username, password=url.password or ""
+    )
+    try:
+        connection.cursor().execute(statement)
+    finally:
+        connection.close()
+
+
+def test_an_adk_database_on_mysql_is_read_too(tmp_path):
+    pytest.importorskip("aiomysql", reason="reading MySQL needs aiomysql (the test extra has it)")
+    name = f"adk_import_{uuid.uuid4().hex[:8]}"
+    try:
+        _mysql(f"CREATE DATABASE {name}")
+    except Exception as error:  # any way of not reaching it
+        if os.environ.get("CI"):
+            raise
+        pytest.skip(f"no MySQL or MariaDB at {MYSQL_ADMIN_URL}: {error}")
+    try:
+        adk_url = f"{MYSQL_ADMIN_URL.replace('mysql://', 'mysql+aiomysql://')}/{name}"
+        asyncio.run(write_with_adk(adk_url))
+        target = f"sqlite+aiosqlite:///{tmp_path / 'ours.db'}"
+        done = import_adk(adk_url, target)
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout)["imported"]["sessions"]["added"] == 12
+        server = ServerProcess(target).start()
+        try:
+            asyncio.run(assert_same_through_both_apis(adk_url, server.base_url))
+        finally:
+            server.stop()
+    finally:
+        _mysql(f"DROP DATABASE IF EXISTS {name}")
 
 
 def test_one_app_only(tmp_path):
