@@ -12,6 +12,7 @@ import uuid
 import warnings
 from collections.abc import AsyncIterator, Coroutine, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -149,8 +150,10 @@ def settings(database_url: str) -> Settings:
     return Settings(database_url=database_url)
 
 
-@pytest.fixture
-async def client(settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
+@asynccontextmanager
+async def asgi_client(settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
+    """An HTTP client of the app on these settings, in this process, with
+    the app's start-up and shut-down run around it."""
     app = create_app(settings)
     async with (
         app.router.lifespan_context(app),
@@ -158,6 +161,12 @@ async def client(settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
             transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1"
         ) as http,
     ):
+        yield http
+
+
+@pytest.fixture
+async def client(settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
+    async with asgi_client(settings) as http:
         yield http
 
 

@@ -8,7 +8,6 @@ import json
 import time
 import uuid
 
-import httpx
 import pytest
 from google.adk.events import Event as AdkEvent
 from google.adk.events import EventActions
@@ -16,7 +15,7 @@ from google.adk.sessions import Session as AdkSession
 from google.genai import types
 
 from session_state.config import Settings
-from session_state.main import create_app
+from tests.conftest import asgi_client
 from tests.paging import every_item
 from tests.values import exactly
 
@@ -360,13 +359,7 @@ async def test_a_body_that_is_not_json_is_400_and_writes_nothing(client, content
 @pytest.fixture
 async def small_limit_client(database_url):
     """A client of an app whose request bodies are limited to SMALL_LIMIT bytes."""
-    app = create_app(Settings(database_url=database_url, max_body_bytes=SMALL_LIMIT))
-    async with (
-        app.router.lifespan_context(app),
-        httpx.AsyncClient(
-            transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1"
-        ) as http,
-    ):
+    async with asgi_client(Settings(database_url=database_url, max_body_bytes=SMALL_LIMIT)) as http:
         yield http
 
 

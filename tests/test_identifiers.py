@@ -7,11 +7,10 @@ session id also when it has surrounding whitespace (ADK strips session ids)."""
 import unicodedata
 from urllib.parse import quote
 
-import httpx
 import pytest
 
 from session_state.config import Settings
-from session_state.main import create_app
+from tests.conftest import asgi_client
 from tests.hostile import assert_problem
 
 NFC = unicodedata.normalize("NFC", "café")
@@ -239,13 +238,7 @@ async def secured(database_url):
             "a-key-0123456789": ["A"],
         },
     )
-    app = create_app(settings)
-    async with (
-        app.router.lifespan_context(app),
-        httpx.AsyncClient(
-            transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1"
-        ) as http,
-    ):
+    async with asgi_client(settings) as http:
         yield http
 
 

@@ -11,8 +11,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any
 
@@ -20,8 +19,7 @@ import httpx
 import pytest
 
 from session_state.config import Settings
-from session_state.main import create_app
-from tests.conftest import migrate
+from tests.conftest import asgi_client, migrate
 
 APP = "/apps/travel"
 
@@ -38,16 +36,8 @@ def cli(*arguments: str, database_url: str, **options: Any) -> subprocess.Comple
     )
 
 
-@asynccontextmanager
-async def api(database_url: str) -> AsyncIterator[httpx.AsyncClient]:
-    app = create_app(Settings(database_url=database_url, sweep_interval_seconds=0))
-    async with (
-        app.router.lifespan_context(app),
-        httpx.AsyncClient(
-            transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1"
-        ) as http,
-    ):
-        yield http
+def api(database_url: str) -> AbstractAsyncContextManager[httpx.AsyncClient]:
+    return asgi_client(Settings(database_url=database_url, sweep_interval_seconds=0))
 
 
 def sqlite_url(tmp_path: Path, name: str) -> str:
