@@ -104,6 +104,15 @@ async def assert_same_through_both_apis(adk_url: str, base_url: str) -> None:
         await ours.close()
 
 
+def assert_served_as_adk_serves(adk_url: str, target: str) -> None:
+    """A server on the imported database answers as ADK's own service does."""
+    server = ServerProcess(target).start()
+    try:
+        asyncio.run(assert_same_through_both_apis(adk_url, server.base_url))
+    finally:
+        server.stop()
+
+
 @pytest.mark.parametrize("direction", ["sqlite-to-postgresql", "postgresql-to-sqlite"])
 def test_imported_sessions_read_back_as_adk_reads_them(direction, tmp_path, postgres_available):
     if not postgres_available:
@@ -131,11 +140,7 @@ def test_imported_sessions_read_back_as_adk_reads_them(direction, tmp_path, post
         assert summary["sessions"] == {"added": 0, "skipped": 12, "conflicts": 0}
         assert summary["stateKeys"]["added"] == 0
 
-        server = ServerProcess(target).start()
-        try:
-            asyncio.run(assert_same_through_both_apis(adk_url, server.base_url))
-        finally:
-            server.stop()
+        assert_served_as_adk_serves(adk_url, target)
     finally:
         drop_postgres_database(database)
 
@@ -172,11 +177,7 @@ def test_an_adk_database_on_mysql_is_read_too(tmp_path):
         done = import_adk(adk_url, target)
         assert done.returncode == 0, done.stderr
         assert json.loads(done.stdout)["imported"]["sessions"]["added"] == 12
-        server = ServerProcess(target).start()
-        try:
-            asyncio.run(assert_same_through_both_apis(adk_url, server.base_url))
-        finally:
-            server.stop()
+        assert_served_as_adk_serves(adk_url, target)
     finally:
         _mysql(f"DROP DATABASE IF EXISTS {name}")
 
