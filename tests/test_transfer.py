@@ -355,3 +355,29 @@ def test_a_missing_file_or_database_is_one_line(tmp_path):
     done = cli("export", database_url=sqlite_url(tmp_path, "missing.db"))
     assert done.returncode == 2 and "no SQLite database" in done.stderr
     assert not (tmp_path / "missing.db").exists()
+
+
+async def _one_long_session(database_url: str) -> None:
+    async with api(database_url) as http:
+        await http.post(f"{APP}/users/ada/sessions", json={"sessionId": "long"})
+        for _ in range(300):  # far more than a pipe's buffer holds
+            event = {"author": "a", "content": {"parts": [{"text": "x" * 1000}]}}
+            await http.post(f"{APP}/users/ada/sessions/long/events", json=event)
+
+
+def test_an_export_whose_reader_leaves_says_so_in_one_line(tmp_path):
+    source = sqlite_url(tmp_path, "source.db")
+    asyncio.run(_one_long_session(source))
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("SESSION_STATE_")}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "session_state.cli", "export"],
+        env={**clean, "SESSION_STATE_DATABASE_URL": source},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert process.stdout is not None and process.stderr is not None
+    assert b"session-state-dump" in process.stdout.readline()
+    process.stdout.close()  # the reader leaves, as `| head` does
+    stderr = process.stderr.read().decode()
+    assert process.wait(timeout=60) == 1
+    assert stderr == "session-state: the output was closed before the dump ended\n"

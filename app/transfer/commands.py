@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import sys
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -55,14 +56,21 @@ async def export(settings: Settings, arguments: argparse.Namespace) -> int:
     output: Path | None = arguments.output
     async with _engine(settings, create=False) as engine:
         with _opened_for_writing(output) as out, _progress("exported") as progress:
-            counts = await Exporter(
-                engine,
-                out,
-                arguments.app,
-                arguments.user,
-                now=time.time(),
-                on_events=progress.update,
-            ).run()
+            try:
+                counts = await Exporter(
+                    engine,
+                    out,
+                    arguments.app,
+                    arguments.user,
+                    now=time.time(),
+                    on_events=progress.update,
+                ).run()
+            except BrokenPipeError:
+                # `export | head`: the reader left. Nothing more can be written
+                # to stdout, at exit either.
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+                print("session-state: the output was closed before the dump ended", file=sys.stderr)
+                return 1
     # The dump may be on stdout: the summary goes to stderr.
     print(json.dumps({"exported": counts.as_dict()}), file=sys.stderr)
     return 0
