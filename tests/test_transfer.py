@@ -326,6 +326,18 @@ END = '{"kind":"end","counts":{}}\n'
         ),
         ((HEADER + SESSION + EVENT.replace('"seq":1', '"seq":2') + END).encode(), "line 3: seq 2"),
         ((HEADER + SESSION + END).encode(), "fewer event lines"),
+        (
+            (
+                HEADER
+                + SESSION.replace('"revision":1', '"revision":2').replace(
+                    '"events":1', '"events":2'
+                )
+                + EVENT
+                + EVENT.replace('"seq":1', '"seq":2')
+                + END
+            ).encode(),
+            "line 2: the session's events repeat an event id",
+        ),
         ((HEADER + SESSION + EVENT + END + END).encode(), "line 5: a line after the end line"),
         ((HEADER + SESSION + EVENT).encode(), "ends without its end line"),
         ((HEADER + '{"kind":"app","app":"a","state":{"k":1}}').encode() + b"\xff\n", "not UTF-8"),

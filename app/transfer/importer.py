@@ -241,7 +241,13 @@ class Importer:
                 batch.append((event_line.seq, self._event(event_number, event_line)))
             self.on_events(len(batch))
             if not compare:
-                await sql.insert_events(connection, key, batch)
+                try:
+                    await sql.insert_events(connection, key, batch)
+                except IntegrityError:
+                    raise dump.DumpError(
+                        f"line {number}: the session's events repeat an event id "
+                        "(a session stores each id once)"
+                    ) from None
                 continue
             stored = await sql.stored_event_data(connection, key, [seq for seq, _ in batch])
             matching = sum(stored.get(seq) == event.data for seq, event in batch)
