@@ -369,10 +369,44 @@ def test_a_missing_file_or_database_is_one_line(tmp_path):
     assert not (tmp_path / "missing.db").exists()
 
 
-async def _one_long_session(database_url: str) -> None:
+@pytest.mark.parametrize(
+    ("option", "value", "message"),
+    [
+        ("--app", "x" * 129, "--app: an identifier is at most 128 characters"),
+        ("--user", "", "--user: an identifier is at least 1 character"),
+        ("--app", "a\x01b", "--app: an identifier holds no control characters"),
+        ("--user", "\udcff", "--user: an identifier holds no lone surrogate"),
+    ],
+)
+def test_a_filter_no_identifier_could_match_is_one_line(option, value, message, tmp_path):
+    source = sqlite_url(tmp_path, "source.db")
+    asyncio.run(_one_long_session(source, events=0))
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("SESSION_STATE_")}
+    # As the shell passes it: bytes (a lone surrogate is an undecodable byte).
+    argument = value.encode("utf-8", "surrogateescape")
+    done = subprocess.run(
+        [
+            sys.executable.encode(),
+            b"-m",
+            b"session_state.cli",
+            b"export",
+            option.encode(),
+            argument,
+        ],
+        env={**clean, "SESSION_STATE_DATABASE_URL": source},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.startswith(f"session-state: {message}") and done.stderr.count("\n") == 1
+
+
+async def _one_long_session(database_url: str, events: int = 300) -> None:
+    """300 events of 1 KB: far more than a pipe's buffer holds."""
     async with api(database_url) as http:
         await http.post(f"{APP}/users/ada/sessions", json={"sessionId": "long"})
-        for _ in range(300):  # far more than a pipe's buffer holds
+        for _ in range(events):
             event = {"author": "a", "content": {"parts": [{"text": "x" * 1000}]}}
             await http.post(f"{APP}/users/ada/sessions/long/events", json=event)
 

@@ -21,6 +21,7 @@ from tqdm import tqdm
 from ..config import Settings
 from ..db import migrations
 from ..db.engine import create_engine
+from ..identifiers import name_problem
 from ..limits import Limits
 from ..setup_problems import SetupProblem
 from .adk_source import AdkSource, async_url, schema_version
@@ -52,7 +53,18 @@ def _progress(description: str) -> tqdm[Any]:
     return tqdm(desc=description, unit=" events", file=sys.stderr, disable=None, leave=False)
 
 
+def _name_option(option: str, value: str | None) -> str | None:
+    """An --app or --user value, refused in one line unless the API could
+    have stored it."""
+    problem = None if value is None else name_problem(value)
+    if problem is not None:
+        raise SetupProblem(f"{option}: {problem}")
+    return value
+
+
 async def export(settings: Settings, arguments: argparse.Namespace) -> int:
+    app_name = _name_option("--app", arguments.app)
+    user_id = _name_option("--user", arguments.user)
     output: Path | None = arguments.output
     async with _engine(settings, create=False) as engine:
         with _opened_for_writing(output) as out, _progress("exported") as progress:
@@ -60,8 +72,8 @@ async def export(settings: Settings, arguments: argparse.Namespace) -> int:
                 counts = await Exporter(
                     engine,
                     out,
-                    arguments.app,
-                    arguments.user,
+                    app_name,
+                    user_id,
                     now=time.time(),
                     on_events=progress.update,
                 ).run()
@@ -122,11 +134,12 @@ def _report(summary: ImportSummary, refused: list[str] | None = None) -> int:
 
 
 async def import_adk(settings: Settings, arguments: argparse.Namespace) -> int:
+    app_name = _name_option("--app", arguments.app)
     source_engine = create_async_engine(async_url(arguments.from_url), hide_parameters=True)
     try:
         async with _source_connection(source_engine) as source_connection:
             await source_connection.run_sync(schema_version)
-            source = AdkSource(source_connection, arguments.app)
+            source = AdkSource(source_connection, app_name)
             async with _engine(settings, create=True) as engine:
                 importer = Importer(engine, Limits.from_settings(settings))
                 with _progress("imported") as progress:
