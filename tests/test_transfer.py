@@ -327,6 +327,34 @@ END = '{"kind":"end","counts":{}}\n'
         ((HEADER + SESSION + EVENT.replace('"seq":1', '"seq":2') + END).encode(), "line 3: seq 2"),
         ((HEADER + SESSION + END).encode(), "fewer event lines"),
         (
+            (HEADER + SESSION.replace('"state":{}', '"state":{"app:x":1}') + EVENT + END).encode(),
+            "line 2: session.state: a session's own state has no app:, user: or temp: keys",
+        ),
+        (
+            (
+                HEADER
+                + SESSION.replace('"initialState":{}', '"initialState":{"temp:t":1}')
+                + EVENT
+                + END
+            ).encode(),
+            "line 2: session.initialState:",
+        ),
+        (
+            (
+                HEADER + '{"kind":"user","app":"a","user":"u","state":{"' + "k" * 5000 + '":1}}\n'
+            ).encode(),
+            "line 2: state keys are at most",
+        ),
+        (
+            (
+                HEADER
+                + SESSION.replace('"state":{}', '"state":{"' + "k" * 5000 + '":1}')
+                + EVENT
+                + END
+            ).encode(),
+            "line 2: state keys are at most",
+        ),
+        (
             (
                 HEADER
                 + SESSION.replace('"revision":1', '"revision":2').replace(

@@ -19,6 +19,7 @@ from pydantic_core import PydanticCustomError
 from .. import json_codec
 from ..identifiers import name_problem, session_id_problem
 from ..json_rules import find_unstorable
+from ..state import APP_PREFIX, TEMP_PREFIX, USER_PREFIX
 
 FORMAT: Literal["session-state-dump"] = "session-state-dump"
 VERSION: Literal[1] = 1
@@ -40,6 +41,18 @@ def _checked(problem_of: Any) -> Any:
     return AfterValidator(check)
 
 
+def _session_scope_only(state: dict[str, Any]) -> dict[str, Any]:
+    if any(key.startswith((APP_PREFIX, USER_PREFIX, TEMP_PREFIX)) for key in state):
+        raise PydanticCustomError(
+            "scope",
+            "a session's own state has no app:, user: or temp: keys (they belong to their scopes)",
+        )
+    return state
+
+
+# A session's own keys: app: and user: keys live in their scopes' lines,
+# temp: keys are never stored.
+SessionState = Annotated[dict[str, Any], AfterValidator(_session_scope_only)]
 Name = Annotated[str, _checked(name_problem)]
 SessionId = Annotated[str, _checked(session_id_problem)]
 EventId = Annotated[str, Field(min_length=1, max_length=128)]
@@ -79,10 +92,10 @@ class Session(_Line):
     app: Name
     user: Name
     id: SessionId
-    state: dict[str, Any]
+    state: SessionState
     # The session-scope state it was created with; None for sessions created
     # before that was recorded (migration 0007).
-    initial_state: dict[str, Any] | None
+    initial_state: SessionState | None
     revision: Count
     create_time: Seconds
     update_time: Seconds

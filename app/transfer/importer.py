@@ -23,6 +23,7 @@ from ..errors import InvalidInput
 from ..events import restored_event
 from ..limits import Limits
 from ..search_text import search_text
+from ..state import find_long_key
 from . import dump_format as dump
 
 EVENT_BATCH = 1000
@@ -140,10 +141,13 @@ class Importer:
             if end is not None:
                 raise dump.DumpError(f"line {number}: a line after the end line")
             if isinstance(line, dump.Session):
+                self._check_keys(number, {**line.state, **(line.initial_state or {})})
                 await self._session(number, line, lines)
             elif isinstance(line, dump.AppState):
+                self._check_keys(number, line.state)
                 await self._scope(line.app, None, line.state)
             elif isinstance(line, dump.UserState):
+                self._check_keys(number, line.state)
                 await self._scope(line.app, line.user, line.state)
             elif isinstance(line, dump.Memory):
                 await self._memory(line)
@@ -159,6 +163,12 @@ class Importer:
                 "is imported; import the complete dump to finish)"
             )
         return self.summary
+
+    def _check_keys(self, number: int, state: dict[str, Any]) -> None:
+        """State keys as long as an append may write (the destination's limit)."""
+        long_key = find_long_key(state, self.limits)
+        if long_key is not None:
+            raise dump.DumpError(f"line {number}: {long_key.msg}")
 
     @asynccontextmanager
     async def _write(self) -> AsyncIterator[AsyncConnection]:
