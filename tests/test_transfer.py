@@ -327,6 +327,12 @@ END = '{"kind":"end","counts":{}}\n'
         ((HEADER + SESSION + EVENT.replace('"seq":1', '"seq":2') + END).encode(), "line 3: seq 2"),
         ((HEADER + SESSION + END).encode(), "fewer event lines"),
         (
+            (
+                HEADER + SESSION.replace('"ttlSeconds":null', '"ttlSeconds":1e308') + EVENT + END
+            ).encode(),
+            "line 2: session.ttlSeconds:",
+        ),
+        (
             (HEADER + SESSION.replace('"state":{}', '"state":{"app:x":1}') + EVENT + END).encode(),
             "line 2: session.state: a session's own state has no app:, user: or temp: keys",
         ),

@@ -17,6 +17,7 @@ from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
 from .. import json_codec
+from ..config import MAX_TTL_SECONDS
 from ..identifiers import name_problem, session_id_problem
 from ..json_rules import find_unstorable
 from ..state import APP_PREFIX, TEMP_PREFIX, USER_PREFIX
@@ -100,7 +101,7 @@ class Session(_Line):
     create_time: Seconds
     update_time: Seconds
     expire_time: Seconds | None
-    ttl_seconds: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None
+    ttl_seconds: Annotated[float, Field(gt=0, le=MAX_TTL_SECONDS, allow_inf_nan=False)] | None
     # How many event lines follow, in seq order.
     events: Count
 
