@@ -328,6 +328,12 @@ END = '{"kind":"end","counts":{}}\n'
         ((HEADER + SESSION + END).encode(), "fewer event lines"),
         (
             (
+                HEADER + SESSION.replace('"revision":1', '"revision":' + str(2**70)) + EVENT + END
+            ).encode(),
+            "line 2: session.revision:",
+        ),
+        (
+            (
                 HEADER + SESSION.replace('"ttlSeconds":null', '"ttlSeconds":1e308') + EVENT + END
             ).encode(),
             "line 2: session.ttlSeconds:",

@@ -20,6 +20,7 @@ from .. import json_codec
 from ..config import MAX_TTL_SECONDS
 from ..identifiers import name_problem, session_id_problem
 from ..json_rules import find_unstorable
+from ..limits import MAX_INT64
 from ..state import APP_PREFIX, TEMP_PREFIX, USER_PREFIX
 
 FORMAT: Literal["session-state-dump"] = "session-state-dump"
@@ -58,7 +59,8 @@ Name = Annotated[str, _checked(name_problem)]
 SessionId = Annotated[str, _checked(session_id_problem)]
 EventId = Annotated[str, Field(min_length=1, max_length=128)]
 Seconds = Annotated[float, Field(ge=0, le=253402300799, allow_inf_nan=False)]
-Count = Annotated[int, Field(ge=0)]
+# Integers a BIGINT column holds.
+Count = Annotated[int, Field(ge=0, le=MAX_INT64)]
 
 
 class _Line(BaseModel):
@@ -108,7 +110,7 @@ class Session(_Line):
 
 class Event(_Line):
     kind: Literal["event"]
-    seq: Annotated[int, Field(ge=1)]
+    seq: Annotated[int, Field(ge=1, le=MAX_INT64)]
     event: dict[str, Any]
 
 
