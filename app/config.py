@@ -57,6 +57,13 @@ class Settings(BaseSettings):
     # PostgreSQL: a process opens up to db_pool_size + db_max_overflow
     # connections as requests need them, and closes those idle for 5 minutes.
     db_max_overflow: int = Field(default=0, ge=0)
+    append_batch_size: int = Field(
+        default=64,
+        ge=1,
+        le=1000,
+        description="PostgreSQL: the most concurrent appends sent in one statement and"
+        " committed together (group commit); 1 sends each by itself.",
+    )
     db_timeout_seconds: float = Field(
         default=5.0,
         gt=0,

@@ -38,6 +38,11 @@ DB_POOL_IN_USE = Gauge(
     "Database connections checked out of the pool.",
     multiprocess_mode="livesum",
 )
+APPEND_BATCH_SIZE = Histogram(
+    "session_state_append_batch_size",
+    "Appends sent to PostgreSQL in one statement (group commit; 1 when there was no wait).",
+    buckets=(1, 2, 4, 8, 16, 32, 64, 128),
+)
 DB_ERRORS = Counter(
     "session_state_db_errors_total", "Database errors by kind: unavailable, other.", ["kind"]
 )

@@ -265,7 +265,7 @@ async def run(shapes: tuple[Shape, ...], repetitions: int) -> dict[str, Any]:
 
 
 def table(results: dict[str, Any]) -> str:
-    ours = "session-state HttpSessionService"
+    ours = OURS
     lines = [
         "| sessions x events | target | events/s | p50 ms | p99 ms | vs ADK db | vs Redis |"
         " lost events | misordered | lost keys |",
@@ -294,6 +294,61 @@ def table(results: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+OURS = "session-state HttpSessionService"
+ADK_DB = "adk DatabaseSessionService"
+REDIS = "adk-community RedisSessionService"
+
+
+def target_checks(results: dict[str, Any]) -> list[tuple[str, str, bool]]:
+    """Issue 15's targets through ADK's API, each as (target, measured,
+    met), from one run's medians."""
+    medians = {label: found for label, found in results["medians"].items() if "x" in label}
+    checks: list[tuple[str, str, bool]] = []
+    widest = max(medians, key=lambda label: int(label.split("x")[0]))
+    ratio = medians[widest][OURS]["events_per_s"] / medians[widest][ADK_DB]["events_per_s"]
+    checks.append(
+        (f"at least 8x ADK's DatabaseSessionService ({widest})", f"{ratio:.2f}x", ratio >= 8)
+    )
+    for label, found in medians.items():
+        ours, redis_peer = found[OURS], found[REDIS]
+        ratio = ours["events_per_s"] / redis_peer["events_per_s"]
+        events = int(label.split("x")[1])
+        wanted = "at least" if events <= 40 else "ahead of"
+        met = ratio >= 1 if events <= 40 else ratio > 1
+        checks.append((f"{wanted} the Redis peer's events/s ({label})", f"{ratio:.2f}x", met))
+        checks.append(
+            (
+                f"p99 at most the Redis peer's ({label})",
+                f"{ours['p99_ms']:.1f} ms vs {redis_peer['p99_ms']:.1f} ms",
+                ours["p99_ms"] <= redis_peer["p99_ms"],
+            )
+        )
+    lengths = sorted(
+        (int(label.split("x")[1]), label)
+        for label in medians
+        if label.split("x")[0] == str(min(int(name.split("x")[0]) for name in medians))
+    )
+    if len(lengths) > 1:
+        (_, shortest), (_, longest) = lengths[0], lengths[-1]
+        flat = medians[longest][OURS]["events_per_s"] / medians[shortest][OURS]["events_per_s"]
+        checks.append(
+            (
+                f"per-append cost flat in session length ({longest} within 10% of {shortest})",
+                f"{flat:.2f}x",
+                flat >= 0.9,
+            )
+        )
+    return checks
+
+
+def checks_table(checks: list[tuple[str, str, bool]]) -> str:
+    lines = ["| target (through ADK's API) | measured | met |", "| --- | ---: | --- |"]
+    lines += [
+        f"| {name} | {measured} | {'yes' if met else 'no'} |" for name, measured, met in checks
+    ]
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -308,7 +363,7 @@ def main(argv: list[str] | None = None) -> int:
     name = arguments.name or ("adk_api_quick" if arguments.quick else "adk_api")
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / f"{name}.json").write_text(json.dumps(results, indent=2) + "\n")
-    rendered = table(results)
+    rendered = table(results) + "\n" + checks_table(target_checks(results))
     (RESULTS / f"{name}.md").write_text(rendered)
     print(rendered)
     return 0

@@ -1,5 +1,7 @@
 """Benchmark session-state against ADK's DatabaseSessionService and the asyncpg
-floor, side by side in one run on one PostgreSQL.
+floor, side by side in one run on one PostgreSQL; then every target through
+ADK's own API, google-adk-community's RedisSessionService among them
+(bench/adk_api.py), with issue 15's targets checked.
 
     python -m bench.run            # full sizes, 3 repetitions
     python -m bench.run --quick    # small sizes, 1 repetition (CI)
@@ -475,6 +477,11 @@ def main(argv: list[str] | None = None) -> int:
     sizes = QUICK if arguments.quick else FULL
     started = time.time()
     raw = asyncio.run(Run(sizes, arguments.workers).execute())
+    # What ADK users run: every target through ADK's API (bench/adk_api.py).
+    from bench import adk_api
+
+    shapes = adk_api.QUICK if arguments.quick else adk_api.FULL
+    through_adk = asyncio.run(adk_api.run(shapes, sizes.repetitions))
     results = {
         "meta": {
             "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
@@ -487,11 +494,18 @@ def main(argv: list[str] | None = None) -> int:
         },
         "summary": summarise(raw),
         "runs": raw,
+        "adk_api": through_adk,
     }
     name = arguments.name or ("quick" if arguments.quick else "full")
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / f"{name}.json").write_text(json.dumps(results, indent=2))
-    table = report.markdown_table(results)
+    table = (
+        report.markdown_table(results)
+        + "\nThrough ADK's API (ADK `Event` objects on every side):\n\n"
+        + adk_api.table(through_adk)
+        + "\n"
+        + adk_api.checks_table(adk_api.target_checks(through_adk))
+    )
     (RESULTS / f"{name}.md").write_text(table)
     report.chart(results, RESULTS / f"{name}.png")
     print(table)

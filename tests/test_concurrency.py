@@ -157,3 +157,46 @@ async def test_the_same_event_sent_to_both_servers_at_once_is_stored_once(server
         assert again.status_code == 200
     session = (await http.get(f"{second}{path}/retried")).json()
     assert [event["id"] for event in session["events"]] == [f"event-{i}" for i in range(20)]
+
+
+async def test_the_same_events_sent_to_both_servers_at_once_in_many_sessions_are_stored_once(
+    servers, http
+):
+    """Each server sends the appends it gets together in one statement (group
+    commit on PostgreSQL): a batch meeting an event id that the other
+    server's batch stored meanwhile is run append by append, so each pair
+    still gets one 201 and one 200, and no other append of either batch is
+    lost or failed."""
+    first, second = (server.base_url for server in servers)
+    path = f"/apps/{APP}/users/{USER}/sessions"
+    session_ids = [f"paired{index}" for index in range(SESSIONS)]
+    for session_id in session_ids:
+        await http.post(f"{first}{path}", json={"sessionId": session_id})
+    for step in range(5):
+        events = {
+            session_id: {
+                "id": f"{session_id}-{step}",
+                "author": "agent",
+                "timestamp": 1000.0 + step,
+                "actions": {"stateDelta": {"step": step, f"user:{session_id}": step}},
+            }
+            for session_id in session_ids
+        }
+        sends = [
+            http.post(f"{base}{path}/{session_id}/events", json=events[session_id])
+            for session_id in session_ids
+            for base in (first, second)
+        ]
+        responses = await asyncio.gather(*sends)
+        for index, session_id in enumerate(session_ids):
+            pair = responses[2 * index : 2 * index + 2]
+            assert sorted(response.status_code for response in pair) == [200, 201], session_id
+            assert pair[0].json() == pair[1].json() == events[session_id]
+    user_state = (await http.get(f"{second}/apps/{APP}/users/{USER}/state")).json()["state"]
+    for session_id in session_ids:
+        session = (await http.get(f"{second}{path}/{session_id}")).json()
+        assert [event["id"] for event in session["events"]] == [
+            f"{session_id}-{step}" for step in range(5)
+        ]
+        assert session["state"]["step"] == 4
+        assert user_state[session_id] == 4

@@ -100,6 +100,118 @@ SELECT stored.seq, shared.app_bytes, shared.user_bytes,
   FROM shared_bytes AS shared LEFT JOIN stored ON true
 """
 
+# Several appends in one statement: one round trip, one plan and one commit
+# for all of them (group commit, app/db/append_batches.py). Each item is the
+# append above, with the same checks and the same answer, as one row in its
+# order ($1 .. $20: one array element per item). A batch holds at most one
+# append per session (the batcher sees to it), so every session row is bumped
+# at most once; shared keys written by several items of the batch are
+# written once, with the value of the last item that wrote them (appends in
+# one batch are concurrent requests: any order of them is an order they could
+# have been served in, and the batch keeps its own). An event id already
+# stored for its session makes its item write nothing (the caller looks for
+# a retry, as after the single append); one stored by a concurrent
+# transaction after this statement began fails the whole statement, and the
+# caller then runs each item by itself.
+APPEND_BATCH = """
+WITH item AS (
+    SELECT *
+      FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::float8[], $6::text[],
+                  $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::bigint[],
+                  $13::bigint[], $14::text[], $15::text[], $16::bigint[], $17::float8[],
+                  $18::boolean[], $19::float8[], $20::float8[])
+           WITH ORDINALITY AS i(app_name, user_id, session_id, session_text, event_time,
+                                event_id, invocation_id, author, data, app_text, user_text,
+                                expected, max_bytes, app_sizes_text, user_sizes_text,
+                                session_growth, now, replace_expiry, ttl, expire_at, ord)
+), delta AS (
+    SELECT i.*, i.session_text::jsonb AS session_delta, i.app_text::jsonb AS app_delta,
+           i.user_text::jsonb AS user_delta, i.app_sizes_text::jsonb AS app_sizes,
+           i.user_sizes_text::jsonb AS user_sizes
+      FROM item AS i
+), app_delta AS (
+    SELECT i.ord, i.app_name, d.key, d.value, (i.app_sizes ->> d.key)::bigint AS size
+      FROM delta AS i, jsonb_each(i.app_delta) AS d
+), user_delta AS (
+    SELECT i.ord, i.app_name, i.user_id, d.key, d.value, (i.user_sizes ->> d.key)::bigint AS size
+      FROM delta AS i, jsonb_each(i.user_delta) AS d
+), growth AS (
+    SELECT i.ord,
+           (SELECT coalesce(sum(n.size - coalesce(
+                     (SELECT a.size FROM app_states AS a
+                       WHERE a.app_name = i.app_name AND a.key = n.key), 0)), 0)
+              FROM app_delta AS n WHERE n.ord = i.ord) AS app_bytes,
+           (SELECT coalesce(sum(n.size - coalesce(
+                     (SELECT u.size FROM user_states AS u
+                       WHERE u.app_name = i.app_name AND u.user_id = i.user_id
+                         AND u.key = n.key), 0)), 0)
+              FROM user_delta AS n WHERE n.ord = i.ord) AS user_bytes
+      FROM delta AS i
+), shared_bytes AS (
+    SELECT g.ord,
+           CASE WHEN g.app_bytes <= 0 THEN 0 ELSE g.app_bytes +
+             (SELECT coalesce(sum(a.size), 0) FROM app_states AS a
+               WHERE a.app_name = i.app_name)
+           END AS app_bytes,
+           CASE WHEN g.user_bytes <= 0 THEN 0 ELSE g.user_bytes +
+             (SELECT coalesce(sum(u.size), 0) FROM user_states AS u
+               WHERE u.app_name = i.app_name AND u.user_id = i.user_id)
+           END AS user_bytes
+      FROM growth AS g JOIN delta AS i ON i.ord = g.ord
+), bumped AS (
+    UPDATE sessions AS s
+       SET state = s.state || i.session_delta, revision = s.revision + 1,
+           update_time = i.event_time,
+           ttl_seconds = CASE WHEN i.replace_expiry THEN i.ttl ELSE s.ttl_seconds END,
+           expire_time = CASE WHEN i.replace_expiry THEN coalesce(i.now + i.ttl, i.expire_at)
+                              WHEN s.ttl_seconds IS NULL THEN s.expire_time
+                              ELSE i.now + s.ttl_seconds END,
+           state_bytes = CASE WHEN i.session_growth = 0
+                                   OR s.state_bytes + i.session_growth <= i.max_bytes
+                              THEN s.state_bytes + i.session_growth
+                              ELSE octet_length((s.state || i.session_delta)::text) END
+      FROM delta AS i JOIN shared_bytes AS shared ON shared.ord = i.ord
+     WHERE s.app_name = i.app_name AND s.user_id = i.user_id AND s.id = i.session_id
+       AND (s.expire_time IS NULL OR s.expire_time > i.now)
+       AND (i.expected IS NULL OR s.revision = i.expected)
+       AND CASE WHEN i.session_growth = 0 OR s.state_bytes + i.session_growth <= i.max_bytes
+                THEN true
+                ELSE octet_length((s.state || i.session_delta)::text) <= i.max_bytes END
+       AND shared.app_bytes <= i.max_bytes AND shared.user_bytes <= i.max_bytes
+       AND NOT EXISTS (SELECT 1 FROM events AS e
+                        WHERE e.app_name = i.app_name AND e.user_id = i.user_id
+                          AND e.session_id = i.session_id AND e.id = i.event_id)
+ RETURNING i.ord, s.revision
+), stored AS (
+    INSERT INTO events (app_name, user_id, session_id, seq, id, invocation_id, author,
+                        timestamp, data)
+    SELECT i.app_name, i.user_id, i.session_id, b.revision, i.event_id, i.invocation_id,
+           i.author, i.event_time, i.data
+      FROM bumped AS b JOIN item AS i ON i.ord = b.ord
+), app_written AS (
+    INSERT INTO app_states (app_name, key, value, size)
+    SELECT DISTINCT ON (d.app_name, d.key) d.app_name, d.key, d.value, d.size
+      FROM bumped AS b JOIN app_delta AS d ON d.ord = b.ord
+     ORDER BY d.app_name, d.key, d.ord DESC
+    ON CONFLICT (app_name, key) DO UPDATE SET value = EXCLUDED.value, size = EXCLUDED.size
+), user_written AS (
+    INSERT INTO user_states (app_name, user_id, key, value, size)
+    SELECT DISTINCT ON (d.app_name, d.user_id, d.key) d.app_name, d.user_id, d.key, d.value,
+           d.size
+      FROM bumped AS b JOIN user_delta AS d ON d.ord = b.ord
+     ORDER BY d.app_name, d.user_id, d.key, d.ord DESC
+    ON CONFLICT (app_name, user_id, key) DO UPDATE SET value = EXCLUDED.value, size = EXCLUDED.size
+)
+SELECT b.revision, shared.app_bytes, shared.user_bytes,
+       CASE WHEN b.revision IS NOT NULL OR i.session_delta = '{}'::jsonb THEN 0 ELSE
+         (SELECT octet_length((s.state || i.session_delta)::text) FROM sessions AS s
+           WHERE s.app_name = i.app_name AND s.user_id = i.user_id AND s.id = i.session_id)
+       END
+  FROM delta AS i JOIN shared_bytes AS shared ON shared.ord = i.ord
+  LEFT JOIN bumped AS b ON b.ord = i.ord
+ ORDER BY i.ord
+"""
+
 # One round trip for a whole session read; event texts are joined by the
 # database, and only events up to the revision read with the session row are
 # taken, so events, state and ETag describe one moment. Their size is read

@@ -43,7 +43,12 @@ from ..state import ScopedDelta, StateDict
 from . import migrations
 from . import postgresql_memory as memory
 from . import postgresql_statements as sql
-from .database_errors import database_errors_as_domain_errors, raise_as_domain_error
+from .append_batches import AppendBatcher
+from .database_errors import (
+    database_errors_as_domain_errors,
+    is_database_unavailable,
+    raise_as_domain_error,
+)
 from .migrations import SchemaNotCurrent
 from .repository import (
     ERASE_CANDIDATES,
@@ -59,6 +64,9 @@ from .store import ForkOutcome, MemoriesOf
 # Rows per statement when memories are written or a session's events read
 # for memory: a long history is taken in bounded memory.
 MEMORY_BATCH = 500
+# Append statements (single or batched) at the database at once, per process;
+# appends arriving meanwhile wait and form the next batch.
+APPEND_BATCHES_IN_FLIGHT = 2
 # Events a fork copies per statement (all in one transaction): 10,000 took
 # about 0.1 s here, far inside any statement timeout.
 FORK_BATCH_EVENTS = 10_000
@@ -93,6 +101,31 @@ def _sized_entries(delta: StateDict) -> tuple[list[str], list[str], list[int]]:
     sizes = entry_sizes(delta)
     values = [json_codec.dumps_for_jsonb(delta[key]) for key in keys]
     return keys, values, [sizes[key] for key in keys]
+
+
+def _session_growth(delta: StateDict) -> int:
+    """The bound a session's state size is raised by: twice the delta's
+    compact JSON (JSONB prints more spaces); 0 for no change."""
+    return 2 * session_state_bytes(delta) if delta else 0
+
+
+@dataclass(frozen=True)
+class _Append:
+    """One append waiting for its statement (alone or in a batch)."""
+
+    key: SessionKey
+    event: NewEvent
+    expected_revision: int | None
+    max_state_bytes: int
+    now: float
+    new_expiry: Expiry | None
+
+
+def _runs_singly(error: Exception) -> bool:
+    """Whether a batch's error may be one append's doing (an event id stored
+    meanwhile, a deadlock with another process's batch): each is then run by
+    itself. A database that cannot serve fails them all."""
+    return isinstance(error, asyncpg.PostgresError) and not is_database_unavailable(error)
 
 
 @dataclass(frozen=True)
@@ -170,10 +203,22 @@ class _PooledConnection:
 
 
 class PostgresStore:
-    def __init__(self, pool: asyncpg.Pool, timeout: float, dsn: str) -> None:
+    def __init__(
+        self, pool: asyncpg.Pool, timeout: float, dsn: str, append_batch_size: int = 1
+    ) -> None:
+        """`append_batch_size`: the most appends sent in one statement (1:
+        each by itself)."""
         self.pool = pool
         self.timeout = timeout
         self.dsn = dsn
+        self._appends = AppendBatcher(
+            run_batch=self._append_batch,
+            run_one=self._append_one,
+            session_of=lambda append: append.key,
+            runs_singly=_runs_singly,
+            max_items=append_batch_size,
+            max_in_flight=APPEND_BATCHES_IN_FLIGHT,
+        )
 
     @classmethod
     async def connect(cls, settings: Settings) -> "PostgresStore":
@@ -195,7 +240,7 @@ class PostgresStore:
                 reset=_skip_session_reset,
                 server_settings={"application_name": "session-state"},
             )
-        return cls(pool, timeout, dsn)
+        return cls(pool, timeout, dsn, settings.append_batch_size)
 
     def _connection(self) -> "_PooledConnection":
         """A pooled connection; every statement on it runs by itself
@@ -330,10 +375,24 @@ class PostgresStore:
         now: float,
         new_expiry: Expiry | None = None,
     ) -> int:
-        delta = event.delta
+        append = _Append(key, event, expected_revision, max_state_bytes, now, new_expiry)
+        row = await self._appends.submit(append)
+        revision, app_bytes, user_bytes, session_bytes = row
+        if revision is not None:
+            return int(revision)
+        for scope, size in (("app", app_bytes), ("user", user_bytes), ("session", session_bytes)):
+            if size is not None and size > max_state_bytes:
+                raise AppendNotApplied(
+                    "state too large", state_error=state_too_large(scope, size, max_state_bytes)
+                )
+        raise AppendNotApplied("session missing or stale")
+
+    async def _append_one(self, append: "_Append") -> Sequence[Any]:
+        """One append in one statement: its row (revision or why not)."""
+        key, event, delta, expiry = append.key, append.event, append.event.delta, append.new_expiry
         try:
             async with self._connection() as connection:
-                row: Any = await connection.fetchrow(
+                row: Sequence[Any] = await connection.fetchrow(
                     sql.APPEND,
                     key.app_name,
                     key.user_id,
@@ -346,27 +405,58 @@ class PostgresStore:
                     event.data,
                     delta.app,
                     delta.user,
-                    expected_revision,
-                    max_state_bytes,
+                    append.expected_revision,
+                    append.max_state_bytes,
                     entry_sizes(delta.app),
                     entry_sizes(delta.user),
-                    2 * session_state_bytes(delta.session) if delta.session else 0,
-                    now,
-                    new_expiry is not None,
-                    None if new_expiry is None else new_expiry.ttl_seconds,
-                    None if new_expiry is None else new_expiry.expire_time,
+                    _session_growth(delta.session),
+                    append.now,
+                    expiry is not None,
+                    None if expiry is None else expiry.ttl_seconds,
+                    None if expiry is None else expiry.expire_time,
                 )
         except asyncpg.UniqueViolationError as error:
             raise AppendNotApplied("event id already stored") from error
-        revision, app_bytes, user_bytes, session_bytes = row
-        if revision is not None:
-            return int(revision)
-        for scope, size in (("app", app_bytes), ("user", user_bytes), ("session", session_bytes)):
-            if size is not None and size > max_state_bytes:
-                raise AppendNotApplied(
-                    "state too large", state_error=state_too_large(scope, size, max_state_bytes)
-                )
-        raise AppendNotApplied("session missing or stale")
+        return row
+
+    async def _append_batch(self, appends: "list[_Append]") -> list[Sequence[Any]]:
+        """Several appends in one statement: their rows, in order."""
+        dumps = json_codec.dumps_for_jsonb
+        columns: list[list[Any]] = [[] for _ in range(20)]
+        for append in appends:
+            key, event, delta, expiry = (
+                append.key,
+                append.event,
+                append.event.delta,
+                append.new_expiry,
+            )
+            values = (
+                key.app_name,
+                key.user_id,
+                key.session_id,
+                dumps(delta.session),
+                event.timestamp,
+                event.id,
+                event.invocation_id,
+                event.author,
+                event.data,
+                dumps(delta.app),
+                dumps(delta.user),
+                append.expected_revision,
+                append.max_state_bytes,
+                dumps(entry_sizes(delta.app)),
+                dumps(entry_sizes(delta.user)),
+                _session_growth(delta.session),
+                append.now,
+                expiry is not None,
+                None if expiry is None else expiry.ttl_seconds,
+                None if expiry is None else expiry.expire_time,
+            )
+            for column, value in zip(columns, values, strict=True):
+                column.append(value)
+        async with self._connection() as connection:
+            rows: list[Sequence[Any]] = await connection.fetch(sql.APPEND_BATCH, *columns)
+        return rows
 
     async def set_expiry(
         self, key: SessionKey, expiry: Expiry, expected_revision: int | None, now: float
