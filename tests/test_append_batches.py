@@ -6,8 +6,12 @@ same requests get the same answers."""
 
 import asyncio
 
-from app.config import Settings
-from tests.conftest import asgi_client
+import asyncpg
+import pytest
+
+from session_state.config import Settings
+from session_state.db.append_batches import AppendBatcher
+from tests.conftest import _truncate, asgi_client, run_blocking
 from tests.test_observability import _metric
 
 APP = "batches"
@@ -150,3 +154,155 @@ async def test_a_sessions_appends_sent_together_are_all_stored(database_url):
             f"e{step}" for step in range(30)
         )
         assert session["state"]["n"] == session["events"][-1]["actions"]["stateDelta"]["n"]
+
+
+async def test_a_session_held_by_another_transaction_delays_only_its_own_appends(postgres_url):
+    """A batch does not wait for a session that another transaction holds (a
+    fork copying its history, say): the other appends sent with it are
+    stored and answered at once, and the held session's append is stored
+    once the lock goes."""
+    run_blocking(_truncate(postgres_url))
+    async with asgi_client(Settings(database_url=postgres_url)) as http:
+        for name in ["held"] + [f"free{index}" for index in range(8)]:
+            await http.post(f"/apps/{APP}/users/{USER}/sessions", json={"sessionId": name})
+        holder = await asyncpg.connect(
+            postgres_url.replace("postgresql+asyncpg://", "postgresql://")
+        )
+        try:
+            locking = holder.transaction()
+            await locking.start()
+            await holder.execute(
+                "SELECT 1 FROM sessions WHERE app_name = $1 AND id = 'held' FOR UPDATE", APP
+            )
+            event = {"author": "agent", "actions": {"stateDelta": {"app:any": 1}}}
+            held = asyncio.ensure_future(http.post(f"{path('held')}/events", json=event))
+            free = [
+                http.post(f"{path(f'free{index % 8}')}/events", json=event) for index in range(24)
+            ]
+            # Well within the database timeout (5 s) the held session would
+            # otherwise have made every append in its batch wait for.
+            responses = await asyncio.wait_for(asyncio.gather(*free), timeout=3)
+            assert [response.status_code for response in responses] == [201] * 24
+            assert not held.done()
+            await locking.commit()
+        finally:
+            await holder.close()
+        assert (await held).status_code == 201
+        session = (await http.get(path("held"))).json()
+        assert len(session["events"]) == 1
+
+
+# -- the batcher itself, with statements the test controls ---------------------
+
+
+class Statements:
+    """Stands in for the database's statements: records what each batch and
+    each lone send carried, and answers when the test lets it."""
+
+    def __init__(self) -> None:
+        self.batches: list[list[str]] = []
+        self.alone: list[str] = []
+        self.release = asyncio.Event()
+        self.held: set[str] = set()
+        self.batch_error: Exception | None = None
+
+    async def run_batch(self, items: list[str]) -> list[str | None]:
+        self.batches.append(items)
+        await self.release.wait()
+        if self.batch_error is not None:
+            raise self.batch_error
+        return [None if item in self.held else f"stored {item}" for item in items]
+
+    async def run_one(self, item: str) -> str:
+        self.alone.append(item)
+        return f"stored alone {item}"
+
+
+class OneItemsFault(Exception):
+    """An error one item of a batch may have caused."""
+
+
+def batcher(statements: Statements, *, max_wait: float = 5.0) -> AppendBatcher[str, str]:
+    return AppendBatcher(
+        run_batch=statements.run_batch,
+        run_one=statements.run_one,
+        session_of=lambda item: item.split("/")[0],
+        runs_singly=lambda error: isinstance(error, OneItemsFault),
+        timed_out=lambda: TimeoutError("no batch took it"),
+        max_items=64,
+        max_in_flight=1,
+        max_wait=max_wait,
+    )
+
+
+async def test_a_sessions_appends_go_in_separate_batches_in_arrival_order():
+    statements = Statements()
+    appends = batcher(statements)
+    first = asyncio.ensure_future(appends.submit("a/1"))
+    await asyncio.sleep(0.01)  # the first batch is at the database
+    rest = [asyncio.ensure_future(appends.submit(item)) for item in ("a/2", "b/1", "a/3", "c/1")]
+    await asyncio.sleep(0)
+    statements.release.set()
+    answers = await asyncio.gather(first, *rest)
+    assert answers == [f"stored {item}" for item in ("a/1", "a/2", "b/1", "a/3", "c/1")]
+    assert statements.batches == [["a/1"], ["a/2", "b/1", "c/1"], ["a/3"]]
+
+
+async def test_an_append_whose_session_was_held_is_sent_alone_and_its_neighbours_answered():
+    statements = Statements()
+    statements.held = {"b/1"}
+    statements.release.set()
+    appends = batcher(statements)
+    answers = await asyncio.gather(*(appends.submit(item) for item in ("a/1", "b/1", "c/1")))
+    assert answers == ["stored a/1", "stored alone b/1", "stored c/1"]
+    assert statements.alone == ["b/1"]
+
+
+async def test_a_batch_error_one_append_may_cause_sends_each_alone_and_others_fail_all():
+    statements = Statements()
+    statements.release.set()
+    statements.batch_error = OneItemsFault()
+    answers = await asyncio.gather(*(batcher(statements).submit(item) for item in ("a/1", "b/1")))
+    assert answers == ["stored alone a/1", "stored alone b/1"]
+
+    statements = Statements()
+    statements.release.set()
+    statements.batch_error = ConnectionResetError("the database went away")
+    appends = batcher(statements)
+    answers = await asyncio.gather(
+        *(appends.submit(item) for item in ("a/1", "b/1")), return_exceptions=True
+    )
+    assert [type(answer) for answer in answers] == [ConnectionResetError] * 2
+    assert statements.alone == []
+
+
+async def test_an_append_no_batch_takes_in_time_fails_and_is_never_sent():
+    """The wait for a batch is bounded (by the database timeout in the
+    store): behind a statement that does not answer, an append fails when
+    the bound passes, and it is not sent afterwards."""
+    statements = Statements()
+    appends = batcher(statements, max_wait=0.2)
+    blocked = asyncio.ensure_future(appends.submit("a/1"))
+    await asyncio.sleep(0.01)  # the first batch is at the database
+    with pytest.raises(TimeoutError, match="no batch took it"):
+        await appends.submit("b/1")
+    statements.release.set()
+    assert await blocked == "stored a/1"
+    await asyncio.sleep(0.05)
+    assert statements.batches == [["a/1"]]
+    assert statements.alone == []
+
+
+async def test_an_append_whose_request_went_away_before_a_batch_took_it_is_never_sent():
+    statements = Statements()
+    appends = batcher(statements)
+    blocked = asyncio.ensure_future(appends.submit("a/1"))
+    await asyncio.sleep(0.01)  # the first batch is at the database
+    gone = asyncio.ensure_future(appends.submit("b/1"))
+    await asyncio.sleep(0)
+    gone.cancel()
+    await asyncio.sleep(0)
+    statements.release.set()
+    await blocked
+    await asyncio.sleep(0.05)
+    assert statements.batches == [["a/1"]]

@@ -575,25 +575,29 @@ async def test_sigterm_lets_in_flight_requests_finish(
     observer = await asyncpg.connect(cluster.dsn)
     try:
         async with asyncio.timeout(50), httpx.AsyncClient(timeout=60) as http:
-            created = await http.post(path, json={"sessionId": "draining"})
-            assert created.status_code == 201, created.text
+            # One session per append: a process sends one session's appends
+            # one at a time (the others wait in the process, app/db/append_batches.py).
+            drained = [f"draining-{n}" for n in range(IN_FLIGHT_AT_SHUTDOWN)]
+            for session_id in drained:
+                created = await http.post(path, json={"sessionId": session_id})
+                assert created.status_code == 201, created.text
 
-            # Hold the session row, so that appends to it stay in flight (inside
-            # the server, waiting in PostgreSQL) for as long as we like.
+            # Hold the session rows, so that appends to them stay in flight
+            # (inside the server, waiting in PostgreSQL) for as long as we like.
             transaction = blocker.transaction()
             await transaction.start()
             await blocker.execute(
-                "SELECT 1 FROM sessions WHERE app_name = $1 AND user_id = $2 AND id = $3 "
+                "SELECT 1 FROM sessions WHERE app_name = $1 AND user_id = $2 AND id = ANY($3) "
                 "FOR UPDATE",
                 APP,
                 USER,
-                "draining",
+                drained,
             )
 
             async def append(number: int) -> httpx.Response | BaseException:
                 body = {"id": f"drain-{number}", "author": "loader", "timestamp": time.time()}
                 try:
-                    return await http.post(f"{path}/draining/events", json=body)
+                    return await http.post(f"{path}/{drained[number]}/events", json=body)
                 except httpx.HTTPError as error:
                     return error
 
@@ -638,9 +642,9 @@ async def test_sigterm_lets_in_flight_requests_finish(
             returncode = await asyncio.to_thread(process.wait, GRACEFUL_EXIT_BOUND_SECONDS)
             exited = time.monotonic()
             stored = await observer.fetchval(
-                "SELECT count(*) FROM events WHERE app_name = $1 AND session_id = $2",
+                "SELECT count(*) FROM events WHERE app_name = $1 AND session_id = ANY($2)",
                 APP,
-                "draining",
+                drained,
             )
             print(
                 f"\nshutdown summary: in flight {IN_FLIGHT_AT_SHUTDOWN}, held "

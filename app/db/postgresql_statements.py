@@ -30,7 +30,7 @@ from .repository import listing_sql
 # Expiry: an expired session ($17 is now) is missing. A session with an idle
 # timeout (ttl_seconds) expires that long after this append; $18 replaces the
 # expiry with $19 (a timeout) or $20 (a time), or none when both are null.
-APPEND = """
+_APPEND = """
 WITH app_delta AS (
     SELECT d.key, d.value, ($14::jsonb ->> d.key)::bigint AS size
       FROM jsonb_each($10::jsonb) AS d
@@ -57,6 +57,9 @@ WITH app_delta AS (
                WHERE u.app_name = $1 AND u.user_id = $2)
            END AS user_bytes
       FROM growth AS g
+), free AS (
+    SELECT 1 FROM sessions WHERE app_name = $1 AND user_id = $2 AND id = $3
+       FOR UPDATE {waits}
 ), bumped AS (
     UPDATE sessions
        SET state = state || $4::jsonb, revision = revision + 1, update_time = $5,
@@ -74,6 +77,7 @@ WITH app_delta AS (
        AND CASE WHEN $16 = 0 OR state_bytes + $16 <= $13 THEN true
                 ELSE octet_length((state || $4::jsonb)::text) <= $13 END
        AND (SELECT app_bytes <= $13 AND user_bytes <= $13 FROM shared_bytes)
+       AND EXISTS (SELECT 1 FROM free)
  RETURNING revision
 ), stored AS (
     INSERT INTO events (app_name, user_id, session_id, seq, id, invocation_id, author,
@@ -96,14 +100,24 @@ WITH app_delta AS (
 SELECT stored.seq, shared.app_bytes, shared.user_bytes,
        CASE WHEN stored.seq IS NOT NULL OR $4::jsonb = '{}'::jsonb THEN 0 ELSE
          (SELECT octet_length((s.state || $4::jsonb)::text) FROM sessions AS s
-           WHERE s.app_name = $1 AND s.user_id = $2 AND s.id = $3) END
+           WHERE s.app_name = $1 AND s.user_id = $2 AND s.id = $3) END,
+       NOT EXISTS (SELECT 1 FROM free) AND EXISTS (SELECT 1 FROM sessions AS s
+                     WHERE s.app_name = $1 AND s.user_id = $2 AND s.id = $3) AS held_elsewhere
   FROM shared_bytes AS shared LEFT JOIN stored ON true
 """
+# Waits for a session another transaction holds.
+APPEND = _APPEND.replace("{waits}", "")
+# Does not wait: a session another transaction holds makes the append write
+# nothing and answer held_elsewhere (the batcher then sends it with APPEND,
+# outside its batches, so that only this append waits).
+APPEND_UNLESS_HELD = _APPEND.replace("{waits}", "SKIP LOCKED")
 
 # Several appends in one statement: one round trip, one plan and one commit
 # for all of them (group commit, app/db/append_batches.py). Each item is the
 # append above, with the same checks and the same answer, as one row in its
-# order ($1 .. $20: one array element per item). A batch holds at most one
+# order ($1 .. $20: one array element per item), plus whether its session was
+# held by another transaction (then the item wrote nothing, and the caller
+# sends it by itself, which waits for the lock). A batch holds at most one
 # append per session (the batcher sees to it), so every session row is bumped
 # at most once; shared keys written by several items of the batch are
 # written once, with the value of the last item that wrote them (appends in
@@ -158,6 +172,13 @@ WITH item AS (
                WHERE u.app_name = i.app_name AND u.user_id = i.user_id)
            END AS user_bytes
       FROM growth AS g JOIN delta AS i ON i.ord = g.ord
+), free AS (
+    -- The sessions no other transaction holds, locked: a batch never waits
+    -- on one session's lock (a fork's, another process's batch), so neither
+    -- do the other appends in it, and batches cannot deadlock on sessions.
+    SELECT i.ord FROM item AS i JOIN sessions AS s
+        ON s.app_name = i.app_name AND s.user_id = i.user_id AND s.id = i.session_id
+       FOR UPDATE OF s SKIP LOCKED
 ), bumped AS (
     UPDATE sessions AS s
        SET state = s.state || i.session_delta, revision = s.revision + 1,
@@ -171,6 +192,7 @@ WITH item AS (
                               THEN s.state_bytes + i.session_growth
                               ELSE octet_length((s.state || i.session_delta)::text) END
       FROM delta AS i JOIN shared_bytes AS shared ON shared.ord = i.ord
+      JOIN free ON free.ord = i.ord
      WHERE s.app_name = i.app_name AND s.user_id = i.user_id AND s.id = i.session_id
        AND (s.expire_time IS NULL OR s.expire_time > i.now)
        AND (i.expected IS NULL OR s.revision = i.expected)
@@ -206,8 +228,12 @@ SELECT b.revision, shared.app_bytes, shared.user_bytes,
        CASE WHEN b.revision IS NOT NULL OR i.session_delta = '{}'::jsonb THEN 0 ELSE
          (SELECT octet_length((s.state || i.session_delta)::text) FROM sessions AS s
            WHERE s.app_name = i.app_name AND s.user_id = i.user_id AND s.id = i.session_id)
-       END
+       END,
+       free.ord IS NULL AND EXISTS (SELECT 1 FROM sessions AS s
+                                     WHERE s.app_name = i.app_name AND s.user_id = i.user_id
+                                       AND s.id = i.session_id) AS held_elsewhere
   FROM delta AS i JOIN shared_bytes AS shared ON shared.ord = i.ord
+  LEFT JOIN free ON free.ord = i.ord
   LEFT JOIN bumped AS b ON b.ord = i.ord
  ORDER BY i.ord
 """
