@@ -67,7 +67,8 @@ class Settings(BaseSettings):
     db_timeout_seconds: float = Field(
         default=5.0,
         gt=0,
-        description="Bounds connecting, waiting for a pooled connection and every statement.",
+        description="Bounds connecting, waiting for a pooled connection, an append's wait for"
+        " its batch and every statement.",
     )
     log_level: str = "info"
     log_format: Literal["json", "text"] = "json"

@@ -155,6 +155,8 @@ class Server:
             # As the default: overflow connections are opened and closed per use.
             "SESSION_STATE_DB_MAX_OVERFLOW": "0",
             "SESSION_STATE_MAX_BODY_BYTES": str(64 * 1024 * 1024),
+            # The memory figure reads a 100,000-event session in one response.
+            "SESSION_STATE_MAX_RESPONSE_BYTES": str(128 * 1024 * 1024),
         }
         command = [
             sys.executable,
