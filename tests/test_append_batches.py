@@ -306,3 +306,44 @@ async def test_an_append_whose_request_went_away_before_a_batch_took_it_is_never
     await blocked
     await asyncio.sleep(0.05)
     assert statements.batches == [["a/1"]]
+
+
+async def test_with_batches_off_every_append_is_sent_as_soon_as_it_arrives(postgres_url):
+    """SESSION_STATE_APPEND_BATCH_SIZE=1: nothing waits for a batch, so as
+    many appends are at the database at once as arrive (here all waiting for
+    one app key's row that another transaction holds)."""
+    run_blocking(_truncate(postgres_url))
+    settings = Settings(database_url=postgres_url, append_batch_size=1)
+    count = 6
+    async with asgi_client(settings) as http:
+        names = [f"alone{index}" for index in range(count)]
+        for name in names:
+            await http.post(f"/apps/{APP}/users/{USER}/sessions", json={"sessionId": name})
+        hot = {"author": "agent", "actions": {"stateDelta": {"app:hot": 0}}}
+        assert (await http.post(f"{path(names[0])}/events", json=hot)).status_code == 201
+        dsn = postgres_url.replace("postgresql+asyncpg://", "postgresql://")
+        holder, observer = await asyncpg.connect(dsn), await asyncpg.connect(dsn)
+        try:
+            locking = holder.transaction()
+            await locking.start()
+            await holder.execute(
+                "SELECT 1 FROM app_states WHERE app_name = $1 AND key = 'hot' FOR UPDATE", APP
+            )
+            sent = [
+                asyncio.ensure_future(http.post(f"{path(name)}/events", json=hot)) for name in names
+            ]
+            waiting = 0
+            for _ in range(100):
+                waiting = await observer.fetchval(
+                    "SELECT count(*) FROM pg_stat_activity WHERE application_name = "
+                    "'session-state' AND wait_event_type = 'Lock' AND datname = current_database()"
+                )
+                if waiting == count:
+                    break
+                await asyncio.sleep(0.02)
+            assert waiting == count
+            await locking.rollback()
+            assert [(await response).status_code for response in sent] == [201] * count
+        finally:
+            await holder.close()
+            await observer.close()

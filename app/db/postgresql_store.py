@@ -9,6 +9,7 @@ server (greenlet switches around each checkout; `bench/pool_choice.py`,
 docs/design.md), so every statement goes through asyncpg and its pool.
 """
 
+import sys
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -221,7 +222,8 @@ class PostgresStore:
             # As a statement past the timeout: 503, counted and logged alike.
             timed_out=lambda: as_domain_error(TimeoutError()),
             max_items=append_batch_size,
-            max_in_flight=APPEND_BATCHES_IN_FLIGHT,
+            # Without batches nothing waits for one: the pool is the bound.
+            max_in_flight=APPEND_BATCHES_IN_FLIGHT if append_batch_size > 1 else sys.maxsize,
             max_wait=timeout,
         )
 
@@ -243,17 +245,7 @@ class PostgresStore:
                 command_timeout=timeout,
                 init=_use_json_codecs,
                 reset=_skip_session_reset,
-                server_settings={
-                    "application_name": "session-state",
-                    # Every statement is prepared once per connection; its
-                    # plan is made once too. PostgreSQL's default re-plans a
-                    # statement while a plan for its values looks cheaper
-                    # than the generic one: the batched append (arrays of
-                    # unknown length) was re-planned on every call, 1.5 ms
-                    # of its 3.4 (sequential appends 164 -> 332 events/s
-                    # with this; session reads and lists no slower).
-                    "plan_cache_mode": "force_generic_plan",
-                },
+                server_settings={"application_name": "session-state"},
             )
         return cls(pool, timeout, dsn, settings.append_batch_size)
 
