@@ -347,3 +347,43 @@ async def test_with_batches_off_every_append_is_sent_as_soon_as_it_arrives(postg
         finally:
             await holder.close()
             await observer.close()
+
+
+async def test_hostile_values_sent_together_are_stored_and_read_back_exactly(database_url):
+    """Batched appends carry their JSON as texts cast inside PostgreSQL, not
+    through the driver's codec: values that codec handles with care (control characters,
+    astral characters, integers past 64 bits, deep nesting) must come back
+    the same from a batch as from a lone append (NUL is refused before
+    any store, tests/test_hostile_text.py)."""
+    values = [
+        "control \u0001 inside",
+        "\U0001f600 astral",
+        2**80,
+        -(2**70),
+        1.5e300,
+        {"a": [[[[1]]]]},
+    ]
+    async with asgi_client(Settings(database_url=database_url)) as http:
+        names = [f"hostile{index}" for index in range(len(values))]
+        for name in names:
+            await http.post(f"/apps/{APP}/users/{USER}/sessions", json={"sessionId": name})
+        responses = await asyncio.gather(
+            *(
+                http.post(
+                    f"{path(name)}/events",
+                    json={
+                        "author": "agent",
+                        "actions": {
+                            "stateDelta": {"v": value, f"user:{name}": value, f"app:{name}": value}
+                        },
+                    },
+                )
+                for name, value in zip(names, values, strict=True)
+            )
+        )
+        assert [response.status_code for response in responses] == [201] * len(values)
+        for name, value in zip(names, values, strict=True):
+            state = (await http.get(path(name))).json()["state"]
+            assert state["v"] == value
+            assert state[f"user:{name}"] == value
+            assert state[f"app:{name}"] == value

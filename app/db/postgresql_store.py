@@ -10,7 +10,7 @@ docs/design.md), so every statement goes through asyncpg and its pool.
 """
 
 import sys
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from types import TracebackType
@@ -122,6 +122,38 @@ class _Append:
     max_state_bytes: int
     now: float
     new_expiry: Expiry | None
+
+    def parameters(self, encode_json: Callable[[Any], Any]) -> tuple[Any, ...]:
+        """The append statements' parameters, in order; `encode_json` takes
+        the JSON values (as they are for the pool's codec, as texts inside
+        the batch's arrays)."""
+        key, event, delta, expiry = self.key, self.event, self.event.delta, self.new_expiry
+        return (
+            key.app_name,
+            key.user_id,
+            key.session_id,
+            encode_json(delta.session),
+            event.timestamp,
+            event.id,
+            event.invocation_id,
+            event.author,
+            event.data,
+            encode_json(delta.app),
+            encode_json(delta.user),
+            self.expected_revision,
+            self.max_state_bytes,
+            encode_json(entry_sizes(delta.app)),
+            encode_json(entry_sizes(delta.user)),
+            _session_growth(delta.session),
+            self.now,
+            expiry is not None,
+            None if expiry is None else expiry.ttl_seconds,
+            None if expiry is None else expiry.expire_time,
+        )
+
+
+def _as_is(value: Any) -> Any:
+    return value
 
 
 def _runs_singly(error: Exception) -> bool:
@@ -401,31 +433,10 @@ class PostgresStore:
         return row[:4]
 
     async def _append_alone(self, append: "_Append", statement: str) -> Sequence[Any]:
-        key, event, delta, expiry = append.key, append.event, append.event.delta, append.new_expiry
         try:
             async with self._connection() as connection:
                 row: Sequence[Any] = await connection.fetchrow(
-                    statement,
-                    key.app_name,
-                    key.user_id,
-                    key.session_id,
-                    delta.session,
-                    event.timestamp,
-                    event.id,
-                    event.invocation_id,
-                    event.author,
-                    event.data,
-                    delta.app,
-                    delta.user,
-                    append.expected_revision,
-                    append.max_state_bytes,
-                    entry_sizes(delta.app),
-                    entry_sizes(delta.user),
-                    _session_growth(delta.session),
-                    append.now,
-                    expiry is not None,
-                    None if expiry is None else expiry.ttl_seconds,
-                    None if expiry is None else expiry.expire_time,
+                    statement, *append.parameters(_as_is)
                 )
         except asyncpg.UniqueViolationError as error:
             raise AppendNotApplied("event id already stored") from error
@@ -438,39 +449,9 @@ class PostgresStore:
         if len(appends) == 1:
             row = await self._append_alone(appends[0], sql.APPEND_UNLESS_HELD)
             return [None if row[4] else row[:4]]
-        dumps = json_codec.dumps_for_jsonb
-        columns: list[list[Any]] = [[] for _ in range(20)]
-        for append in appends:
-            key, event, delta, expiry = (
-                append.key,
-                append.event,
-                append.event.delta,
-                append.new_expiry,
-            )
-            values = (
-                key.app_name,
-                key.user_id,
-                key.session_id,
-                dumps(delta.session),
-                event.timestamp,
-                event.id,
-                event.invocation_id,
-                event.author,
-                event.data,
-                dumps(delta.app),
-                dumps(delta.user),
-                append.expected_revision,
-                append.max_state_bytes,
-                dumps(entry_sizes(delta.app)),
-                dumps(entry_sizes(delta.user)),
-                _session_growth(delta.session),
-                append.now,
-                expiry is not None,
-                None if expiry is None else expiry.ttl_seconds,
-                None if expiry is None else expiry.expire_time,
-            )
-            for column, value in zip(columns, values, strict=True):
-                column.append(value)
+        # One array per parameter, an element per append.
+        rows_of_parameters = [append.parameters(json_codec.dumps_for_jsonb) for append in appends]
+        columns = [list(column) for column in zip(*rows_of_parameters, strict=True)]
         async with self._connection() as connection:
             rows = await connection.fetch(sql.APPEND_BATCH, *columns)
         return [None if row[4] else row[:4] for row in rows]
