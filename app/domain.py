@@ -108,6 +108,15 @@ class ForkSource:
 
 
 @dataclass(frozen=True)
+class EventsRemoved:
+    """A removal of a session's newest events: the revision it made and how
+    many events went."""
+
+    revision: int
+    count: int
+
+
+@dataclass(frozen=True)
 class Swept:
     """What one sweep deleted: counts only."""
 

@@ -37,3 +37,6 @@ PARTIAL_DESCRIPTION = "Partial events are not stored."
 STATE_DELTA_DESCRIPTION = (
     "Applied to the state: app: and user: keys to their scopes, temp: keys dropped."
 )
+
+# Events one batch append may carry.
+MAX_BATCH_EVENTS = 1000

@@ -15,6 +15,7 @@ from .event_contract import (
     ID_MESSAGE,
     ID_MIN_LENGTH,
     INVOCATION_ID,
+    MAX_BATCH_EVENTS,
     NOT_AN_OBJECT_MESSAGE,
     OBJECT_MESSAGE,
     STATE_DELTA,
@@ -130,6 +131,54 @@ def prepare_event(
         delta=split_delta(delta),
     )
     return PreparedEvent(stored, bool(stored.get("partial")), had_timestamp, record)
+
+
+BATCH_FIELD = "events"
+
+
+def prepare_batch(
+    body: Any, limits: Limits, *, now: Callable[[], float], new_id: Callable[[], str]
+) -> list[PreparedEvent]:
+    """Validates a batch body (`{"events": [event, ...]}`) and returns its
+    events as they will be stored, in order.
+
+    Raises InvalidInput listing every problem found (located at
+    body.events.<index>), EventTooLarge for an event past the limit. A batch
+    stores every event or none, so partial events (never stored) and an id
+    given twice are refused rather than skipped.
+    """
+    if not isinstance(body, dict) or not isinstance(body.get(BATCH_FIELD), list):
+        raise InvalidInput([FieldError(["body", BATCH_FIELD], "must be an array of events")])
+    documents: list[Any] = body[BATCH_FIELD]
+    if not 1 <= len(documents) <= MAX_BATCH_EVENTS:
+        raise InvalidInput(
+            [FieldError(["body", BATCH_FIELD], f"must hold 1 to {MAX_BATCH_EVENTS} events")]
+        )
+    errors: list[FieldError] = []
+    for index, document in enumerate(documents):
+        where = ("body", BATCH_FIELD, index)
+        errors.extend(error.under(*where) for error in _located_in_event(document, limits))
+        if isinstance(document, dict) and document.get("partial") is True:
+            errors.append(
+                FieldError([*where, "partial"], "partial events are not stored: leave them out")
+            )
+    seen: set[str] = set()
+    for index, document in enumerate(documents):
+        event_id = document.get("id") if isinstance(document, dict) else None
+        if isinstance(event_id, str):
+            if event_id in seen:
+                errors.append(
+                    FieldError(["body", BATCH_FIELD, index, "id"], "is given twice in the batch")
+                )
+            seen.add(event_id)
+    if errors:
+        raise InvalidInput(errors)
+    return [prepare_event(document, limits, now=now, new_id=new_id) for document in documents]
+
+
+def _located_in_event(document: Any, limits: Limits) -> list[FieldError]:
+    """An event's problems, located from the event (not the body)."""
+    return [FieldError(error.loc[1:], error.msg) for error in _check(document, limits)]
 
 
 def restored_event(document: Any, limits: Limits) -> NewEvent:

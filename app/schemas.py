@@ -199,6 +199,19 @@ class EventList(WireModel):
     next_page_token: str | None
 
 
+class EventBatchRequest(WireModel):
+    events: list[Event] = Field(
+        min_length=1,
+        max_length=contract.MAX_BATCH_EVENTS,
+        description="Stored in this order, all or none; partial events and an id given "
+        "twice are refused.",
+    )
+
+
+class EventBatch(WireModel):
+    events: list[Event] = Field(description="The events as stored, in order.")
+
+
 class StateResponse(WireModel):
     state: dict[str, Any] = Field(description="Keys without their scope prefix.")
 

@@ -28,18 +28,32 @@ from .errors import (
     FieldError,
     InitialStateUnknown,
     InvalidInput,
+    PayloadTooLarge,
     ResponseTooLarge,
     SessionAlreadyExists,
     SessionNotFound,
     StaleSession,
 )
-from .events import PreparedEvent, is_same_event, prepare_event, session_delta_of
+from .events import (
+    PreparedEvent,
+    is_same_event,
+    prepare_batch,
+    prepare_event,
+    session_delta_of,
+)
 from .expiry import ExpiryDefaults, check_requested
 from .identifiers import IDENTIFIER_MAX_LENGTH
 from .json_rules import text_problem
 from .limits import MAX_INT64, Limits
 from .pagination import INVALID_TOKEN, decode_token, encode_token
-from .state import StateDict, apply_delta, find_long_key, merge_scopes, split_delta
+from .state import (
+    StateDict,
+    apply_delta,
+    find_long_key,
+    merge_deltas,
+    merge_scopes,
+    split_delta,
+)
 
 logger = logging.getLogger("session_state")
 
@@ -88,6 +102,25 @@ class AppendOutcome:
     event: str
     revision: int | None
     created: bool
+
+
+@dataclass(frozen=True)
+class BatchOutcome:
+    """`events` are the stored JSON texts, in order; `revision` the one the
+    last made; `created` False for a retry of a stored batch."""
+
+    events: list[str]
+    revision: int
+    created: bool
+
+
+@dataclass(frozen=True)
+class RemovalOutcome:
+    """The session after a removal and how many events went (0: nothing
+    was there to remove, and nothing was written)."""
+
+    session: SessionView
+    removed: int
 
 
 def new_uuid() -> str:
@@ -270,6 +303,150 @@ class SessionService:
             return AppendOutcome(prepared.record.data, revision, created=True)
         raise StaleSession("the session kept changing while the event was appended; try again")
 
+    async def append_events(
+        self, key: SessionKey, body: Any, expected_revision: int | None
+    ) -> BatchOutcome:
+        """Appends the batch's events in order, all or none, with one revision
+        check; a batch whose events are all stored already (same content) is
+        a retry, answered with them."""
+        prepared = prepare_batch(body, self.limits, now=self.clock, new_id=self.new_id)
+        records = [event.record for event in prepared]
+        # The answer carries the stored events: a batch is refused whole,
+        # before anything is written, when they would not fit in it.
+        answer_bytes = sum(len(record.data.encode()) + 1 for record in records)
+        budget = self.limits.max_response_bytes - RESPONSE_OVERHEAD_BYTES
+        if answer_bytes > budget:
+            raise PayloadTooLarge(
+                f"the batch's events are {answer_bytes} bytes as stored, above the {budget} "
+                "its answer may carry (SESSION_STATE_MAX_RESPONSE_BYTES): send fewer at once"
+            )
+        delta = merge_deltas(record.delta for record in records)
+        for _ in range(APPEND_ATTEMPTS):
+            try:
+                revision = await self.store.append_events(
+                    key,
+                    records,
+                    delta,
+                    expected_revision,
+                    self.limits.max_state_bytes,
+                    self.clock(),
+                )
+            except AppendNotApplied as not_applied:
+                explained = await self._explain_unapplied_batch(
+                    key, prepared, expected_revision, not_applied
+                )
+                if explained is not None:
+                    return explained
+                continue
+            return BatchOutcome([record.data for record in records], revision, created=True)
+        raise StaleSession("the session kept changing while the events were appended; try again")
+
+    async def _explain_unapplied_batch(
+        self,
+        key: SessionKey,
+        prepared: list[PreparedEvent],
+        expected_revision: int | None,
+        not_applied: AppendNotApplied,
+    ) -> BatchOutcome | None:
+        """As _explain_unapplied_append, for a batch: a retry only when every
+        event is stored with the same content."""
+        session = await self.store.read_session(key, self.clock())
+        if session is None:
+            raise SessionNotFound(f"session {key.session_id!r} not found")
+        stored = await self.store.find_events(key, [event.record.id for event in prepared])
+        for event in prepared:
+            found = stored.get(event.record.id)
+            if found is not None and not is_same_event(json_codec.loads(found.data), event):
+                raise EventIdConflict(
+                    f"event {event.record.id!r} is already stored with other content"
+                )
+        if stored and len(stored) < len(prepared):
+            missing = next(event.record.id for event in prepared if event.record.id not in stored)
+            raise EventIdConflict(
+                f"some events of the batch are stored and others (such as {missing!r}) are "
+                "not: a batch is stored whole or not at all, so this is not a retry of one"
+            )
+        if stored:
+            ordered = [stored[event.record.id] for event in prepared]
+            return BatchOutcome(
+                [event.data for event in ordered], max(e.seq for e in ordered), created=False
+            )
+        if expected_revision is not None and session.revision != expected_revision:
+            raise StaleSession("the session has been modified since the revision given in If-Match")
+        if not_applied.state_error is not None:
+            raise not_applied.state_error
+        return None
+
+    async def remove_events(
+        self,
+        key: SessionKey,
+        *,
+        after_event_id: str | None = None,
+        last: int | None = None,
+        expected_revision: int | None = None,
+    ) -> RemovalOutcome:
+        """Removes the newest `last` events, or those after `after_event_id`,
+        or (neither) all of them, in one change; the session-scope state
+        becomes the one the remaining events leave (app and user state are
+        shared: not rolled back). Nothing to remove writes nothing."""
+        for _ in range(APPEND_ATTEMPTS):
+            now = self.clock()
+            revision, cut = await self._removal_point(key, after_event_id, last, now)
+            if expected_revision is not None and revision != expected_revision:
+                raise StaleSession(
+                    "the session has been modified since the revision given in If-Match"
+                )
+            state_changed = await self._touches_session_state(key, cut, revision)
+            if state_changed is None:  # no event after the cut
+                return RemovalOutcome(await self.get_session(key, num_recent_events=0), 0)
+            state = await self._state_after(key, cut, now) if state_changed else None
+            removed = await self.store.remove_events(key, cut, revision, state, now)
+            if removed is not None:
+                return RemovalOutcome(
+                    await self.get_session(key, num_recent_events=0), removed.count
+                )
+            if expected_revision is not None:
+                if await self.store.read_session(key, self.clock()) is None:
+                    raise SessionNotFound(f"session {key.session_id!r} not found")
+                raise StaleSession(
+                    "the session has been modified since the revision given in If-Match"
+                )
+        raise StaleSession("the session kept changing while its events were removed; try again")
+
+    async def _removal_point(
+        self, key: SessionKey, after_event_id: str | None, last: int | None, now: float
+    ) -> tuple[int, int]:
+        """The session's revision and the seq after which its events go."""
+        if last is not None:
+            found = await self.store.newest_kept_seq(key, last, now)
+            if found is None:
+                raise SessionNotFound(f"session {key.session_id!r} not found")
+            return found
+        session = await self.store.read_session(key, now)
+        if session is None:
+            raise SessionNotFound(f"session {key.session_id!r} not found")
+        if after_event_id is None:
+            return session.revision, 0
+        stored = await self.store.find_event(key, after_event_id)
+        if stored is None:
+            raise InvalidInput(
+                [FieldError(["query", "after"], f"session {key.session_id!r} has no such event")]
+            )
+        return session.revision, stored.seq
+
+    async def _touches_session_state(self, key: SessionKey, cut: int, revision: int) -> bool | None:
+        """Whether any event after `cut` changed session-scope state; None
+        when there is no such event. Reads them in batches, stopping at the
+        first that did."""
+        after_seq = cut
+        seen = False
+        while batch := await self.store.read_events(key, after_seq, revision, FORK_READ_BATCH):
+            seen = True
+            if any(session_delta_of(json_codec.loads(event.data)) for event in batch):
+                return True
+            after_seq = batch[-1].seq
+        return False if seen else None
+
     async def _explain_unapplied_append(
         self,
         key: SessionKey,
@@ -361,6 +538,10 @@ class SessionService:
         )
         if outcome == "source_missing":
             raise SessionNotFound(f"session {key.session_id!r} not found")
+        if outcome == "source_changed":
+            # Its up-to event was removed after the state was derived.
+            no_event = f"session {key.session_id!r} has no such event"
+            raise InvalidInput([FieldError(["body", "upToEventId"], no_event)])
         if outcome == "id_taken":
             raise SessionAlreadyExists(f"session {new_key.session_id!r} already exists")
         return await self.get_session(new_key, num_recent_events=0)
@@ -375,18 +556,33 @@ class SessionService:
             raise InvalidInput(
                 [FieldError(["body", "upToEventId"], f"session {source.id!r} has no such event")]
             )
-        state = await self.store.read_initial_state(key, now)
-        if state is None:
+        try:
+            state = await self._state_after(key, stored.seq, now)
+        except InitialStateUnknown:
             raise InitialStateUnknown(
                 f"session {source.id!r} was created before this service recorded the state "
                 "sessions are created with, so the state after one of its events cannot be "
                 "derived: fork its whole history (omit upToEventId)"
+            ) from None
+        return ForkSource(key, stored.seq, state)
+
+    async def _state_after(self, key: SessionKey, seq: int, now: float) -> StateDict:
+        """The session-scope state right after event `seq` (0: before any):
+        the creation state with the deltas of the events up to it applied,
+        read in batches. InitialStateUnknown for a session created before
+        the creation state was recorded."""
+        state = await self.store.read_initial_state(key, now)
+        if state is None:
+            raise InitialStateUnknown(
+                f"session {key.session_id!r} was created before this service recorded the "
+                "state sessions are created with, so the state after one of its events "
+                "cannot be derived"
             )
         after_seq = 0
-        while batch := await self.store.read_events(key, after_seq, stored.seq, FORK_READ_BATCH):
+        while batch := await self.store.read_events(key, after_seq, seq, FORK_READ_BATCH):
             state = _apply_events(state, batch)
             after_seq = batch[-1].seq
-        return ForkSource(key, stored.seq, state)
+        return state
 
     async def list_events(
         self,

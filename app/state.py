@@ -1,6 +1,6 @@
 """Pure rules of scoped state: prefixes, ``temp:`` keys, deltas and the merged view."""
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,6 +42,17 @@ def split_delta(delta: Mapping[str, Any]) -> ScopedDelta:
         elif not key.startswith(TEMP_PREFIX):
             scoped.session[key] = value
     return scoped
+
+
+def merge_deltas(deltas: Iterable[ScopedDelta]) -> ScopedDelta:
+    """Deltas applied one after another, as one delta: a key written twice
+    keeps its last value (updates are shallow, see apply_delta)."""
+    merged = ScopedDelta()
+    for delta in deltas:
+        merged.app.update(delta.app)
+        merged.user.update(delta.user)
+        merged.session.update(delta.session)
+    return merged
 
 
 def apply_delta(state: Mapping[str, Any], delta: Mapping[str, Any]) -> StateDict:

@@ -75,5 +75,15 @@ def event_list_response(events: list[str], next_page_token: str | None) -> Respo
     return Response(body, media_type=JSON_MEDIA_TYPE)
 
 
+def event_batch_response(events: list[str], revision: int, created: bool) -> Response:
+    """201 for a stored batch, 200 for a retry of one."""
+    return Response(
+        b'{"events":' + _event_array(events) + b"}",
+        status_code=201 if created else 200,
+        media_type=JSON_MEDIA_TYPE,
+        headers={"ETag": etag(revision)},
+    )
+
+
 def json_response(body: object) -> Response:
     return Response(json_codec.dumps(body), media_type=JSON_MEDIA_TYPE)

@@ -62,7 +62,7 @@ WITH app_delta AS (
        FOR UPDATE {waits}
 ), bumped AS (
     UPDATE sessions
-       SET state = state || $4::jsonb, revision = revision + 1, update_time = $5,
+       SET state = state || $4::jsonb, revision = revision + {increment}, update_time = $5,
            ttl_seconds = CASE WHEN $18::boolean THEN $19::float8 ELSE ttl_seconds END,
            expire_time = CASE WHEN $18::boolean
                               THEN coalesce($17::float8 + $19::float8, $20::float8)
@@ -82,7 +82,7 @@ WITH app_delta AS (
 ), stored AS (
     INSERT INTO events (app_name, user_id, session_id, seq, id, invocation_id, author,
                         timestamp, data)
-    SELECT $1, $2, $3, revision, $6, $7, $8, $5, $9 FROM bumped
+    {stored_rows}
  RETURNING seq
 ), app_written AS (
     INSERT INTO app_states (app_name, key, value, size)
@@ -103,14 +103,46 @@ SELECT stored.seq, shared.app_bytes, shared.user_bytes,
            WHERE s.app_name = $1 AND s.user_id = $2 AND s.id = $3) END,
        NOT EXISTS (SELECT 1 FROM free) AND EXISTS (SELECT 1 FROM sessions AS s
                      WHERE s.app_name = $1 AND s.user_id = $2 AND s.id = $3) AS held_elsewhere
-  FROM shared_bytes AS shared LEFT JOIN stored ON true
+  FROM shared_bytes AS shared LEFT JOIN {stored_seq} ON true
 """
+
+
+def _append_statement(*, waits: bool, many: bool) -> str:
+    one = {
+        "{increment}": "1",
+        "{stored_rows}": "SELECT $1, $2, $3, revision, $6, $7, $8, $5, $9 FROM bumped",
+        "{stored_seq}": "stored",
+    }
+    # Several events of one session (a batch append): $6..$9 and $21 are
+    # arrays, an element per event, stored in order after the revision; the
+    # deltas ($4, $10, $11) are the events' deltas merged in order (a key
+    # written twice keeps its last value), so the state, the size checks and
+    # the shared rows are written once, as for one event.
+    many_events = {
+        "{increment}": "cardinality($6::text[])",
+        "{stored_rows}": (
+            "SELECT $1, $2, $3, b.revision - cardinality($6::text[]) + e.ord, e.id,\n"
+            "           e.invocation_id, e.author, e.event_time, e.data\n"
+            "      FROM bumped AS b,\n"
+            "           unnest($6::text[], $7::text[], $8::text[], $9::text[], $21::float8[])\n"
+            "           WITH ORDINALITY AS e(id, invocation_id, author, data, event_time, ord)"
+        ),
+        "{stored_seq}": "(SELECT max(seq) AS seq FROM stored) AS stored",
+    }
+    statement = _APPEND.replace("{waits}", "" if waits else "SKIP LOCKED")
+    for placeholder, text in (many_events if many else one).items():
+        statement = statement.replace(placeholder, text)
+    return statement
+
+
 # Waits for a session another transaction holds.
-APPEND = _APPEND.replace("{waits}", "")
+APPEND = _append_statement(waits=True, many=False)
 # Does not wait: a session another transaction holds makes the append write
 # nothing and answer held_elsewhere (the batcher then sends it with APPEND,
 # outside its batches, so that only this append waits).
-APPEND_UNLESS_HELD = _APPEND.replace("{waits}", "SKIP LOCKED")
+APPEND_UNLESS_HELD = _append_statement(waits=False, many=False)
+# A batch append: several events of one session, in one statement.
+APPEND_MANY = _append_statement(waits=True, many=True)
 
 # Several appends in one statement: one round trip, one plan and one commit
 # for all of them (group commit, app/db/append_batches.py). Each item is the
@@ -381,6 +413,53 @@ SELECT seq, data FROM events
  ORDER BY seq
  LIMIT $6
 """
+# Whether the event a fork stops at is still there: events are only ever
+# removed from the end and a seq is never used twice, so while it is, every
+# event before it is the one the fork's state was derived from.
+EVENT_AT_SEQ = """
+SELECT EXISTS (SELECT 1 FROM events
+                WHERE app_name = $1 AND user_id = $2 AND session_id = $3 AND seq = $4)
+"""
+
+# -- removing events ---------------------------------------------------------
+
+# The session's revision and the seq that is newest once its newest $4 events
+# go (0: none is left), read together; no row when it is missing ($5 is now).
+NEWEST_KEPT_SEQ = """
+SELECT s.revision,
+       coalesce((SELECT e.seq FROM events AS e
+                  WHERE e.app_name = $1 AND e.user_id = $2 AND e.session_id = $3
+                  ORDER BY e.seq DESC
+                 OFFSET $4 LIMIT 1), 0)
+  FROM sessions AS s
+ WHERE s.app_name = $1 AND s.user_id = $2 AND s.id = $3
+   AND (s.expire_time IS NULL OR s.expire_time > $5::float8)
+"""
+# Removes the events after seq $4 if the session is still at revision $5; the
+# removal is a change like any write: the revision goes up by one (never back,
+# so an If-Match taken before cannot match again), the update time is $6 and
+# an idle timeout restarts. $7, when not null, replaces the session-scope
+# state (measured as stored). The session row is locked first, as every
+# writer locks it; an append waiting for it then finds the revision moved.
+REMOVE_EVENTS = """
+WITH bumped AS (
+    UPDATE sessions
+       SET revision = revision + 1, update_time = $6::float8,
+           state = coalesce($7::jsonb, state),
+           state_bytes = CASE WHEN $7::jsonb IS NULL THEN state_bytes
+                              ELSE octet_length($7::jsonb::text) END,
+           expire_time = CASE WHEN ttl_seconds IS NULL THEN expire_time
+                              ELSE $6::float8 + ttl_seconds END
+     WHERE app_name = $1 AND user_id = $2 AND id = $3 AND revision = $5::bigint
+       AND (expire_time IS NULL OR expire_time > $6::float8)
+ RETURNING revision
+), removed AS (
+    DELETE FROM events AS e USING bumped
+     WHERE e.app_name = $1 AND e.user_id = $2 AND e.session_id = $3 AND e.seq > $4::bigint
+ RETURNING 1
+)
+SELECT bumped.revision, (SELECT count(*) FROM removed) FROM bumped
+"""
 
 # -- the sweeper -------------------------------------------------------------
 
@@ -456,6 +535,10 @@ ON CONFLICT (app_name, user_id, key) DO UPDATE SET value = EXCLUDED.value, size 
 FIND_EVENT = """
 SELECT seq, data FROM events
  WHERE app_name = $1 AND user_id = $2 AND session_id = $3 AND id = $4
+"""
+FIND_EVENTS = """
+SELECT id, seq, data FROM events
+ WHERE app_name = $1 AND user_id = $2 AND session_id = $3 AND id = ANY($4::text[])
 """
 # Sizes first (from the TOAST pointers, without reading the texts), so that
 # no event is read that the page will not carry.

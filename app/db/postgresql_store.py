@@ -24,6 +24,7 @@ from ..config import Settings
 from ..domain import (
     AppendNotApplied,
     Erased,
+    EventsRemoved,
     Expiry,
     ForkSource,
     MemoryRecord,
@@ -150,6 +151,20 @@ class _Append:
             None if expiry is None else expiry.ttl_seconds,
             None if expiry is None else expiry.expire_time,
         )
+
+
+def _applied_revision(row: Sequence[Any], max_state_bytes: int) -> int:
+    """The revision an append statement's row reports; AppendNotApplied
+    (saying which scope, when one would pass the limit) when it wrote nothing."""
+    revision, app_bytes, user_bytes, session_bytes = row
+    if revision is not None:
+        return int(revision)
+    for scope, size in (("app", app_bytes), ("user", user_bytes), ("session", session_bytes)):
+        if size is not None and size > max_state_bytes:
+            raise AppendNotApplied(
+                "state too large", state_error=state_too_large(scope, size, max_state_bytes)
+            )
+    raise AppendNotApplied("session missing or stale")
 
 
 def _as_is(value: Any) -> Any:
@@ -415,16 +430,78 @@ class PostgresStore:
         new_expiry: Expiry | None = None,
     ) -> int:
         append = _Append(key, event, expected_revision, max_state_bytes, now, new_expiry)
-        row = await self._appends.submit(append)
-        revision, app_bytes, user_bytes, session_bytes = row
-        if revision is not None:
-            return int(revision)
-        for scope, size in (("app", app_bytes), ("user", user_bytes), ("session", session_bytes)):
-            if size is not None and size > max_state_bytes:
-                raise AppendNotApplied(
-                    "state too large", state_error=state_too_large(scope, size, max_state_bytes)
-                )
-        raise AppendNotApplied("session missing or stale")
+        return _applied_revision(await self._appends.submit(append), max_state_bytes)
+
+    async def append_events(
+        self,
+        key: SessionKey,
+        events: Sequence[NewEvent],
+        delta: ScopedDelta,
+        expected_revision: int | None,
+        max_state_bytes: int,
+        now: float,
+    ) -> int:
+        # One statement (APPEND_MANY), outside the batcher: it is one request's
+        # events, already together.
+        parameters = (
+            key.app_name,
+            key.user_id,
+            key.session_id,
+            delta.session,
+            events[-1].timestamp,
+            [event.id for event in events],
+            [event.invocation_id for event in events],
+            [event.author for event in events],
+            [event.data for event in events],
+            delta.app,
+            delta.user,
+            expected_revision,
+            max_state_bytes,
+            entry_sizes(delta.app),
+            entry_sizes(delta.user),
+            _session_growth(delta.session),
+            now,
+            False,
+            None,
+            None,
+            [event.timestamp for event in events],
+        )
+        try:
+            async with self._connection() as connection:
+                row = await connection.fetchrow(sql.APPEND_MANY, *parameters)
+        except asyncpg.UniqueViolationError as error:
+            raise AppendNotApplied("event id already stored") from error
+        return _applied_revision(row[:4], max_state_bytes)
+
+    async def newest_kept_seq(
+        self, key: SessionKey, remove_count: int, now: float
+    ) -> tuple[int, int] | None:
+        async with self._connection() as connection:
+            row = await connection.fetchrow(
+                sql.NEWEST_KEPT_SEQ, key.app_name, key.user_id, key.session_id, remove_count, now
+            )
+        return None if row is None else (int(row[0]), int(row[1]))
+
+    async def remove_events(
+        self,
+        key: SessionKey,
+        after_seq: int,
+        expected_revision: int,
+        state: StateDict | None,
+        now: float,
+    ) -> EventsRemoved | None:
+        async with self._connection() as connection:
+            row = await connection.fetchrow(
+                sql.REMOVE_EVENTS,
+                key.app_name,
+                key.user_id,
+                key.session_id,
+                after_seq,
+                expected_revision,
+                now,
+                state,
+            )
+        return None if row is None else EventsRemoved(int(row[0]), int(row[1]))
 
     async def _append_one(self, append: "_Append") -> Sequence[Any]:
         """One append in one statement, waiting for its session if another
@@ -478,6 +555,15 @@ class PostgresStore:
                 sql.FIND_EVENT, key.app_name, key.user_id, key.session_id, event_id
             )
         return None if row is None else StoredEvent(row[0], row[1])
+
+    async def find_events(
+        self, key: SessionKey, event_ids: Sequence[str]
+    ) -> dict[str, StoredEvent]:
+        async with self._connection() as connection:
+            rows = await connection.fetch(
+                sql.FIND_EVENTS, key.app_name, key.user_id, key.session_id, list(event_ids)
+            )
+        return {row[0]: StoredEvent(row[1], row[2]) for row in rows}
 
     async def read_session(self, key: SessionKey, now: float) -> SessionRow | None:
         async with self._connection() as connection:
@@ -561,6 +647,10 @@ class PostgresStore:
             stored_state, revision, initial_state = found
             up_to = revision if source.up_to_seq is None else source.up_to_seq
             state = stored_state if source.state is None else source.state
+            if source.up_to_seq is not None and not await connection.fetchval(
+                sql.EVENT_AT_SEQ, *owner, origin.session_id, source.up_to_seq
+            ):
+                return "source_changed"
             values = (
                 state,
                 initial_state,

@@ -30,6 +30,7 @@ from sqlalchemy.sql.selectable import TextualSelect
 from .. import json_codec
 from ..domain import (
     AppendNotApplied,
+    EventsRemoved,
     Expiry,
     NewEvent,
     SessionCursor,
@@ -40,7 +41,7 @@ from ..domain import (
     StoredEvent,
 )
 from ..errors import ResponseTooLarge, StateTooLarge
-from ..state import StateDict, apply_delta
+from ..state import ScopedDelta, StateDict, apply_delta
 from .tables import JsonDocument, app_states, events, sessions, user_states
 
 T = TypeVar("T")
@@ -585,6 +586,17 @@ async def find_event(
     return None if row is None else StoredEvent(row[0], row[1])
 
 
+async def find_events(
+    connection: AsyncConnection, key: SessionKey, event_ids: Sequence[str]
+) -> dict[str, StoredEvent]:
+    result = await connection.execute(
+        select(events.c.id, events.c.seq, events.c.data).where(
+            *_events_of(key), events.c.id.in_(list(event_ids))
+        )
+    )
+    return {row[0]: StoredEvent(row[1], row[2]) for row in result}
+
+
 async def count_events(connection: AsyncConnection, key: SessionKey) -> int:
     result = await connection.execute(select(func.count()).where(*_events_of(key)))
     return int(result.scalar_one())
@@ -679,6 +691,24 @@ async def append_event(
     Raises AppendNotApplied, with nothing written, when the session is missing,
     is not at `expected_revision`, or already holds an event with this id.
     """
+    return await append_events(
+        connection, key, [event], event.delta, expected_revision, max_state_bytes, now, new_expiry
+    )
+
+
+async def append_events(
+    connection: AsyncConnection,
+    key: SessionKey,
+    new_events: Sequence[NewEvent],
+    delta: ScopedDelta,
+    expected_revision: int | None,
+    max_state_bytes: int,
+    now: float,
+    new_expiry: Expiry | None = None,
+) -> int:
+    """Stores the events in order and applies `delta` (their deltas merged);
+    returns the revision after the last. AppendNotApplied, with nothing
+    written, as for one event (append_event)."""
     # The transaction began with BEGIN IMMEDIATE: this connection holds the
     # database's write lock, so reading and writing back the session state in
     # Python cannot lose a concurrent update.
@@ -690,16 +720,22 @@ async def append_event(
     session = found.first()
     if session is None or (expected_revision is not None and session.revision != expected_revision):
         raise AppendNotApplied("session missing or stale")
-    if await find_event(connection, key, event.id) is not None:
+    stored = await connection.execute(
+        select(events.c.id)
+        .where(*_events_of(key), events.c.id.in_([event.id for event in new_events]))
+        .limit(1)
+    )
+    if stored.first() is not None:
         raise AppendNotApplied("event id already stored")
-    revision = int(session.revision) + 1
+    first = int(session.revision) + 1
+    revision = first + len(new_events) - 1
     changes: dict[str, Any] = {}
     if new_expiry is not None:
         changes.update(ttl_seconds=new_expiry.ttl_seconds, expire_time=new_expiry.time_after(now))
     elif session.ttl_seconds is not None:
         changes.update(expire_time=now + session.ttl_seconds)
-    if event.delta.session:
-        state = apply_delta(session.state, event.delta.session)
+    if delta.session:
+        state = apply_delta(session.state, delta.session)
         size = session_state_bytes(state)
         if size > max_state_bytes:
             raise state_too_large("session", size, max_state_bytes)
@@ -707,28 +743,92 @@ async def append_event(
     await connection.execute(
         sessions.update()
         .where(*_session_is(key))
-        .values(
-            **changes,
-            revision=revision,
-            update_time=event.timestamp,
-        )
+        .values(**changes, revision=revision, update_time=new_events[-1].timestamp)
     )
     await connection.execute(
-        events.insert().values(
-            app_name=key.app_name,
-            user_id=key.user_id,
-            session_id=key.session_id,
-            seq=revision,
-            id=event.id,
-            invocation_id=event.invocation_id,
-            author=event.author,
-            timestamp=event.timestamp,
-            data=event.data,
+        events.insert(),
+        [
+            {
+                "app_name": key.app_name,
+                "user_id": key.user_id,
+                "session_id": key.session_id,
+                "seq": seq,
+                "id": event.id,
+                "invocation_id": event.invocation_id,
+                "author": event.author,
+                "timestamp": event.timestamp,
+                "data": event.data,
+            }
+            for seq, event in enumerate(new_events, start=first)
+        ],
+    )
+    await write_app_state(connection, key.app_name, delta.app, max_state_bytes)
+    await write_user_state(connection, key.app_name, key.user_id, delta.user, max_state_bytes)
+    return revision
+
+
+# -- removing events -------------------------------------------------------
+
+
+async def newest_kept_seq(
+    connection: AsyncConnection, key: SessionKey, remove_count: int, now: float
+) -> tuple[int, int] | None:
+    """The session's revision and the seq that is newest once its newest
+    `remove_count` events go (0 when none is left); None if it is missing."""
+    session = await read_session(connection, key, now)
+    if session is None:
+        return None
+    result = await connection.execute(
+        select(events.c.seq)
+        .where(*_events_of(key))
+        .order_by(events.c.seq.desc())
+        .offset(remove_count)
+        .limit(1)
+    )
+    return session.revision, int(result.scalar_one_or_none() or 0)
+
+
+async def remove_events(
+    connection: AsyncConnection,
+    key: SessionKey,
+    after_seq: int,
+    expected_revision: int,
+    state: StateDict | None,
+    now: float,
+) -> EventsRemoved | None:
+    """Deletes the events after `after_seq` (and replaces the session-scope
+    state when `state` is given) if the session is still at
+    `expected_revision`, as one change; None when missing or moved on."""
+    found = await connection.execute(
+        select(sessions.c.revision, sessions.c.ttl_seconds).where(
+            *_session_is(key), _not_expired(now)
         )
     )
-    await write_app_state(connection, key.app_name, event.delta.app, max_state_bytes)
-    await write_user_state(connection, key.app_name, key.user_id, event.delta.user, max_state_bytes)
-    return revision
+    session = found.first()
+    if session is None or session.revision != expected_revision:
+        return None
+    changes: dict[str, Any] = {}
+    if state is not None:
+        changes.update(state=state, state_bytes=session_state_bytes(state))
+    if session.ttl_seconds is not None:
+        changes.update(expire_time=now + session.ttl_seconds)
+    revision = int(session.revision) + 1
+    await connection.execute(
+        sessions.update()
+        .where(*_session_is(key))
+        .values(**changes, revision=revision, update_time=now)
+    )
+    deleted = await connection.execute(
+        delete(events).where(*_events_of(key), events.c.seq > after_seq)
+    )
+    return EventsRemoved(revision, deleted.rowcount)
+
+
+async def event_at_seq(connection: AsyncConnection, key: SessionKey, seq: int) -> bool:
+    result = await connection.execute(
+        select(events.c.seq).where(*_events_of(key), events.c.seq == seq)
+    )
+    return result.first() is not None
 
 
 async def read_events_after(

@@ -15,6 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from ..domain import (
     Erased,
+    EventsRemoved,
     Expiry,
     ForkSource,
     MemoryRecord,
@@ -81,6 +82,39 @@ class SqliteStore:
         async with self._write() as connection:
             return await repository.append_event(
                 connection, key, event, expected_revision, max_state_bytes, now, new_expiry
+            )
+
+    async def append_events(
+        self,
+        key: SessionKey,
+        events: Sequence[NewEvent],
+        delta: ScopedDelta,
+        expected_revision: int | None,
+        max_state_bytes: int,
+        now: float,
+    ) -> int:
+        async with self._write() as connection:
+            return await repository.append_events(
+                connection, key, events, delta, expected_revision, max_state_bytes, now
+            )
+
+    async def newest_kept_seq(
+        self, key: SessionKey, remove_count: int, now: float
+    ) -> tuple[int, int] | None:
+        async with self._read() as connection:
+            return await repository.newest_kept_seq(connection, key, remove_count, now)
+
+    async def remove_events(
+        self,
+        key: SessionKey,
+        after_seq: int,
+        expected_revision: int,
+        state: StateDict | None,
+        now: float,
+    ) -> EventsRemoved | None:
+        async with self._write() as connection:
+            return await repository.remove_events(
+                connection, key, after_seq, expected_revision, state, now
             )
 
     async def set_expiry(
@@ -163,6 +197,12 @@ class SqliteStore:
         async with self._read() as connection:
             return await repository.find_event(connection, key, event_id)
 
+    async def find_events(
+        self, key: SessionKey, event_ids: Sequence[str]
+    ) -> dict[str, StoredEvent]:
+        async with self._read() as connection:
+            return await repository.find_events(connection, key, event_ids)
+
     async def read_session(self, key: SessionKey, now: float) -> SessionRow | None:
         async with self._read() as connection:
             return await repository.read_session(connection, key, now)
@@ -222,6 +262,10 @@ class SqliteStore:
             stored_state, revision, initial_state = found
             up_to = revision if source.up_to_seq is None else source.up_to_seq
             state = stored_state if source.state is None else source.state
+            if source.up_to_seq is not None and not await repository.event_at_seq(
+                connection, origin, source.up_to_seq
+            ):
+                return "source_changed"
 
             async def insert() -> bool:
                 return await repository.insert_session(

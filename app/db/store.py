@@ -12,6 +12,7 @@ from typing import Literal, Protocol
 
 from ..domain import (
     Erased,
+    EventsRemoved,
     Expiry,
     ForkSource,
     MemoryRecord,
@@ -30,7 +31,7 @@ from ..state import ScopedDelta, StateDict
 
 # What memory keeps of a batch of a session's stored events.
 MemoriesOf = Callable[[Sequence[StoredEvent]], list[MemoryRecord]]
-ForkOutcome = Literal["forked", "source_missing", "id_taken"]
+ForkOutcome = Literal["forked", "source_missing", "source_changed", "id_taken"]
 
 
 class Store(Protocol):
@@ -103,6 +104,44 @@ class Store(Protocol):
         scope would pass `max_state_bytes`."""
         ...
 
+    async def append_events(
+        self,
+        key: SessionKey,
+        events: Sequence[NewEvent],
+        delta: ScopedDelta,
+        expected_revision: int | None,
+        max_state_bytes: int,
+        now: float,
+    ) -> int:
+        """Stores the events in order and applies `delta` (their deltas
+        merged), all or nothing; returns the revision after the last. An idle
+        timeout restarts at `now`. AppendNotApplied, with nothing written,
+        for the reasons append_event gives one (any event's id stored)."""
+        ...
+
+    async def newest_kept_seq(
+        self, key: SessionKey, remove_count: int, now: float
+    ) -> tuple[int, int] | None:
+        """The session's revision and, read with it, the seq of the event
+        that is newest once its newest `remove_count` events go (0 when none
+        is left); None if there is no such session."""
+        ...
+
+    async def remove_events(
+        self,
+        key: SessionKey,
+        after_seq: int,
+        expected_revision: int,
+        state: StateDict | None,
+        now: float,
+    ) -> EventsRemoved | None:
+        """Deletes the events after `after_seq` and, when `state` is given,
+        makes it the session-scope state, if the session is still at
+        `expected_revision`: one transaction, counted as one change (revision
+        one up, update time `now`, an idle timeout restarted). None, with
+        nothing written, when the session is missing or has moved on."""
+        ...
+
     async def set_expiry(
         self, key: SessionKey, expiry: Expiry, expected_revision: int | None, now: float
     ) -> int | None:
@@ -111,6 +150,12 @@ class Store(Protocol):
         ...
 
     async def find_event(self, key: SessionKey, event_id: str) -> StoredEvent | None: ...
+
+    async def find_events(
+        self, key: SessionKey, event_ids: Sequence[str]
+    ) -> dict[str, StoredEvent]:
+        """The stored events of these ids, by id (absent ids left out)."""
+        ...
 
     async def read_session(self, key: SessionKey, now: float) -> SessionRow | None: ...
 
@@ -158,7 +203,9 @@ class Store(Protocol):
         """Creates session `session_id` of the source's user holding copies of
         its events up to `source.up_to_seq`, copied in batches inside one
         transaction, with `source.state` (or the source's state). The source
-        is kept from being deleted until the copy commits."""
+        is kept from being deleted, and its events from being removed, until
+        the copy commits; "source_changed" (nothing written) when the event
+        at `source.up_to_seq` has been removed since the state was derived."""
         ...
 
     # -- memory --------------------------------------------------------------

@@ -6,12 +6,15 @@ from fastapi import APIRouter, Query, Request, Response
 from fastapi.routing import APIRoute
 
 from ...domain import SessionKey
-from ...errors import StaleSession
+from ...errors import FieldError, InvalidInput, StaleSession
+from ...identifiers import IDENTIFIER_MAX_LENGTH
 from ...limits import MAX_INT64
-from ...metrics import STALE_REJECTIONS
+from ...metrics import EVENTS_STORED, STALE_REJECTIONS
 from ...schemas import (
     CreateSessionRequest,
     Event,
+    EventBatch,
+    EventBatchRequest,
     EventList,
     ForkSessionRequest,
     PatchSessionRequest,
@@ -129,6 +132,92 @@ async def append_event(
     revision = expected_revision(if_match)
     document = await read_json(request)
     return await appending.append(service_of(request), key, document, revision)
+
+
+@router.post(
+    APPEND_PATH + "/batch",
+    status_code=201,
+    response_model=EventBatch,
+    responses={
+        200: {"model": EventBatch, "description": "A retry of a stored batch (returned as stored)"},
+        201: {"headers": _ETAG_HEADER},
+        **problem_responses(400, 404, 409, 412, 413),
+    },
+    openapi_extra=documented_body(EventBatchRequest, required=True),
+    summary="Append several events at once, all or none, applying their state deltas",
+)
+async def append_events(
+    app_name: AppName,
+    user_id: UserId,
+    session_id: SessionId,
+    request: Request,
+    if_match: IfMatch = None,
+) -> Response:
+    key = SessionKey(app_name, user_id, session_id)
+    revision = expected_revision(if_match)
+    document = await read_json(request)
+    try:
+        outcome = await service_of(request).append_events(key, document, revision)
+    except StaleSession:
+        STALE_REJECTIONS.inc()
+        raise
+    if outcome.created:
+        EVENTS_STORED.inc(len(outcome.events))
+    return rendering.event_batch_response(outcome.events, outcome.revision, outcome.created)
+
+
+@router.delete(
+    APPEND_PATH,
+    response_model=Session,
+    responses={
+        200: {
+            "headers": {
+                **_ETAG_HEADER,
+                "Session-State-Removed-Events": {
+                    "description": "How many events were removed (0: none, nothing written)",
+                    "schema": {"type": "integer"},
+                },
+            },
+            "description": "The session after the removal, as lists show sessions: its "
+            "state, no events",
+        },
+        **problem_responses(404, 412),
+    },
+    summary="Remove the newest events (all, the last n, or those after one)",
+)
+async def remove_events(
+    app_name: AppName,
+    user_id: UserId,
+    session_id: SessionId,
+    request: Request,
+    after: Annotated[
+        str | None,
+        Query(
+            min_length=1,
+            max_length=IDENTIFIER_MAX_LENGTH,
+            description="Remove the events after this event id (it stays).",
+        ),
+    ] = None,
+    last: Annotated[
+        int | None,
+        Query(ge=1, le=MAX_INT64, description="Remove the newest n events."),
+    ] = None,
+    if_match: IfMatch = None,
+) -> Response:
+    if after is not None and last is not None:
+        raise InvalidInput([FieldError(["query"], "give after or last, not both")])
+    key = SessionKey(app_name, user_id, session_id)
+    revision = expected_revision(if_match)
+    try:
+        outcome = await service_of(request).remove_events(
+            key, after_event_id=after, last=last, expected_revision=revision
+        )
+    except StaleSession:
+        STALE_REJECTIONS.inc()
+        raise
+    response = rendering.session_response(outcome.session)
+    response.headers["Session-State-Removed-Events"] = str(outcome.removed)
+    return response
 
 
 @router.get(
