@@ -398,7 +398,12 @@ class SessionService:
                 )
             state_changed = await self._touches_session_state(key, cut, revision)
             if state_changed is None:  # no event after the cut
-                return RemovalOutcome(await self.get_session(key, num_recent_events=0), 0)
+                session = await self.get_session(key, num_recent_events=0)
+                # Revisions only go up: still at the one read first, nothing
+                # happened in between, so there was nothing to remove.
+                if session.revision == revision:
+                    return RemovalOutcome(session, 0)
+                continue
             state = await self._state_after(key, cut, now) if state_changed else None
             removed = await self.store.remove_events(key, cut, revision, state, now)
             if removed is not None:

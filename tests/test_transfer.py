@@ -99,6 +99,11 @@ async def fill(http: httpx.AsyncClient) -> None:
     assert (
         await http.post(other, json={"sessionId": "cart", "state": {"app:open": True}})
     ).status_code == 201
+    # Events removed from the end: the revision is past the event count.
+    for event_id in ("add", "undo"):
+        event = {"id": event_id, "author": "user", "actions": {"stateDelta": {"items": event_id}}}
+        assert (await http.post(f"{other}/cart/events", json=event)).status_code == 201
+    assert (await http.delete(f"{other}/cart/events", params={"last": 1})).status_code == 200
 
 
 async def everything(http: httpx.AsyncClient) -> dict[str, Any]:
@@ -151,7 +156,7 @@ async def test_a_dump_moves_everything_to_the_other_backend(direction, tmp_path,
     code, summary, stderr = import_(target, tmp_path / "dump.jsonl")
     assert code == 0, stderr
     assert summary["sessions"] == {"added": 5, "skipped": 0, "conflicts": 0}
-    assert summary["events"]["added"] == 5 + 3
+    assert summary["events"]["added"] == 5 + 3 + 1  # trip, trip-b, cart
     async with api(target) as http:
         assert await everything(http) == before
     # And back: the dump of the copy is the dump of the original.
@@ -206,14 +211,14 @@ async def test_a_dump_cut_short_imports_whole_sessions_then_completes(database_u
         await fill(http)
     export(source, tmp_path / "dump.jsonl")
     lines = (tmp_path / "dump.jsonl").read_text().splitlines(keepends=True)
-    # Cut inside the first session's events.
-    cut = next(i for i, line in enumerate(lines) if '"kind":"event"' in line) + 2
+    # Cut inside the events of ada's trip.
+    cut = next(i for i, line in enumerate(lines) if '"id":"e0"' in line) + 2
     (tmp_path / "cut.jsonl").write_text("".join(lines[:cut]))
     code, summary, stderr = import_(database_url, tmp_path / "cut.jsonl")
     assert code == 1 and "fewer event lines" in stderr
-    # The sessions before the cut (in key order: shop's, then ada's without
-    # events) are whole; the one cut is not there at all.
-    assert summary["sessions"]["added"] == 2 and summary["events"]["added"] == 0
+    # The sessions before the cut (in key order: shop's with its one event,
+    # then ada's without events) are whole; the one cut is not there at all.
+    assert summary["sessions"]["added"] == 2 and summary["events"]["added"] == 1
     async with api(database_url) as http:
         assert (await http.get(f"{APP}/users/ada/sessions/trip")).status_code == 404
     assert import_(database_url, tmp_path / "dump.jsonl")[0] == 0

@@ -644,8 +644,8 @@ WITH term AS (
 # -- erasure -----------------------------------------------------------------
 
 # The next sessions of an app (of one user, when $2 is not null) to erase,
-# locked in the order every erasure takes them, with their event counts (a
-# session's revision is the number of events stored in it).
+# locked in the order every erasure takes them, with a bound of their event
+# counts (a session's revision: one per event stored, and one per removal).
 ERASABLE_SESSIONS = """
 SELECT user_id, id, revision FROM sessions
  WHERE app_name = $1 AND ($2::text IS NULL OR user_id = $2::text)

@@ -597,8 +597,14 @@ async def find_events(
     return {row[0]: StoredEvent(row[1], row[2]) for row in result}
 
 
-async def count_events(connection: AsyncConnection, key: SessionKey) -> int:
-    result = await connection.execute(select(func.count()).where(*_events_of(key)))
+async def count_events(
+    connection: AsyncConnection, key: SessionKey, up_to_seq: int | None = None
+) -> int:
+    """The session's events (those at most `up_to_seq`, when given)."""
+    statement = select(func.count()).where(*_events_of(key))
+    if up_to_seq is not None:
+        statement = statement.where(events.c.seq <= up_to_seq)
+    result = await connection.execute(statement)
     return int(result.scalar_one())
 
 

@@ -26,7 +26,7 @@ from ..limits import Limits
 from ..setup_problems import SetupProblem
 from .adk_source import AdkSource, async_url, schema_version
 from .dump_format import MAX_LINE_BYTES, DumpError
-from .exporter import Exporter
+from .exporter import Exporter, ExportError
 from .importer import Importer, ImportSummary, parsed
 
 
@@ -82,6 +82,9 @@ async def export(settings: Settings, arguments: argparse.Namespace) -> int:
                 # to stdout, at exit either.
                 os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
                 print("session-state: the output was closed before the dump ended", file=sys.stderr)
+                return 1
+            except ExportError as error:
+                print(f"session-state: {error}", file=sys.stderr)
                 return 1
     # The dump may be on stdout: the summary goes to stderr.
     print(json.dumps({"exported": counts.as_dict()}), file=sys.stderr)

@@ -11,7 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from .. import json_codec
 from ..db import transfer_repository as sql
-from ..db.repository import read_events_after
+from ..db.repository import count_events, read_events_after
 from ..db.tables import app_states, forgotten_memories, memories, sessions, user_states
 from ..domain import SessionKey
 from . import dump_format as dump
@@ -20,6 +20,10 @@ PAGE_ROWS = 1000
 
 
 @dataclass
+class ExportError(Exception):
+    """The database changed under the export in a way the dump cannot hold."""
+
+
 class Counts:
     apps: int = 0
     users: int = 0
@@ -123,6 +127,11 @@ class Exporter:
     async def _sessions(self) -> None:
         async for row in self._rows(sessions, sql.SESSION_COLUMNS, live_at=self.now):
             values = dict(zip(sql.SESSION_COLUMNS, row, strict=True))
+            key = SessionKey(values["app_name"], values["user_id"], values["id"])
+            # The events up to the revision read: a session's revision is not
+            # its number of events once events have been removed.
+            async with self.engine.connect() as connection:
+                count = await count_events(connection, key, values["revision"])
             self._write(
                 dump.Session(
                     kind="session",
@@ -136,19 +145,27 @@ class Exporter:
                     update_time=values["update_time"],
                     expire_time=values["expire_time"],
                     ttl_seconds=values["ttl_seconds"],
-                    events=values["revision"],
+                    events=count,
                 )
             )
             self.counts.sessions += 1
-            await self._events(SessionKey(values["app_name"], values["user_id"], values["id"]))
+            written = await self._events(key, values["revision"])
+            if written != count:
+                raise ExportError(
+                    f"events of session {key.session_id!r} were removed while it was exported: "
+                    "export again"
+                )
 
-    async def _events(self, key: SessionKey) -> None:
+    async def _events(self, key: SessionKey, up_to_seq: int) -> int:
+        """Writes the session's events up to `up_to_seq`; how many."""
         after_seq = 0
+        written = 0
         while True:
             async with self.engine.connect() as connection:
-                batch = await read_events_after(connection, key, after_seq, PAGE_ROWS)
+                batch = await read_events_after(connection, key, after_seq, PAGE_ROWS, up_to_seq)
             if not batch:
-                return
+                return written
+            written += len(batch)
             for stored in batch:
                 # The stored text is the server's own encoding of the event:
                 # read and written again by the same codec, it comes back

@@ -1,0 +1,203 @@
+"""Removing a session's newest events (DELETE .../events): all of them, the
+last n, or those after one event; with If-Match; the session state becomes
+what the remaining events leave. On both backends."""
+
+import asyncio
+
+import httpx
+import pytest
+
+from tests.conftest import Clock
+
+S = "/apps/chat/users/ann/sessions"
+
+
+def event(event_id: str, **delta: object) -> dict[str, object]:
+    document: dict[str, object] = {"id": event_id, "author": "user"}
+    if delta:
+        document["actions"] = {"stateDelta": dict(delta)}
+    return document
+
+
+async def setup_session(client: httpx.AsyncClient, *events: dict[str, object]) -> None:
+    created = await client.post(S, json={"sessionId": "s", "state": {"mood": "calm"}})
+    assert created.status_code == 201, created.text
+    for document in events:
+        stored = await client.post(f"{S}/s/events", json=document)
+        assert stored.status_code == 201, stored.text
+
+
+async def event_ids(client: httpx.AsyncClient) -> list[str]:
+    page = await client.get(f"{S}/s/events", params={"pageSize": 1000})
+    return [stored["id"] for stored in page.json()["events"]]
+
+
+THREE = (
+    event("a", mood="happy", **{"user:visits": 1}),
+    event("b"),
+    event("c", mood="sad", topic="tea", **{"app:hits": 3}),
+)
+
+
+async def test_removing_the_last_event_derives_the_state_from_the_rest(
+    client: httpx.AsyncClient,
+):
+    await setup_session(client, *THREE)
+    removed = await client.delete(f"{S}/s/events", params={"last": 1})
+    assert removed.status_code == 200, removed.text
+    assert removed.headers["session-state-removed-events"] == "1"
+    # The revision goes on up: a removal is a change like an append.
+    assert removed.headers["etag"] == '"4"'
+    # Session keys as event b left them; app: and user: keys are shared and
+    # stay as they are.
+    assert removed.json()["state"] == {"mood": "happy", "user:visits": 1, "app:hits": 3}
+    assert removed.json()["events"] == []
+    assert await event_ids(client) == ["a", "b"]
+    session = await client.get(f"{S}/s")
+    assert session.json()["state"] == removed.json()["state"]
+    assert session.headers["etag"] == '"4"'
+    # Appends go on after the removal, each a revision of its own.
+    again = await client.post(f"{S}/s/events", json=event("c"), headers={"If-Match": '"4"'})
+    assert again.status_code == 201 and again.headers["etag"] == '"5"'
+    assert await event_ids(client) == ["a", "b", "c"]
+
+
+async def test_removing_after_an_event_and_removing_all(client: httpx.AsyncClient):
+    await setup_session(client, *THREE)
+    after_a = await client.delete(f"{S}/s/events", params={"after": "a"})
+    assert after_a.headers["session-state-removed-events"] == "2"
+    assert await event_ids(client) == ["a"]
+    assert after_a.json()["state"]["mood"] == "happy"
+    everything = await client.delete(f"{S}/s/events")
+    assert everything.status_code == 200
+    assert everything.headers["session-state-removed-events"] == "1"
+    assert await event_ids(client) == []
+    # The state the session was created with.
+    assert everything.json()["state"] == {"mood": "calm", "user:visits": 1, "app:hits": 3}
+
+
+async def test_nothing_to_remove_writes_nothing(client: httpx.AsyncClient):
+    await setup_session(client, event("a"))
+    nothing = await client.delete(f"{S}/s/events", params={"after": "a"})
+    assert nothing.status_code == 200
+    assert nothing.headers["session-state-removed-events"] == "0"
+    assert nothing.headers["etag"] == '"1"'
+    await client.delete(f"{S}/s/events")
+    empty = await client.delete(f"{S}/s/events", params={"last": 5})
+    assert empty.headers["session-state-removed-events"] == "0"
+    assert empty.headers["etag"] == '"2"'
+
+
+async def test_more_than_there_are_removes_all(client: httpx.AsyncClient):
+    await setup_session(client, *THREE)
+    removed = await client.delete(f"{S}/s/events", params={"last": 10})
+    assert removed.headers["session-state-removed-events"] == "3"
+    assert removed.json()["state"]["mood"] == "calm"
+
+
+async def test_if_match_guards_a_removal(client: httpx.AsyncClient):
+    await setup_session(client, *THREE)
+    stale = await client.delete(f"{S}/s/events", params={"last": 1}, headers={"If-Match": '"2"'})
+    assert stale.status_code == 412
+    assert stale.json()["code"] == "stale_session"
+    assert await event_ids(client) == ["a", "b", "c"]
+    fresh = await client.delete(f"{S}/s/events", params={"last": 1}, headers={"If-Match": '"3"'})
+    assert fresh.status_code == 200
+    # The revision never comes back: the If-Match of the read before the
+    # removal cannot match again, even once the same number of events is
+    # stored again.
+    await client.post(f"{S}/s/events", json=event("d"))
+    old = await client.delete(f"{S}/s/events", params={"last": 1}, headers={"If-Match": '"3"'})
+    assert old.status_code == 412
+    assert await event_ids(client) == ["a", "b", "d"]
+
+
+async def test_a_removed_event_id_may_be_stored_again(client: httpx.AsyncClient):
+    await setup_session(client, *THREE)
+    await client.delete(f"{S}/s/events", params={"last": 1})
+    again = await client.post(f"{S}/s/events", json=event("c", mood="sad"))
+    assert again.status_code == 201
+    assert (await client.get(f"{S}/s")).json()["state"]["mood"] == "sad"
+
+
+@pytest.mark.parametrize(
+    ("params", "status"),
+    [
+        ({"last": 0}, 422),
+        ({"last": -1}, 422),
+        ({"last": "x"}, 422),
+        ({"last": 2**63}, 422),
+        ({"after": ""}, 422),
+        ({"after": "x" * 129}, 422),
+        ({"after": "nope"}, 422),
+        ({"after": "a", "last": 1}, 422),
+    ],
+)
+async def test_bad_removals_are_refused_and_remove_nothing(
+    client: httpx.AsyncClient, params: dict[str, object], status: int
+):
+    await setup_session(client, *THREE)
+    refused = await client.delete(f"{S}/s/events", params=params)
+    assert refused.status_code == status, refused.text
+    assert refused.headers["content-type"] == "application/problem+json"
+    assert await event_ids(client) == ["a", "b", "c"]
+
+
+async def test_removing_from_a_missing_session_is_404(client: httpx.AsyncClient):
+    for params in ({}, {"last": 1}, {"after": "a"}):
+        missing = await client.delete(f"{S}/nobody/events", params=params)
+        assert missing.status_code == 404, (params, missing.text)
+
+
+async def test_a_removal_restarts_an_idle_timeout(clocked_client: httpx.AsyncClient, clock: Clock):
+    created = await clocked_client.post(S, json={"sessionId": "s", "ttlSeconds": 60})
+    assert created.status_code == 201
+    await clocked_client.post(f"{S}/s/events", json=event("a"))
+    clock.advance(50)
+    await clocked_client.delete(f"{S}/s/events")
+    clock.advance(50)
+    assert (await clocked_client.get(f"{S}/s")).status_code == 200
+
+
+async def test_a_fork_at_a_removed_event_is_refused(client: httpx.AsyncClient):
+    await setup_session(client, *THREE)
+    await client.delete(f"{S}/s/events", params={"last": 1})
+    fork = await client.post(f"{S}/s/fork", json={"sessionId": "f", "upToEventId": "c"})
+    assert fork.status_code == 422
+    fork = await client.post(f"{S}/s/fork", json={"sessionId": "f", "upToEventId": "b"})
+    assert fork.status_code == 201, fork.text
+    assert fork.json()["state"]["mood"] == "happy"
+    # A fork after a removal continues past the source's revision, not its
+    # event count: its next append cannot collide with a copied event.
+    assert fork.headers["etag"] == '"2"'
+    whole = await client.post(f"{S}/s/fork", json={"sessionId": "w"})
+    assert whole.headers["etag"] == '"4"'
+    more = await client.post(f"{S}/w/events", json=event("e"))
+    assert more.status_code == 201 and more.headers["etag"] == '"5"'
+
+
+async def test_concurrent_pops_never_remove_an_event_twice_or_one_not_seen(
+    client: httpx.AsyncClient,
+):
+    """Each popper reads the newest event and its revision, then removes the
+    newest event only if the session is still at that revision."""
+    await setup_session(client, *(event(f"e{n}") for n in range(12)))
+    popped: list[str] = []
+
+    async def pop() -> None:
+        while True:
+            read = await client.get(f"{S}/s", params={"numRecentEvents": 1})
+            if not read.json()["events"]:
+                return
+            newest = read.json()["events"][-1]["id"]
+            removed = await client.delete(
+                f"{S}/s/events", params={"last": 1}, headers={"If-Match": read.headers["etag"]}
+            )
+            if removed.status_code == 200:
+                popped.append(newest)
+            else:
+                assert removed.status_code == 412, removed.text
+
+    await asyncio.gather(*(pop() for _ in range(4)))
+    assert sorted(popped) == sorted(f"e{n}" for n in range(12))
+    assert await event_ids(client) == []
