@@ -3,7 +3,7 @@
 import asyncio
 import os
 import time
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Literal, Self, TypeVar
 
@@ -20,10 +20,12 @@ from session_state_client._constants import (
 )
 from session_state_client._models import (
     AppendResult,
+    BatchAppendResult,
     EventPage,
     MemoryEntriesResult,
     MemoryEventsResult,
     MemoryIngestResult,
+    RemovalResult,
     SearchMemoryResponse,
     Session,
     SessionPage,
@@ -224,6 +226,42 @@ class SessionStateClient:
         on (StaleSessionError when the session moved on)."""
         document = _requests.with_event_id(event)
         return self._send(_requests.append_event(app_name, user_id, session_id, document, if_match))
+
+    def append_events(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        events: Sequence[EventJSON],
+        if_match: int | None = None,
+    ) -> BatchAppendResult:
+        """Appends several ADK events (JSON) in order, all or none, in one
+        request. Events without an id get one first, so a retried batch is
+        recognised and stored once. `if_match`: the revision the batch is
+        based on (StaleSessionError when the session moved on)."""
+        documents = [_requests.with_event_id(event) for event in events]
+        return self._send(
+            _requests.append_events(app_name, user_id, session_id, documents, if_match)
+        )
+
+    def remove_events(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        after: str | None = None,
+        last: int | None = None,
+        if_match: int | None = None,
+    ) -> RemovalResult:
+        """Removes the session's newest `last` events, or those after the
+        event `after`, or (neither) all of them; the session state becomes
+        what the remaining events leave (app: and user: state stays).
+        `if_match`: remove only if the session is still at that revision."""
+        return self._send(
+            _requests.remove_events(app_name, user_id, session_id, after, last, if_match)
+        )
 
     def patch_state(
         self,
@@ -537,6 +575,42 @@ class AsyncSessionStateClient:
         document = _requests.with_event_id(event)
         return await self._send(
             _requests.append_event(app_name, user_id, session_id, document, if_match)
+        )
+
+    async def append_events(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        events: Sequence[EventJSON],
+        if_match: int | None = None,
+    ) -> BatchAppendResult:
+        """Appends several ADK events (JSON) in order, all or none, in one
+        request. Events without an id get one first, so a retried batch is
+        recognised and stored once. `if_match`: the revision the batch is
+        based on (StaleSessionError when the session moved on)."""
+        documents = [_requests.with_event_id(event) for event in events]
+        return await self._send(
+            _requests.append_events(app_name, user_id, session_id, documents, if_match)
+        )
+
+    async def remove_events(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        after: str | None = None,
+        last: int | None = None,
+        if_match: int | None = None,
+    ) -> RemovalResult:
+        """Removes the session's newest `last` events, or those after the
+        event `after`, or (neither) all of them; the session state becomes
+        what the remaining events leave (app: and user: state stays).
+        `if_match`: remove only if the session is still at that revision."""
+        return await self._send(
+            _requests.remove_events(app_name, user_id, session_id, after, last, if_match)
         )
 
     async def patch_state(

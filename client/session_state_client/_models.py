@@ -7,11 +7,13 @@ from pydantic.alias_generators import to_camel
 
 __all__ = [
     "AppendResult",
+    "BatchAppendResult",
     "EventPage",
     "MemoryEntriesResult",
     "MemoryEntry",
     "MemoryEventsResult",
     "MemoryIngestResult",
+    "RemovalResult",
     "SearchMemoryResponse",
     "Session",
     "SessionPage",
@@ -56,6 +58,23 @@ class AppendResult(_Wire):
     revision: int | None
     persisted: bool
     replayed: bool = Field(description="True when the server recognised a retry.")
+
+
+class BatchAppendResult(_Wire):
+    """`events` are the events as stored, in order; `revision` the one the
+    last made."""
+
+    events: list[EventJSON]
+    revision: int | None
+    replayed: bool = Field(description="True when the server recognised a retried batch.")
+
+
+class RemovalResult(_Wire):
+    """The session after a removal (its state, no events) and how many
+    events went (0: there was nothing to remove, nothing was written)."""
+
+    session: Session
+    removed: int
 
 
 class MemoryContentPart(_Wire):

@@ -20,10 +20,12 @@ from session_state_client._constants import (
 from session_state_client._exceptions import error_from_response
 from session_state_client._models import (
     AppendResult,
+    BatchAppendResult,
     EventPage,
     MemoryEntriesResult,
     MemoryEventsResult,
     MemoryIngestResult,
+    RemovalResult,
     SearchMemoryResponse,
     Session,
     SessionPage,
@@ -263,6 +265,54 @@ def append_event(
 
     path = _session_path(app_name, user_id, session_id) + "/events"
     return Call("POST", path, parse, json=event, headers=_if_match(if_match), repeatable=True)
+
+
+def append_events(
+    app_name: str,
+    user_id: str,
+    session_id: str,
+    events: list[dict[str, Any]],
+    if_match: int | None,
+) -> Call[BatchAppendResult]:
+    def parse(response: Answer) -> BatchAppendResult:
+        return BatchAppendResult.model_construct(
+            events=_json(response)["events"],
+            revision=_revision(response),
+            replayed=response.status_code == 200,
+        )
+
+    path = _session_path(app_name, user_id, session_id) + "/events/batch"
+    return Call(
+        "POST",
+        path,
+        parse,
+        json={"events": events},
+        headers=_if_match(if_match),
+        repeatable=True,
+    )
+
+
+def remove_events(
+    app_name: str,
+    user_id: str,
+    session_id: str,
+    after: str | None,
+    last: int | None,
+    if_match: int | None,
+) -> Call[RemovalResult]:
+    def parse(response: Answer) -> RemovalResult:
+        removed = int(response.headers.get("session-state-removed-events", "0"))
+        return RemovalResult(session=_session(response), removed=removed)
+
+    # Not repeated after a lost answer: a second removal would take more
+    # events (with If-Match it would fail with a 412 instead).
+    return Call(
+        "DELETE",
+        _session_path(app_name, user_id, session_id) + "/events",
+        parse,
+        _params(after=after, last=last),
+        headers=_if_match(if_match),
+    )
 
 
 def patch_state(

@@ -1,0 +1,258 @@
+"""The OpenAI Agents SDK's `Session` protocol on a session-state server
+(extra `openai-agents`): conversation history shared by every agent process
+that names the same session, with the server's revisions, idempotent
+retries, auth and limits.
+
+Each item is one event of the session, stored as
+
+    {"id": "<uuid4>", "author": "<role>", "invocationId": "openai-agents",
+     "item": <the item, verbatim>}
+
+with the author taken from the item's `role` ("user", "assistant",
+"system", "developer"); items without one are "tool" for tool outputs
+(`type` ending in "_output") and "assistant" otherwise (tool calls,
+reasoning). The server gives each event its timestamp.
+"""
+
+import asyncio
+import contextlib
+import uuid
+from collections.abc import Awaitable
+from typing import Any, TypeVar, cast
+
+from agents import SessionSettings
+from agents.items import TResponseInputItem
+from agents.memory.session_settings import resolve_session_limit
+
+from session_state_client._client import AsyncSessionStateClient
+from session_state_client._exceptions import (
+    AlreadyExistsError,
+    NotFoundError,
+    StaleSessionError,
+)
+
+__all__ = ["ITEM_FIELD", "SessionStateSession", "event_of"]
+
+ITEM_FIELD = "item"
+INVOCATION_ID = "openai-agents"
+# The server's bound on one batch append (events per request).
+MAX_BATCH_EVENTS = 1000
+# Events read per page when the whole history is asked for.
+PAGE_SIZE = 1000
+
+T = TypeVar("T")
+
+
+def _author(item: Any) -> str:
+    role = item.get("role") if isinstance(item, dict) else None
+    if isinstance(role, str) and role:
+        return role
+    kind = item.get("type") if isinstance(item, dict) else None
+    if isinstance(kind, str) and kind.endswith("_output"):
+        return "tool"
+    return "assistant"
+
+
+def event_of(item: TResponseInputItem) -> dict[str, Any]:
+    """The event an item is stored as, with its id (so that a retried
+    request is recognised)."""
+    return {
+        "id": str(uuid.uuid4()),
+        "author": _author(item),
+        "invocationId": INVOCATION_ID,
+        ITEM_FIELD: item,
+    }
+
+
+def _items_of(events: list[dict[str, Any]]) -> list[TResponseInputItem]:
+    # Events of the session that carry no item (written by something else)
+    # are not conversation items: left out, as the SDK's SQLiteSession skips
+    # rows it cannot read.
+    return [cast(TResponseInputItem, event[ITEM_FIELD]) for event in events if ITEM_FIELD in event]
+
+
+async def _finish(operation: Awaitable[T]) -> T:
+    """Runs a write to its end even if the caller is cancelled meanwhile (then
+    re-raises the cancellation), as the SDK's own sessions do: a write cut
+    off mid-request would leave its outcome unknown."""
+    task = asyncio.ensure_future(operation)
+    cancelled: asyncio.CancelledError | None = None
+    while not task.done():
+        try:
+            await asyncio.wait({task})
+        except asyncio.CancelledError as error:
+            cancelled = cancelled or error
+    result = task.result()
+    if cancelled is not None:
+        raise cancelled
+    return result
+
+
+class SessionStateSession:
+    """Conversation history of one OpenAI Agents SDK session, kept by a
+    session-state server as the session (`app_name`, `user_id`,
+    `session_id`), created on first use.
+
+    Args:
+        session_id: the session, as the SDK names it.
+        app_name, user_id: where it lives on the server.
+        session_settings: the SDK's settings; `limit` bounds get_items() as
+            in the SDK's own sessions.
+        client: an AsyncSessionStateClient to use (not closed by close());
+            otherwise one is made from `client_options` (base_url, api_key,
+            timeout, max_retries, http_client).
+    """
+
+    def __init__(
+        self,
+        session_id: str,
+        *,
+        app_name: str,
+        user_id: str,
+        session_settings: SessionSettings | None = None,
+        client: AsyncSessionStateClient | None = None,
+        **client_options: Any,
+    ) -> None:
+        self.session_id = session_id
+        self.app_name = app_name
+        self.user_id = user_id
+        self.session_settings = session_settings or SessionSettings()
+        self._owns_client = client is None
+        self.client = client or AsyncSessionStateClient(**client_options)
+
+    async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
+        """The history in order; with a limit (or session_settings.limit),
+        the latest `limit` items. A session never written to has none."""
+        limit = resolve_session_limit(limit, self.session_settings)
+        if limit == 0:
+            return []
+        try:
+            if limit is None or limit < 0:  # as the SDK's SQLiteSession: all of them
+                return await self._all_items()
+            return await self._latest_items(limit)
+        except NotFoundError:
+            return []
+
+    async def _all_items(self) -> list[TResponseInputItem]:
+        items: list[TResponseInputItem] = []
+        async for event in self.client.iter_events(
+            app_name=self.app_name,
+            user_id=self.user_id,
+            session_id=self.session_id,
+            page_size=PAGE_SIZE,
+        ):
+            items.extend(_items_of([event]))
+        return items
+
+    async def _latest_items(self, limit: int) -> list[TResponseInputItem]:
+        """Newest first, a page at a time (one request when `limit` items fit
+        in a page), until `limit` items are found."""
+        newest_first: list[TResponseInputItem] = []
+        token: str | None = None
+        while len(newest_first) < limit:
+            page = await self.client.list_events(
+                app_name=self.app_name,
+                user_id=self.user_id,
+                session_id=self.session_id,
+                order="desc",
+                page_size=min(limit - len(newest_first), PAGE_SIZE),
+                page_token=token,
+            )
+            newest_first.extend(_items_of(page.events))
+            token = page.next_page_token
+            if token is None:
+                break
+        return newest_first[:limit][::-1]
+
+    async def add_items(self, items: list[TResponseInputItem]) -> None:
+        """Stores the items in order: one request, all or none, for up to
+        1,000 items (more go 1,000 per request). A request repeated after a
+        lost answer is recognised by the server and stored once."""
+        if not items:
+            return
+        events = [event_of(item) for item in items]
+        await _finish(self._add_events(events))
+
+    async def _add_events(self, events: list[dict[str, Any]]) -> None:
+        for start in range(0, len(events), MAX_BATCH_EVENTS):
+            batch = events[start : start + MAX_BATCH_EVENTS]
+            try:
+                await self.client.append_events(
+                    app_name=self.app_name,
+                    user_id=self.user_id,
+                    session_id=self.session_id,
+                    events=batch,
+                )
+            except NotFoundError:
+                await self._create()
+                await self.client.append_events(
+                    app_name=self.app_name,
+                    user_id=self.user_id,
+                    session_id=self.session_id,
+                    events=batch,
+                )
+
+    async def _create(self) -> None:
+        with contextlib.suppress(AlreadyExistsError):  # another process made it first
+            await self.client.create_session(
+                app_name=self.app_name, user_id=self.user_id, session_id=self.session_id
+            )
+
+    async def pop_item(self) -> TResponseInputItem | None:
+        """Removes and returns the newest item; None when there is none.
+        The newest event is read with the session's revision and removed
+        only if the session is still at it (If-Match), so a concurrent
+        add_items or pop_item is never undone by this one: it reads again."""
+        return await _finish(self._pop())
+
+    async def _pop(self) -> TResponseInputItem | None:
+        while True:
+            try:
+                session = await self.client.get_session(
+                    app_name=self.app_name,
+                    user_id=self.user_id,
+                    session_id=self.session_id,
+                    num_recent_events=1,
+                )
+            except NotFoundError:
+                return None
+            if not session.events:
+                return None
+            newest = session.events[-1]
+            try:
+                removal = await self.client.remove_events(
+                    app_name=self.app_name,
+                    user_id=self.user_id,
+                    session_id=self.session_id,
+                    last=1,
+                    if_match=session.revision,
+                )
+            except StaleSessionError:
+                continue  # the session moved on: read its newest event again
+            except NotFoundError:
+                return None
+            if removal.removed == 1 and ITEM_FIELD in newest:
+                return cast(TResponseInputItem, newest[ITEM_FIELD])
+            # An event without an item is dropped, as the SDK drops rows it
+            # cannot read; look at the next one.
+
+    async def clear_session(self) -> None:
+        """Removes every item (the server's session stays, empty)."""
+        await _finish(self._clear())
+
+    async def _clear(self) -> None:
+        with contextlib.suppress(NotFoundError):  # never written to: nothing to clear
+            await self.client.remove_events(
+                app_name=self.app_name, user_id=self.user_id, session_id=self.session_id
+            )
+
+    async def close(self) -> None:
+        """Closes the client this session made (not one it was given)."""
+        if self._owns_client:
+            await self.client.close()
+
+    async def __aenter__(self) -> "SessionStateSession":
+        return self
+
+    async def __aexit__(self, *_exc_info: object) -> None:
+        await self.close()

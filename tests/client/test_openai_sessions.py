@@ -1,0 +1,250 @@
+"""SessionStateSession against the OpenAI Agents SDK's own SQLiteSession (the
+reference): the same calls on both give the same results, on each backend of
+the server; two processes adding or popping at once lose nothing and keep
+order; items round-trip exactly; each item is one event of the documented
+shape."""
+
+import asyncio
+import json
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from agents import SessionSettings, SQLiteSession
+from agents.memory import Session
+
+from session_state_client import AsyncSessionStateClient, ValidationError
+from session_state_client.openai_agents import SessionStateSession
+from tests.client.openai_stores import Stores, finish, run_worker
+from tests.conftest import ServerProcess
+
+USER = {"role": "user", "content": "Book a table for two ☀ 𝄞"}
+CALL = {
+    "type": "function_call",
+    "id": "fc_1",
+    "call_id": "call_1",
+    "name": "book",
+    "arguments": json.dumps({"people": 2, "when": "19:30"}),
+    "status": "completed",
+}
+OUTPUT = {"type": "function_call_output", "call_id": "call_1", "output": "booked \u0001 ok"}
+ANSWER = {
+    "type": "message",
+    "id": "msg_1",
+    "role": "assistant",
+    "status": "completed",
+    "content": [
+        {
+            "type": "output_text",
+            "text": "Done.",
+            "annotations": [],
+            "logprobs": [{"token": "Done", "logprob": -0.1, "big": 2**70, "tiny": 1e-300}],
+        }
+    ],
+}
+REASONING = {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": None}
+
+
+@pytest.fixture(params=["reference", "sqlite", "postgresql"])
+async def stores(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Stores]:
+    server = None
+    if request.param != "reference":
+        server = request.getfixturevalue(f"{request.param}_server")
+    opened = Stores(request.param, tmp_path, server)
+    yield opened
+    await opened.close()
+
+
+async def scenario(session: Session) -> list[Any]:
+    """Every call of the protocol, edge cases included; what each returned."""
+    seen: list[Any] = [await session.get_items(), await session.pop_item()]
+    await session.clear_session()  # never written to
+    await session.add_items([])
+    await session.add_items([USER])
+    await session.add_items([CALL, OUTPUT, REASONING, ANSWER])
+    seen += [
+        await session.get_items(),
+        await session.get_items(limit=2),
+        await session.get_items(limit=0),
+        await session.get_items(limit=-1),
+        await session.get_items(limit=100),
+        await session.pop_item(),
+        await session.get_items(),
+    ]
+    await session.add_items([{"role": "user", "content": "x"}, {"role": "user", "content": "y"}])
+    seen += [await session.pop_item(), await session.pop_item(), await session.get_items(limit=1)]
+    await session.clear_session()
+    seen += [await session.get_items(), await session.pop_item()]
+    await session.add_items([USER])
+    seen.append(await session.get_items())
+    return seen
+
+
+@pytest.fixture(scope="module")
+def reference_results(tmp_path_factory: pytest.TempPathFactory) -> list[Any]:
+    """The scenario on the SDK's SQLiteSession."""
+    session = SQLiteSession("reference", tmp_path_factory.mktemp("reference") / "ref.db")
+    try:
+        return asyncio.run(scenario(session))
+    finally:
+        session.close()
+
+
+async def test_every_call_answers_as_the_sdk_sqlite_session_does(
+    stores: Stores, reference_results: list[Any]
+) -> None:
+    results = await scenario(stores.open("conv"))
+    assert results == reference_results
+    # Spot checks, so that the comparison cannot pass on two wrong answers.
+    assert results[0] == [] and results[1] is None
+    assert results[2] == [USER, CALL, OUTPUT, REASONING, ANSWER]
+    assert results[3] == [REASONING, ANSWER]
+    assert results[7] == ANSWER
+
+
+async def test_sessions_are_separate_and_a_second_reader_sees_the_same(stores: Stores) -> None:
+    first, other = stores.open("one"), stores.open("two")
+    await first.add_items([USER, ANSWER])
+    await other.add_items([CALL])
+    assert await stores.open("one").get_items() == [USER, ANSWER]
+    assert await stores.open("two").get_items() == [CALL]
+
+
+async def test_session_settings_limit_is_the_default_limit(stores: Stores) -> None:
+    session = stores.open("limited", SessionSettings(limit=2))
+    await session.add_items([USER, CALL, OUTPUT])
+    assert await session.get_items() == [CALL, OUTPUT]
+    assert await session.get_items(limit=3) == [USER, CALL, OUTPUT]
+
+
+async def test_a_long_history_is_read_whole_and_by_limit(stores: Stores) -> None:
+    session = stores.open("long")
+    items = [{"role": "user", "content": f"m{n}"} for n in range(2500)]
+    await session.add_items(items)
+    assert await session.get_items() == items
+    assert await session.get_items(limit=1200) == items[-1200:]
+
+
+async def test_two_processes_adding_at_once_lose_nothing_and_keep_order(stores: Stores) -> None:
+    batches = 25
+    workers = [run_worker(stores, "shared", "add", name, str(batches)) for name in ("p", "q")]
+    for worker in workers:
+        finish(worker)
+    contents = [item["content"] for item in await stores.open("shared").get_items()]
+    assert len(contents) == 2 * batches * 2
+    for name in ("p", "q"):
+        mine = [content for content in contents if content.startswith(f"{name}-")]
+        expected = [f"{name}-{batch}-{part}" for batch in range(batches) for part in "ab"]
+        assert mine == expected
+    # Each add_items call's items stay together.
+    for first, second in zip(contents[::2], contents[1::2], strict=True):
+        assert (first[:-1], first[-1], second[-1]) == (second[:-1], "a", "b")
+
+
+async def test_two_processes_popping_at_once_each_take_different_items(stores: Stores) -> None:
+    items = [{"role": "user", "content": f"m{n}"} for n in range(40)]
+    await stores.open("pops").add_items(items)
+    poppers = [run_worker(stores, "pops", "pop") for _ in range(2)]
+    popped = [finish(popper) for popper in poppers]
+    everything = popped[0] + popped[1]
+    assert sorted(item["content"] for item in everything) == sorted(i["content"] for i in items)
+    for taken in popped:  # each popper took the newest first
+        positions = [items.index(item) for item in taken]
+        assert positions == sorted(positions, reverse=True)
+    assert await stores.open("pops").get_items() == []
+
+
+async def test_pops_racing_adds_never_take_an_item_twice_or_lose_one(stores: Stores) -> None:
+    session = stores.open("race")
+    await session.add_items([{"role": "user", "content": "seed"}])
+    adder = run_worker(stores, "race", "add", "w", "30")
+    popped: list[Any] = []
+    while adder.poll() is None or len(popped) < 5:
+        found = await session.pop_item()
+        if found is not None:
+            popped.append(found)
+        await asyncio.sleep(0.005)
+    finish(adder)
+    remaining = await session.get_items()
+    added = ["seed"] + [f"w-{batch}-{part}" for batch in range(30) for part in "ab"]
+    taken = [item["content"] for item in popped]
+    assert len(set(taken)) == len(taken)
+    assert sorted(taken + [item["content"] for item in remaining]) == sorted(added)
+    # What is left is in the order it was added.
+    left = [item["content"] for item in remaining]
+    assert left == [content for content in added if content in set(left)]
+
+
+# -- what only the server's session does -----------------------------------------
+
+
+@pytest.fixture
+async def server_session(server: ServerProcess) -> AsyncIterator[SessionStateSession]:
+    session = SessionStateSession(
+        f"s-{uuid.uuid4().hex[:8]}", app_name="agents-app", user_id="ann", base_url=server.base_url
+    )
+    yield session
+    await session.close()
+
+
+async def test_each_item_is_one_event_of_the_documented_shape(
+    server_session: SessionStateSession,
+) -> None:
+    await server_session.add_items([USER, CALL, OUTPUT, ANSWER])
+    events = [
+        event
+        async for event in server_session.client.iter_events(
+            app_name="agents-app", user_id="ann", session_id=server_session.session_id
+        )
+    ]
+    assert [event["author"] for event in events] == ["user", "assistant", "tool", "assistant"]
+    assert [event["item"] for event in events] == [USER, CALL, OUTPUT, ANSWER]
+    assert {event["invocationId"] for event in events} == {"openai-agents"}
+    assert all(isinstance(event["id"], str) and event["timestamp"] > 0 for event in events)
+
+
+async def test_a_retried_add_is_stored_once(server: ServerProcess) -> None:
+    """add_items sends its events with ids made before the first attempt: a
+    request repeated after a lost answer is recognised by the server."""
+    async with AsyncSessionStateClient(base_url=server.base_url) as client:
+        await client.create_session(app_name="agents-app", user_id="ann", session_id="retry")
+        events = [{"id": "i1", "author": "user", "item": USER}]
+        first = await client.append_events(
+            app_name="agents-app", user_id="ann", session_id="retry", events=events
+        )
+        again = await client.append_events(
+            app_name="agents-app", user_id="ann", session_id="retry", events=events
+        )
+        assert not first.replayed and again.replayed
+        assert again.events == first.events
+        session = SessionStateSession("retry", app_name="agents-app", user_id="ann", client=client)
+        assert await session.get_items() == [USER]
+
+
+async def test_an_item_the_server_refuses_stores_nothing_of_its_batch(
+    server_session: SessionStateSession,
+) -> None:
+    # The API refuses NUL in strings (SQLite would store it): a clear error,
+    # and the items sent with it are not stored either.
+    with pytest.raises(ValidationError):
+        await server_session.add_items([USER, {"role": "user", "content": "nul \u0000"}])
+    assert await server_session.get_items() == []
+
+
+async def test_a_cancelled_add_still_completes(server_session: SessionStateSession) -> None:
+    task = asyncio.create_task(server_session.add_items([USER, ANSWER]))
+    await asyncio.sleep(0)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert await server_session.get_items() == [USER, ANSWER]
+
+
+def test_the_adapter_is_a_session_of_the_sdk() -> None:
+    from agents.memory import Session as SessionProtocol
+
+    session = SessionStateSession("x", app_name="a", user_id="u", base_url="http://127.0.0.1:9")
+    assert isinstance(session, SessionProtocol)
+    asyncio.run(session.close())
