@@ -200,3 +200,89 @@ async def test_the_same_events_sent_to_both_servers_at_once_in_many_sessions_are
         ]
         assert session["state"]["step"] == 4
         assert user_state[session_id] == 4
+
+
+async def test_batches_single_appends_and_removals_from_both_servers_lose_nothing(servers, http):
+    """Batches (one statement each, all or none) and single appends racing on
+    the same sessions from both servers, with shared user: and app: keys:
+    every event of every batch is stored, the batches stay whole, and every
+    key lands. Then pops from both servers at once (If-Match on the revision
+    read with the newest event) each take a different event."""
+    first, second = (server.base_url for server in servers)
+    path = f"/apps/{APP}/users/{USER}/sessions"
+    session_ids = [f"batched{index}" for index in range(4)]
+    for session_id in session_ids:
+        await http.post(f"{first}{path}", json={"sessionId": session_id})
+
+    def batch(session_id: str, writer: str, round_number: int) -> list[dict[str, object]]:
+        return [
+            {
+                "id": f"{writer}{round_number}-{part}",
+                "author": writer,
+                "actions": {
+                    "stateDelta": {
+                        f"user:{session_id}-{writer}{round_number}": part,
+                        "app:hot": part,
+                        writer: round_number,
+                    }
+                },
+            }
+            for part in range(3)
+        ]
+
+    sends = []
+    for round_number in range(10):
+        for session_id in session_ids:
+            for writer, base in (("a", first), ("b", second)):
+                sends.append(
+                    http.post(
+                        f"{base}{path}/{session_id}/events/batch",
+                        json={"events": batch(session_id, writer, round_number)},
+                    )
+                )
+            single = {"id": f"c{round_number}", "author": "c"}
+            sends.append(http.post(f"{second}{path}/{session_id}/events", json=single))
+    statuses = [response.status_code for response in await asyncio.gather(*sends)]
+    assert set(statuses) == {201}
+
+    user_state = (await http.get(f"{first}/apps/{APP}/users/{USER}/state")).json()["state"]
+    for session_id in session_ids:
+        ids = [
+            event["id"]
+            for event in (await http.get(f"{first}{path}/{session_id}")).json()["events"]
+        ]
+        assert len(ids) == 10 * 7
+        for writer in "ab":
+            for round_number in range(10):
+                start = ids.index(f"{writer}{round_number}-0")
+                assert ids[start : start + 3] == [f"{writer}{round_number}-{p}" for p in range(3)]
+                assert user_state[f"{session_id}-{writer}{round_number}"] == 2
+
+    async def pop(base: str, session_id: str) -> list[str]:
+        popped = []
+        while True:
+            read = await http.get(f"{base}{path}/{session_id}", params={"numRecentEvents": 1})
+            if not read.json()["events"]:
+                return popped
+            removed = await http.delete(
+                f"{base}{path}/{session_id}/events",
+                params={"last": 1},
+                headers={"If-Match": read.headers["ETag"]},
+            )
+            if removed.status_code == 200:
+                assert removed.headers["Session-State-Removed-Events"] == "1"
+                popped.append(read.json()["events"][-1]["id"])
+            else:
+                assert removed.status_code == 412, removed.text
+
+    for session_id in session_ids[:2]:
+        popped = await asyncio.gather(pop(first, session_id), pop(second, session_id))
+        taken = popped[0] + popped[1]
+        assert len(taken) == len(set(taken)) == 10 * 7
+        session = await http.get(f"{first}{path}/{session_id}")
+        assert session.json()["events"] == []
+        # The session keys went with their events (it was made with none);
+        # the shared keys stay.
+        state = session.json()["state"]
+        assert not {key for key in state if not key.startswith(("user:", "app:"))}
+        assert state["app:hot"] == 2
