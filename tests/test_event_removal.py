@@ -143,6 +143,18 @@ async def test_bad_removals_are_refused_and_remove_nothing(
     assert await event_ids(client) == ["a", "b", "c"]
 
 
+@pytest.mark.parametrize("query", ["after=a%00b", "after=%00", "after=%ED%A0%80", "after=%FF"])
+async def test_an_after_no_event_id_could_be_is_a_422_on_both_backends(
+    client: httpx.AsyncClient, query: str
+):
+    """Text no database stores (NUL, a lone surrogate, bytes that are not
+    UTF-8) never reaches one: PostgreSQL refused NUL with a 500 before."""
+    await setup_session(client, *THREE)
+    refused = await client.delete(f"{S}/s/events?{query}")
+    assert refused.status_code == 422, refused.text
+    assert await event_ids(client) == ["a", "b", "c"]
+
+
 async def test_removing_from_a_missing_session_is_404(client: httpx.AsyncClient):
     for params in ({}, {"last": 1}, {"after": "a"}):
         missing = await client.delete(f"{S}/nobody/events", params=params)

@@ -8,6 +8,7 @@ from fastapi.routing import APIRoute
 from ...domain import SessionKey
 from ...errors import FieldError, InvalidInput, StaleSession
 from ...identifiers import IDENTIFIER_MAX_LENGTH
+from ...json_rules import text_problem
 from ...limits import MAX_INT64
 from ...metrics import EVENTS_STORED, STALE_REJECTIONS
 from ...schemas import (
@@ -206,6 +207,9 @@ async def remove_events(
 ) -> Response:
     if after is not None and last is not None:
         raise InvalidInput([FieldError(["query"], "give after or last, not both")])
+    if after is not None and (problem := text_problem(after)) is not None:
+        # No event id holds it, and PostgreSQL would refuse the text itself.
+        raise InvalidInput([FieldError(["query", "after"], problem)])
     key = SessionKey(app_name, user_id, session_id)
     revision = expected_revision(if_match)
     try:
