@@ -64,6 +64,8 @@ EVENTS_TOKEN = "events"
 APPEND_ATTEMPTS = 3
 # Events an erasure deletes per transaction (a session with more goes alone).
 ERASE_BATCH_EVENTS = 10_000
+# What a batch's answer holds besides its events: {"events":[...]}.
+BATCH_ANSWER_WRAPPER = b'{"events":[]}'
 # Events read per round trip when a fork derives the state after an event.
 FORK_READ_BATCH = 1000
 
@@ -313,8 +315,10 @@ class SessionService:
         records = [event.record for event in prepared]
         # The answer carries the stored events: a batch is refused whole,
         # before anything is written, when they would not fit in it.
-        answer_bytes = sum(len(record.data.encode()) + 1 for record in records)
-        budget = self.limits.max_response_bytes - RESPONSE_OVERHEAD_BYTES
+        answer_bytes = len(BATCH_ANSWER_WRAPPER) + sum(
+            len(record.data.encode()) + 1 for record in records
+        )
+        budget = self.limits.max_response_bytes
         if answer_bytes > budget:
             raise PayloadTooLarge(
                 f"the batch's events are {answer_bytes} bytes as stored, above the {budget} "

@@ -144,7 +144,7 @@ async def test_a_batch_whose_answer_would_pass_the_response_limit_is_refused(dat
     )
     async with asgi_client(small) as client:
         await create(client)
-        batch = [{"id": f"e{n}", "author": "u", "text": "x" * 40_000} for n in range(6)]
+        batch = [{"id": f"e{n}", "author": "u", "text": "x" * 40_000} for n in range(7)]
         refused = await client.post(f"{S}/s/events/batch", json={"events": batch})
         assert refused.status_code == 413, refused.text
         assert refused.json()["code"] == "payload_too_large"

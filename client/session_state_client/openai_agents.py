@@ -18,16 +18,18 @@ import asyncio
 import contextlib
 import uuid
 from collections.abc import Awaitable
-from typing import Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from agents import SessionSettings
 from agents.items import TResponseInputItem
+from agents.memory import Session
 from agents.memory.session_settings import resolve_session_limit
 
 from session_state_client._client import AsyncSessionStateClient
 from session_state_client._exceptions import (
     AlreadyExistsError,
     NotFoundError,
+    PayloadTooLargeError,
     StaleSessionError,
 )
 
@@ -114,9 +116,10 @@ class SessionStateSession:
         **client_options: Any,
     ) -> None:
         self.session_id = session_id
+        # Typed as the SDK's protocol declares it (a Session may hold None).
+        self.session_settings: SessionSettings | None = session_settings or SessionSettings()
         self.app_name = app_name
         self.user_id = user_id
-        self.session_settings = session_settings or SessionSettings()
         self._owns_client = client is None
         self.client = client or AsyncSessionStateClient(**client_options)
 
@@ -126,27 +129,42 @@ class SessionStateSession:
         limit = resolve_session_limit(limit, self.session_settings)
         if limit == 0:
             return []
+        if limit is not None and limit < 0:  # as the SDK's SQLiteSession: all of them
+            limit = None
         try:
-            if limit is None or limit < 0:  # as the SDK's SQLiteSession: all of them
-                return await self._all_items()
-            return await self._latest_items(limit)
+            return await self._read_items(limit)
         except NotFoundError:
             return []
 
-    async def _all_items(self) -> list[TResponseInputItem]:
-        items: list[TResponseInputItem] = []
-        async for event in self.client.iter_events(
-            app_name=self.app_name,
-            user_id=self.user_id,
-            session_id=self.session_id,
-            page_size=PAGE_SIZE,
-        ):
-            items.extend(_items_of([event]))
-        return items
+    async def _read_items(self, limit: int | None) -> list[TResponseInputItem]:
+        """One session read (one statement on the server) when the items fit
+        in a response and every event read is an item; else page by page."""
+        try:
+            session = await self.client.get_session(
+                app_name=self.app_name,
+                user_id=self.user_id,
+                session_id=self.session_id,
+                num_recent_events=limit,
+            )
+        except PayloadTooLargeError:  # more than one response may carry
+            return await self._paged_items(limit)
+        items = _items_of(session.events)
+        if limit is None or len(items) == len(session.events) or len(session.events) < limit:
+            return items
+        return await self._paged_items(limit)  # events that are not items took places
 
-    async def _latest_items(self, limit: int) -> list[TResponseInputItem]:
-        """Newest first, a page at a time (one request when `limit` items fit
-        in a page), until `limit` items are found."""
+    async def _paged_items(self, limit: int | None) -> list[TResponseInputItem]:
+        if limit is None:
+            items: list[TResponseInputItem] = []
+            async for event in self.client.iter_events(
+                app_name=self.app_name,
+                user_id=self.user_id,
+                session_id=self.session_id,
+                page_size=PAGE_SIZE,
+            ):
+                items.extend(_items_of([event]))
+            return items
+        # Newest first, until `limit` items are found.
         newest_first: list[TResponseInputItem] = []
         token: str | None = None
         while len(newest_first) < limit:
@@ -256,3 +274,10 @@ class SessionStateSession:
 
     async def __aexit__(self, *_exc_info: object) -> None:
         await self.close()
+
+
+if TYPE_CHECKING:
+
+    def _is_a_session_of_the_sdk(session: SessionStateSession) -> Session:
+        """mypy (strict, in CI) checks that the class meets the SDK's protocol."""
+        return session

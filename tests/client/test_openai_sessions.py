@@ -248,3 +248,54 @@ def test_the_adapter_is_a_session_of_the_sdk() -> None:
     session = SessionStateSession("x", app_name="a", user_id="u", base_url="http://127.0.0.1:9")
     assert isinstance(session, SessionProtocol)
     asyncio.run(session.close())
+
+
+async def test_histories_larger_than_a_response_are_read_page_by_page(tmp_path: Path) -> None:
+    """get_items reads the session in one request when it fits in a response,
+    and falls back to the events pages when it does not."""
+    server = ServerProcess(
+        f"sqlite+aiosqlite:///{tmp_path / 'small.db'}",
+        SESSION_STATE_MAX_EVENT_BYTES="1024",
+        SESSION_STATE_MAX_STATE_BYTES="1024",
+        SESSION_STATE_MAX_RESPONSE_BYTES="70000",
+    ).start()
+    try:
+        async with SessionStateSession(
+            "long", app_name="agents-app", user_id="ann", base_url=server.base_url
+        ) as session:
+            items = [
+                {"role": "user", "content": f"message {n:04} " + "x" * 100} for n in range(1500)
+            ]
+            for start in range(0, len(items), 250):  # each answer within the response limit
+                await session.add_items(items[start : start + 250])
+            assert await session.get_items() == items
+            assert await session.get_items(limit=1200) == items[-1200:]
+            assert await session.get_items(limit=3) == items[-3:]
+    finally:
+        server.stop()
+
+
+async def test_events_that_are_not_items_are_skipped_and_do_not_count(
+    server_session: SessionStateSession,
+) -> None:
+    await server_session.add_items([USER])
+    await server_session.client.append_event(
+        app_name="agents-app",
+        user_id="ann",
+        session_id=server_session.session_id,
+        event={"author": "adk-agent", "content": {"parts": [{"text": "not an item"}]}},
+    )
+    await server_session.add_items([ANSWER])
+    assert await server_session.get_items() == [USER, ANSWER]
+    assert await server_session.get_items(limit=2) == [USER, ANSWER]
+    assert await server_session.pop_item() == ANSWER
+    # The newest event is not an item: dropped, as SQLiteSession drops rows
+    # it cannot read, and the item before it is popped.
+    await server_session.client.append_event(
+        app_name="agents-app",
+        user_id="ann",
+        session_id=server_session.session_id,
+        event={"author": "adk-agent"},
+    )
+    assert await server_session.pop_item() == USER
+    assert await server_session.get_items() == []
