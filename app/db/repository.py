@@ -751,6 +751,16 @@ async def append_events(
         .where(*_session_is(key))
         .values(**changes, revision=revision, update_time=new_events[-1].timestamp)
     )
+    await insert_events(connection, key, list(enumerate(new_events, start=first)))
+    await write_app_state(connection, key.app_name, delta.app, max_state_bytes)
+    await write_user_state(connection, key.app_name, key.user_id, delta.user, max_state_bytes)
+    return revision
+
+
+async def insert_events(
+    connection: AsyncConnection, key: SessionKey, numbered: Sequence[tuple[int, NewEvent]]
+) -> None:
+    """Inserts the session's events at the given seqs, in one statement."""
     await connection.execute(
         events.insert(),
         [
@@ -765,12 +775,9 @@ async def append_events(
                 "timestamp": event.timestamp,
                 "data": event.data,
             }
-            for seq, event in enumerate(new_events, start=first)
+            for seq, event in numbered
         ],
     )
-    await write_app_state(connection, key.app_name, delta.app, max_state_bytes)
-    await write_user_state(connection, key.app_name, key.user_id, delta.user, max_state_bytes)
-    return revision
 
 
 # -- removing events -------------------------------------------------------

@@ -10,7 +10,7 @@ from typing import Any
 from sqlalchemy import Row, Table, insert, or_, select, tuple_
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from ..domain import NewEvent, SessionKey
+from ..domain import SessionKey
 from .repository import entry_bytes, session_state_bytes
 from .tables import app_states, events, forgotten_memories, memories, sessions, user_states
 
@@ -128,28 +128,6 @@ async def insert_session(connection: AsyncConnection, values: dict[str, Any]) ->
     """`values`: SESSION_COLUMNS."""
     await connection.execute(
         insert(sessions).values(**values, state_bytes=session_state_bytes(values["state"]))
-    )
-
-
-async def insert_events(
-    connection: AsyncConnection, key: SessionKey, batch: Sequence[tuple[int, NewEvent]]
-) -> None:
-    await connection.execute(
-        insert(events),
-        [
-            {
-                "app_name": key.app_name,
-                "user_id": key.user_id,
-                "session_id": key.session_id,
-                "seq": seq,
-                "id": event.id,
-                "invocation_id": event.invocation_id,
-                "author": event.author,
-                "timestamp": event.timestamp,
-                "data": event.data,
-            }
-            for seq, event in batch
-        ],
     )
 
 

@@ -18,6 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from .. import json_codec
 from ..db import transfer_repository as sql
 from ..db.engine import WRITE_OPTION
+from ..db.repository import insert_events
 from ..domain import NewEvent, SessionKey
 from ..errors import InvalidInput
 from ..events import restored_event
@@ -252,7 +253,7 @@ class Importer:
             self.on_events(len(batch))
             if not compare:
                 try:
-                    await sql.insert_events(connection, key, batch)
+                    await insert_events(connection, key, batch)
                 except IntegrityError:
                     raise dump.DumpError(
                         f"line {number}: the session's events repeat an event id "

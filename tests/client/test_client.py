@@ -300,3 +300,30 @@ def test_base_url_falls_back_to_the_environment(monkeypatch, base_url, app_name)
     monkeypatch.setenv("SESSION_STATE_BASE_URL", base_url)
     with SessionStateClient() as client:
         assert client.get_app_state(app_name=app_name) == {}
+
+
+def test_batches_and_removals_with_the_sync_client(base_url, app_name):
+    where = {"app_name": app_name, "user_id": "ada", "session_id": "b1"}
+    with SessionStateClient(base_url=base_url) as client:
+        client.create_session(**where, state={"step": 0})
+        events = [
+            {"author": "user", "actions": {"stateDelta": {"step": 1}}},
+            {"author": "model", "actions": {"stateDelta": {"step": 2}}},
+        ]
+        stored = client.append_events(**where, events=events, if_match=0)
+        assert stored.revision == 2 and not stored.replayed
+        assert all(event["id"] for event in stored.events)  # ids given before sending
+        again = client.append_events(**where, events=stored.events)
+        assert again.replayed and again.events == stored.events
+        with pytest.raises(StaleSessionError):
+            client.append_events(**where, events=[{"author": "x"}], if_match=0)
+
+        removed = client.remove_events(**where, last=1, if_match=2)
+        assert removed.removed == 1 and removed.session.revision == 3
+        assert removed.session.state == {"step": 1}
+        with pytest.raises(StaleSessionError):
+            client.remove_events(**where, if_match=2)
+        kept = client.remove_events(**where, after=stored.events[0]["id"])
+        assert kept.removed == 0 and kept.session.revision == 3
+        assert client.remove_events(**where).session.state == {"step": 0}
+        assert client.list_events(**where).events == []

@@ -1,5 +1,7 @@
 """Sessions, their events and scoped state: the paths of ADK's api_server."""
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query, Request, Response
@@ -62,6 +64,17 @@ def problem_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
         }
         for status in sorted({*statuses, 400, 401, 403, 413, 422, 503})
     }
+
+
+@contextmanager
+def stale_rejections_counted() -> Iterator[None]:
+    """Counts a 412 of a conditional write (the append counts its own, in
+    app.api.appending)."""
+    try:
+        yield
+    except StaleSession:
+        STALE_REJECTIONS.inc()
+        raise
 
 
 _ETAG_HEADER = {
@@ -157,11 +170,8 @@ async def append_events(
     key = SessionKey(app_name, user_id, session_id)
     revision = expected_revision(if_match)
     document = await read_json(request)
-    try:
+    with stale_rejections_counted():
         outcome = await service_of(request).append_events(key, document, revision)
-    except StaleSession:
-        STALE_REJECTIONS.inc()
-        raise
     if outcome.created:
         EVENTS_STORED.inc(len(outcome.events))
     return rendering.event_batch_response(outcome.events, outcome.revision, outcome.created)
@@ -212,13 +222,10 @@ async def remove_events(
         raise InvalidInput([FieldError(["query", "after"], problem)])
     key = SessionKey(app_name, user_id, session_id)
     revision = expected_revision(if_match)
-    try:
+    with stale_rejections_counted():
         outcome = await service_of(request).remove_events(
             key, after_event_id=after, last=last, expected_revision=revision
         )
-    except StaleSession:
-        STALE_REJECTIONS.inc()
-        raise
     response = rendering.session_response(outcome.session)
     response.headers["Session-State-Removed-Events"] = str(outcome.removed)
     return response
@@ -368,13 +375,10 @@ async def patch_session(
     key = SessionKey(app_name, user_id, session_id)
     revision = expected_revision(if_match)
     body = validate_body(PatchSessionRequest, await read_json(request))
-    try:
+    with stale_rejections_counted():
         session = await service_of(request).patch_session(
             key, body.state_delta, body.requested_expiry(), revision
         )
-    except StaleSession:
-        STALE_REJECTIONS.inc()
-        raise
     return rendering.session_response(session)
 
 
