@@ -184,8 +184,9 @@ class SessionStateSession:
 
     async def add_items(self, items: list[TResponseInputItem]) -> None:
         """Stores the items in order: one request, all or none, for up to
-        1,000 items (more go 1,000 per request). A request repeated after a
-        lost answer is recognised by the server and stored once."""
+        1,000 items that fit in one request; more go in several requests,
+        each all or none, in order. A request repeated after a lost answer
+        is recognised by the server and stored once."""
         if not items:
             return
         events = [event_of(item) for item in items]
@@ -193,22 +194,31 @@ class SessionStateSession:
 
     async def _add_events(self, events: list[dict[str, Any]]) -> None:
         for start in range(0, len(events), MAX_BATCH_EVENTS):
-            batch = events[start : start + MAX_BATCH_EVENTS]
-            try:
-                await self.client.append_events(
-                    app_name=self.app_name,
-                    user_id=self.user_id,
-                    session_id=self.session_id,
-                    events=batch,
-                )
-            except NotFoundError:
-                await self._create()
-                await self.client.append_events(
-                    app_name=self.app_name,
-                    user_id=self.user_id,
-                    session_id=self.session_id,
-                    events=batch,
-                )
+            await self._append(events[start : start + MAX_BATCH_EVENTS])
+
+    async def _append(self, batch: list[dict[str, Any]]) -> None:
+        """One batch append; a batch larger than the server takes in one
+        request (or in one answer) goes as two halves, in order."""
+        try:
+            await self._append_creating(batch)
+        except PayloadTooLargeError as error:
+            if error.code != "payload_too_large" or len(batch) == 1:
+                raise  # an item alone too large: nothing to split
+            middle = len(batch) // 2
+            await self._append(batch[:middle])
+            await self._append(batch[middle:])
+
+    async def _append_creating(self, batch: list[dict[str, Any]]) -> None:
+        try:
+            await self._send(batch)
+        except NotFoundError:  # first use: the session is made here
+            await self._create()
+            await self._send(batch)
+
+    async def _send(self, batch: list[dict[str, Any]]) -> None:
+        await self.client.append_events(
+            app_name=self.app_name, user_id=self.user_id, session_id=self.session_id, events=batch
+        )
 
     async def _create(self) -> None:
         with contextlib.suppress(AlreadyExistsError):  # another process made it first

@@ -15,7 +15,7 @@ import pytest
 from agents import SessionSettings, SQLiteSession
 from agents.memory import Session
 
-from session_state_client import AsyncSessionStateClient, ValidationError
+from session_state_client import AsyncSessionStateClient, PayloadTooLargeError, ValidationError
 from session_state_client.openai_agents import SessionStateSession
 from tests.client.openai_stores import Stores, finish, run_worker
 from tests.conftest import ServerProcess
@@ -299,3 +299,24 @@ async def test_events_that_are_not_items_are_skipped_and_do_not_count(
     )
     assert await server_session.pop_item() == USER
     assert await server_session.get_items() == []
+
+
+async def test_add_items_larger_than_a_request_goes_in_several(tmp_path: Path) -> None:
+    """Items that fit one by one but not together in one request body are
+    sent in several requests, in order; an item too large alone is refused
+    with the server's error."""
+    server = ServerProcess(
+        f"sqlite+aiosqlite:///{tmp_path / 'small.db'}", SESSION_STATE_MAX_BODY_BYTES="100000"
+    ).start()
+    try:
+        async with SessionStateSession(
+            "big", app_name="agents-app", user_id="ann", base_url=server.base_url
+        ) as session:
+            items = [{"role": "user", "content": f"{n} " + "x" * 30_000} for n in range(10)]
+            await session.add_items(items)
+            assert await session.get_items() == items
+            with pytest.raises(PayloadTooLargeError):
+                await session.add_items([{"role": "user", "content": "y" * 120_000}])
+            assert await session.get_items() == items
+    finally:
+        server.stop()
