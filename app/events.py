@@ -154,31 +154,29 @@ def prepare_batch(
         raise InvalidInput(
             [FieldError(["body", BATCH_FIELD], f"must hold 1 to {MAX_BATCH_EVENTS} events")]
         )
+    prepared: list[PreparedEvent] = []
     errors: list[FieldError] = []
-    for index, document in enumerate(documents):
-        where = ("body", BATCH_FIELD, index)
-        errors.extend(error.under(*where) for error in _located_in_event(document, limits))
-        if isinstance(document, dict) and document.get("partial") is True:
-            errors.append(
-                FieldError([*where, "partial"], "partial events are not stored: leave them out")
-            )
     seen: set[str] = set()
     for index, document in enumerate(documents):
-        event_id = document.get("id") if isinstance(document, dict) else None
-        if isinstance(event_id, str):
-            if event_id in seen:
-                errors.append(
-                    FieldError(["body", BATCH_FIELD, index, "id"], "is given twice in the batch")
-                )
-            seen.add(event_id)
+        where: list[str | int] = ["body", BATCH_FIELD, index]
+        try:
+            event = prepare_event(document, limits, now=now, new_id=new_id)
+        except InvalidInput as invalid:  # located from the body of one event: re-rooted
+            errors.extend(
+                FieldError([*where, *error.loc[1:]], error.msg) for error in invalid.errors
+            )
+            continue
+        except EventTooLarge as too_large:
+            raise EventTooLarge(f"{BATCH_FIELD}[{index}]: {too_large.detail}") from None
+        if event.partial:
+            errors.append(FieldError([*where, "partial"], "partial events are not stored"))
+        if event.record.id in seen:
+            errors.append(FieldError([*where, "id"], "is given twice in the batch"))
+        seen.add(event.record.id)
+        prepared.append(event)
     if errors:
         raise InvalidInput(errors)
-    return [prepare_event(document, limits, now=now, new_id=new_id) for document in documents]
-
-
-def _located_in_event(document: Any, limits: Limits) -> list[FieldError]:
-    """An event's problems, located from the event (not the body)."""
-    return [FieldError(error.loc[1:], error.msg) for error in _check(document, limits)]
+    return prepared
 
 
 def restored_event(document: Any, limits: Limits) -> NewEvent:

@@ -174,3 +174,45 @@ async def test_concurrent_batches_and_appends_lose_nothing_and_interleave_whole(
     session = (await client.get(f"{S}/s")).json()
     assert session["state"] == {f"k{writer}": 4 for writer in range(writers)}
     assert (await client.get(f"{S}/s")).headers["etag"] == f'"{writers * 6}"'
+
+
+@pytest.mark.parametrize(
+    ("raw", "status"),
+    [
+        ('{"events": [{"author": "u", "n": NaN}]}', 400),  # not JSON
+        ('{"events": [{"author": "u", "n": 1e999}]}', 422),
+        ('{"events": [{"author": "u", "text": "nul \\u0000"}]}', 422),
+        ('{"events": [{"author": "u", "text": "\\ud800"}]}', 422),
+        ('{"events": [{"author": "u", "deep": ' + "[" * 80 + "]" * 80 + "}]}", 422),
+        ('{"events": [{"author": "u", "actions": {"stateDelta": {"' + "k" * 300 + '": 1}}}]}', 422),
+        ('{"events": [{"author": "u"}', 400),
+    ],
+    ids=["nan", "infinite", "nul", "surrogate", "deep", "long-key", "truncated"],
+)
+async def test_hostile_values_in_a_batch_are_refused_and_store_nothing(
+    client: httpx.AsyncClient, raw: str, status: int
+):
+    await create(client)
+    good = '{"id": "fine", "author": "u"}, '
+    refused = await client.post(
+        f"{S}/s/events/batch",
+        content=raw.replace('{"events": [', '{"events": [' + good, 1),
+        headers={"Content-Type": "application/json"},
+    )
+    assert refused.status_code == status, refused.text
+    assert refused.headers["content-type"] == "application/problem+json"
+    assert await event_ids(client) == []
+    # The session and its neighbours still read.
+    assert (await client.get(f"{S}/s")).status_code == 200
+
+
+async def test_an_event_too_large_is_named_by_its_place(database_url: str):
+    small = Settings(database_url=database_url, max_event_bytes=2048)
+    async with asgi_client(small) as client:
+        await create(client)
+        batch = [event("a"), {"id": "b", "author": "u", "text": "x" * 4096}]
+        refused = await client.post(f"{S}/s/events/batch", json={"events": batch})
+        assert refused.status_code == 413
+        assert refused.json()["code"] == "event_too_large"
+        assert refused.json()["detail"].startswith("events[1]: ")
+        assert await event_ids(client) == []

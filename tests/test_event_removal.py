@@ -3,10 +3,14 @@ last n, or those after one event; with If-Match; the session state becomes
 what the remaining events leave. On both backends."""
 
 import asyncio
+import time
 
 import httpx
 import pytest
 
+from session_state.config import Settings
+from session_state.db.stores import open_store
+from session_state.domain import NEVER_EXPIRES, ForkSource, SessionKey
 from tests.conftest import Clock
 
 S = "/apps/chat/users/ann/sessions"
@@ -213,3 +217,35 @@ async def test_concurrent_pops_never_remove_an_event_twice_or_one_not_seen(
     await asyncio.gather(*(pop() for _ in range(4)))
     assert sorted(popped) == sorted(f"e{n}" for n in range(12))
     assert await event_ids(client) == []
+
+
+async def test_the_largest_last_removes_everything(client: httpx.AsyncClient):
+    await setup_session(client, *THREE)
+    removed = await client.delete(f"{S}/s/events", params={"last": 2**63 - 1})
+    assert removed.status_code == 200, removed.text
+    assert removed.headers["session-state-removed-events"] == "3"
+
+
+async def test_a_fork_whose_event_is_removed_before_its_copy_writes_nothing(
+    settings: Settings, client: httpx.AsyncClient
+):
+    """A fork derives its state before its transaction; inside it, it finds
+    its last event gone (a removal in between) and writes nothing."""
+    await setup_session(client, *THREE)
+    store = await open_store(settings)
+    try:
+        source = SessionKey("chat", "ann", "s")
+        found = await store.find_event(source, "c")
+        assert found is not None
+        await client.delete(f"{S}/s/events", params={"last": 1})
+        outcome = await store.fork_session(
+            ForkSource(source, found.seq, {"mood": "sad"}),
+            "f",
+            time.time(),
+            NEVER_EXPIRES,
+            forget_expired_memories=False,
+        )
+        assert outcome == "source_changed"
+    finally:
+        await store.close()
+    assert (await client.get(f"{S}/f")).status_code == 404

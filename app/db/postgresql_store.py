@@ -12,7 +12,7 @@ docs/design.md), so every statement goes through asyncpg and its pool.
 import sys
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import TracebackType
 from typing import Any
 
@@ -442,28 +442,19 @@ class PostgresStore:
         now: float,
     ) -> int:
         # One statement (APPEND_MANY), outside the batcher: it is one request's
-        # events, already together.
+        # events, already together. Its parameters are the single append's
+        # for the last event carrying the merged delta, with the events'
+        # own columns ($6..$9, and $21 for their times) as arrays.
+        last = _Append(
+            key, replace(events[-1], delta=delta), expected_revision, max_state_bytes, now, None
+        ).parameters(_as_is)
         parameters = (
-            key.app_name,
-            key.user_id,
-            key.session_id,
-            delta.session,
-            events[-1].timestamp,
+            *last[:5],
             [event.id for event in events],
             [event.invocation_id for event in events],
             [event.author for event in events],
             [event.data for event in events],
-            delta.app,
-            delta.user,
-            expected_revision,
-            max_state_bytes,
-            entry_sizes(delta.app),
-            entry_sizes(delta.user),
-            _session_growth(delta.session),
-            now,
-            False,
-            None,
-            None,
+            *last[9:],
             [event.timestamp for event in events],
         )
         try:
