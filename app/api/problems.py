@@ -6,7 +6,9 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import Response
+from fastapi.routing import iter_route_contexts
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 
 from .. import json_codec
 from ..errors import DatabaseUnavailable, InvalidInput, ServiceError, Unauthorized
@@ -78,6 +80,38 @@ def _has_empty_identifier(request: Request) -> bool:
     return raw_path.startswith(b"/apps/") and b"//" in raw_path
 
 
+def allowed_methods(request: Request, error: StarletteHTTPException) -> list[str]:
+    """Every method routed for the path of a 405. FastAPI makes one route per
+    method and Starlette's 405 names only the first route matching the path;
+    a mount's (the docs assets) names its own, kept here."""
+    given = (error.headers or {}).get("Allow", "")
+    methods = {method.strip() for method in given.split(",") if method.strip()}
+    scope = request.scope
+    # Matched from the app's top, as routing did (inside a mount, root_path grew).
+    probe = {
+        "type": "http",
+        "method": scope["method"],
+        "path": scope["path"],
+        "root_path": scope.get("app_root_path", scope.get("root_path", "")),
+    }
+    for route in iter_route_contexts(request.app.routes):
+        match, _ = route.matches(probe)
+        if match is not Match.NONE and route.methods:
+            methods |= route.methods
+    return sorted(methods)
+
+
+def _method_not_allowed_response(request: Request, error: StarletteHTTPException) -> Response:
+    allowed = allowed_methods(request, error)
+    return problem_response(
+        405,
+        GENERIC_CODES[405],
+        "Method not allowed",
+        f"{request.method} is not allowed on this path; it allows {', '.join(allowed)}",
+        headers={**(error.headers or {}), "Allow": ", ".join(allowed)},
+    )
+
+
 def _http_error_response(request: Request, error: StarletteHTTPException) -> Response:
     if error.status_code == 404 and _has_empty_identifier(request):
         message = (
@@ -91,6 +125,8 @@ def _http_error_response(request: Request, error: StarletteHTTPException) -> Res
             f"path: {message}",
             errors=[{"loc": ["path"], "msg": message}],
         )
+    if error.status_code == 405:
+        return _method_not_allowed_response(request, error)
     code = GENERIC_CODES.get(error.status_code, OTHER_HTTP_ERROR_CODE)
     return problem_response(
         error.status_code,
