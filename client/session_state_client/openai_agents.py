@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 from agents import SessionSettings
 from agents.items import TResponseInputItem
 from agents.memory import Session
-from agents.memory.session_settings import resolve_session_limit
+from agents.memory.session_settings import coerce_session_settings, resolve_session_limit
 
 from session_state_client._client import AsyncSessionStateClient
 from session_state_client._exceptions import (
@@ -74,9 +74,10 @@ def _items_of(events: list[dict[str, Any]]) -> list[TResponseInputItem]:
 
 
 async def _finish(operation: Awaitable[T]) -> T:
-    """Runs a write to its end even if the caller is cancelled meanwhile (then
-    re-raises the cancellation), as the SDK's own sessions do: a write cut
-    off mid-request would leave its outcome unknown."""
+    """Runs a write to its end even if the caller is cancelled meanwhile, as
+    the SDK's own sessions do (a write cut off mid-request would leave its
+    outcome unknown); a caller that cancelled gets the cancellation, whether
+    the write succeeded or failed."""
     task = asyncio.ensure_future(operation)
     cancelled: asyncio.CancelledError | None = None
     while not task.done():
@@ -84,9 +85,14 @@ async def _finish(operation: Awaitable[T]) -> T:
             await asyncio.wait({task})
         except asyncio.CancelledError as error:
             cancelled = cancelled or error
-    result = task.result()
+    try:
+        result = task.result()
+    except BaseException:
+        if cancelled is not None:
+            raise cancelled from None
+        raise
     if cancelled is not None:
-        raise cancelled
+        raise cancelled from None
     return result
 
 
@@ -98,8 +104,9 @@ class SessionStateSession:
     Args:
         session_id: the session, as the SDK names it.
         app_name, user_id: where it lives on the server.
-        session_settings: the SDK's settings; `limit` bounds get_items() as
-            in the SDK's own sessions.
+        session_settings: the SDK's settings, or a dict of them (unknown
+            keys are a TypeError, as in the SDK); `limit` bounds get_items()
+            as in the SDK's own sessions.
         client: an AsyncSessionStateClient to use (not closed by close());
             otherwise one is made from `client_options` (base_url, api_key,
             timeout, max_retries, http_client).
@@ -111,13 +118,17 @@ class SessionStateSession:
         *,
         app_name: str,
         user_id: str,
-        session_settings: SessionSettings | None = None,
+        session_settings: SessionSettings | dict[str, Any] | None = None,
         client: AsyncSessionStateClient | None = None,
         **client_options: Any,
     ) -> None:
         self.session_id = session_id
         # Typed as the SDK's protocol declares it (a Session may hold None).
-        self.session_settings: SessionSettings | None = session_settings or SessionSettings()
+        self.session_settings: SessionSettings | None = (
+            SessionSettings()
+            if session_settings is None
+            else coerce_session_settings(session_settings)
+        )
         self.app_name = app_name
         self.user_id = user_id
         self._owns_client = client is None

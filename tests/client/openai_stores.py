@@ -37,7 +37,9 @@ class Stores:
             return f"sqlite:{self.db_path}"
         return f"server:{self.server.base_url}:{self.app_name}"
 
-    def open(self, session_id: str, settings: SessionSettings | None = None) -> Session:
+    def open(
+        self, session_id: str, settings: SessionSettings | dict[str, Any] | None = None
+    ) -> Session:
         session: Session
         if self.server is None:
             session = SQLiteSession(session_id, self.db_path, session_settings=settings)

@@ -106,3 +106,24 @@ async def test_the_items_of_a_tool_calling_turn_are_those_the_sdk_stores(
     finally:
         reference.close()
     assert await two_turns(stores.open(f"conv-{uuid.uuid4().hex[:12]}")) == expected
+
+
+async def test_session_settings_given_as_a_dict_limit_what_the_runner_reads(
+    stores: Stores,
+) -> None:
+    """`session_settings={"limit": 2}` is coerced as the SDK does: the second
+    turn is given the last two items of the history (of which the SDK drops
+    the tool output whose call is cut off), then its own."""
+    session_id = f"conv-{uuid.uuid4().hex[:12]}"
+    session = stores.open(session_id, {"limit": 2})
+    await Runner.run(scripted_agent(), "likes tea", session=session, run_config=NO_TRACING)
+    agent = scripted_agent()
+    second = await Runner.run(agent, "likes jazz", session=session, run_config=NO_TRACING)
+    assert second.final_output == "Noted: likes jazz"
+    first_input = cast(list[dict[str, Any]], cast(ScriptedModel, agent.model).inputs[0])
+    assert [(item.get("type", "message"), item.get("role")) for item in first_input] == [
+        ("message", "assistant"),
+        ("message", "user"),
+    ]
+    assert first_input[-1]["content"] == "likes jazz"
+    assert len(await stores.open(session_id).get_items()) == 8

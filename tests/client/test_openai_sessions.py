@@ -6,11 +6,13 @@ shape."""
 
 import asyncio
 import json
+import re
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from agents import SessionSettings, SQLiteSession
 from agents.memory import Session
@@ -44,6 +46,7 @@ ANSWER = {
         }
     ],
 }
+DEAD_ADDRESS = "http://127.0.0.1:9"  # never connected to
 REASONING = {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": None}
 
 
@@ -240,6 +243,74 @@ async def test_a_cancelled_add_still_completes(server_session: SessionStateSessi
     with pytest.raises(asyncio.CancelledError):
         await task
     assert await server_session.get_items() == [USER, ANSWER]
+
+
+def _requests_answered(server: ServerProcess, status: int) -> int:
+    """How many batch appends the server answered with `status` (its metrics)."""
+    metrics = httpx.get(f"{server.base_url}/metrics").text
+    found = re.search(
+        r'^session_state_http_requests_total\{method="POST",'
+        r'route="/apps/\{app_name\}/users/\{user_id\}/sessions/\{session_id\}/events/batch",'
+        rf'status="{status}"\}} (\S+)$',
+        metrics,
+        re.M,
+    )
+    return int(float(found[1])) if found else 0
+
+
+async def test_a_cancelled_add_that_fails_raises_the_cancellation(
+    server: ServerProcess, server_session: SessionStateSession
+) -> None:
+    """As the SDK's sessions (`_await_mutation`): the write runs to its end
+    and fails, and the caller who cancelled gets the cancellation."""
+    refused = [{"role": "user", "content": "nul \u0000"}]
+    await server_session.add_items([USER])  # the session exists: one request follows
+    before = _requests_answered(server, 422)
+    task = asyncio.create_task(server_session.add_items(refused))
+    await asyncio.sleep(0)
+    assert not task.done()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert _requests_answered(server, 422) == before + 1  # the write was sent and refused
+    with pytest.raises(ValidationError):  # uncancelled, the same write's error
+        await server_session.add_items(refused)
+    assert await server_session.get_items() == [USER]
+
+
+@pytest.mark.parametrize("kind", ["reference", "adapter"])
+async def test_session_settings_given_as_a_dict_are_coerced_as_the_sdk_does(kind: str) -> None:
+    opened: list[Any] = []
+
+    def open_session(settings: Any) -> Any:
+        if kind == "reference":
+            session: Any = SQLiteSession("s", session_settings=settings)
+        else:
+            session = SessionStateSession(
+                "s", app_name="a", user_id="u", session_settings=settings, base_url=DEAD_ADDRESS
+            )
+        opened.append(session)
+        return session
+
+    assert open_session({"limit": 2}).session_settings == SessionSettings(limit=2)
+    assert open_session(None).session_settings == SessionSettings()
+    with pytest.raises(TypeError, match=r"^Unknown session settings: colour, size$"):
+        open_session({"limit": 2, "size": 1, "colour": "red"})
+    with pytest.raises(TypeError, match=r"^session must be a SessionSettings instance or a dict"):
+        open_session(2)
+    assert len(opened) == 2
+    for session in opened:
+        if kind == "reference":
+            session.close()
+        else:
+            await session.close()
+
+
+async def test_a_dict_limit_bounds_get_items(stores: Stores) -> None:
+    session = stores.open(f"s-{uuid.uuid4().hex[:8]}", {"limit": 2})
+    await session.add_items([USER, CALL, OUTPUT])
+    assert await session.get_items() == [CALL, OUTPUT]
+    assert await session.get_items(limit=3) == [USER, CALL, OUTPUT]
 
 
 def test_the_adapter_is_a_session_of_the_sdk() -> None:
