@@ -8,8 +8,9 @@ session state in `sessions.state`, app and user state in `app_states` and
 `user_states`, times as naive UTC datetimes. The older schema "0" keeps
 event actions (state deltas included) as Python pickles; unpickling a
 database's content runs code from it, so it is refused with what to do
-instead. Events are read in ADK's order (timestamp, then id) and rebuilt as
-ADK's `StorageEvent.to_event` rebuilds them."""
+instead. Events are read in ADK's order (timestamp, then id), rebuilt as
+ADK's `StorageEvent.to_event` rebuilds them and stored under their JSON
+names (camelCase), as ADK clients append them over the API."""
 
 import datetime
 import importlib.util
@@ -43,6 +44,7 @@ from .. import json_codec
 from ..json_rules import find_unstorable
 from ..setup_problems import SetupProblem
 from . import dump_format as dump
+from .adk_event_shape import camel_case_event
 
 SCHEMA_VERSION = "1"
 SESSION_PAGE = 500
@@ -269,16 +271,13 @@ class AdkSource:
                 where = ".".join(str(part) for part in problem.loc)
                 raise dump.DumpError(f"{what}, event {event.id!r}: {where}: {problem.msg}")
             timestamp = data.get("timestamp")
-            yield dump.Event(
-                kind="event",
-                seq=seq,
-                event={
-                    **data,
-                    "id": event.id,
-                    "invocation_id": event.invocation_id,
-                    "timestamp": _epoch(event.timestamp) if timestamp is None else timestamp,
-                },
-            )
+            stored = {
+                **data,
+                "id": event.id,
+                "invocation_id": event.invocation_id,
+                "timestamp": _epoch(event.timestamp) if timestamp is None else timestamp,
+            }
+            yield dump.Event(kind="event", seq=seq, event=camel_case_event(stored))
 
     def _made(self, model: type[Any], what: str, **values: Any) -> Any:
         problem = find_unstorable(values, dump.MAX_DEPTH)

@@ -1,8 +1,9 @@
 """`session-state import-adk`: sessions written by ADK's own
 DatabaseSessionService (on SQLite and on PostgreSQL) read back through
 HttpSessionService exactly as ADK's service reads them, every session, its
-events and merged state; a second run changes nothing; an unreadable source
-is one clear line and a non-zero exit."""
+events and merged state; the events are stored exactly as the same events
+appended through HttpSessionService (camelCase JSON names); a second run
+changes nothing; an unreadable source is one clear line and a non-zero exit."""
 
 import asyncio
 import json
@@ -13,6 +14,7 @@ import sys
 import uuid
 from pathlib import Path
 
+import httpx
 import pytest
 from google.adk.events import Event, EventActions
 from google.adk.sessions import DatabaseSessionService
@@ -20,6 +22,7 @@ from google.genai import types
 from sqlalchemy.engine import make_url
 
 from session_state_client.adk import HttpSessionService
+from tests.adk_events import rich_events
 from tests.conftest import (
     ServerProcess,
     _async_url,
@@ -143,6 +146,78 @@ def test_imported_sessions_read_back_as_adk_reads_them(direction, tmp_path, post
         assert_served_as_adk_serves(adk_url, target)
     finally:
         drop_postgres_database(database)
+
+
+async def write_rich_session_with_adk(url: str, app: str, events: list[Event]) -> None:
+    """One session holding events of every shape."""
+    service = DatabaseSessionService(db_url=url)
+    try:
+        session = await service.create_session(
+            app_name=app, user_id="ada", session_id="imported", state={"k": 1}
+        )
+        for event in events:
+            await service.append_event(session, event.model_copy(deep=True))
+        stored = await service.get_session(app_name=app, user_id="ada", session_id="imported")
+        assert stored is not None and [e.id for e in stored.events] == [e.id for e in events]
+    finally:
+        await service.close()
+
+
+async def append_through_the_api(base_url: str, app: str, events: list[Event]) -> list[Event]:
+    """The same events appended by HttpSessionService to a session of their
+    own; the imported session as HttpSessionService reads it."""
+    service = HttpSessionService(base_url=base_url)
+    try:
+        session = await service.create_session(
+            app_name=app, user_id="ada", session_id="appended", state={"k": 1}
+        )
+        for event in events:
+            await service.append_event(session, event.model_copy(deep=True))
+        imported = await service.get_session(app_name=app, user_id="ada", session_id="imported")
+        assert imported is not None
+        return imported.events
+    finally:
+        await service.close()
+
+
+def stored_events(base_url: str, app: str, session_id: str) -> list[dict]:
+    """The events as a REST reader sees them."""
+    response = httpx.get(
+        f"{base_url}/apps/{app}/users/ada/sessions/{session_id}/events",
+        params={"page_size": 100},
+    )
+    response.raise_for_status()
+    return response.json()["events"]
+
+
+def test_imported_events_are_stored_as_events_appended_over_the_api(server, tmp_path, request):
+    # From the other backend: ADK's JSONB on PostgreSQL keeps no key order.
+    if server.database_url.startswith("sqlite"):
+        source = create_postgres_database("adk_shape")
+        adk_url = _async_url(source)
+    else:
+        source = None
+        adk_url = f"sqlite+aiosqlite:///{tmp_path / 'adk.db'}"
+    app = f"shape-{uuid.uuid4().hex[:8]}"
+    events = rich_events()
+    try:
+        asyncio.run(write_rich_session_with_adk(adk_url, app, events))
+        done = import_adk(adk_url, server.database_url, "--app", app)
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout)["imported"]["events"]["added"] == len(events)
+    finally:
+        if source is not None:
+            drop_postgres_database(source)
+
+    read_back = asyncio.run(append_through_the_api(server.base_url, app, events))
+    imported = stored_events(server.base_url, app, "imported")
+    appended = stored_events(server.base_url, app, "appended")
+    assert [event["id"] for event in appended] == [event.id for event in events]
+    assert imported == appended
+    assert all("invocationId" in event and "invocation_id" not in event for event in imported)
+    # As appended. (ADK's own service reads an auth scheme back with its stored
+    # "type_" as an extra key too: FastAPI's OpenAPI models take no field names.)
+    assert read_back == events
 
 
 MYSQL_ADMIN_URL = os.environ.get("SESSION_STATE_TEST_MYSQL_URL", "mysql://root@127.0.0.1:3306")
