@@ -3,14 +3,18 @@
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
+from google.adk.events import Event
 from sqlalchemy import inspect, select
 from sqlalchemy.ext.asyncio import create_async_engine
 
+from session_state import json_codec
 from session_state.config import Settings
 from session_state.db import migrations
 from session_state.db.migrations import include_object
 from session_state.db.stores import open_store
-from session_state.db.tables import SEARCH_INDEX_OBJECTS, app_states, metadata
+from session_state.db.tables import SEARCH_INDEX_OBJECTS, app_states, events, metadata, sessions
+from session_state.transfer.adk_event_shape import camel_case_event
+from tests.adk_events import rich_events
 
 TABLES = {"app_states", "user_states", "sessions", "events", "memories", "forgotten_memories"}
 
@@ -191,3 +195,100 @@ async def test_sqlite_full_text_triggers_survive_every_downgrade(tmp_path):
                 assert triggers.scalar() == 2, f"triggers lost at {target}"
     finally:
         await engine.dispose()
+
+
+def _old_import_adk_document(event, seq: int) -> dict:
+    """An event as import-adk stored it before 0008: ADK's event_data (its
+    field names) with the id, invocation id and timestamp of its row."""
+    data = event.model_dump(mode="json", exclude_none=True)
+    return {
+        **data,
+        "id": f"{data['id']}-{seq}",
+        "invocation_id": event.invocation_id,
+        "timestamp": event.timestamp,
+    }
+
+
+async def _events_across_0008(url: str, documents: list[dict]) -> tuple[list[str], list[str]]:
+    """The events' data after an upgrade from 0007 to the latest, then after
+    a downgrade to 0007 and a second upgrade."""
+    engine = create_async_engine(url)
+    try:
+        await migrations.upgrade(engine, "0007")
+        async with engine.begin() as connection:
+            await connection.execute(
+                sessions.insert().values(
+                    app_name="a",
+                    user_id="u",
+                    id="s",
+                    state={},
+                    revision=len(documents),
+                    create_time=1,
+                    update_time=1,
+                )
+            )
+            await connection.execute(
+                events.insert(),
+                [
+                    {
+                        "app_name": "a",
+                        "user_id": "u",
+                        "session_id": "s",
+                        "seq": seq,
+                        "id": document.get("id") or f"e{seq}",
+                        "invocation_id": "",
+                        "author": "x",
+                        "timestamp": 1.0,
+                        "data": json_codec.dumps_text(document),
+                    }
+                    for seq, document in enumerate(documents, start=1)
+                ],
+            )
+        read = select(events.c.data).order_by(events.c.seq)
+        await migrations.upgrade(engine)
+        async with engine.connect() as connection:
+            upgraded = list((await connection.execute(read)).scalars())
+        await migrations.downgrade(engine, "0007")
+        await migrations.upgrade(engine)
+        async with engine.connect() as connection:
+            again = list((await connection.execute(read)).scalars())
+    finally:
+        await engine.dispose()
+    return upgraded, again
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+async def test_events_import_adk_stored_in_adk_field_names_are_rewritten_in_json_names(
+    backend, tmp_path, request
+):
+    url = (
+        f"sqlite+aiosqlite:///{tmp_path / 'e.db'}"
+        if backend == "sqlite"
+        else request.getfixturevalue("fresh_postgres_url")
+    )
+    adk_events = rich_events() * 700
+    old = [_old_import_adk_document(event, seq) for seq, event in enumerate(adk_events)]
+    # Not in ADK's storage shape: left byte for byte.
+    others = [
+        {**camel_case_event(old[1]), "id": "appended-by-an-adk-client"},
+        {"author": "curl", "invocation_id": "i-1", "my_field": 1},
+        {"author": "x", "text": 'says "invocation_id" and state_delta'},
+    ]
+    # The old events span several of the migration's batches, others between them.
+    documents = [*old[:1000], *others, *old[1000:]]
+    upgraded, again = await _events_across_0008(url, documents)
+
+    assert len(upgraded) == len(documents)
+    assert upgraded[1000:1003] == [json_codec.dumps_text(other) for other in others]
+    rewritten = upgraded[:1000] + upgraded[1003:]
+    for data, event, stored in zip(rewritten, adk_events, old, strict=True):
+        document = json_codec.loads(data)
+        # What ADK clients send of the same event, in the stored order of keys.
+        assert document == {
+            **event.model_dump(mode="json", by_alias=True, exclude_none=True),
+            "id": stored["id"],
+        }
+        # Byte for byte what import-adk now stores: a later import skips it.
+        assert data == json_codec.dumps_text(camel_case_event(stored))
+        assert Event.model_validate(document) == event.model_copy(update={"id": stored["id"]})
+    assert again == upgraded
