@@ -65,6 +65,10 @@ class ApiKeys:
     def enabled(self) -> bool:
         return bool(self._keys)
 
+    @property
+    def count(self) -> int:
+        return len(self._keys)
+
     def authorize(self, presented: str | None, app_name: str | None) -> None:
         """Raises Unauthorized or Forbidden unless the key may use the app."""
         if not self._keys:

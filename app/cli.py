@@ -18,8 +18,10 @@ import tempfile
 import threading
 from pathlib import Path
 
+from .auth import ApiKeys
 from .config import Settings
 from .observability import logging_config
+from .setting_names import refuse_unknown_settings, settings_overview
 
 logger = logging.getLogger("session_state.cli")
 
@@ -34,10 +36,7 @@ def _settings_from(arguments: argparse.Namespace) -> Settings:
     return Settings()
 
 
-def _warn_if_open_to_the_network(settings: Settings) -> None:
-    from .auth import ApiKeys
-
-    keys = ApiKeys.from_settings(settings.api_keys, settings.api_keys_file)
+def _warn_if_open_to_the_network(settings: Settings, keys: ApiKeys) -> None:
     loopback = settings.host in ("localhost", "::1") or settings.host.startswith("127.")
     if not keys.enabled and not loopback:
         logger.warning(
@@ -57,9 +56,13 @@ async def _prepare(settings: Settings) -> None:
 
 
 def serve(arguments: argparse.Namespace) -> int:
+    from .cli_reports import serving
+    from .db.migrations import head_revision
+
     settings = _settings_from(arguments)
     logging.config.dictConfig(logging_config(settings.log_level, settings.log_format == "json"))
-    _warn_if_open_to_the_network(settings)
+    keys = ApiKeys.from_settings(settings.api_keys, settings.api_keys_file)
+    _warn_if_open_to_the_network(settings, keys)
     metrics_directory = None
     if settings.workers > 1 and "PROMETHEUS_MULTIPROC_DIR" not in os.environ:
         # Workers write their metrics here, so /metrics sums every process.
@@ -67,6 +70,9 @@ def serve(arguments: argparse.Namespace) -> int:
         os.environ["PROMETHEUS_MULTIPROC_DIR"] = metrics_directory
     # Migrate (SQLite) or check (PostgreSQL) once, before any worker starts.
     asyncio.run(_prepare(settings))
+    # _prepare refuses any schema but the latest.
+    message, facts = serving(settings, keys.count, head_revision())
+    logger.info(message, extra=facts)
     # uvicorn re-raises the SIGTERM it handled once its graceful shutdown is
     # done; with this handler in place that ends the process with status 0.
     signal.signal(signal.SIGTERM, _exit_cleanly)
@@ -104,19 +110,28 @@ def _run_uvicorn(settings: Settings) -> None:
 def migrate(arguments: argparse.Namespace) -> int:
     from sqlalchemy.ext.asyncio import create_async_engine
 
+    from . import cli_reports
     from .db import migrations
     from .db.provisioning import create_database_if_missing
 
     settings = _settings_from(arguments)
+    database = cli_reports.database_shown(settings.database_url)
+    sqlite_file = cli_reports.sqlite_file(settings.database_url)
 
     async def run() -> None:
+        # SQLite makes its file on the first connection; PostgreSQL only if asked.
+        created = sqlite_file is not None and not sqlite_file.exists()
         if arguments.create_database:
-            await create_database_if_missing(settings.database_url)
+            created = await create_database_if_missing(settings.database_url) or created
         engine = create_async_engine(settings.database_url)
         try:
+            before = await migrations.current_revision(engine)
+            if created:
+                print(f"session-state: created the database: {database}")
             await migrations.move_to(engine, arguments.revision)
-            revision = await migrations.current_revision(engine)
-            print(f"session-state: schema at revision {revision or 'base (no tables)'}")
+            after = await migrations.current_revision(engine)
+            summary = cli_reports.migration(database, before, after, migrations.revisions())
+            print(f"session-state: {summary}")
         finally:
             await engine.dispose()
 
@@ -187,7 +202,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(dest="command", required=True)
 
-    serve_parser = commands.add_parser("serve", help="run the HTTP API")
+    serve_parser = commands.add_parser(
+        "serve",
+        help="run the HTTP API",
+        epilog=settings_overview(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     serve_parser.add_argument("--host", help="address to bind (default 127.0.0.1)")
     serve_parser.add_argument("--port", type=int, help="port (default 8000)")
     serve_parser.add_argument("--workers", type=int, help="worker processes (default 1)")
@@ -292,6 +312,7 @@ def _version() -> str:
 def main(argv: list[str] | None = None) -> int:
     arguments = build_parser().parse_args(argv)
     try:
+        refuse_unknown_settings(os.environ)
         exit_code: int = arguments.handler(arguments)
     except Exception as error:
         problem = _setup_problem(error)

@@ -1,5 +1,6 @@
 """Settings, read from environment variables prefixed with ``SESSION_STATE_``."""
 
+import ipaddress
 from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Literal, Self
@@ -7,6 +8,9 @@ from typing import Annotated, Literal, Self
 from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from .auth import ApiKeys
+
+ENVIRONMENT_PREFIX = "SESSION_STATE_"
 DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./session_state.db"
 DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024
 SUPPORTED_DRIVERS = ("sqlite+aiosqlite", "postgresql+asyncpg")
@@ -42,14 +46,49 @@ MAX_TTL_SECONDS = 100 * 365 * 24 * 3600.0
 RESPONSE_OVERHEAD_BYTES = 64 * 1024
 
 
-class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="SESSION_STATE_", extra="ignore")
+def _comma_separated(value: object) -> object:
+    if isinstance(value, str):
+        return [part.strip() for part in value.split(",") if part.strip()]
+    return value
 
+
+class SettingNamePolicy(BaseSettings):
+    """The one setting read before the others: which SESSION_STATE_ variables
+    that are no setting to let be (see app.setting_names)."""
+
+    # inf and nan are never a meaningful timeout, interval or size.
+    model_config = SettingsConfigDict(
+        env_prefix=ENVIRONMENT_PREFIX, extra="ignore", allow_inf_nan=False
+    )
+
+    allow_unknown_settings: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="Names (comma-separated) of SESSION_STATE_ variables that are no setting "
+        "but are set for something else, and so are not refused.",
+    )
+
+    @field_validator("allow_unknown_settings", mode="before")
+    @classmethod
+    def _split_names(cls, value: object) -> object:
+        return _comma_separated(value)
+
+    @field_validator("allow_unknown_settings")
+    @classmethod
+    def _require_full_names(cls, names: list[str]) -> list[str]:
+        for name in names:
+            if not name.upper().startswith(ENVIRONMENT_PREFIX):
+                raise ValueError(
+                    f"{name!r} is not a variable's full name: write {ENVIRONMENT_PREFIX}..."
+                )
+        return [name.upper() for name in names]
+
+
+class Settings(SettingNamePolicy):
     database_url: str = Field(
         default=DEFAULT_DATABASE_URL,
         description="SQLAlchemy URL: sqlite+aiosqlite:///file.db or postgresql+asyncpg://...",
     )
-    host: str = "127.0.0.1"
+    host: str = Field(default="127.0.0.1", description="The address `serve` binds.")
     port: int = Field(default=8000, ge=1, le=65535)
     workers: int = Field(default=1, ge=1)
     max_body_bytes: int = Field(default=DEFAULT_MAX_BODY_BYTES, ge=1024)
@@ -70,7 +109,7 @@ class Settings(BaseSettings):
         description="Bounds connecting, waiting for a pooled connection, an append's wait for"
         " its batch and every statement.",
     )
-    log_level: str = "info"
+    log_level: Literal["critical", "error", "warning", "info", "debug"] = "info"
     log_format: Literal["json", "text"] = "json"
     api_keys: dict[str, list[str]] = Field(
         default_factory=dict,
@@ -156,12 +195,51 @@ class Settings(BaseSettings):
         supported = " or ".join(f"{driver}://" for driver in SUPPORTED_DRIVERS)
         raise ValueError(f"must start with {supported}")
 
+    @field_validator("host")
+    @classmethod
+    def _refuse_a_port_or_scheme(cls, host: str) -> str:
+        # Empty binds every interface, as 0.0.0.0 does.
+        if not host or _is_ip_address(host) or _host_name_and_port(host) == (host.lower(), None):
+            return host
+        raise ValueError(
+            f"{host!r} is not an address or a host name: write one such as 127.0.0.1, "
+            "0.0.0.0 or ::, without a scheme or port (the port is SESSION_STATE_PORT)"
+        )
+
+    @field_validator("log_level", mode="before")
+    @classmethod
+    def _lower_case_level(cls, level: object) -> object:
+        return level.lower() if isinstance(level, str) else level
+
+    @field_validator("api_keys")
+    @classmethod
+    def _refuse_unsafe_keys(cls, keys: dict[str, list[str]]) -> dict[str, list[str]]:
+        ApiKeys(keys)  # its refusal names the rule, never the key
+        return keys
+
+    @field_validator("api_keys_file")
+    @classmethod
+    def _refuse_an_unreadable_keys_file(cls, file: Path | None) -> Path | None:
+        if file is not None:
+            ApiKeys.from_settings({}, file)
+        return file
+
     @field_validator("allowed_hosts", mode="before")
     @classmethod
     def _split_hosts(cls, value: object) -> object:
-        if isinstance(value, str):
-            return [host.strip().lower() for host in value.split(",") if host.strip()]
-        return value
+        hosts = _comma_separated(value)
+        return [host.lower() for host in hosts] if isinstance(hosts, list) else hosts
+
+    @field_validator("allowed_hosts")
+    @classmethod
+    def _refuse_what_is_no_host(cls, hosts: list[str]) -> list[str]:
+        for host in hosts:
+            if host != "*" and _host_name_and_port(host) is None:
+                raise ValueError(
+                    f"{host!r} is not a host name: write names such as api or "
+                    "api.example.com (a port may follow), comma-separated, or *"
+                )
+        return hosts
 
     @model_validator(mode="after")
     def _responses_hold_one_of_everything(self) -> Self:
@@ -170,7 +248,8 @@ class Settings(BaseSettings):
         needed = self.max_event_bytes + 3 * self.max_state_bytes + RESPONSE_OVERHEAD_BYTES
         if self.max_response_bytes < needed:
             raise ValueError(
-                f"max_response_bytes must be at least max_event_bytes + 3 x max_state_bytes "
+                f"SESSION_STATE_MAX_RESPONSE_BYTES ({self.max_response_bytes}) must be at least "
+                f"SESSION_STATE_MAX_EVENT_BYTES + 3 x SESSION_STATE_MAX_STATE_BYTES "
                 f"+ {RESPONSE_OVERHEAD_BYTES} ({needed})"
             )
         return self
@@ -178,6 +257,22 @@ class Settings(BaseSettings):
     @property
     def is_sqlite(self) -> bool:
         return self.database_url.startswith("sqlite")
+
+
+def _is_ip_address(text: str) -> bool:
+    try:
+        ipaddress.ip_address(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _host_name_and_port(text: str) -> tuple[str, int | None] | None:
+    # The browser guard's reading of a Host, so that a name listed here is
+    # one it can match (imported late: it imports this module).
+    from .api.browser_guard import split_host
+
+    return split_host(text)
 
 
 @lru_cache

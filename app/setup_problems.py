@@ -15,6 +15,7 @@ from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError
 
 from .db.migrations import SchemaNotCurrent, UnknownRevision
+from .setting_names import UnknownSetting
 
 DATABASE_URL_SETTING = "SESSION_STATE_DATABASE_URL or --database-url"
 
@@ -29,7 +30,7 @@ def explain(error: BaseException, database_url: str) -> str | None:
         return _settings_problem(error)
     if isinstance(error, SettingsError):
         return _unparsable_setting(error)
-    if isinstance(error, SetupProblem | SchemaNotCurrent | UnknownRevision):
+    if isinstance(error, SetupProblem | SchemaNotCurrent | UnknownRevision | UnknownSetting):
         return str(error)
     if isinstance(error, CommandError):
         return f"{error} (run `session-state migrate --help` for the revisions)"
@@ -45,10 +46,14 @@ def explain(error: BaseException, database_url: str) -> str | None:
 def _settings_problem(error: ValidationError) -> str:
     problems = []
     for detail in error.errors():
+        message = detail["msg"].removeprefix("Value error, ")
+        if not detail["loc"]:
+            # A rule between settings, whose message names them.
+            problems.append(message)
+            continue
         setting, *inside = detail["loc"]
         # Keys inside a JSON setting (app names, API keys) keep their case.
         where = "".join(f"[{json.dumps(part)}]" for part in inside)
-        message = detail["msg"].removeprefix("Value error, ")
         problems.append(f"SESSION_STATE_{str(setting).upper()}{where}: {message}")
     return "; ".join(problems)
 
