@@ -153,6 +153,14 @@ def sessions(arguments: argparse.Namespace) -> int:
     return exit_code
 
 
+def apps(arguments: argparse.Namespace) -> int:
+    from . import operator_commands
+
+    settings = _settings_from(arguments)
+    exit_code: int = asyncio.run(operator_commands.list_apps(settings, arguments))
+    return exit_code
+
+
 def sweep(arguments: argparse.Namespace) -> int:
     from . import operator_commands
 
@@ -228,6 +236,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     migrate_parser.set_defaults(handler=migrate)
 
+    apps_parser = commands.add_parser(
+        "apps", help="apps with live sessions: how many sessions and users, the last update"
+    )
+    apps_parser.add_argument("--json", action="store_true", help="print JSON")
+    apps_parser.add_argument("--database-url", help="overrides SESSION_STATE_DATABASE_URL")
+    apps_parser.set_defaults(handler=apps)
+
     _add_sessions_parser(commands)
 
     sweep_parser = commands.add_parser(
@@ -276,18 +291,29 @@ def _add_transfer_parsers(commands: "argparse._SubParsersAction[argparse.Argumen
 
 
 def _add_sessions_parser(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
-    from .operator_commands import DEFAULT_EVENTS, DEFAULT_PAGE_SIZE
+    from .operator_commands import DEFAULT_EVENTS, DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, ORDERS
 
     sessions_parser = commands.add_parser("sessions", help="look at stored sessions")
     sessions_parser.set_defaults(handler=sessions)
     actions = sessions_parser.add_subparsers(dest="sessions_command", required=True)
 
     list_parser = actions.add_parser(
-        "list", help="sessions of an app, least recently updated first, paged"
+        "list", help="live sessions of every app or of one, newest first, paged"
     )
-    list_parser.add_argument("--app", required=True, help="app name")
+    list_parser.add_argument("--app", help="only this app's sessions")
     list_parser.add_argument("--user", help="only this user's sessions")
-    list_parser.add_argument("--page-size", type=int, default=DEFAULT_PAGE_SIZE)
+    list_parser.add_argument(
+        "--order",
+        choices=ORDERS,
+        default=ORDERS[0],
+        help="by last update: newest first (default) or oldest first (the API's order)",
+    )
+    list_parser.add_argument(
+        "--page-size",
+        type=int,
+        default=DEFAULT_PAGE_SIZE,
+        help=f"sessions per page, 1 to {MAX_PAGE_SIZE} (default {DEFAULT_PAGE_SIZE})",
+    )
     list_parser.add_argument("--page-token", help="the token a previous page printed")
     list_parser.add_argument("--json", action="store_true", help="print JSON")
     list_parser.add_argument("--database-url", help="overrides SESSION_STATE_DATABASE_URL")

@@ -1,61 +1,161 @@
-"""`session-state sessions list`, `sessions show` and `sweep`: what an
-operator does without writing HTTP requests, through the same service and
-database settings as `serve`."""
+"""`session-state apps`, `sessions list`, `sessions show` and `sweep`: what
+an operator does without writing HTTP requests, with the same database
+settings as `serve`. Expired sessions are never listed or counted, as the
+API's lists skip them."""
 
 import argparse
+import difflib
 import json
 import sys
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from sqlalchemy.engine import make_url
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from . import json_codec
 from .config import Settings
+from .db import migrations
+from .db import operator_repository as sql
+from .db.engine import create_engine
 from .domain import SessionKey
-from .errors import SessionNotFound
+from .errors import BadRequest, SessionNotFound
+from .identifiers import name_problem
 from .limits import Limits
-from .service import SessionService, SessionView
+from .pagination import decode_token, encode_token
+from .service import SessionService
 from .setup_problems import SetupProblem
 
 DEFAULT_PAGE_SIZE = 50
+MAX_PAGE_SIZE = 1000
 DEFAULT_EVENTS = 10
+ORDERS = ("newest", "oldest")
+_TOKEN_KIND = "operator-sessions"
+# App names offered when an --app has no sessions.
+CLOSEST_APPS = 3
 
 
-async def list_sessions(settings: Settings, arguments: argparse.Namespace) -> int:
-    async with _service(settings) as service:
-        page = await service.list_sessions(
-            arguments.app, arguments.user, arguments.page_size, arguments.page_token
-        )
+async def list_apps(settings: Settings, arguments: argparse.Namespace) -> int:
+    async with opened_engine(settings, create=False) as engine, engine.connect() as connection:
+        apps = await sql.app_summaries(connection, time.time())
+    if not apps:
+        print("session-state: no sessions are stored", file=sys.stderr)
+        return 1
     if arguments.json:
         _print_json(
             {
-                "sessions": [_summary(session) for session in page.sessions],
-                "nextPageToken": page.next_page_token,
+                "apps": [
+                    {
+                        "appName": app.app_name,
+                        "sessions": app.sessions,
+                        "users": app.users,
+                        "lastUpdateTime": app.last_update_time,
+                    }
+                    for app in apps
+                ]
             }
         )
         return 0
-    rows = [("USER", "SESSION", "UPDATED (UTC)", "REVISION", "STATE KEYS")]
-    rows += [
-        (
-            session.user_id,
-            session.id,
-            _time(session.last_update_time),
-            str(session.revision),
-            str(len(session.state)),
-        )
-        for session in page.sessions
-    ]
-    widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]
-    for row in rows:
-        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)))
-    if page.next_page_token:
-        print(f"more: --page-token {page.next_page_token}")
+    _print_table(
+        ("APP", "SESSIONS", "USERS", "LAST UPDATE (UTC)"),
+        [
+            (app.app_name, str(app.sessions), str(app.users), _time(app.last_update_time))
+            for app in apps
+        ],
+    )
     return 0
+
+
+async def list_sessions(settings: Settings, arguments: argparse.Namespace) -> int:
+    app_name = name_option("--app", arguments.app)
+    user_id = name_option("--user", arguments.user)
+    page_size: int = arguments.page_size
+    if not 1 <= page_size <= MAX_PAGE_SIZE:
+        raise SetupProblem(f"--page-size: from 1 to {MAX_PAGE_SIZE}")
+    identity = (app_name or "", user_id or "", arguments.order)
+    after = None if arguments.page_token is None else _position(arguments.page_token, identity)
+    async with opened_engine(settings, create=False) as engine, engine.connect() as connection:
+        now = time.time()
+        page, more = await sql.page_sessions(
+            connection,
+            app_name=app_name,
+            user_id=user_id,
+            newest_first=arguments.order == "newest",
+            after=after,
+            limit=page_size,
+            now=now,
+        )
+        # Nothing at all: say what was looked for, and what exists nearby.
+        apps = await sql.app_summaries(connection, now) if not page and after is None else None
+    token = None
+    if more:
+        last = page[-1]
+        position = [last.last_update_time, last.app_name, last.user_id, last.id]
+        token = encode_token(_TOKEN_KIND, identity, position)
+    if arguments.json:
+        _print_json(
+            {
+                "sessions": [
+                    {**_summary(session), "stateKeys": session.state_keys} for session in page
+                ],
+                "nextPageToken": token,
+            }
+        )
+    if apps is not None:
+        print(f"session-state: {_nothing_found(app_name, user_id, apps)}", file=sys.stderr)
+        return 1
+    if arguments.json:
+        return 0
+    _print_table(
+        ("APP", "USER", "SESSION", "UPDATED (UTC)", "REVISION", "STATE KEYS"),
+        [
+            (
+                session.app_name,
+                session.user_id,
+                session.id,
+                _time(session.last_update_time),
+                str(session.revision),
+                str(session.state_keys),
+            )
+            for session in page
+        ],
+    )
+    if token:
+        print(f"more: --page-token {token}")
+    return 0
+
+
+def _nothing_found(app_name: str | None, user_id: str | None, apps: list[sql.AppSummary]) -> str:
+    names = [app.app_name for app in apps]
+    if app_name is not None and app_name not in names:
+        closest = difflib.get_close_matches(app_name, names, n=CLOSEST_APPS)
+        if closest:
+            return f"no sessions in app {app_name!r}; the closest apps: " + ", ".join(
+                repr(name) for name in closest
+            )
+        return f"no sessions in app {app_name!r} (`session-state apps` lists the apps)"
+    if user_id is not None:
+        where = "" if app_name is None else f" in app {app_name!r}"
+        return f"no sessions of user {user_id!r}{where}"
+    return "no sessions are stored"
+
+
+def _position(token: str, identity: tuple[str, str, str]) -> sql.SessionPosition:
+    try:
+        position = decode_token(token, _TOKEN_KIND, identity)
+    except BadRequest as error:
+        raise SetupProblem(
+            f"--page-token: {error.detail} (give the same --app, --user and --order)"
+        ) from None
+    match position:
+        case [int() | float() as time_, str() as app, str() as user, str() as session]:
+            return float(time_), app, user, session
+    raise SetupProblem("--page-token: not a valid page token")
 
 
 async def show_session(settings: Settings, arguments: argparse.Namespace) -> int:
@@ -93,7 +193,22 @@ async def sweep(settings: Settings) -> int:
     return 0
 
 
-def _summary(session: SessionView) -> dict[str, Any]:
+class _Session(Protocol):
+    @property
+    def app_name(self) -> str: ...
+    @property
+    def user_id(self) -> str: ...
+    @property
+    def id(self) -> str: ...
+    @property
+    def last_update_time(self) -> float: ...
+    @property
+    def revision(self) -> int: ...
+    @property
+    def expire_time(self) -> float | None: ...
+
+
+def _summary(session: _Session) -> dict[str, Any]:
     return {
         "appName": session.app_name,
         "userId": session.user_id,
@@ -112,12 +227,45 @@ def _print_json(document: dict[str, Any]) -> None:
     print(json.dumps(document, indent=2, ensure_ascii=False))
 
 
+def _print_table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> None:
+    lines = [header, *rows]
+    widths = [max(len(line[column]) for line in lines) for column in range(len(header))]
+    for line in lines:
+        cells = (cell.ljust(width) for cell, width in zip(line, widths, strict=True))
+        print("  ".join(cells).rstrip())
+
+
+def name_option(option: str, value: str | None) -> str | None:
+    """An --app or --user value, refused in one line unless the API could
+    have stored it."""
+    problem = None if value is None else name_problem(value)
+    if problem is not None:
+        raise SetupProblem(f"{option}: {problem}")
+    return value
+
+
 def require_existing_database(settings: Settings) -> None:
     """Reading must not create an empty SQLite database where a typo points."""
     if settings.is_sqlite:
         path = Path(make_url(settings.database_url).database or "")
         if not path.exists():
             raise SetupProblem(f"no SQLite database at {path}: check SESSION_STATE_DATABASE_URL")
+
+
+@asynccontextmanager
+async def opened_engine(settings: Settings, *, create: bool) -> AsyncIterator[AsyncEngine]:
+    """The database at its current schema. `create`: an embedded SQLite
+    database is created and migrated as `serve` does; else it must exist."""
+    if settings.is_sqlite and not create:
+        require_existing_database(settings)
+    engine = create_engine(settings)
+    try:
+        if settings.is_sqlite:
+            await migrations.upgrade(engine)
+        await migrations.require_current_schema(engine)
+        yield engine
+    finally:
+        await engine.dispose()
 
 
 @asynccontextmanager

@@ -1,21 +1,31 @@
-"""`session-state sessions list` / `sessions show`: an operator reads what a
-running server stored, with the same database settings, on both backends."""
+"""`session-state apps`, `sessions list` and `sessions show`: an operator
+finds what a running server stored, with the same database settings, on
+both backends. Expired sessions are neither listed nor counted, as the API's
+lists skip them; a list that finds nothing says what it looked for."""
 
+import asyncio
 import json
 import os
 import subprocess
 import sys
+import time
 
 import httpx
 import pytest
+from sqlalchemy import update
+from sqlalchemy.ext.asyncio import create_async_engine
 
+from session_state.db.tables import sessions
 from tests.conftest import ServerProcess
+
+# Newest first: a2 got the last events, the expired shop/cy/c2 is never listed.
+NEWEST_FIRST = ["a2", "c1", "b1", "a1"]
 
 
 def _cli(*arguments: str, database_url: str):
     clean = {k: v for k, v in os.environ.items() if not k.startswith("SESSION_STATE_")}
     return subprocess.run(
-        [sys.executable, "-m", "session_state.cli", "sessions", *arguments],
+        [sys.executable, "-m", "session_state.cli", *arguments],
         env={**clean, "SESSION_STATE_DATABASE_URL": database_url},
         capture_output=True,
         text=True,
@@ -23,69 +33,184 @@ def _cli(*arguments: str, database_url: str):
     )
 
 
+def _expire(url: str, session_id: str) -> None:
+    """As time would: its expiry passed (the server is stopped)."""
+
+    async def run() -> None:
+        engine = create_async_engine(url)
+        try:
+            async with engine.begin() as connection:
+                done = await connection.execute(
+                    update(sessions)
+                    .where(sessions.c.id == session_id)
+                    .values(expire_time=time.time() - 60)
+                )
+                assert done.rowcount == 1
+        finally:
+            await engine.dispose()
+
+    asyncio.run(run())
+
+
 @pytest.fixture(params=["sqlite", "postgresql"])
 def stored(request, tmp_path):
-    """A server's database holding three sessions of app `ops`, two of `ann`."""
+    """A server's database: app `ops` with sessions a1, a2 (user ann) and b1
+    (bob); app `shop` with c1 and the expired c2 (user cy). Written in that
+    order, then three events on a2, the last one setting app: and user: keys."""
     if request.param == "sqlite":
         url = f"sqlite+aiosqlite:///{tmp_path / 'ops.db'}"
     else:
         url = request.getfixturevalue("fresh_postgres_url")
-        assert (
-            subprocess.run(
-                [sys.executable, "-m", "session_state.cli", "migrate", "--database-url", url]
-            ).returncode
-            == 0
-        )
+        assert _cli("migrate", database_url=url).returncode == 0
     server = ServerProcess(url).start()
     try:
-        base = f"{server.base_url}/apps/ops/users"
-        for user, session in (("ann", "a1"), ("ann", "a2"), ("bob", "b1")):
-            httpx.post(f"{base}/{user}/sessions", json={"sessionId": session, "state": {"k": 1}})
-        for text in ("first", "second", "third"):
-            event = {"author": "agent", "content": {"parts": [{"text": text}]}}
-            httpx.post(f"{base}/ann/sessions/a2/events", json=event)
+        for app, user, session in (
+            ("ops", "ann", "a1"),
+            ("ops", "ann", "a2"),
+            ("ops", "bob", "b1"),
+            ("shop", "cy", "c1"),
+            ("shop", "cy", "c2"),
+        ):
+            created = httpx.post(
+                f"{server.base_url}/apps/{app}/users/{user}/sessions",
+                json={"sessionId": session, "state": {"k": 1}},
+            )
+            assert created.status_code == 201, created.text
+        for text, delta in (("first", {}), ("second", {}), ("third", {"app:m": 1, "user:n": 2})):
+            event = {
+                "author": "agent",
+                "content": {"parts": [{"text": text}]},
+                "actions": {"stateDelta": delta},
+            }
+            appended = httpx.post(
+                f"{server.base_url}/apps/ops/users/ann/sessions/a2/events", json=event
+            )
+            assert appended.status_code == 201, appended.text
     finally:
         server.stop()
+    _expire(url, "c2")
     return url
 
 
-def test_list_pages_through_an_apps_sessions(stored):
-    first = _cli("list", "--app", "ops", "--page-size", "2", "--json", database_url=stored)
-    assert first.returncode == 0, first.stderr
-    page = json.loads(first.stdout)
-    assert len(page["sessions"]) == 2 and page["nextPageToken"]
-    rest = _cli(
-        "list",
-        "--app",
-        "ops",
-        "--json",
-        "--page-token",
-        page["nextPageToken"],
-        database_url=stored,
-    )
-    ids = [s["id"] for s in page["sessions"]] + [
-        s["id"] for s in json.loads(rest.stdout)["sessions"]
+def _listed(*arguments: str, database_url: str) -> dict:
+    result = _cli("sessions", "list", "--json", *arguments, database_url=database_url)
+    assert result.returncode == 0, result.stderr
+    page: dict = json.loads(result.stdout)
+    return page
+
+
+def test_apps_lists_each_app_with_its_live_sessions(stored):
+    result = _cli("apps", "--json", database_url=stored)
+    assert result.returncode == 0, result.stderr
+    apps = json.loads(result.stdout)["apps"]
+    assert [(app["appName"], app["sessions"], app["users"]) for app in apps] == [
+        ("ops", 3, 2),
+        ("shop", 1, 1),  # c2 expired: not counted
     ]
-    assert sorted(ids) == ["a1", "a2", "b1"]
+    assert apps[0]["lastUpdateTime"] > apps[1]["lastUpdateTime"]  # a2's events
+
+    table = _cli("apps", database_url=stored)
+    assert table.returncode == 0, table.stderr
+    header, *rows = table.stdout.strip().splitlines()
+    assert header.split() == ["APP", "SESSIONS", "USERS", "LAST", "UPDATE", "(UTC)"]
+    assert [row.split()[:3] for row in rows] == [["ops", "3", "2"], ["shop", "1", "1"]]
+
+
+def test_list_without_app_lists_every_app_newest_first(stored):
+    page = _listed(database_url=stored)
+    assert [s["id"] for s in page["sessions"]] == NEWEST_FIRST
+    assert page["nextPageToken"] is None
+    assert {s["id"]: s["appName"] for s in page["sessions"]}["c1"] == "shop"
+
+    oldest = _listed("--order", "oldest", database_url=stored)
+    assert [s["id"] for s in oldest["sessions"]] == NEWEST_FIRST[::-1]
+
+
+def test_list_pages_through_every_app(stored):
+    ids: list[str] = []
+    token: list[str] = []
+    for _ in range(len(NEWEST_FIRST) + 1):
+        page = _listed("--page-size", "1", *token, database_url=stored)
+        ids += [s["id"] for s in page["sessions"]]
+        if page["nextPageToken"] is None:
+            break
+        token = ["--page-token", page["nextPageToken"]]
+    assert ids == NEWEST_FIRST
+    assert token  # more than one page was read
+
+    # A token pages the list it came from only.
+    other = _cli("sessions", "list", "--order", "oldest", *token, database_url=stored)
+    assert other.returncode == 2
+    assert "--page-token" in other.stderr and other.stderr.count("\n") == 1
+
+
+def test_list_pages_through_an_apps_sessions(stored):
+    first = _listed("--app", "ops", "--page-size", "2", database_url=stored)
+    assert len(first["sessions"]) == 2 and first["nextPageToken"]
+    rest = _listed("--app", "ops", "--page-token", first["nextPageToken"], database_url=stored)
+    ids = [s["id"] for s in first["sessions"] + rest["sessions"]]
+    assert ids == ["a2", "b1", "a1"]
 
 
 def test_list_filters_by_user_and_prints_a_table(stored):
-    result = _cli("list", "--app", "ops", "--user", "ann", database_url=stored)
+    result = _cli(
+        "sessions", "list", "--app", "ops", "--user", "ann", "--order", "oldest",
+        database_url=stored,
+    )  # fmt: skip
     assert result.returncode == 0, result.stderr
     header, *rows = result.stdout.strip().splitlines()
-    assert header.split() == ["USER", "SESSION", "UPDATED", "(UTC)", "REVISION", "STATE", "KEYS"]
-    # In the API's order, least recently updated first: a2 was written last.
-    assert [row.split()[1] for row in rows] == ["a1", "a2"]
-    assert rows[1].split()[4] == "3"  # a2: three events appended
+    assert header.split() == [
+        "APP", "USER", "SESSION", "UPDATED", "(UTC)", "REVISION", "STATE", "KEYS",
+    ]  # fmt: skip
+    # Oldest first, the API's order: a2 was written last.
+    assert [row.split()[2] for row in rows] == ["a1", "a2"]
+    # a2: three events; its state as a read merges it: k, app:m, user:n.
+    assert rows[1].split()[5:] == ["3", "3"]
+    # a1 shares ann's user: key and the app's app: key.
+    assert rows[0].split()[5:] == ["0", "3"]
+
+
+def test_expired_sessions_are_not_listed(stored):
+    page = _listed("--app", "shop", database_url=stored)
+    assert [s["id"] for s in page["sessions"]] == ["c1"]
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (["--app", "opz"], "no sessions in app 'opz'; the closest apps: 'ops'"),
+        (["--app", "zzz"], "no sessions in app 'zzz' (`session-state apps` lists the apps)"),
+        (["--app", "ops", "--user", "zed"], "no sessions of user 'zed' in app 'ops'"),
+        (["--user", "zed"], "no sessions of user 'zed'"),
+    ],
+)
+def test_a_list_that_finds_nothing_says_what_it_looked_for(stored, arguments, message):
+    result = _cli("sessions", "list", *arguments, database_url=stored)
+    assert result.returncode == 1
+    assert result.stderr == f"session-state: {message}\n"
+    assert result.stdout == ""  # no empty table
+    as_json = _cli("sessions", "list", "--json", *arguments, database_url=stored)
+    assert as_json.returncode == 1 and as_json.stderr == result.stderr
+    assert json.loads(as_json.stdout) == {"sessions": [], "nextPageToken": None}
+
+
+def test_an_empty_database_has_no_apps_and_no_sessions(tmp_path):
+    url = f"sqlite+aiosqlite:///{tmp_path / 'empty.db'}"
+    assert _cli("migrate", database_url=url).returncode == 0
+    for command in (["apps"], ["sessions", "list"]):
+        result = _cli(*command, database_url=url)
+        assert result.returncode == 1
+        assert result.stderr == "session-state: no sessions are stored\n"
 
 
 def test_show_prints_state_and_the_last_events(stored):
     result = _cli(
-        "show", "a2", "--app", "ops", "--user", "ann", "--events", "2", database_url=stored
-    )
+        "sessions", "show", "a2", "--app", "ops", "--user", "ann", "--events", "2",
+        database_url=stored,
+    )  # fmt: skip
     assert result.returncode == 0, result.stderr
     session = json.loads(result.stdout)
-    assert session["state"] == {"k": 1} and session["revision"] == 3
+    assert session["state"] == {"k": 1, "app:m": 1, "user:n": 2} and session["revision"] == 3
     assert [event["content"]["parts"][0]["text"] for event in session["events"]] == [
         "second",
         "third",
@@ -93,14 +218,15 @@ def test_show_prints_state_and_the_last_events(stored):
 
 
 def test_show_of_an_unknown_session_says_so(stored):
-    result = _cli("show", "nope", "--app", "ops", "--user", "ann", database_url=stored)
+    result = _cli("sessions", "show", "nope", "--app", "ops", "--user", "ann", database_url=stored)
     assert result.returncode == 1
     assert "no session 'nope'" in result.stderr
 
 
-def test_reading_a_missing_sqlite_file_does_not_create_it(tmp_path):
+@pytest.mark.parametrize("command", [["apps"], ["sessions", "list", "--app", "ops"]])
+def test_reading_a_missing_sqlite_file_does_not_create_it(tmp_path, command):
     path = tmp_path / "typo.db"
-    result = _cli("list", "--app", "ops", database_url=f"sqlite+aiosqlite:///{path}")
+    result = _cli(*command, database_url=f"sqlite+aiosqlite:///{path}")
     assert result.returncode == 2
     assert "no SQLite database at" in result.stderr
     assert not path.exists()

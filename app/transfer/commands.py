@@ -19,10 +19,8 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_en
 from tqdm import tqdm
 
 from ..config import Settings
-from ..db import migrations
-from ..db.engine import create_engine
-from ..identifiers import name_problem
 from ..limits import Limits
+from ..operator_commands import name_option, opened_engine
 from ..setup_problems import SetupProblem
 from .adk_source import AdkSource, async_url, schema_version
 from .dump_format import MAX_LINE_BYTES, DumpError
@@ -30,43 +28,16 @@ from .exporter import Exporter, ExportError
 from .importer import Importer, ImportSummary, parsed
 
 
-@asynccontextmanager
-async def _engine(settings: Settings, *, create: bool) -> AsyncIterator[AsyncEngine]:
-    """The database at its current schema. `create`: an embedded SQLite
-    database is created and migrated as `serve` does; else it must exist."""
-    if settings.is_sqlite and not create:
-        from ..operator_commands import require_existing_database
-
-        require_existing_database(settings)
-    engine = create_engine(settings)
-    try:
-        if settings.is_sqlite:
-            await migrations.upgrade(engine)
-        await migrations.require_current_schema(engine)
-        yield engine
-    finally:
-        await engine.dispose()
-
-
 def _progress(description: str) -> tqdm[Any]:
     # On a terminal only (disable=None): a pipe or a log gets the summary alone.
     return tqdm(desc=description, unit=" events", file=sys.stderr, disable=None, leave=False)
 
 
-def _name_option(option: str, value: str | None) -> str | None:
-    """An --app or --user value, refused in one line unless the API could
-    have stored it."""
-    problem = None if value is None else name_problem(value)
-    if problem is not None:
-        raise SetupProblem(f"{option}: {problem}")
-    return value
-
-
 async def export(settings: Settings, arguments: argparse.Namespace) -> int:
-    app_name = _name_option("--app", arguments.app)
-    user_id = _name_option("--user", arguments.user)
+    app_name = name_option("--app", arguments.app)
+    user_id = name_option("--user", arguments.user)
     output: Path | None = arguments.output
-    async with _engine(settings, create=False) as engine:
+    async with opened_engine(settings, create=False) as engine:
         with _opened_for_writing(output) as out, _progress("exported") as progress:
             try:
                 counts = await Exporter(
@@ -105,7 +76,7 @@ def _opened_for_writing(output: Path | None) -> Iterator[TextIO]:
 
 async def import_dump(settings: Settings, arguments: argparse.Namespace) -> int:
     path: Path = arguments.file
-    async with _engine(settings, create=True) as engine:
+    async with opened_engine(settings, create=True) as engine:
         importer = Importer(engine, Limits.from_settings(settings))
         with _opened_for_reading(path) as source, _progress("imported") as progress:
             importer.on_events = progress.update
@@ -137,13 +108,13 @@ def _report(summary: ImportSummary, refused: list[str] | None = None) -> int:
 
 
 async def import_adk(settings: Settings, arguments: argparse.Namespace) -> int:
-    app_name = _name_option("--app", arguments.app)
+    app_name = name_option("--app", arguments.app)
     source_engine = create_async_engine(async_url(arguments.from_url), hide_parameters=True)
     try:
         async with _source_connection(source_engine) as source_connection:
             await source_connection.run_sync(schema_version)
             source = AdkSource(source_connection, app_name)
-            async with _engine(settings, create=True) as engine:
+            async with opened_engine(settings, create=True) as engine:
                 importer = Importer(engine, Limits.from_settings(settings))
                 with _progress("imported") as progress:
                     importer.on_events = progress.update
