@@ -86,6 +86,9 @@ class SessionStateClient:
             self._http.base_url = httpx.URL(url)
         self._http.headers.update(headers)
 
+    def _url_of(self, path: str) -> str:
+        return str(self._http.base_url).rstrip("/") + path
+
     def _send(self, call: Call[T]) -> T:
         attempt = 0
         while True:
@@ -99,7 +102,7 @@ class SessionStateClient:
                     headers=call.headers if call.json is None else {**JSON_HEADERS, **call.headers},
                 )
             except httpx.TransportError as error:
-                failure, sent = httpx_failure(error)
+                failure, sent = httpx_failure(error, call.method, self._url_of(call.path))
                 if attempt >= self.max_retries or not _requests.may_retry_error(call, sent=sent):
                     raise failure from error
             else:
@@ -446,7 +449,7 @@ class AsyncSessionStateClient:
                     call.method, call.path, call.params, content, headers
                 )
             except (aiohttp.ClientError, TimeoutError) as error:
-                failure, sent = aiohttp_failure(error)
+                failure, sent = aiohttp_failure(error, call.method, self._http.url_of(call.path))
                 if attempt >= self.max_retries or not _requests.may_retry_error(call, sent=sent):
                     raise failure from error
             else:
@@ -739,7 +742,13 @@ class AsyncSessionStateClient:
         await self._send(_requests.erase_app(app_name))
 
     async def close(self) -> None:
-        """Closes the connections the client opened (not an `http_client` given)."""
+        """Closes the connections the client opened, on every event loop
+        that used it (not an `http_client` given). A later call opens new
+        ones."""
+        await self._http.aclose()
+
+    async def aclose(self) -> None:
+        """The same as `close`."""
         await self._http.aclose()
 
     async def __aenter__(self) -> Self:
@@ -752,3 +761,17 @@ class AsyncSessionStateClient:
         traceback: TracebackType | None,
     ) -> None:
         await self.close()
+
+    def __enter__(self) -> Self:
+        """For synchronous code that runs the client on loops of its own
+        (ADK's sync `Runner.run`, `asyncio.run` per call): leaving the block
+        closes the connections of every loop."""
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self._http.close()

@@ -12,10 +12,13 @@ writes it in a task of its own, started eagerly only from Python 3.12.
 """
 
 import asyncio
+import atexit
 import contextlib
 import io
 import re
-from collections.abc import Mapping
+import threading
+import weakref
+from collections.abc import AsyncGenerator, Callable, Mapping
 from typing import Any
 
 import aiohttp
@@ -70,36 +73,101 @@ def client_timeout(timeout: float | httpx.Timeout) -> aiohttp.ClientTimeout:
 # -- failures ------------------------------------------------------------------
 
 
-def httpx_failure(error: httpx.TransportError) -> tuple[APIConnectionError, bool]:
-    """The error to raise, and whether the request may have reached the server."""
+def httpx_failure(
+    error: httpx.TransportError, method: str, url: str
+) -> tuple[APIConnectionError, bool]:
+    """The error to raise, naming the request, and whether the request may
+    have reached the server."""
     sent = not isinstance(error, httpx.ConnectError | httpx.ConnectTimeout | httpx.PoolTimeout)
     if isinstance(error, httpx.TimeoutException):
-        return APITimeoutError(f"request timed out: {error!r}"), sent
-    return APIConnectionError(f"connection failed: {error!r}"), sent
+        waiting = _HTTPX_WAITS.get(type(error), "for the server")
+        return APITimeoutError(f"{method} {url}: timed out waiting {waiting}"), sent
+    reason = str(error) or type(error).__name__
+    if isinstance(error, httpx.ConnectError):
+        return APIConnectionError(f"{method} {url}: could not connect ({reason})"), sent
+    return APIConnectionError(f"{method} {url}: connection failed ({reason})"), sent
 
+
+_HTTPX_WAITS: dict[type[httpx.TimeoutException], str] = {
+    httpx.ConnectTimeout: "to connect",
+    httpx.PoolTimeout: "for a free connection",
+    httpx.ReadTimeout: "for the answer",
+    httpx.WriteTimeout: "to send the request",
+}
 
 # aiohttp's errors before a request was written: no connection could be had.
 _NOT_SENT = (aiohttp.ClientConnectorError, aiohttp.ConnectionTimeoutError)
 
 
-def aiohttp_failure(error: aiohttp.ClientError | TimeoutError) -> tuple[APIConnectionError, bool]:
-    """The error to raise, and whether the request may have reached the server."""
+def aiohttp_failure(
+    error: aiohttp.ClientError | TimeoutError, method: str, url: str
+) -> tuple[APIConnectionError, bool]:
+    """The error to raise, naming the request, and whether the request may
+    have reached the server."""
     sent = not isinstance(error, _NOT_SENT)
     if isinstance(error, TimeoutError):  # aiohttp's ServerTimeoutError is one
-        return APITimeoutError(f"request timed out: {error!r}"), sent
-    return APIConnectionError(f"connection failed: {error!r}"), sent
+        waiting = "to connect" if not sent else "for the answer"
+        return APITimeoutError(f"{method} {url}: timed out waiting {waiting}"), sent
+    if isinstance(error, aiohttp.ClientConnectorError):
+        # Its own text repeats the host and an "ssl:default"; the OS's reason is the news.
+        reason = error.os_error.strerror or str(error.os_error)
+        return APIConnectionError(f"{method} {url}: could not connect ({reason})"), sent
+    reason = str(error) or type(error).__name__
+    return APIConnectionError(f"{method} {url}: connection failed ({reason})"), sent
 
 
 # -- the async client's connections ---------------------------------------------
 
 
-class AiohttpTransport:
-    """Requests to one base URL through an aiohttp ClientSession.
+class _LoopConnections:
+    """One event loop's aiohttp session, and the async generator that closes
+    it when the loop shuts down: `asyncio.run` (and so ADK's sync
+    `Runner.run`, once per call) finalizes every async generator begun on
+    its loop while the loop still runs, so the session is closed there,
+    awaited, before the loop closes."""
 
-    A session belongs to the event loop it was made on. ADK's sync
-    `Runner.run` runs each call in a new thread on a new loop: a session of
-    our own is then replaced by one made on the caller's loop. A caller's
-    session (`http_client=`) is used as it is, on its own loop."""
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        session: aiohttp.ClientSession,
+        forget: Callable[["_LoopConnections"], None],
+    ) -> None:
+        self.loop = loop
+        self.session = session
+        self._forget = forget
+        self.closer = self._close_at_shutdown()
+
+    async def _close_at_shutdown(self) -> AsyncGenerator[None, None]:
+        try:
+            yield
+        finally:
+            self._forget(self)
+            await self.close()
+
+    async def close(self) -> None:
+        if self.loop.is_running() and not self.loop.is_closed():
+            await self.session.close()
+        else:  # finalized by hand after the loop closed (see `finish_closer`)
+            _abandon(self.session)
+
+    def finish_closer(self) -> None:
+        """Ends the closer without its loop (closed, or never shut down), so
+        that the loop's finalizer never runs it on a closed loop."""
+        closing = self.closer.aclose()
+        with contextlib.suppress(StopIteration, RuntimeError):
+            closing.send(None)
+        closing.close()
+
+
+class AiohttpTransport:
+    """Requests to one base URL through aiohttp, from any thread and any
+    event loop at once.
+
+    An aiohttp session belongs to the loop it was made on, and ADK's sync
+    `Runner.run` runs each call in a new thread on a new loop: each loop gets
+    a session of its own (its own connection pool), closed when that loop
+    shuts down, so nothing is left behind per call. A caller's session
+    (`http_client=`) is used as it is, on its own loop only."""
 
     def __init__(
         self,
@@ -113,9 +181,11 @@ class AiohttpTransport:
         self._base_url = str(URL(base_url))
         self._headers = dict(headers)
         self._timeout = client_timeout(timeout)
-        self._owns_session = session is None
-        self._session = session
-        self._loop: asyncio.AbstractEventLoop | None = None
+        self._given_session = session
+        self._by_loop: dict[asyncio.AbstractEventLoop, _LoopConnections] = {}
+        # Reentrant: a closer finished under it forgets its loop under it too.
+        self._lock = threading.RLock()
+        _open_transports.add(self)
 
     def _new_session(self) -> aiohttp.ClientSession:
         # The proxy of HTTP_PROXY / HTTPS_PROXY (less NO_PROXY), as aiohttp
@@ -138,19 +208,37 @@ class AiohttpTransport:
             proxy_auth=proxy_auth,
         )
 
-    def _current_session(self) -> aiohttp.ClientSession:
+    async def _session(self) -> aiohttp.ClientSession:
+        if self._given_session is not None:
+            return self._given_session
         loop = asyncio.get_running_loop()
-        session = self._session
-        if loop is self._loop and session is not None:
-            return session
-        if self._owns_session:
-            if session is not None:
-                _abandon(session)
-            session = self._session = self._new_session()
-        elif session is None:  # pragma: no cover - set in __init__ when not ours
-            raise RuntimeError("no aiohttp session")
-        self._loop = loop
-        return session
+        connections = self._by_loop.get(loop)  # a dict read: safe without the lock
+        if connections is None:
+            connections = await self._open(loop)
+        return connections.session
+
+    async def _open(self, loop: asyncio.AbstractEventLoop) -> _LoopConnections:
+        with self._lock:
+            self._forget_closed_loops()
+            connections = self._by_loop.get(loop)
+            if connections is not None:
+                return connections
+            connections = _LoopConnections(loop, self._new_session(), self._forget)
+            self._by_loop[loop] = connections
+        # Begun here, on its loop, so that the loop's shutdown finalizes it.
+        await anext(connections.closer)
+        return connections
+
+    def _forget(self, connections: _LoopConnections) -> None:
+        with self._lock:
+            if self._by_loop.get(connections.loop) is connections:
+                del self._by_loop[connections.loop]
+
+    def _forget_closed_loops(self) -> None:
+        """Sessions of loops closed without shutting down their async
+        generators (a loop closed by hand) are let go here, and at exit."""
+        for loop in [loop for loop in self._by_loop if loop.is_closed()]:
+            self._by_loop.pop(loop).finish_closer()
 
     async def send(
         self,
@@ -160,9 +248,9 @@ class AiohttpTransport:
         body: bytes | None,
         headers: Mapping[str, str],
     ) -> WireAnswer:
-        session = self._current_session()
+        session = await self._session()
         url = self._base_url + path
-        request_headers = headers if self._owns_session else {**self._headers, **headers}
+        request_headers = headers if self._given_session is None else {**self._headers, **headers}
         data: bytes | io.BytesIO | None = body
         if body is not None and len(body) > STREAMED_BODY_BYTES:
             data = io.BytesIO(body)
@@ -183,21 +271,69 @@ class AiohttpTransport:
                 url=response.url,
             )
 
+    def url_of(self, path: str) -> str:
+        return self._base_url + path
+
     async def aclose(self) -> None:
-        session, self._session = self._session, None
-        if session is None or not self._owns_session:
-            return
-        if self._loop is asyncio.get_running_loop():
-            await session.close()
+        """Closes the connections of every loop: this loop's awaited, those
+        of loops running elsewhere on their own loop, the others at once."""
+        with self._lock:
+            everything, self._by_loop = list(self._by_loop.values()), {}
+        current = asyncio.get_running_loop()
+        for connections in everything:
+            if connections.loop is current:
+                await connections.closer.aclose()
+            else:
+                _close_elsewhere(connections)
+
+    def close(self) -> None:
+        """`aclose` for synchronous code: the loops' sessions are closed on
+        their own loops where those still run, at once where not."""
+        with self._lock:
+            everything, self._by_loop = list(self._by_loop.values()), {}
+        for connections in everything:
+            _close_elsewhere(connections)
+
+
+def _close_elsewhere(connections: _LoopConnections) -> None:
+    loop = connections.loop
+    if loop.is_closed():
+        connections.finish_closer()
+        return
+    if loop.is_running():
+        try:
+            running_here = asyncio.get_running_loop() is loop
+        except RuntimeError:
+            running_here = False
+        if running_here:  # a sync close called from async code on this loop
+            loop.create_task(_finalize(connections))
         else:
-            _abandon(session)
+            asyncio.run_coroutine_threadsafe(_finalize(connections), loop)
+        return
+    loop.run_until_complete(_finalize(connections))  # a loop that is idle
+
+
+async def _finalize(connections: _LoopConnections) -> None:
+    await connections.closer.aclose()
 
 
 def _abandon(session: aiohttp.ClientSession) -> None:
-    """Closes a session whose event loop is gone or elsewhere, awaiting
-    nothing (aiohttp's connector has no public synchronous close)."""
+    """Closes a session whose event loop is gone, awaiting nothing
+    (aiohttp's connector has no public synchronous close)."""
     connector = session.connector
     session.detach()
     if connector is not None:
         with contextlib.suppress(RuntimeError):  # raised when its event loop is closed
             connector._close()
+
+
+# Transports alive at interpreter exit let go of the sessions of loops that
+# have ended, so that nothing warns of unclosed sessions then.
+_open_transports: "weakref.WeakSet[AiohttpTransport]" = weakref.WeakSet()
+
+
+@atexit.register
+def _let_go_at_exit() -> None:
+    for transport in list(_open_transports):
+        with transport._lock:
+            transport._forget_closed_loops()

@@ -16,7 +16,7 @@ or with `register()` in the agents directory's `services.py`.
 """
 
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, Self
 from urllib.parse import urlsplit, urlunsplit
 
 from google.adk.errors._stale_session_error import StaleSessionError
@@ -84,6 +84,30 @@ class _ServerClient:
         if client is None and uri is not None:
             options.setdefault("base_url", base_url_from_uri(uri))
         self.client = client or AsyncSessionStateClient(**options)
+
+    async def close(self) -> None:
+        """Closes the client's connections on every event loop that used it
+        (a later call opens new ones), as ADK's DatabaseSessionService.close
+        disposes of its engine."""
+        await self.client.close()
+
+    async def aclose(self) -> None:
+        """The same as `close`."""
+        await self.client.close()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *_exc_info: object) -> None:
+        await self.client.close()
+
+    def __enter__(self) -> Self:
+        """For code that runs ADK's sync `Runner.run`: leaving the block
+        closes the connections of every loop the service was used on."""
+        return self
+
+    def __exit__(self, *_exc_info: object) -> None:
+        self.client.__exit__(None, None, None)
 
 
 def register() -> None:
@@ -288,9 +312,6 @@ class HttpSessionService(_ServerClient, BaseSessionService):
             session._storage_update_marker = str(appended.revision)
         return self._commit_event_to_session(session, event)
 
-    async def close(self) -> None:
-        await self.client.close()
-
 
 class HttpMemoryService(_ServerClient, BaseMemoryService):
     """ADK's BaseMemoryService over HTTP (constructor: `_ServerClient`), with
@@ -371,6 +392,3 @@ class HttpMemoryService(_ServerClient, BaseMemoryService):
                 for entry in found.memories
             ]
         )
-
-    async def close(self) -> None:
-        await self.client.close()
