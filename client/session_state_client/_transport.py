@@ -15,6 +15,7 @@ import asyncio
 import atexit
 import contextlib
 import io
+import os
 import re
 import threading
 import weakref
@@ -82,11 +83,18 @@ def httpx_failure(
     if isinstance(error, httpx.TimeoutException):
         waiting = _HTTPX_WAITS.get(type(error), "for the server")
         return APITimeoutError(f"{method} {url}: timed out waiting {waiting}"), sent
-    reason = str(error) or type(error).__name__
+    reason = _readable(str(error)) or type(error).__name__
     if isinstance(error, httpx.ConnectError):
         return APIConnectionError(f"{method} {url}: could not connect ({reason})"), sent
     return APIConnectionError(f"{method} {url}: connection failed ({reason})"), sent
 
+
+def _readable(reason: str) -> str:
+    """The OS's words without the errno ("[Errno 111] Connection refused")."""
+    return _ERRNO.sub("", reason)
+
+
+_ERRNO = re.compile(r"\[Errno -?\d+\] ")
 
 _HTTPX_WAITS: dict[type[httpx.TimeoutException], str] = {
     httpx.ConnectTimeout: "to connect",
@@ -110,7 +118,8 @@ def aiohttp_failure(
         return APITimeoutError(f"{method} {url}: timed out waiting {waiting}"), sent
     if isinstance(error, aiohttp.ClientConnectorError):
         # Its own text repeats the host and an "ssl:default"; the OS's reason is the news.
-        reason = error.os_error.strerror or str(error.os_error)
+        os_error = error.os_error
+        reason = os.strerror(os_error.errno) if os_error.errno else _readable(str(os_error))
         return APIConnectionError(f"{method} {url}: could not connect ({reason})"), sent
     reason = str(error) or type(error).__name__
     return APIConnectionError(f"{method} {url}: connection failed ({reason})"), sent

@@ -327,3 +327,57 @@ def test_batches_and_removals_with_the_sync_client(base_url, app_name):
         assert kept.removed == 0 and kept.session.revision == 3
         assert client.remove_events(**where).session.state == {"step": 0}
         assert client.list_events(**where).events == []
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def test_connection_errors_name_the_request_on_both_clients():
+    """A dead port: one readable line naming the method and the URL tried,
+    the same on both clients (no repr of the transport's internals)."""
+    base = f"http://127.0.0.1:{_free_port()}"
+    url = f"{base}/apps/my-app/users/ada/sessions/s1"
+    with (
+        SessionStateClient(base_url=base, max_retries=0) as client,
+        pytest.raises(APIConnectionError) as sync_error,
+    ):
+        client.get_session(app_name="my-app", user_id="ada", session_id="s1")
+
+    async def asynchronously() -> None:
+        async with AsyncSessionStateClient(base_url=base, max_retries=0) as client:
+            await client.get_session(app_name="my-app", user_id="ada", session_id="s1")
+
+    with pytest.raises(APIConnectionError) as async_error:
+        asyncio.run(asynchronously())
+    for error in (sync_error.value, async_error.value):
+        assert str(error) == f"GET {url}: could not connect (Connection refused)"
+
+
+def test_timeouts_name_the_request_on_both_clients():
+    """A server that accepts and never answers: a timeout naming what was
+    awaited, on both clients."""
+    import socket
+
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        base = f"http://127.0.0.1:{silent.getsockname()[1]}"
+        with (
+            SessionStateClient(base_url=base, max_retries=0, timeout=0.3) as client,
+            pytest.raises(APIConnectionError) as sync_error,
+        ):
+            client.get_app_state(app_name="my-app")
+
+        async def asynchronously() -> None:
+            async with AsyncSessionStateClient(base_url=base, max_retries=0, timeout=0.3) as client:
+                await client.get_app_state(app_name="my-app")
+
+        with pytest.raises(APIConnectionError) as async_error:
+            asyncio.run(asynchronously())
+    for error in (sync_error.value, async_error.value):
+        assert str(error) == f"GET {base}/apps/my-app/state: timed out waiting for the answer"
