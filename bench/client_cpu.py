@@ -11,9 +11,11 @@ repetition after repetition, and the median of the repetitions is reported.
     python -m bench.client_cpu --baseline /tmp/baseline_client  # plus an older client
 
 `--baseline` is a directory holding an older `session_state_client` package
-(the hand-written `_http11` transport before issue 12); its variants are
-`http11` (plain http, its own HTTP/1.1) and, with `--httpx`, `httpx` (one
-shared httpx.AsyncClient as `http_client`). Writes bench/results/client_cpu.json.
+(the hand-written `_http11` transport before issue 12, or the one-session
+transport before issue 23's per-loop sessions); its variants are
+`baseline` (its own default transport) and, with `--httpx`, `httpx` (one
+shared httpx.AsyncClient as `http_client`). Writes bench/results/client_cpu.json
+(`--name` names another file there).
 """
 
 import argparse
@@ -128,7 +130,7 @@ def _run_worker(
         "--app",
         app,
     ]
-    if variant in ("http11", "httpx"):
+    if variant in ("baseline", "httpx"):
         command += ["--baseline", arguments.baseline]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     for name in ("HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy", "ALL_PROXY"):
@@ -145,6 +147,7 @@ def main() -> None:
     parser.add_argument("--repetitions", type=int, default=6)
     parser.add_argument("--tasks", type=int, default=50)
     parser.add_argument("--per-task", type=int, default=40)
+    parser.add_argument("--name", default="client_cpu", help="results file name, no suffix")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--base-url", help=argparse.SUPPRESS)
     parser.add_argument("--app", help=argparse.SUPPRESS)
@@ -155,7 +158,7 @@ def main() -> None:
 
     variants = ["aiohttp"]
     if arguments.baseline:
-        variants.insert(0, "http11")
+        variants.insert(0, "baseline")
         if arguments.httpx:
             variants.append("httpx")
     port = _free_port()
@@ -190,8 +193,9 @@ def main() -> None:
         "runs_ms": {variant: [round(value, 4) for value in v] for variant, v in figures.items()},
     }
     print(json.dumps(summary["median_ms"], indent=2))
-    RESULTS.parent.mkdir(exist_ok=True)
-    RESULTS.write_text(json.dumps(summary, indent=2) + "\n")
+    results = RESULTS.with_name(f"{arguments.name}.json")
+    results.parent.mkdir(exist_ok=True)
+    results.write_text(json.dumps(summary, indent=2) + "\n")
 
 
 if __name__ == "__main__":
