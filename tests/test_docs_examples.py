@@ -1,75 +1,74 @@
 """The examples of README.md and docs/*.md run, against a started server.
 
-How a block is marked to run: its fence's info string is the language, then
+README.md runs as a reader runs it, top to bottom, with nothing set up in
+between. One `session-state serve` is started as the README's first command
+starts it: the virtual environment's, in a folder of its own, so on the
+embedded default SQLite file (`./session_state.db` there), with no
+`SESSION_STATE_*` variable set, so every setting at its default but the port.
+Then every `bash` and `python` block runs in the order written, in that folder:
+
+- `bash`: `bash -euo pipefail`, the virtual environment's `bin/` first on
+  PATH (as after `. .venv/bin/activate`);
+- `python`: `python -` with the virtual environment's Python, the block on
+  stdin; it fails on an exception and on an `Unclosed` warning (a client or
+  connection left open).
+
+`127.0.0.1:8000` and `localhost:8000` (`serve`'s default address, as readers
+type it) get the test's port; nothing else in a block changes. A block that is
+not for running (installs, deployment) has a line just above it such as
+
+    *Deployment only (not run by the tests).*
+
+and the test skips those and only those; `text` blocks are output, never run,
+and a block of any other language must be marked. Every `curl` of a bash block
+is recorded (a wrapper on PATH adds `--dump-header`): a block fails on an
+answer of 400 or more that its fence does not declare (```bash expect=404),
+and on a declared status that never came.
+
+docs/*.md: a block runs when its fence's info string is the language, then
 the word `run`, then options (GitHub highlights by the first word only):
 
     ```bash run
-    ```python run expect=404 setup=trip-1
     ```bash run server=own expect=401,403
 
 Blocks without `run` (install commands, docker, the adk CLI, fragments) are
-not run. For each Markdown file, one `session-state serve` on a SQLite file
-of its own is started; its blocks run in the order they are written, so a
-block may use what an earlier block of the same file stored.
-
-- `bash run`: `bash -e -o pipefail` with `BASE` (the server's address) and
-  `B` (`$BASE/apps/travel/users/ada`, the quick start's user) exported, the
-  virtual environment's `bin/` first on PATH, and `SESSION_STATE_DATABASE_URL`
-  set to the server's database (for `session-state sessions ...`). Every
-  `curl` is recorded (a wrapper adds `--dump-header`): a block fails on an
-  exit code other than 0 and on any answer of 400 or more that it does not
-  declare with `expect=`; every status it declares must be answered at least
-  once.
-- `python run`: run with the virtual environment's Python, top-level `await`
-  allowed (`async with` in an example), `SESSION_STATE_BASE_URL` set to the
-  server; it fails on an exception (an `assert` in the block included).
-- In both, the text `http://127.0.0.1:8000` (`serve`'s default address, as
-  readers type it) is replaced with the server's address.
-- `setup=NAME` runs a named setup first (see SETUPS): what the block needs and
-  does not create itself, declared where the block is.
-- `server=own` runs the block against a server of its own, started with the
-  block's `export SESSION_STATE_...=...` lines as its environment (API keys,
-  say).
+not run. For each document one `session-state serve` on a SQLite file of its
+own is started; its blocks run in the order they are written, so a block may
+use what an earlier block of the same file stored (when one xdist worker runs
+both). A `bash run` block gets `BASE` (the server's address), `B`
+(`$BASE/apps/travel/users/ada`) and `SESSION_STATE_DATABASE_URL` (the server's
+database) exported; `server=own` runs the block against a server of its own,
+started with the block's `export SESSION_STATE_...=...` lines as its
+environment (API keys, say). `expect=` and the address are as in the README.
 """
 
 import ast
-import asyncio
 import os
 import re
 import shlex
 import subprocess
 import sys
 import textwrap
-from collections.abc import Callable, Iterator
+import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.conftest import ServerProcess
+from tests.conftest import ServerProcess, free_port
 
 ROOT = Path(__file__).resolve().parent.parent
-DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
-DEFAULT_ADDRESS = "http://127.0.0.1:8000"
+README = ROOT / "README.md"
+DOCS = sorted((ROOT / "docs").glob("*.md"))
+DOCUMENTS = [README, *DOCS]
 VENV_BIN = Path(sys.executable).parent
 BLOCK_TIMEOUT_SECONDS = 120
+_DEFAULT_ADDRESS = re.compile(r"\b(127\.0\.0\.1|localhost):8000\b")
 _FENCE = re.compile(r"^(?P<indent> {0,3})(?P<fence>`{3,}|~{3,})(?P<info>[^`]*)$")
-
-
-@dataclass(frozen=True)
-class Example:
-    document: Path
-    line: int
-    language: str
-    code: str
-    expect: frozenset[int] = frozenset()
-    setup: tuple[str, ...] = ()
-    own_server: bool = False
-
-    @property
-    def name(self) -> str:
-        return f"{self.document.relative_to(ROOT)}:{self.line}"
+# The line just above a README block that is not for running.
+_NOT_RUN = re.compile(r"^\*(?P<what>[^*]+?) \(not run by the tests\b[^*]*\)\.\*$")
 
 
 @dataclass(frozen=True)
@@ -77,6 +76,16 @@ class Block:
     line: int
     info: str
     code: str
+    above: str = ""
+    """The last non-blank line before the opening fence."""
+
+    @property
+    def language(self) -> str:
+        return self.info.split()[0] if self.info.split() else ""
+
+    @property
+    def options(self) -> dict[str, str]:
+        return dict(word.split("=", 1) for word in self.info.split()[1:] if "=" in word)
 
 
 def fenced_blocks(text: str) -> Iterator[Block]:
@@ -88,6 +97,7 @@ def fenced_blocks(text: str) -> Iterator[Block]:
         if opening is None:
             index += 1
             continue
+        above = next((line for line in reversed(lines[:index]) if line.strip()), "")
         fence = opening["fence"]
         body: list[str] = []
         index += 1
@@ -98,8 +108,264 @@ def fenced_blocks(text: str) -> Iterator[Block]:
             body.append(lines[index])
             index += 1
         start = index - len(body)
-        yield Block(start, opening["info"].strip(), textwrap.dedent("\n".join(body)) + "\n")
+        code = textwrap.dedent("\n".join(body)) + "\n"
+        yield Block(start, opening["info"].strip(), code, above.strip())
         index += 1
+
+
+def _expected_statuses(options: dict[str, str]) -> frozenset[int]:
+    return frozenset(int(status) for status in options.get("expect", "").split(",") if status)
+
+
+def _with_port(code: str, port: int) -> str:
+    return _DEFAULT_ADDRESS.sub(lambda match: f"{match[1]}:{port}", code)
+
+
+_CURL_WRAPPER = """#!/bin/sh
+# Records the response heads of every request this block sends.
+n=$(cat "$CURL_LOG/.count" 2>/dev/null || echo 0); n=$((n + 1)); echo "$n" > "$CURL_LOG/.count"
+exec {curl} --dump-header "$CURL_LOG/head.$n" "$@"
+"""
+
+
+def _real_curl() -> str:
+    for folder in os.environ.get("PATH", "").split(os.pathsep):
+        candidate = Path(folder) / "curl"
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return str(candidate)
+    pytest.skip("curl is not installed")
+
+
+def _curl_recorder(folder: Path) -> tuple[Path, Path]:
+    """A `curl` on PATH that records every answer: (its bin folder, its log)."""
+    log = folder / "curl"
+    bin_dir = folder / "bin"
+    log.mkdir(parents=True)
+    bin_dir.mkdir()
+    curl = bin_dir / "curl"
+    curl.write_text(_CURL_WRAPPER.format(curl=_real_curl()))
+    curl.chmod(0o755)
+    return bin_dir, log
+
+
+def _statuses(log: Path) -> list[int]:
+    """The final status of each recorded request, in order."""
+    found = []
+    for head in sorted(log.glob("head.*"), key=lambda path: int(path.suffix[1:])):
+        codes = re.findall(r"^HTTP/[\d.]+ (\d{3})", head.read_text(), flags=re.MULTILINE)
+        if codes:
+            found.append(int(codes[-1]))
+    return found
+
+
+def _check_statuses(name: str, log: Path, expect: frozenset[int], output: str) -> None:
+    statuses = _statuses(log)
+    unexpected = [status for status in statuses if status >= 400 and status not in expect]
+    assert not unexpected, f"{name}: HTTP {unexpected} not expected\n{output}"
+    missing = expect - set(statuses)
+    assert not missing, f"{name}: expected HTTP {sorted(missing)}, got {statuses}\n{output}"
+
+
+def _output(done: subprocess.CompletedProcess[str]) -> str:
+    return f"--- stdout\n{done.stdout}\n--- stderr\n{done.stderr}"
+
+
+def _run_python(name: str, code: str, env: dict[str, str], cwd: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-"],
+        input=code,
+        env=env,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=BLOCK_TIMEOUT_SECONDS,
+    )
+    assert done.returncode == 0, f"{name} failed\n{_output(done)}"
+    assert "Unclosed" not in done.stderr, f"{name} left a connection open\n{_output(done)}"
+
+
+# README.md, top to bottom.
+
+
+def readme_blocks() -> list[Block]:
+    return list(fenced_blocks(README.read_text()))
+
+
+def _reader_environment(path_first: Path) -> dict[str, str]:
+    """A reader's shell: no SESSION_STATE_ variable, the venv active."""
+    env = {
+        name: value for name, value in os.environ.items() if not name.startswith("SESSION_STATE_")
+    }
+    env["PATH"] = f"{path_first}{os.pathsep}{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}"
+    return env
+
+
+@dataclass
+class DefaultServer:
+    """`session-state serve --port N` in `folder`, every setting its default."""
+
+    folder: Path
+    log: Path
+    port: int = field(default_factory=free_port)
+    process: subprocess.Popen[bytes] | None = None
+
+    def start(self, env: dict[str, str], timeout: float = 30.0) -> None:
+        with self.log.open("wb") as log:
+            self.process = subprocess.Popen(
+                [str(VENV_BIN / "session-state"), "serve", "--port", str(self.port)],
+                cwd=self.folder,
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            assert self.process.poll() is None, f"serve exited\n{self.log.read_text()}"
+            try:
+                answer = httpx.get(f"http://127.0.0.1:{self.port}/healthz", timeout=1)
+                if answer.status_code == 200:
+                    return
+            except httpx.TransportError:
+                pass
+            time.sleep(0.1)
+        raise AssertionError(f"serve did not start in {timeout} s\n{self.log.read_text()}")
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+
+def test_the_readme_runs_top_to_bottom_against_one_server(tmp_path: Path) -> None:
+    folder = tmp_path / "reader"
+    folder.mkdir()
+    curl_bin, curl_log = _curl_recorder(tmp_path / "recorder")
+    env = _reader_environment(curl_bin)
+    server = DefaultServer(folder, tmp_path / "serve.log")
+    server.start(env)
+    ran, skipped, marked = [], [], []
+    try:
+        for block in readme_blocks():
+            name = f"README.md:{block.line} ({block.language})"
+            if _NOT_RUN.match(block.above):
+                marked.append(block.line)
+            if block.language == "text":
+                continue
+            if block.language not in ("bash", "python") or _NOT_RUN.match(block.above):
+                skipped.append(block.line)
+                continue
+            assert set(block.options) <= {"expect"}, f"{name}: only expect= in the README"
+            code = _with_port(block.code, server.port)
+            if block.language == "python":
+                _run_python(name, code, env, folder)
+            else:
+                for head in curl_log.glob("head.*"):
+                    head.unlink()
+                (curl_log / ".count").unlink(missing_ok=True)
+                done = subprocess.run(
+                    ["bash", "-euo", "pipefail", "-c", code],
+                    env={**env, "CURL_LOG": str(curl_log)},
+                    cwd=folder,
+                    capture_output=True,
+                    text=True,
+                    timeout=BLOCK_TIMEOUT_SECONDS,
+                )
+                output = _output(done)
+                assert done.returncode == 0, f"{name} exited {done.returncode}\n{output}"
+                _check_statuses(name, curl_log, _expected_statuses(block.options), output)
+            assert server.process is not None and server.process.poll() is None, (
+                f"serve exited during {name}\n{server.log.read_text()}"
+            )
+            ran.append(block.line)
+    finally:
+        server.stop()
+    assert skipped == marked, f"skipped {skipped}, marked not run {marked}"
+    # The server was the embedded default, the database the blocks' commands read.
+    assert (folder / "session_state.db").is_file()
+    assert len(ran) >= 10, ran
+
+
+def test_only_installs_and_deployment_are_marked_not_to_run() -> None:
+    """A marker is a promise to the reader, not a way to quiet a failing
+    example: each marked block installs or deploys, and every marker line
+    sits right above a block."""
+    deployment = (
+        "pip install",
+        "docker compose",
+        "adk api_server",
+        "services:",
+        "postgresql+asyncpg://",
+        "SESSION_STATE_API_KEYS=",
+    )
+    blocks = readme_blocks()
+    marked = [block for block in blocks if _NOT_RUN.match(block.above)]
+    for block in marked:
+        assert any(word in block.code for word in deployment), f"README.md:{block.line}"
+        assert block.language != "text", f"README.md:{block.line}: text is never run"
+    marker_lines = [
+        line
+        for line in README.read_text().splitlines()
+        if line.startswith("*") and "not run by the tests" in line
+    ]
+    assert len(marker_lines) == len(marked), marker_lines
+    assert all(_NOT_RUN.match(line) for line in marker_lines), marker_lines
+
+
+def test_the_readme_opens_with_serve_on_its_defaults_and_the_tests() -> None:
+    """The first block, before any section, is the two commands; the first
+    serves as the test above serves (nothing but the port added)."""
+    readme = README.read_text()
+    first = readme_blocks()[0]
+    assert readme.index(first.code.splitlines()[0]) < readme.index("\n## ")
+    commands = [line for line in first.code.splitlines() if line and not line.startswith("#")]
+    assert len(commands) == 2, commands
+    assert commands[0].endswith("&& .venv/bin/session-state serve"), commands[0]
+    assert "SESSION_STATE_" not in commands[0]
+    assert commands[1].endswith("&& .venv/bin/pytest"), commands[1]
+
+
+def test_the_promised_sections_run() -> None:
+    """The quick start, memory, the clients, ADK and the OpenAI Agents SDK
+    have examples that run (not marked, not text)."""
+    readme = README.read_text()
+    for heading in (
+        "### Example: the seed scenario with curl",
+        "### Long-term memory",
+        "## Python client",
+        "### ADK: switch from DatabaseSessionService in three lines",
+        "### OpenAI Agents SDK",
+        "### CLI",
+        "### Backup, restore, moving between databases",
+        "### Migrating from ADK's DatabaseSessionService",
+    ):
+        section = readme.split(heading + "\n", 1)[1].split("\n## ", 1)[0].split("\n### ", 1)[0]
+        runs = [
+            block
+            for block in fenced_blocks(section)
+            if block.language in ("bash", "python") and not _NOT_RUN.match(block.above)
+        ]
+        assert runs, f"README {heading!r} has no example that runs"
+
+
+# docs/*.md, the blocks marked `run`.
+
+
+@dataclass(frozen=True)
+class Example:
+    document: Path
+    line: int
+    language: str
+    code: str
+    expect: frozenset[int] = frozenset()
+    own_server: bool = False
+
+    @property
+    def name(self) -> str:
+        return f"{self.document.relative_to(ROOT)}:{self.line}"
 
 
 def examples_of(document: Path) -> list[Example]:
@@ -108,73 +374,23 @@ def examples_of(document: Path) -> list[Example]:
         words = block.info.split()
         if len(words) < 2 or words[1] != "run":
             continue
-        language, options = words[0], dict(word.split("=", 1) for word in words[2:])
-        unknown = set(options) - {"expect", "setup", "server"}
+        unknown = set(block.options) - {"expect", "server"}
         assert not unknown, f"{document.name}:{block.line}: unknown options {unknown}"
-        assert language in ("bash", "python"), f"{document.name}:{block.line}: {language}"
+        assert block.language in ("bash", "python"), f"{document.name}:{block.line}"
         found.append(
             Example(
                 document=document,
                 line=block.line,
-                language=language,
+                language=block.language,
                 code=block.code,
-                expect=frozenset(int(s) for s in options.get("expect", "").split(",") if s),
-                setup=tuple(s for s in options.get("setup", "").split(",") if s),
-                own_server=options.get("server") == "own",
+                expect=_expected_statuses(block.options),
+                own_server=block.options.get("server") == "own",
             )
         )
     return found
 
 
-EXAMPLES = [example for document in DOCUMENTS for example in examples_of(document)]
-
-
-# Named setups: what a block needs that an earlier block of its file does not
-# leave behind. Each is idempotent.
-
-
-def _setup_trip_1(base_url: str, _work: Path) -> None:
-    """The quick start's session: travel/ada/trip-1 with its first event."""
-    sessions = f"{base_url}/apps/travel/users/ada/sessions"
-    created = httpx.post(sessions, json={"sessionId": "trip-1", "state": {"stage": "new"}})
-    assert created.status_code in (201, 409), created.text
-    appended = httpx.post(
-        f"{sessions}/trip-1/events",
-        json={
-            "id": "e1",
-            "author": "planner",
-            "content": {"role": "model", "parts": [{"text": "Booked a hotel in Lisbon."}]},
-            "actions": {"stateDelta": {"stage": "booked"}},
-        },
-    )
-    assert appended.status_code in (200, 201, 409), appended.text
-
-
-def _setup_adk_sessions(_base_url: str, work: Path) -> None:
-    """adk_sessions.db in the block's folder: sessions written by ADK's own
-    DatabaseSessionService, as an agent that used it leaves them."""
-    from google.adk.events import Event, EventActions
-    from google.adk.sessions import DatabaseSessionService
-
-    async def write() -> None:
-        service = DatabaseSessionService(db_url=f"sqlite+aiosqlite:///{work / 'adk_sessions.db'}")
-        try:
-            session = await service.create_session(
-                app_name="travel", user_id="ada", session_id="adk-1", state={"user:tier": "gold"}
-            )
-            delta = {"stage": "booked", "app:agents": ["planner"]}
-            event = Event(author="planner", actions=EventActions(state_delta=delta))
-            await service.append_event(session, event)
-        finally:
-            await service.close()
-
-    asyncio.run(write())
-
-
-SETUPS: dict[str, Callable[[str, Path], None]] = {
-    "trip-1": _setup_trip_1,
-    "adk-sessions": _setup_adk_sessions,
-}
+EXAMPLES = [example for document in DOCS for example in examples_of(document)]
 
 
 @dataclass
@@ -217,91 +433,27 @@ def _server_environment(code: str) -> dict[str, str]:
     return settings
 
 
-_CURL_WRAPPER = """#!/bin/sh
-# Records the response heads of every request this block sends.
-n=$(cat "$CURL_LOG/.count" 2>/dev/null || echo 0); n=$((n + 1)); echo "$n" > "$CURL_LOG/.count"
-exec {curl} --dump-header "$CURL_LOG/head.$n" "$@"
-"""
-
-
-def _statuses(log: Path) -> list[int]:
-    """The final status of each recorded request, in order."""
-    found = []
-    for head in sorted(log.glob("head.*"), key=lambda path: int(path.suffix[1:])):
-        codes = re.findall(r"^HTTP/[\d.]+ (\d{3})", head.read_text(), flags=re.MULTILINE)
-        if codes:
-            found.append(int(codes[-1]))
-    return found
-
-
-def run_bash(example: Example, base_url: str, database_url: str, work: Path) -> None:
-    log = work / "curl"
-    bin_dir = work / "bin"
-    log.mkdir()
-    bin_dir.mkdir()
-    curl = bin_dir / "curl"
-    curl.write_text(_CURL_WRAPPER.format(curl=_real_curl()))
-    curl.chmod(0o755)
+def run_bash(example: Example, server: ServerProcess, work: Path) -> None:
+    bin_dir, log = _curl_recorder(work)
     env = {
         **os.environ,
-        "PATH": f"{bin_dir}:{VENV_BIN}:{os.environ.get('PATH', '')}",
-        "BASE": base_url,
-        "B": f"{base_url}/apps/travel/users/ada",
+        "PATH": f"{bin_dir}{os.pathsep}{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}",
+        "BASE": server.base_url,
+        "B": f"{server.base_url}/apps/travel/users/ada",
         "CURL_LOG": str(log),
-        "SESSION_STATE_DATABASE_URL": database_url,
+        "SESSION_STATE_DATABASE_URL": server.database_url,
     }
-    code = example.code.replace(DEFAULT_ADDRESS, base_url)
     done = subprocess.run(
-        ["bash", "-e", "-o", "pipefail", "-c", code],
+        ["bash", "-e", "-o", "pipefail", "-c", _with_port(example.code, server.port)],
         env=env,
         cwd=work,
         capture_output=True,
         text=True,
         timeout=BLOCK_TIMEOUT_SECONDS,
     )
-    output = f"--- stdout\n{done.stdout}\n--- stderr\n{done.stderr}"
+    output = _output(done)
     assert done.returncode == 0, f"{example.name} exited {done.returncode}\n{output}"
-    statuses = _statuses(log)
-    unexpected = [status for status in statuses if status >= 400 and status not in example.expect]
-    assert not unexpected, f"{example.name}: HTTP {unexpected} not expected\n{output}"
-    missing = example.expect - set(statuses)
-    assert not missing, f"{example.name}: expected HTTP {sorted(missing)}, got {statuses}\n{output}"
-
-
-def _real_curl() -> str:
-    for folder in os.environ.get("PATH", "").split(os.pathsep):
-        candidate = Path(folder) / "curl"
-        if candidate.is_file() and os.access(candidate, os.X_OK):
-            return str(candidate)
-    pytest.skip("curl is not installed")
-
-
-# Runs a block with top-level await allowed, as the examples write async code.
-_PYTHON_RUNNER = """
-import ast, asyncio, sys
-source = open(sys.argv[1]).read()
-code = compile(source, sys.argv[2], "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
-result = eval(code, {"__name__": "__main__"})
-if asyncio.iscoroutine(result):
-    asyncio.run(result)
-"""
-
-
-def run_python(example: Example, base_url: str, work: Path) -> None:
-    script = work / "example.py"
-    script.write_text(example.code.replace(DEFAULT_ADDRESS, base_url))
-    env = {**os.environ, "SESSION_STATE_BASE_URL": base_url}
-    env.pop("SESSION_STATE_API_KEY", None)
-    done = subprocess.run(
-        [sys.executable, "-c", _PYTHON_RUNNER, str(script), example.name],
-        env=env,
-        cwd=work,
-        capture_output=True,
-        text=True,
-        timeout=BLOCK_TIMEOUT_SECONDS,
-    )
-    output = f"--- stdout\n{done.stdout}\n--- stderr\n{done.stderr}"
-    assert done.returncode == 0, f"{example.name} failed\n{output}"
+    _check_statuses(example.name, log, example.expect, output)
 
 
 @pytest.mark.parametrize("example", EXAMPLES, ids=[example.name for example in EXAMPLES])
@@ -311,26 +463,20 @@ def test_example_runs(example: Example, servers: Servers, tmp_path: Path) -> Non
     else:
         server = servers.for_document(example.document)
     try:
-        for name in example.setup:
-            SETUPS[name](server.base_url, tmp_path)
         if example.language == "bash":
-            run_bash(example, server.base_url, server.database_url, tmp_path)
+            run_bash(example, server, tmp_path)
         else:
-            run_python(example, server.base_url, tmp_path)
+            env = {**os.environ, "SESSION_STATE_BASE_URL": server.base_url}
+            env.pop("SESSION_STATE_API_KEY", None)
+            _run_python(example.name, _with_port(example.code, server.port), env, tmp_path)
     finally:
         if example.own_server:
             server.stop()
 
 
-def test_the_promised_examples_are_marked_to_run() -> None:
-    """The quick start, memory and every curl example of the API reference
-    run; a block that loses its marker fails here, not silently."""
-    marked = {example.document.name: example for example in EXAMPLES}
-    assert "README.md" in marked and "api.md" in marked
-    readme = (ROOT / "README.md").read_text()
-    for heading in ("### Example: the seed scenario with curl", "### Long-term memory"):
-        section = readme.split(heading, 1)[1].split("\n## ", 1)[0].split("\n### ", 1)[0]
-        assert "```bash run" in section, f"README {heading!r} has no example marked to run"
+def test_every_curl_example_of_the_api_reference_is_marked_to_run() -> None:
+    """A block of docs/api.md that loses its marker fails here, not silently."""
+    assert any(example.document.name == "api.md" for example in EXAMPLES)
     api = (ROOT / "docs" / "api.md").read_text()
     for block in fenced_blocks(api):
         if "curl " in block.code:
@@ -338,10 +484,10 @@ def test_the_promised_examples_are_marked_to_run() -> None:
 
 
 def test_python_examples_compile() -> None:
-    """Python blocks not run (ADK wiring, fragments) still parse."""
+    """Python blocks not run (fragments of docs/) still parse."""
     for document in DOCUMENTS:
         for block in fenced_blocks(document.read_text()):
-            if block.info.split()[:1] == ["python"]:
+            if block.language == "python":
                 ast.parse(block.code, f"{document.name}:{block.line}")
 
 
