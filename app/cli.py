@@ -108,10 +108,9 @@ def _run_uvicorn(settings: Settings) -> None:
 
 
 def migrate(arguments: argparse.Namespace) -> int:
-    from sqlalchemy.ext.asyncio import create_async_engine
-
     from . import cli_reports
     from .db import migrations
+    from .db.engine import engine_for_url
     from .db.provisioning import create_database_if_missing
 
     settings = _settings_from(arguments)
@@ -123,7 +122,7 @@ def migrate(arguments: argparse.Namespace) -> int:
         created = sqlite_file is not None and not sqlite_file.exists()
         if arguments.create_database:
             created = await create_database_if_missing(settings.database_url) or created
-        engine = create_async_engine(settings.database_url)
+        engine = engine_for_url(settings.database_url)
         try:
             before = await migrations.current_revision(engine)
             if created:

@@ -8,23 +8,27 @@ from pathlib import Path
 from sqlalchemy.engine import make_url
 
 from .config import Settings
+from .database_url import is_postgresql_url, parse_postgresql_url
 
 BASE = "base (no tables)"
 
 
 def database_shown(database_url: str) -> str:
     """The database a URL names, never its user or password: `SQLite file
-    /abs/path.db` or `PostgreSQL host:port/database`."""
+    /abs/path.db` or `PostgreSQL host:port/database`, every server of a
+    multi-host URL named (`h1:5432,h2:5432/db?target_session_attrs=...`)."""
+    if is_postgresql_url(database_url):
+        return f"PostgreSQL {parse_postgresql_url(database_url).shown()}"
     url = make_url(database_url)
-    if url.get_backend_name() == "sqlite":
-        if not url.database or url.database == ":memory:":
-            return "SQLite in memory"
-        return f"SQLite file {Path(url.database).resolve()}"
-    return f"PostgreSQL {url.host or 'localhost'}:{url.port or 5432}/{url.database}"
+    if not url.database or url.database == ":memory:":
+        return "SQLite in memory"
+    return f"SQLite file {Path(url.database).resolve()}"
 
 
 def sqlite_file(database_url: str) -> Path | None:
     """The file of a SQLite URL; None for PostgreSQL or memory."""
+    if is_postgresql_url(database_url):
+        return None
     url = make_url(database_url)
     if url.get_backend_name() != "sqlite" or url.database in (None, "", ":memory:"):
         return None

@@ -9,15 +9,14 @@ from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from .auth import ApiKeys
+from .database_url import PostgresqlAddress, is_postgresql_url, parse_postgresql_url
 
 ENVIRONMENT_PREFIX = "SESSION_STATE_"
 DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./session_state.db"
 DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024
-SUPPORTED_DRIVERS = ("sqlite+aiosqlite", "postgresql+asyncpg")
-# Schemes people write for the same databases -> the one the service needs.
+# Schemes people write for the same databases -> the one the service needs
+# (libpq's postgresql:// and postgres:// are read with asyncpg as they are).
 _SYNCHRONOUS_SCHEMES = {
-    "postgresql": "postgresql+asyncpg",
-    "postgres": "postgresql+asyncpg",
     "postgresql+psycopg2": "postgresql+asyncpg",
     "postgresql+psycopg": "postgresql+asyncpg",
     "sqlite": "sqlite+aiosqlite",
@@ -86,7 +85,8 @@ class SettingNamePolicy(BaseSettings):
 class Settings(SettingNamePolicy):
     database_url: str = Field(
         default=DEFAULT_DATABASE_URL,
-        description="SQLAlchemy URL: sqlite+aiosqlite:///file.db or postgresql+asyncpg://...",
+        description="sqlite+aiosqlite:///file.db, or a PostgreSQL URL: postgresql://... (libpq's "
+        "form, several hosts and target_session_attrs included) or postgresql+asyncpg://...",
     )
     host: str = Field(default="127.0.0.1", description="The address `serve` binds.")
     port: int = Field(default=8000, ge=1, le=65535)
@@ -181,8 +181,11 @@ class Settings(SettingNamePolicy):
     @field_validator("database_url")
     @classmethod
     def _refuse_unsupported_driver(cls, url: str) -> str:
+        if is_postgresql_url(url):
+            # Held in the form SQLAlchemy reads, the servers as host= parameters.
+            return parse_postgresql_url(url).canonical()
         # A synchronous driver would block the event loop; say so at start-up.
-        if url.startswith(tuple(f"{driver}:" for driver in SUPPORTED_DRIVERS)):
+        if url.startswith("sqlite+aiosqlite:"):
             return url
         scheme = url.split("://", 1)[0] if "://" in url else None
         if scheme in _SYNCHRONOUS_SCHEMES:
@@ -192,8 +195,9 @@ class Settings(SettingNamePolicy):
                 f"driver, {driver.split('+')[1]})"
             )
         # The URL itself is not repeated: it may hold a password.
-        supported = " or ".join(f"{driver}://" for driver in SUPPORTED_DRIVERS)
-        raise ValueError(f"must start with {supported}")
+        raise ValueError(
+            "must start with sqlite+aiosqlite://, postgresql:// or postgresql+asyncpg://"
+        )
 
     @field_validator("host")
     @classmethod
@@ -257,6 +261,11 @@ class Settings(SettingNamePolicy):
     @property
     def is_sqlite(self) -> bool:
         return self.database_url.startswith("sqlite")
+
+    @property
+    def postgresql_address(self) -> PostgresqlAddress:
+        """The servers, user, database and options of a PostgreSQL database_url."""
+        return parse_postgresql_url(self.database_url)
 
 
 def _is_ip_address(text: str) -> bool:

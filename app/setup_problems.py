@@ -14,10 +14,18 @@ from pydantic_settings import SettingsError
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError
 
+from .database_url import (
+    DatabaseUrlError,
+    PostgresqlAddress,
+    is_postgresql_url,
+    parse_postgresql_url,
+)
 from .db.migrations import SchemaNotCurrent, UnknownRevision
 from .setting_names import UnknownSetting
 
 DATABASE_URL_SETTING = "SESSION_STATE_DATABASE_URL or --database-url"
+# target_session_attrs that ask for the primary.
+WRITABLE = ("read-write", "primary")
 
 
 class SetupProblem(Exception):
@@ -34,13 +42,17 @@ def explain(error: BaseException, database_url: str) -> str | None:
         return str(error)
     if isinstance(error, CommandError):
         return f"{error} (run `session-state migrate --help` for the revisions)"
-    url = _parsed(database_url)
-    if url is None:
-        return None
     cause = _database_cause(error)
-    if url.get_backend_name() == "sqlite":
-        return _sqlite_problem(cause, url)
-    return _postgresql_problem(cause, url)
+    if is_postgresql_url(database_url):
+        try:
+            address = parse_postgresql_url(database_url)
+        except DatabaseUrlError:
+            return None
+        return _postgresql_problem(cause, address)
+    url = _parsed(database_url)
+    if url is None or url.get_backend_name() != "sqlite":
+        return None
+    return _sqlite_problem(cause, url)
 
 
 def _settings_problem(error: ValidationError) -> str:
@@ -101,18 +113,33 @@ def _sqlite_problem(cause: BaseException, url: URL) -> str | None:
     return f"cannot open the SQLite file {path} ({cause}): check {DATABASE_URL_SETTING}"
 
 
-def _postgresql_problem(cause: BaseException, url: URL) -> str | None:
+def _postgresql_problem(cause: BaseException, address: PostgresqlAddress) -> str | None:
     # asyncpg is imported here: the SQLite default never needs it loaded.
     import asyncpg
 
-    where = f"{url.host or 'localhost'}:{url.port or 5432}"
+    url = address.url
+    where = address.servers_shown()
+    several = len(address.endpoints) > 1
     if isinstance(cause, socket.gaierror):
-        return f"cannot resolve the database host {url.host!r}: check {DATABASE_URL_SETTING}"
+        hosts = ", ".join(repr(endpoint.host) for endpoint in address.endpoints)
+        named = f"one of the database hosts {hosts}" if several else f"the database host {hosts}"
+        return f"cannot resolve {named}: check {DATABASE_URL_SETTING}"
+    if isinstance(cause, asyncpg.exceptions.TargetServerAttributeNotMatched):
+        wanted = address.target_session_attrs
+        question = "is the cluster's primary up?" if wanted in WRITABLE else "is such a server up?"
+        return (
+            f"no database server of {where} is {wanted or 'as PGTARGETSESSIONATTRS asks'} "
+            f"(target_session_attrs): {question} Check {DATABASE_URL_SETTING}"
+        )
     if isinstance(cause, asyncpg.InvalidCatalogNameError):
+        # createdb reads libpq's comma-separated host and port lists.
+        hosts = ",".join(endpoint.host for endpoint in address.endpoints)
+        ports = ",".join(str(endpoint.port or 5432) for endpoint in address.endpoints)
+        host = f"-h {hosts} -p {ports} " if hosts else ""
         return (
             f"the database {url.database!r} does not exist on {where}: create it "
-            f"(`session-state migrate --create-database`, or `createdb -h {url.host} "
-            f"-p {url.port or 5432} -U {url.username} {url.database}`)"
+            f"(`session-state migrate --create-database`, or `createdb {host}"
+            f"-U {url.username} {url.database}`)"
         )
     if isinstance(
         cause, asyncpg.InvalidPasswordError | asyncpg.InvalidAuthorizationSpecificationError
@@ -132,8 +159,10 @@ def _postgresql_problem(cause: BaseException, url: URL) -> str | None:
             "is the host right, and is PostgreSQL running there?"
         )
     if isinstance(cause, OSError):
+        # With several servers, asyncpg raises the last one's error.
+        on = f"any of {where}" if several else where
         return (
-            f"cannot reach the database on {where} ({cause.strerror or cause}): "
+            f"cannot reach the database on {on} ({cause.strerror or cause}): "
             f"is PostgreSQL running there? Check {DATABASE_URL_SETTING}"
         )
     return None

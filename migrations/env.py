@@ -5,9 +5,9 @@ import asyncio
 
 from alembic import context
 from sqlalchemy.engine import Connection
-from sqlalchemy.ext.asyncio import create_async_engine
 
 from session_state.config import Settings
+from session_state.db.engine import engine_for_url
 from session_state.db.migrations import include_object
 from session_state.db.tables import metadata
 
@@ -28,7 +28,7 @@ def run_on(connection: Connection) -> None:
 
 async def run_from_url() -> None:
     url = config.get_main_option("sqlalchemy.url") or Settings().database_url
-    engine = create_async_engine(url)
+    engine = engine_for_url(url)
     async with engine.begin() as connection:
         await connection.run_sync(run_on)
     await engine.dispose()

@@ -45,8 +45,8 @@ def _one_line(result) -> str:
     ("database_url", "expected"),
     [
         ("postgresql+asyncpg://postgres@no-such-host.invalid/x", "cannot resolve the database"),
-        (f"postgresql://postgres@{POSTGRES_HOST}/test", "write postgresql+asyncpg://"),
-        ("mysql://root@localhost/x", "must start with sqlite+aiosqlite:// or postgresql+asyncpg"),
+        (f"postgresql+psycopg2://postgres@{POSTGRES_HOST}/test", "write postgresql+asyncpg://"),
+        ("mysql://root@localhost/x", "must start with sqlite+aiosqlite://, postgresql://"),
         ("postgresql+asyncpg://postgres@127.0.0.1:1/x", "is PostgreSQL running there?"),
         (f"postgresql+asyncpg://nobody@{POSTGRES_HOST}/test", "refused user 'nobody'"),
         (

@@ -25,7 +25,12 @@ ROOT = Path(__file__).resolve().parent.parent
 
 # Each setting's mistakes; a setting added without one fails its test below.
 BAD_VALUES = {
-    "database_url": ["mysql://root@localhost/x", "postgresql://postgres@localhost/x"],
+    "database_url": [
+        "mysql://root@localhost/x",
+        "postgresql+psycopg2://postgres@localhost/x",
+        "postgresql://postgres@h1:5451,h2:54x2/x",
+        "postgresql://postgres@localhost/x?target_session_attrs=writable",
+    ],
     "host": ["0.0.0.0:8000", "http://localhost"],
     "port": ["eighty", "0", "70000"],
     "workers": ["0", "two"],

@@ -8,6 +8,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from .. import json_codec
 from ..config import Settings
+from ..database_url import is_postgresql_url, parse_postgresql_url
 from ..metrics import DB_POOL_IN_USE
 
 WRITE_OPTION = "session_state_write"
@@ -34,8 +35,18 @@ def _count_connections_in_use(engine: AsyncEngine) -> None:
         DB_POOL_IN_USE.dec()
 
 
+def engine_for_url(database_url: str, **options: Any) -> AsyncEngine:
+    """create_async_engine, reading a PostgreSQL URL in any of libpq's host
+    forms (app.database_url): its servers join `options`' connect_args."""
+    if not is_postgresql_url(database_url):
+        return create_async_engine(database_url, **options)
+    url, servers = parse_postgresql_url(database_url).engine_arguments()
+    options["connect_args"] = {**options.get("connect_args", {}), **servers}
+    return create_async_engine(url, **options)
+
+
 def _create_postgresql_engine(settings: Settings) -> AsyncEngine:
-    return create_async_engine(
+    return engine_for_url(
         settings.database_url,
         pool_size=settings.db_pool_size,
         max_overflow=settings.db_max_overflow,

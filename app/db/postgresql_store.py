@@ -17,10 +17,10 @@ from types import TracebackType
 from typing import Any
 
 import asyncpg
-from sqlalchemy.engine import make_url
 
 from .. import json_codec
 from ..config import Settings
+from ..database_url import parse_postgresql_url
 from ..domain import (
     AppendNotApplied,
     Erased,
@@ -76,8 +76,9 @@ APPEND_BATCHES_IN_FLIGHT = 2
 FORK_BATCH_EVENTS = 10_000
 
 
-def asyncpg_dsn(sqlalchemy_url: str) -> str:
-    return make_url(sqlalchemy_url).set(drivername="postgresql").render_as_string(False)
+def asyncpg_dsn(database_url: str) -> str:
+    """The URL in libpq's form, every server in its host list."""
+    return parse_postgresql_url(database_url).asyncpg_dsn()
 
 
 async def _use_json_codecs(connection: asyncpg.Connection) -> None:

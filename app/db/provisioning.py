@@ -1,25 +1,27 @@
 """Creating the PostgreSQL database a URL names, for `migrate --create-database`."""
 
 import asyncpg
-from sqlalchemy.engine import make_url
+
+from ..database_url import is_postgresql_url, parse_postgresql_url
 
 
 async def create_database_if_missing(database_url: str) -> bool:
     """Creates the database when the server does not have it; True if it did.
     SQLite creates its file on first use: nothing to do there."""
-    url = make_url(database_url)
-    if url.get_backend_name() != "postgresql" or not url.database:
+    if not is_postgresql_url(database_url):
         return False
-    # The maintenance database every PostgreSQL server has.
-    admin_url = url.set(drivername="postgresql", database="postgres")
-    connection = await asyncpg.connect(admin_url.render_as_string(hide_password=False))
+    address = parse_postgresql_url(database_url)
+    database = address.url.database
+    if not database:
+        return False
+    # The maintenance database every PostgreSQL server has, on the server
+    # the URL's target_session_attrs choose (a primary, for read-write).
+    connection = await asyncpg.connect(address.asyncpg_dsn(database="postgres"))
     try:
-        exists = await connection.fetchval(
-            "SELECT 1 FROM pg_database WHERE datname = $1", url.database
-        )
+        exists = await connection.fetchval("SELECT 1 FROM pg_database WHERE datname = $1", database)
         if exists:
             return False
-        name = url.database.replace('"', '""')
+        name = database.replace('"', '""')
         await connection.execute(f'CREATE DATABASE "{name}"')
         return True
     finally:
