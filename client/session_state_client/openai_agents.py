@@ -107,9 +107,16 @@ class SessionStateSession:
         session_settings: the SDK's settings, or a dict of them (unknown
             keys are a TypeError, as in the SDK); `limit` bounds get_items()
             as in the SDK's own sessions.
-        client: an AsyncSessionStateClient to use (not closed by close());
-            otherwise one is made from `client_options` (base_url, api_key,
-            timeout, max_retries, http_client).
+        client: an AsyncSessionStateClient to use (not closed by close(),
+            and the session stays usable after it); otherwise one is made
+            from `client_options` (base_url, api_key, timeout, max_retries,
+            http_client).
+
+    Raises:
+        TypeError: `session_id` is not a string, or `session_settings` is
+            neither SessionSettings nor a dict of its fields.
+        ValueError: `session_id` is empty (SQLiteSession takes it; the
+            server's ids are never empty).
     """
 
     def __init__(
@@ -122,6 +129,11 @@ class SessionStateSession:
         client: AsyncSessionStateClient | None = None,
         **client_options: Any,
     ) -> None:
+        if not isinstance(session_id, str):  # a dict or a number would become a path
+            raise TypeError("session_id must be a string")
+        if not session_id:
+            # ".../sessions/" is the URL of the user's sessions, not of a session.
+            raise ValueError("session_id must not be empty: the server names no session ''")
         self.session_id = session_id
         # Typed as the SDK's protocol declares it (a Session may hold None).
         self.session_settings: SessionSettings | None = (
@@ -132,11 +144,17 @@ class SessionStateSession:
         self.app_name = app_name
         self.user_id = user_id
         self._owns_client = client is None
+        self._closed = False
         self.client = client or AsyncSessionStateClient(**client_options)
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise RuntimeError(f"{type(self).__name__} is closed")
 
     async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
         """The history in order; with a limit (or session_settings.limit),
         the latest `limit` items. A session never written to has none."""
+        self._check_open()
         limit = resolve_session_limit(limit, self.session_settings)
         if limit == 0:
             return []
@@ -198,6 +216,7 @@ class SessionStateSession:
         1,000 items that fit in one request; more go in several requests,
         each all or none, in order. A request repeated after a lost answer
         is recognised by the server and stored once."""
+        self._check_open()
         if not items:
             return
         events = [event_of(item) for item in items]
@@ -242,6 +261,7 @@ class SessionStateSession:
         The newest event is read with the session's revision and removed
         only if the session is still at it (If-Match), so a concurrent
         add_items or pop_item is never undone by this one: it reads again."""
+        self._check_open()
         return await _finish(self._pop())
 
     async def _pop(self) -> TResponseInputItem | None:
@@ -277,6 +297,7 @@ class SessionStateSession:
 
     async def clear_session(self) -> None:
         """Removes every item (the server's session stays, empty)."""
+        self._check_open()
         await _finish(self._clear())
 
     async def _clear(self) -> None:
@@ -286,9 +307,14 @@ class SessionStateSession:
             )
 
     async def close(self) -> None:
-        """Closes the client this session made (not one it was given)."""
-        if self._owns_client:
-            await self.client.close()
+        """Closes the client this session made; from then on the session
+        refuses every call with RuntimeError, as the SDK's own sessions do.
+        With a client it was given, nothing is closed and the session stays
+        usable (the client is the caller's). Closing again does nothing."""
+        if not self._owns_client or self._closed:
+            return
+        self._closed = True
+        await self.client.close()
 
     async def __aenter__(self) -> "SessionStateSession":
         return self

@@ -313,6 +313,62 @@ async def test_a_dict_limit_bounds_get_items(stores: Stores) -> None:
     assert await session.get_items(limit=3) == [USER, CALL, OUTPUT]
 
 
+@pytest.mark.parametrize("kind", ["reference", "adapter"])
+async def test_a_closed_session_refuses_every_call_as_the_sdks_do(
+    kind: str, server: ServerProcess, tmp_path: Path
+) -> None:
+    session: Any
+    if kind == "reference":
+        session = SQLiteSession("closing", tmp_path / "closing.db")
+        session.close()
+    else:
+        session = SessionStateSession(
+            f"s-{uuid.uuid4().hex[:8]}", app_name="a", user_id="u", base_url=server.base_url
+        )
+        await session.add_items([USER])
+        await session.close()
+        await session.close()  # again: nothing happens
+    closed = f"^{type(session).__name__} is closed$"
+    for call in (
+        session.get_items(),
+        session.add_items([USER]),
+        session.add_items([]),
+        session.pop_item(),
+        session.clear_session(),
+    ):
+        with pytest.raises(RuntimeError, match=closed):
+            await call
+
+
+async def test_a_session_on_a_given_client_stays_usable_after_close(server: ServerProcess) -> None:
+    async with AsyncSessionStateClient(base_url=server.base_url) as client:
+        session_id = f"s-{uuid.uuid4().hex[:8]}"
+        session = SessionStateSession(session_id, app_name="a", user_id="u", client=client)
+        await session.add_items([USER])
+        await session.close()
+        await session.add_items([ANSWER])
+        assert await session.get_items() == [USER, ANSWER]
+        assert (await client.get_session(app_name="a", user_id="u", session_id=session_id)).id
+
+
+@pytest.mark.parametrize("session_id", [None, 42, {"$ne": None}, ["s"]])
+def test_a_session_id_that_is_not_a_string_is_a_type_error(session_id: Any) -> None:
+    with pytest.raises(TypeError, match=r"^session_id must be a string$"):
+        SessionStateSession(session_id, app_name="a", user_id="u", base_url=DEAD_ADDRESS)
+
+
+async def test_the_empty_session_id_is_refused_where_sqlite_session_takes_it(
+    tmp_path: Path,
+) -> None:
+    """A documented difference (README): the server has no session named ''."""
+    reference = SQLiteSession("", tmp_path / "empty.db")
+    await reference.add_items([USER])
+    assert await reference.get_items() == [USER]
+    reference.close()
+    with pytest.raises(ValueError, match=r"^session_id must not be empty"):
+        SessionStateSession("", app_name="a", user_id="u", base_url=DEAD_ADDRESS)
+
+
 def test_the_adapter_is_a_session_of_the_sdk() -> None:
     from agents.memory import Session as SessionProtocol
 
