@@ -20,6 +20,15 @@ logger = logging.getLogger("session_state")
 # request is wrong: connection exception, insufficient resources (such as too
 # many connections), operator intervention (shutting down, starting up).
 _UNAVAILABLE_SQLSTATE_CLASSES = ("08", "53", "57")
+# And one SQLSTATE: read_only_sql_transaction, a write on a server that is no
+# longer the primary (a standby after a failover, reached through a proxy or
+# a URL without target_session_attrs=read-write).
+READ_ONLY_SQLSTATE = "25006"
+_UNAVAILABLE_SQLSTATES = (READ_ONLY_SQLSTATE,)
+# The server a connection is on is gone, going or no longer the primary:
+# connection exceptions, admin or crash shutdown, cannot connect now, read-only.
+_SERVER_LOST_SQLSTATE_CLASSES = ("08",)
+_SERVER_LOST_SQLSTATES = ("57P01", "57P02", "57P03", READ_ONLY_SQLSTATE)
 
 # The database cannot be reached or answer now.
 _UNAVAILABLE_ERRORS: tuple[type[BaseException], ...] = (
@@ -34,6 +43,17 @@ _UNAVAILABLE_ERRORS: tuple[type[BaseException], ...] = (
     asyncpg.InterfaceError,
     asyncpg.exceptions.OperatorInterventionError,
     asyncpg.exceptions.InsufficientResourcesError,
+    # The driver lost track of a connection's protocol (its socket dropped
+    # mid-statement, seen in a switchover), or no server of a multi-host URL
+    # matches target_session_attrs (TargetServerAttributeNotMatched: no
+    # primary, during a failover).
+    asyncpg.InternalClientError,
+)
+# A connection that met one of these, unwrapped, is not used again.
+_SERVER_LOST_ERRORS: tuple[type[BaseException], ...] = (
+    ConnectionError,
+    asyncpg.InterfaceError,
+    asyncpg.InternalClientError,
 )
 
 
@@ -57,10 +77,26 @@ def is_database_unavailable(error: BaseException) -> bool:
         if isinstance(current, _UNAVAILABLE_ERRORS):
             return True
         sqlstate = getattr(current, "sqlstate", None)
-        if isinstance(sqlstate, str) and sqlstate.startswith(_UNAVAILABLE_SQLSTATE_CLASSES):
+        if isinstance(sqlstate, str) and (
+            sqlstate.startswith(_UNAVAILABLE_SQLSTATE_CLASSES) or sqlstate in _UNAVAILABLE_SQLSTATES
+        ):
             return True
         current = getattr(current, "orig", None) or current.__cause__
     return False
+
+
+def loses_server(error: BaseException) -> bool:
+    """Whether a connection that met `error` (asyncpg's, unwrapped) must be
+    discarded, and the pool's others are suspect: the server dropped it, is
+    shutting down or starting, is no longer the primary, or the driver lost
+    track of the protocol. A timeout is not such an error: asyncpg cancels
+    the statement and keeps a connection that survives the cancellation."""
+    if isinstance(error, _SERVER_LOST_ERRORS):
+        return True
+    sqlstate = getattr(error, "sqlstate", None)
+    return isinstance(sqlstate, str) and (
+        sqlstate.startswith(_SERVER_LOST_SQLSTATE_CLASSES) or sqlstate in _SERVER_LOST_SQLSTATES
+    )
 
 
 def as_domain_error(error: Exception) -> Exception:
@@ -75,14 +111,6 @@ def as_domain_error(error: Exception) -> Exception:
     if isinstance(error, DBAPIError | asyncpg.PostgresError):
         DB_ERRORS.labels("other").inc()
     return error
-
-
-def keeps_connection(error: BaseException) -> bool:
-    """Whether an asyncpg connection is still fit for the next request after
-    `error` interrupted it: an error the server reported for a statement
-    leaves it so; a lost connection, a timeout or a cancelled task (a query
-    may still be running) does not."""
-    return isinstance(error, asyncpg.PostgresError) and not is_database_unavailable(error)
 
 
 def raise_as_domain_error(error: Exception) -> NoReturn:

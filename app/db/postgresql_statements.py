@@ -671,3 +671,5 @@ DELETE_APP_FORGOTTEN = "DELETE FROM forgotten_memories WHERE app_name = $1"
 
 # The schema's revision; None (no table) for an empty database.
 SCHEMA_REVISION = "SELECT version_num FROM alembic_version"
+# A standby, or a server set read-only: it takes no writes.
+IS_READ_ONLY = "SELECT current_setting('transaction_read_only') = 'on'"

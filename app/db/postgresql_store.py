@@ -9,6 +9,7 @@ server (greenlet switches around each checkout; `bench/pool_choice.py`,
 docs/design.md), so every statement goes through asyncpg and its pool.
 """
 
+import contextlib
 import sys
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
@@ -50,6 +51,7 @@ from .database_errors import (
     as_domain_error,
     database_errors_as_domain_errors,
     is_database_unavailable,
+    loses_server,
     raise_as_domain_error,
 )
 from .migrations import SchemaNotCurrent
@@ -219,7 +221,12 @@ class _PooledConnection:
     """A connection of the pool for one `async with`, counted by the pool
     gauge while lent, its database errors raised as domain errors. A class,
     not a generator-based context manager: this is on every request (5-8 us
-    less CPU per request, measured in a loop of session reads)."""
+    less CPU per request, measured in a loop of session reads).
+
+    A connection whose server is lost (dropped, shutting down, no longer the
+    primary after a failover) is closed, never lent again, and the pool's
+    other connections, on the same server, are replaced on their next use:
+    new ones go where the URL's target_session_attrs finds the primary."""
 
     __slots__ = ("connection", "pool", "timeout")
 
@@ -232,6 +239,8 @@ class _PooledConnection:
         try:
             self.connection = await self.pool.acquire(timeout=self.timeout)
         except Exception as error:
+            if loses_server(error):
+                await self.pool.expire_connections()
             raise_as_domain_error(error)
         DB_POOL_IN_USE.inc()
         return self.connection
@@ -244,6 +253,8 @@ class _PooledConnection:
     ) -> None:
         DB_POOL_IN_USE.dec()
         connection, self.connection = self.connection, None
+        if error is not None and loses_server(error):
+            await discard(self.pool, connection)
         try:
             await self.pool.release(connection, timeout=self.timeout)
         except Exception as release_error:
@@ -251,6 +262,17 @@ class _PooledConnection:
                 raise_as_domain_error(release_error)
         if isinstance(error, Exception):
             raise_as_domain_error(error)
+
+
+async def discard(pool: asyncpg.Pool, connection: asyncpg.Connection) -> None:
+    """Closes a connection of `pool` whose server is lost (its release then
+    only returns its slot) and has the pool's others replaced on their next
+    use."""
+    # A connection asyncpg saw close is already back in the pool, detached:
+    # its proxy refuses every call.
+    with contextlib.suppress(asyncpg.InterfaceError):
+        connection.terminate()
+    await pool.expire_connections()
 
 
 class PostgresStore:
@@ -789,16 +811,21 @@ class PostgresStore:
             connection = await asyncpg.connect(
                 self.dsn, timeout=self.timeout, command_timeout=self.timeout
             )
+        swept: Swept | None = None
         try:
             with database_errors_as_domain_errors():
-                if not await connection.fetchval(sql.TRY_SWEEP_LOCK):
-                    return None
-                swept = Swept()
-                while batch := await _sweep_batch(connection, now, batch_events, with_memories):
-                    swept += batch
-                return swept
-        finally:
+                if await connection.fetchval(sql.TRY_SWEEP_LOCK):
+                    swept = Swept()
+                    while batch := await _sweep_batch(connection, now, batch_events, with_memories):
+                        swept += batch
+        except BaseException:
+            # Not closed politely: its server may be gone (the lock goes
+            # with the session either way).
+            connection.terminate()
+            raise
+        with database_errors_as_domain_errors():
             await connection.close(timeout=self.timeout)
+        return swept
 
     async def count_expired(self, now: float) -> int:
         async with self._connection() as connection:
@@ -807,8 +834,16 @@ class PostgresStore:
     # -- operations ----------------------------------------------------------
 
     async def check_ready(self) -> None:
+        """Also refuses a server that cannot take writes (a standby, reached
+        without target_session_attrs=read-write): not ready while no writable
+        primary is reachable, as during a failover."""
         try:
             async with self._connection() as connection:
+                if await connection.fetchval(sql.IS_READ_ONLY):
+                    await discard(self.pool, connection)
+                    raise DatabaseUnavailable(
+                        "the database server is read-only (a standby): no primary is reachable"
+                    )
                 try:
                     revision = await connection.fetchval(sql.SCHEMA_REVISION)
                 except asyncpg.UndefinedTableError:
@@ -816,6 +851,8 @@ class PostgresStore:
             migrations.require_revision_current(revision)
         except SchemaNotCurrent as error:
             raise DatabaseUnavailable(str(error)) from error
+        except DatabaseUnavailable:
+            raise
         except Exception as error:
             raise DatabaseUnavailable("the database is unreachable") from error
 
