@@ -316,11 +316,27 @@ class SessionStateSession:
         self._closed = True
         await self.client.close()
 
+    async def aclose(self) -> None:
+        """The same as `close`."""
+        await self.close()
+
     async def __aenter__(self) -> "SessionStateSession":
         return self
 
     async def __aexit__(self, *_exc_info: object) -> None:
         await self.close()
+
+    def __enter__(self) -> "SessionStateSession":
+        """For code that runs the SDK's `Runner.run_sync` (a loop per call,
+        from any thread): leaving the block closes, as `close` does, the
+        connections of every loop the session was used on."""
+        return self
+
+    def __exit__(self, *_exc_info: object) -> None:
+        if not self._owns_client or self._closed:
+            return
+        self._closed = True
+        self.client.__exit__(None, None, None)
 
 
 if TYPE_CHECKING:

@@ -85,3 +85,36 @@ async def test_one_session_shared_by_threads_with_their_own_loops_loses_nothing(
         assert sorted(remaining + popped) == sorted(added)
     finally:
         await session.close()
+
+
+def test_a_with_block_closes_the_connections_of_every_loop(server: ServerProcess) -> None:
+    """Sync code (threads running `asyncio.run`, as `Runner.run_sync` does)
+    closes the session with `with`: afterwards it refuses calls, as the
+    SDK's sessions do once closed, and every loop's connections are gone."""
+    import pytest
+
+    with SessionStateSession(
+        f"with-{uuid.uuid4().hex[:8]}",
+        app_name="agents-threads",
+        user_id="ann",
+        base_url=server.base_url,
+    ) as session:
+        threads = [
+            threading.Thread(
+                target=asyncio.run,
+                args=(session.add_items([{"role": "user", "content": str(number)}]),),
+            )
+            for number in range(3)
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(JOIN_TIMEOUT_SECONDS)
+        # A loop that is still open when the block ends: its pool is closed too.
+        loop = asyncio.new_event_loop()
+        assert len(loop.run_until_complete(session.get_items())) == 3
+    assert loop.run_until_complete(asyncio.sleep(0, result=True))
+    loop.close()
+    assert session.client._http._by_loop == {}
+    with pytest.raises(RuntimeError, match="closed"):
+        asyncio.run(session.get_items())
