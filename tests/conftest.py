@@ -231,10 +231,14 @@ def free_port() -> int:
 class ServerProcess:
     """`session-state serve` in a child process."""
 
-    def __init__(self, database_url: str, port: int | None = None, **env: str) -> None:
+    def __init__(
+        self, database_url: str, port: int | None = None, *, log: Path | None = None, **env: str
+    ) -> None:
+        """`log`: a file that gets the server's output (else it is the tests')."""
         self.database_url = database_url
         self.port = port or free_port()
         self.env = env
+        self.log = log
         self.process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -248,10 +252,15 @@ class ServerProcess:
             "SESSION_STATE_LOG_LEVEL": "warning",
             **self.env,
         }
+        output = None if self.log is None else self.log.open("ab")
         self.process = subprocess.Popen(
             [sys.executable, "-m", "session_state.cli", "serve", "--port", str(self.port)],
             env=env,
+            stdout=output,
+            stderr=output,
         )
+        if output is not None:
+            output.close()  # the child has its own descriptor
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
