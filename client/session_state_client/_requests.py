@@ -100,6 +100,10 @@ def _segment(value: str) -> str:
 
 
 def _session_path(app_name: str, user_id: str, session_id: str) -> str:
+    if not session_id:
+        # The path would be the list's URL ("sessions/"), which the server
+        # redirects to the list; empty app and user names it refuses itself.
+        raise ValueError("session_id must not be empty")
     return f"/apps/{_segment(app_name)}/users/{_segment(user_id)}/sessions/{_segment(session_id)}"
 
 

@@ -381,3 +381,21 @@ def test_timeouts_name_the_request_on_both_clients():
             asyncio.run(asynchronously())
     for error in (sync_error.value, async_error.value):
         assert str(error) == f"GET {base}/apps/my-app/state: timed out waiting for the answer"
+
+
+def test_an_empty_identifier_is_refused_before_anything_is_sent(base_url, app_name):
+    """`.../sessions/` is the list's URL: an empty id must not reach it."""
+    with SessionStateClient(base_url=base_url) as client:
+        for call in (
+            lambda: client.get_session(app_name=app_name, user_id="u", session_id=""),
+            lambda: client.delete_session(app_name=app_name, user_id="u", session_id=""),
+        ):
+            with pytest.raises(ValueError, match="session_id must not be empty"):
+                call()
+
+    async def asynchronously() -> None:
+        async with AsyncSessionStateClient(base_url=base_url) as client:
+            with pytest.raises(ValueError, match="session_id must not be empty"):
+                await client.get_session(app_name=app_name, user_id="u", session_id="")
+
+    asyncio.run(asynchronously())
