@@ -126,6 +126,10 @@ def test_sync_runner_from_many_threads_loses_nothing(services: Any) -> None:
         assert texts[-1] == f"turn {TURNS} done"
     unclosed = [str(warning.message) for warning in caught if "Unclosed" in str(warning.message)]
     assert not unclosed, unclosed
+    # Every Runner.run call's loop has ended: none of their pools is kept.
+    for service in (sessions, memory):
+        if isinstance(service, HttpSessionService | HttpMemoryService):
+            assert service.client._http._by_loop == {}
 
 
 def test_memory_from_threads_each_on_its_own_loop(services: Any) -> None:
