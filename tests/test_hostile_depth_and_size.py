@@ -216,5 +216,5 @@ async def test_memory_results_are_bounded_in_bytes_best_first(client):
 
 
 def test_a_response_bound_too_small_for_one_event_and_state_stops_the_start():
-    with pytest.raises(ValueError, match="SESSION_STATE_MAX_RESPONSE_BYTES .* must be at least"):
+    with pytest.raises(ValueError, match=r"SESSION_STATE_MAX_RESPONSE_BYTES .* must be at least"):
         Settings(max_event_bytes=8 * 1024 * 1024, max_response_bytes=8 * 1024 * 1024)
