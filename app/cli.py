@@ -111,6 +111,7 @@ def migrate(arguments: argparse.Namespace) -> int:
     from . import cli_reports
     from .db import migrations
     from .db.engine import engine_for_url
+    from .db.poolers import sqlalchemy_connect_args
     from .db.provisioning import create_database_if_missing
 
     settings = _settings_from(arguments)
@@ -122,7 +123,9 @@ def migrate(arguments: argparse.Namespace) -> int:
         created = sqlite_file is not None and not sqlite_file.exists()
         if arguments.create_database:
             created = await create_database_if_missing(settings.database_url) or created
-        engine = engine_for_url(settings.database_url)
+        engine = engine_for_url(
+            settings.database_url, connect_args=sqlalchemy_connect_args(settings.db_pooler)
+        )
         try:
             before = await migrations.current_revision(engine)
             if created:

@@ -14,6 +14,8 @@ from .database_url import PostgresqlAddress, is_postgresql_url, parse_postgresql
 ENVIRONMENT_PREFIX = "SESSION_STATE_"
 DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./session_state.db"
 DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024
+# The connection pooler in front of PostgreSQL, by its pool mode (app.db.poolers).
+Pooler = Literal["none", "session", "transaction"]
 # Schemes people write for the same databases -> the one the service needs
 # (libpq's postgresql:// and postgres:// are read with asyncpg as they are).
 _SYNCHRONOUS_SCHEMES = {
@@ -96,6 +98,12 @@ class Settings(SettingNamePolicy):
     # PostgreSQL: a process opens up to db_pool_size + db_max_overflow
     # connections as requests need them, and closes those idle for 5 minutes.
     db_max_overflow: int = Field(default=0, ge=0)
+    db_pooler: Pooler = Field(
+        default="none",
+        description="PostgreSQL: the connection pooler between the service and the database, "
+        "by its pool mode (PgBouncer's pool_mode=transaction: transaction). A pooler found "
+        "while this is none is refused at start-up.",
+    )
     append_batch_size: int = Field(
         default=64,
         ge=1,

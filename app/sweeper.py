@@ -5,8 +5,9 @@ and writes compare their expiry with the clock); the sweeper only frees
 their rows, in bounded batches, so it never holds many rows locked. `serve`
 runs it every SESSION_STATE_SWEEP_INTERVAL_SECONDS; `session-state sweep`
 runs one pass. With several processes on one PostgreSQL database, one
-sweeps at a time (the others' passes are skipped); on SQLite they take
-turns batch by batch.
+sweeps at a time (a pass that finds another sweeping is skipped, or ends
+early, by a transaction-level lock that works through PgBouncer's
+transaction mode); on SQLite they take turns batch by batch.
 """
 
 import asyncio

@@ -37,6 +37,7 @@ BAD_VALUES = {
     "max_body_bytes": ["100", "8MB"],
     "db_pool_size": ["0"],
     "db_max_overflow": ["-1"],
+    "db_pooler": ["pgbouncer", "yes"],
     "append_batch_size": ["0", "1001"],
     "db_timeout_seconds": ["0", "inf", "soon"],
     "log_level": ["verbose", "10"],

@@ -10,6 +10,7 @@ from .. import json_codec
 from ..config import Settings
 from ..database_url import is_postgresql_url, parse_postgresql_url
 from ..metrics import DB_POOL_IN_USE
+from .poolers import sqlalchemy_connect_args
 
 WRITE_OPTION = "session_state_write"
 SQLITE_BUSY_TIMEOUT_MS = 30_000
@@ -61,6 +62,7 @@ def _create_postgresql_engine(settings: Settings) -> AsyncEngine:
             # that refuses connections) must not hold a request past the limit.
             "command_timeout": settings.db_timeout_seconds,
             "server_settings": {"application_name": "session-state"},
+            **sqlalchemy_connect_args(settings.db_pooler),
         },
     )
 

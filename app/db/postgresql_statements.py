@@ -463,9 +463,9 @@ SELECT bumped.revision, (SELECT count(*) FROM removed) FROM bumped
 
 # -- the sweeper -------------------------------------------------------------
 
-# Held by the one process sweeping (session-level, on a connection of its own).
-TRY_SWEEP_LOCK = "SELECT pg_try_advisory_lock(hashtextextended('session-state sweep', 0))"
-SWEEP_UNLOCK = "SELECT pg_advisory_unlock(hashtextextended('session-state sweep', 0))"
+# Held by the process sweeping, for each batch's transaction (transaction-level:
+# it works through a pooler in transaction mode and dies with its transaction).
+TRY_SWEEP_LOCK = "SELECT pg_try_advisory_xact_lock(hashtextextended('session-state sweep', 0))"
 # The next expired sessions ($1 is now), locked; one a request holds (an
 # append pushing its expiry, a fork copying it) is left for the next pass.
 EXPIRED_SESSIONS = """

@@ -43,7 +43,7 @@ from ..domain import (
 from ..errors import DatabaseUnavailable
 from ..metrics import DB_POOL_IN_USE
 from ..state import ScopedDelta, StateDict
-from . import migrations
+from . import migrations, poolers
 from . import postgresql_memory as memory
 from . import postgresql_statements as sql
 from .append_batches import AppendBatcher
@@ -316,6 +316,7 @@ class PostgresStore:
                 init=_use_json_codecs,
                 reset=_skip_session_reset,
                 server_settings={"application_name": "session-state"},
+                **poolers.asyncpg_options(settings.db_pooler),
             )
         return cls(pool, timeout, dsn, settings.append_batch_size)
 
@@ -804,28 +805,18 @@ class PostgresStore:
     async def sweep_expired(
         self, now: float, batch_events: int, *, with_memories: bool
     ) -> Swept | None:
-        # A connection of its own, outside the pool: the lock that keeps a
-        # second process from sweeping lives as long as it, so a sweeper that
-        # dies cannot leave it held on a pooled connection.
-        with database_errors_as_domain_errors():
-            connection = await asyncpg.connect(
-                self.dsn, timeout=self.timeout, command_timeout=self.timeout
-            )
+        # Each batch's transaction takes the lock that keeps a second process
+        # from sweeping; a pass that finds it held stops (skipped if it had
+        # swept nothing), leaving the rest to the process holding it.
         swept: Swept | None = None
-        try:
-            with database_errors_as_domain_errors():
-                if await connection.fetchval(sql.TRY_SWEEP_LOCK):
-                    swept = Swept()
-                    while batch := await _sweep_batch(connection, now, batch_events, with_memories):
-                        swept += batch
-        except BaseException:
-            # Not closed politely: its server may be gone (the lock goes
-            # with the session either way).
-            connection.terminate()
-            raise
-        with database_errors_as_domain_errors():
-            await connection.close(timeout=self.timeout)
-        return swept
+        while True:
+            async with self._transaction() as connection:
+                if not await connection.fetchval(sql.TRY_SWEEP_LOCK):
+                    return swept
+                batch = await _sweep_batch(connection, now, batch_events, with_memories)
+            if batch is None:
+                return swept or Swept()
+            swept = (swept or Swept()) + batch
 
     async def count_expired(self, now: float) -> int:
         async with self._connection() as connection:
@@ -892,21 +883,18 @@ async def _delete_if_expired(
 async def _sweep_batch(
     connection: asyncpg.Connection, now: float, batch_events: int, with_memories: bool
 ) -> Swept | None:
-    """One transaction of the sweep: the next expired sessions holding at
-    most `batch_events` events (a bigger one alone), deleted whole; None when
-    none is left."""
-    async with connection.transaction():
-        candidates = await connection.fetch(sql.EXPIRED_SESSIONS, now, ERASE_CANDIDATES)
-        sized = [((row[0], row[1], row[2]), row[3]) for row in candidates]
-        batch = events_batch(sized, batch_events)
-        if not batch:
-            return None
-        columns = [list(column) for column in zip(*batch, strict=True)]
-        events = _count(await connection.execute(sql.DELETE_EVENTS_OF_ANY_SESSIONS, *columns))
-        sessions = _count(await connection.execute(sql.DELETE_ANY_SESSIONS, *columns))
-        memories = 0
-        if with_memories:
-            memories = _count(
-                await connection.execute(sql.DELETE_MEMORIES_OF_ANY_SESSIONS, *columns)
-            )
+    """One transaction's sweep (the caller's): the next expired sessions
+    holding at most `batch_events` events (a bigger one alone), deleted
+    whole; None when none is left."""
+    candidates = await connection.fetch(sql.EXPIRED_SESSIONS, now, ERASE_CANDIDATES)
+    sized = [((row[0], row[1], row[2]), row[3]) for row in candidates]
+    batch = events_batch(sized, batch_events)
+    if not batch:
+        return None
+    columns = [list(column) for column in zip(*batch, strict=True)]
+    events = _count(await connection.execute(sql.DELETE_EVENTS_OF_ANY_SESSIONS, *columns))
+    sessions = _count(await connection.execute(sql.DELETE_ANY_SESSIONS, *columns))
+    memories = 0
+    if with_memories:
+        memories = _count(await connection.execute(sql.DELETE_MEMORIES_OF_ANY_SESSIONS, *columns))
     return Swept(sessions, events, memories)

@@ -3,6 +3,7 @@
 from ..config import Settings
 from . import migrations
 from .engine import create_engine
+from .poolers import refuse_an_undeclared_pooler
 from .postgresql_store import PostgresStore
 from .sqlite_store import SqliteStore
 from .store import Store
@@ -11,6 +12,7 @@ from .store import Store
 async def open_store(settings: Settings) -> Store:
     """The embedded SQLite default migrates itself; PostgreSQL must be migrated
     beforehand (`session-state migrate`), and is refused if it was not."""
+    await refuse_an_undeclared_pooler(settings)
     engine = create_engine(settings)
     try:
         if settings.is_sqlite:
