@@ -2,12 +2,13 @@
 (SESSION_STATE_DB_POOLER=transaction).
 
 Debian's PgBouncer (pool_mode=transaction, few server connections) in front
-of the test PostgreSQL, a database migrated through it by `session-state
-migrate`, and `session-state serve` pointed at it: the API contract tests
-that need nothing but a client (sessions, events, batches, removals, state,
-forks, memory) pass through it, as do concurrent appends committed in
-batches (group commit), the sweeper's passes and /readyz. Without the
-setting the server refuses to start, in one line naming it.
+of the test PostgreSQL, a database created and migrated through it by
+`session-state migrate --create-database`, and `session-state serve` pointed
+at it: the API contract tests that need nothing but a client (sessions,
+events, batches, removals, state, forks, memory) pass through it, as do
+concurrent appends committed in batches (group commit), the sweeper's passes
+and /readyz. Without the setting the server refuses to start, in one line
+naming it.
 
 Runs in CI; skipped (with the reason) only outside CI when pgbouncer is
 missing.
@@ -21,6 +22,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 import warnings
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
@@ -44,7 +46,6 @@ from tests.conftest import (
     POSTGRES_ADMIN_URL,
     ServerProcess,
     _truncate,
-    create_postgres_database,
     drop_postgres_database,
     free_port,
     run_blocking,
@@ -205,13 +206,16 @@ def pgbouncer() -> Iterator[PgBouncer]:
 
 @pytest.fixture(scope="module")
 def deployment(pgbouncer: PgBouncer, postgres_available: bool) -> Iterator[Deployment]:
-    name = create_postgres_database("session_state_pgbouncer")
+    name = f"session_state_pgbouncer_{uuid.uuid4().hex[:10]}"
     through_pgbouncer = pgbouncer.url(name)
     direct = f"{POSTGRES_ADMIN_URL.rsplit('/', 1)[0]}/{name}"
     try:
-        # The schema is made through PgBouncer too.
-        migrated = _cli("migrate", database_url=through_pgbouncer, **POOLER_SETTINGS)
+        # The database and its schema are made through PgBouncer too.
+        migrated = _cli(
+            "migrate", "--create-database", database_url=through_pgbouncer, **POOLER_SETTINGS
+        )
         assert migrated.returncode == 0, migrated.stderr
+        assert "created the database" in migrated.stdout
         server = ServerProcess(
             through_pgbouncer,
             SESSION_STATE_SWEEP_INTERVAL_SECONDS="0.5",

@@ -16,7 +16,10 @@ async def create_database_if_missing(database_url: str) -> bool:
         return False
     # The maintenance database every PostgreSQL server has, on the server
     # the URL's target_session_attrs choose (a primary, for read-write).
-    connection = await asyncpg.connect(address.asyncpg_dsn(database="postgres"))
+    # No statement cache: nothing outlives the statement, as through PgBouncer.
+    connection = await asyncpg.connect(
+        address.asyncpg_dsn(database="postgres"), statement_cache_size=0
+    )
     try:
         exists = await connection.fetchval("SELECT 1 FROM pg_database WHERE datname = $1", database)
         if exists:
