@@ -90,6 +90,16 @@ class Settings(SettingNamePolicy):
         description="sqlite+aiosqlite:///file.db, or a PostgreSQL URL: postgresql://... (libpq's "
         "form, several hosts and target_session_attrs included) or postgresql+asyncpg://...",
     )
+    read_database_url: str | None = Field(
+        default=None,
+        description="PostgreSQL only: the read replicas (libpq's URL forms, several hosts "
+        "allowed) that serve session reads, lists, event pages and memory search.",
+    )
+    max_replica_lag_seconds: float = Field(
+        default=5.0,
+        gt=0,
+        description="A replica further behind the primary than this serves no reads.",
+    )
     host: str = Field(default="127.0.0.1", description="The address `serve` binds.")
     port: int = Field(default=8000, ge=1, le=65535)
     workers: int = Field(default=1, ge=1)
@@ -207,6 +217,15 @@ class Settings(SettingNamePolicy):
             "must start with sqlite+aiosqlite://, postgresql:// or postgresql+asyncpg://"
         )
 
+    @field_validator("read_database_url")
+    @classmethod
+    def _refuse_a_replica_url_not_postgresql(cls, url: str | None) -> str | None:
+        if url is None or not url.strip():
+            return None
+        if not is_postgresql_url(url):
+            raise ValueError("must start with postgresql:// or postgresql+asyncpg://")
+        return parse_postgresql_url(url).canonical()
+
     @field_validator("host")
     @classmethod
     def _refuse_a_port_or_scheme(cls, host: str) -> str:
@@ -263,6 +282,15 @@ class Settings(SettingNamePolicy):
                 f"SESSION_STATE_MAX_RESPONSE_BYTES ({self.max_response_bytes}) must be at least "
                 f"SESSION_STATE_MAX_EVENT_BYTES + 3 x SESSION_STATE_MAX_STATE_BYTES "
                 f"+ {RESPONSE_OVERHEAD_BYTES} ({needed})"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _replicas_only_beside_postgresql(self) -> Self:
+        if self.read_database_url is not None and self.is_sqlite:
+            raise ValueError(
+                "SESSION_STATE_READ_DATABASE_URL needs a PostgreSQL SESSION_STATE_DATABASE_URL "
+                "(SQLite has no replicas)"
             )
         return self
 

@@ -20,6 +20,7 @@ from .api.problems import install_problem_handlers
 from .api.routes import erasure, health, memory, operations, sessions
 from .auth import ApiKeys
 from .config import Settings, get_settings
+from .db.replica import Replica
 from .db.stores import open_store
 from .expiry import ExpiryDefaults
 from .limits import Limits
@@ -46,6 +47,11 @@ def create_app(
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         store = await open_store(settings)
+        try:
+            replica = await Replica.connect(settings) if settings.read_database_url else None
+        except BaseException:
+            await store.close()
+            raise
         forget_expired_memories = settings.expired_session_memories == "delete"
         app.state.service = SessionService(
             store,
@@ -53,8 +59,9 @@ def create_app(
             clock=clock,
             expiry_defaults=ExpiryDefaults(settings.default_ttl_seconds, settings.app_ttl_seconds),
             forget_expired_memories=forget_expired_memories,
+            replica=replica,
         )
-        app.state.memory = MemoryService(store, limits, clock=clock)
+        app.state.memory = MemoryService(store, limits, clock=clock, replica=replica)
         app.state.sweeper = Sweeper(store, clock=clock, with_memories=forget_expired_memories)
         sweeping = None
         if settings.sweep_interval_seconds > 0:
@@ -66,6 +73,8 @@ def create_app(
                 sweeping.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await sweeping
+            if replica is not None:
+                await replica.close()
             await store.close()
 
     app = FastAPI(

@@ -9,6 +9,7 @@ from typing import Any
 
 from . import json_codec
 from .config import RESPONSE_OVERHEAD_BYTES
+from .db.replica import ReadRouting, Replica
 from .db.store import Store
 from .domain import MemoryRecord, SessionKey, StoredEvent
 from .errors import SessionNotFound
@@ -77,8 +78,11 @@ class MemoryService:
         limits: Limits | None = None,
         *,
         clock: Callable[[], float] = time.time,
+        replica: Replica | None = None,
     ) -> None:
+        """Searches go to `replica` when it may answer them (app.db.replica)."""
         self.store = store
+        self.reads = ReadRouting(store, replica)
         self.limits = limits or Limits()
         self.clock = clock
 
@@ -132,7 +136,9 @@ class MemoryService:
         self, app_name: str, user_id: str, question: str, limit: int
     ) -> list[MemoryRecord]:
         budget = self.limits.max_response_bytes - RESPONSE_OVERHEAD_BYTES
-        return await self.store.search_memories(app_name, user_id, question, limit, budget)
+        return await self.reads.read(
+            lambda store: store.search_memories(app_name, user_id, question, limit, budget)
+        )
 
     async def forget_user(self, app_name: str, user_id: str) -> None:
         await self.store.forget_user_memories(app_name, user_id)

@@ -43,6 +43,12 @@ APPEND_BATCH_SIZE = Histogram(
     "Appends sent to PostgreSQL in one statement (group commit; 1 when there was no wait).",
     buckets=(1, 2, 4, 8, 16, 32, 64, 128),
 )
+READS = Counter(
+    "session_state_reads_total",
+    "Session reads, lists, event pages and memory searches by the server that answered: "
+    "replica or primary.",
+    ["target"],
+)
 DB_ERRORS = Counter(
     "session_state_db_errors_total", "Database errors by kind: unavailable, other.", ["kind"]
 )

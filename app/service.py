@@ -10,6 +10,7 @@ from typing import Any
 
 from . import json_codec
 from .config import RESPONSE_OVERHEAD_BYTES
+from .db.replica import ReadRouting, Replica
 from .db.store import Store
 from .domain import (
     AppendNotApplied,
@@ -19,6 +20,7 @@ from .domain import (
     SessionCursor,
     SessionKey,
     SessionRow,
+    SessionSnapshot,
     SortOrder,
     StoredEvent,
 )
@@ -140,8 +142,13 @@ class SessionService:
         erase_batch_events: int = ERASE_BATCH_EVENTS,
         expiry_defaults: ExpiryDefaults | None = None,
         forget_expired_memories: bool = False,
+        replica: Replica | None = None,
     ) -> None:
+        """Writes, and reads that need the latest truth, go to `store`;
+        session reads, lists and event pages to `replica` when it may
+        answer them (app.db.replica)."""
         self.store = store
+        self.reads = ReadRouting(store, replica)
         self.erase_batch_events = erase_batch_events
         self.expiry_defaults = expiry_defaults or ExpiryDefaults()
         self.forget_expired_memories = forget_expired_memories
@@ -205,11 +212,30 @@ class SessionService:
         key: SessionKey,
         num_recent_events: int | None = None,
         after_timestamp: float | None = None,
+        min_revision: int | None = None,
     ) -> SessionView:
+        """`min_revision`: the revision the reader last saw; a replica that
+        has not reached it does not answer (nor one without the session)."""
+        budget = self.session_events_budget
+        now = self.clock()
+        snapshot = await self.reads.read(
+            lambda store: store.read_snapshot(key, num_recent_events, after_timestamp, budget, now),
+            lambda found: found is not None and _reached(found.session.revision, min_revision),
+        )
+        return self._session_view(key, snapshot)
+
+    async def _latest_session(
+        self, key: SessionKey, num_recent_events: int | None = None
+    ) -> SessionView:
+        """The session as the primary has it: what a write answers with."""
         budget = self.session_events_budget
         snapshot = await self.store.read_snapshot(
-            key, num_recent_events, after_timestamp, budget, self.clock()
+            key, num_recent_events, None, budget, self.clock()
         )
+        return self._session_view(key, snapshot)
+
+    def _session_view(self, key: SessionKey, snapshot: SessionSnapshot | None) -> SessionView:
+        budget = self.session_events_budget
         if snapshot is None:
             raise SessionNotFound(f"session {key.session_id!r} not found")
         if snapshot.events_json is None:
@@ -238,13 +264,10 @@ class SessionService:
         list_identity = (app_name, user_id or "")
         if page_token is not None:
             after = _session_cursor(decode_token(page_token, SESSIONS_TOKEN, list_identity))
-        listing = await self.store.page_sessions(
-            app_name,
-            user_id,
-            after,
-            page_size,
-            self.limits.max_response_bytes - RESPONSE_OVERHEAD_BYTES,
-            self.clock(),
+        max_bytes = self.limits.max_response_bytes - RESPONSE_OVERHEAD_BYTES
+        now = self.clock()
+        listing = await self.reads.read(
+            lambda store: store.page_sessions(app_name, user_id, after, page_size, max_bytes, now)
         )
         page = listing.sessions
         sessions = [
@@ -402,7 +425,7 @@ class SessionService:
                 )
             state_changed = await self._touches_session_state(key, cut, revision)
             if state_changed is None:  # no event after the cut
-                session = await self.get_session(key, num_recent_events=0)
+                session = await self._latest_session(key, num_recent_events=0)
                 # Revisions only go up: still at the one read first, nothing
                 # happened in between, so there was nothing to remove.
                 if session.revision == revision:
@@ -412,7 +435,7 @@ class SessionService:
             removed = await self.store.remove_events(key, cut, revision, state, now)
             if removed is not None:
                 return RemovalOutcome(
-                    await self.get_session(key, num_recent_events=0), removed.count
+                    await self._latest_session(key, num_recent_events=0), removed.count
                 )
             if expected_revision is not None:
                 if await self.store.read_session(key, self.clock()) is None:
@@ -508,7 +531,7 @@ class SessionService:
             await self.append_event(key, event, expected_revision, new_expiry)
         elif new_expiry is not None:
             await self._set_expiry(key, new_expiry, expected_revision)
-        return await self.get_session(key)
+        return await self._latest_session(key)
 
     async def _set_expiry(
         self, key: SessionKey, expiry: Expiry, expected_revision: int | None
@@ -553,7 +576,7 @@ class SessionService:
             raise InvalidInput([FieldError(["body", "upToEventId"], no_event)])
         if outcome == "id_taken":
             raise SessionAlreadyExists(f"session {new_key.session_id!r} already exists")
-        return await self.get_session(new_key, num_recent_events=0)
+        return await self._latest_session(new_key, num_recent_events=0)
 
     async def _fork_point(self, source: SessionRow, event_id: str, now: float) -> ForkSource:
         """Where a fork up to `event_id` stops, and the session state there:
@@ -600,7 +623,9 @@ class SessionService:
         page_size: int,
         page_token: str | None,
         after_timestamp: float | None,
+        min_revision: int | None = None,
     ) -> EventPage:
+        """`min_revision` as get_session takes it."""
         after_seq: int | None = None
         list_identity = (key.app_name, key.user_id, key.session_id, order)
         if page_token is not None:
@@ -608,18 +633,17 @@ class SessionService:
             if not (len(position) == 2 and position[0] == order and _is_int64(position[1])):
                 raise BadRequest(INVALID_TOKEN)
             after_seq = position[1]
-        found = await self.store.page_events(
-            key,
-            order,
-            after_seq,
-            after_timestamp,
-            page_size,
-            self.limits.max_response_bytes - RESPONSE_OVERHEAD_BYTES,
-            self.clock(),
+        max_bytes = self.limits.max_response_bytes - RESPONSE_OVERHEAD_BYTES
+        now = self.clock()
+        found = await self.reads.read(
+            lambda store: store.page_events(
+                key, order, after_seq, after_timestamp, page_size, max_bytes, now
+            ),
+            lambda found: found is not None and _reached(found[2], min_revision),
         )
         if found is None:
             raise SessionNotFound(f"session {key.session_id!r} not found")
-        page, more = found
+        page, more, _revision = found
         token = None
         if more and page:
             token = encode_token(EVENTS_TOKEN, list_identity, [order, page[-1].seq])
@@ -642,6 +666,10 @@ class SessionService:
 
     async def get_app_state(self, app_name: str) -> StateDict:
         return await self.store.read_app_state(app_name)
+
+
+def _reached(revision: int, min_revision: int | None) -> bool:
+    return min_revision is None or revision >= min_revision
 
 
 def _apply_events(state: StateDict, events: list[StoredEvent]) -> StateDict:

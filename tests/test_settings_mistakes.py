@@ -31,6 +31,13 @@ BAD_VALUES = {
         "postgresql://postgres@h1:5451,h2:54x2/x",
         "postgresql://postgres@localhost/x?target_session_attrs=writable",
     ],
+    "read_database_url": [
+        "mysql://root@replica/x",
+        "postgresql://postgres@r1:5451,r2:54x2/x",
+        # Replicas of a SQLite file (the default database URL).
+        "postgresql://postgres@replica/x",
+    ],
+    "max_replica_lag_seconds": ["0", "inf", "soon"],
     "host": ["0.0.0.0:8000", "http://localhost"],
     "port": ["eighty", "0", "70000"],
     "workers": ["0", "two"],

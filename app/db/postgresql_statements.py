@@ -673,3 +673,15 @@ DELETE_APP_FORGOTTEN = "DELETE FROM forgotten_memories WHERE app_name = $1"
 SCHEMA_REVISION = "SELECT version_num FROM alembic_version"
 # A standby, or a server set read-only: it takes no writes.
 IS_READ_ONLY = "SELECT current_setting('transaction_read_only') = 'on'"
+# Seconds a replica's replay is behind its primary. One that has replayed all
+# it received is not behind, however old its last replayed transaction (an
+# idle primary sends none); one not in recovery is a primary (promoted).
+REPLAY_LAG = """
+SELECT CASE
+    WHEN NOT pg_is_in_recovery() THEN 0.0
+    WHEN pg_last_wal_receive_lsn() = pg_last_wal_replay_lsn() THEN 0.0
+    ELSE coalesce(
+        extract(epoch FROM now() - pg_last_xact_replay_timestamp())::float8, 'Infinity'
+    )
+END
+"""

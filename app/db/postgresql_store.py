@@ -298,12 +298,14 @@ class PostgresStore:
         )
 
     @classmethod
-    async def connect(cls, settings: Settings) -> "PostgresStore":
+    async def connect(
+        cls, settings: Settings, *, database_url: str | None = None
+    ) -> "PostgresStore":
         """`db_timeout_seconds` bounds connecting, waiting for a pooled
         connection and every statement, so no request waits longer on the
-        database."""
+        database. `database_url` replaces the settings' (the replicas')."""
         timeout = settings.db_timeout_seconds
-        dsn = asyncpg_dsn(settings.database_url)
+        dsn = asyncpg_dsn(database_url or settings.database_url)
         with database_errors_as_domain_errors():
             pool = await asyncpg.create_pool(
                 dsn,
@@ -593,20 +595,22 @@ class PostgresStore:
         limit: int,
         max_bytes: int,
         now: float,
-    ) -> tuple[list[StoredEvent], bool] | None:
+    ) -> tuple[list[StoredEvent], bool, int] | None:
         session = (key.app_name, key.user_id, key.session_id)
         async with self._connection() as connection:
-            if await _read_session(connection, key, sql.READ_SESSION, now) is None:
+            found = await _read_session(connection, key, sql.READ_SESSION, now)
+            if found is None:
                 return None
             sizes = await connection.fetch(
                 sql.EVENT_SIZES[order], *session, after_timestamp, after_seq, limit + 1
             )
             chosen, more = events_within([(seq, size) for seq, size in sizes], limit, max_bytes)
             if not chosen:
-                return [], more
+                return [], more, found.revision
             rows = await connection.fetch(sql.EVENTS_BY_SEQ, *session, chosen)
         data = dict(rows)
-        return [StoredEvent(seq, data[seq]) for seq in chosen if seq in data], more
+        events = [StoredEvent(seq, data[seq]) for seq in chosen if seq in data]
+        return events, more, found.revision
 
     async def read_app_state(self, app_name: str) -> StateDict:
         async with self._connection() as connection:
@@ -846,6 +850,12 @@ class PostgresStore:
             raise
         except Exception as error:
             raise DatabaseUnavailable("the database is unreachable") from error
+
+    async def replay_lag_seconds(self) -> float:
+        """How far behind its primary this server's replay is (0 for a
+        primary; infinity for a replica that never replayed a transaction)."""
+        async with self._connection() as connection:
+            return float(await connection.fetchval(sql.REPLAY_LAG))
 
     async def close(self) -> None:
         await self.pool.close()

@@ -216,13 +216,15 @@ class SqliteStore:
         limit: int,
         max_bytes: int,
         now: float,
-    ) -> tuple[list[StoredEvent], bool] | None:
+    ) -> tuple[list[StoredEvent], bool, int] | None:
         async with self._read() as connection:
-            if await repository.read_session(connection, key, now) is None:
+            found = await repository.read_session(connection, key, now)
+            if found is None:
                 return None
-            return await repository.page_events(
+            events, more = await repository.page_events(
                 connection, key, order, after_seq, after_timestamp, limit, max_bytes
             )
+            return events, more, found.revision
 
     async def read_app_state(self, app_name: str) -> StateDict:
         async with self._read() as connection:

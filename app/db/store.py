@@ -168,10 +168,11 @@ class Store(Protocol):
         limit: int,
         max_bytes: int,
         now: float,
-    ) -> tuple[list[StoredEvent], bool] | None:
-        """At most `limit` events and `max_bytes` of event JSON, and whether
-        more follow; None if there is no such session. ResponseTooLarge when
-        the first event alone is larger than `max_bytes`."""
+    ) -> tuple[list[StoredEvent], bool, int] | None:
+        """At most `limit` events and `max_bytes` of event JSON, whether
+        more follow, and the session's revision, read before them; None if
+        there is no such session. ResponseTooLarge when the first event alone
+        is larger than `max_bytes`."""
         ...
 
     async def read_app_state(self, app_name: str) -> StateDict: ...

@@ -31,6 +31,7 @@ from session_state_client._models import (
     SessionPage,
 )
 from session_state_client._requests import Answer, Call
+from session_state_client._revisions import SeenRevisions
 from session_state_client._transport import (
     AiohttpTransport,
     aiohttp_failure,
@@ -55,6 +56,10 @@ def _settings(base_url: str | None, api_key: str | None) -> tuple[str, dict[str,
 
 class SessionStateClient:
     """Synchronous client of a session-state server (transport: httpx).
+
+    Reads of a session and its events send the newest revision this client
+    has seen of it (`minRevision`), so a server reading from replicas never
+    answers with an older one: the client reads its own writes.
 
     Args:
         base_url: the server, default $SESSION_STATE_BASE_URL or http://127.0.0.1:8000.
@@ -85,6 +90,7 @@ class SessionStateClient:
         if http_client is not None and not str(http_client.base_url):
             self._http.base_url = httpx.URL(url)
         self._http.headers.update(headers)
+        self._revisions = SeenRevisions()
 
     def _url_of(self, path: str) -> str:
         return str(self._http.base_url).rstrip("/") + path
@@ -97,7 +103,7 @@ class SessionStateClient:
                 response = self._http.request(
                     call.method,
                     call.path,
-                    params=call.params,
+                    params=_requests.params_of(call, self._revisions),
                     content=None if call.json is None else _requests.encode(call.json),
                     headers=call.headers if call.json is None else {**JSON_HEADERS, **call.headers},
                 )
@@ -107,7 +113,7 @@ class SessionStateClient:
                     raise failure from error
             else:
                 if attempt >= self.max_retries or not _requests.may_retry_status(call, response):
-                    return _requests.read(call, response)
+                    return _requests.read_and_remember(call, response, self._revisions)
             time.sleep(_requests.retry_delay(attempt, response))
             attempt += 1
 
@@ -410,6 +416,9 @@ class SessionStateClient:
 class AsyncSessionStateClient:
     """Asynchronous client of a session-state server (transport: aiohttp).
 
+    Reads of a session and its events send the newest revision this client
+    has seen of it (`minRevision`), as the sync client's do.
+
     Args:
         base_url: the server, default $SESSION_STATE_BASE_URL or http://127.0.0.1:8000.
         api_key: sent as a bearer token, default $SESSION_STATE_API_KEY;
@@ -437,24 +446,24 @@ class AsyncSessionStateClient:
         self.max_retries = max_retries
         # Connections are opened on first use, on the running event loop.
         self._http = AiohttpTransport(url, headers, timeout, http_client)
+        self._revisions = SeenRevisions()
 
     async def _send(self, call: Call[T]) -> T:
         attempt = 0
         content = None if call.json is None else _requests.encode(call.json)
         headers = call.headers if call.json is None else {**JSON_HEADERS, **call.headers}
+        params = _requests.params_of(call, self._revisions)
         while True:
             response: Answer | None = None
             try:
-                response = await self._http.send(
-                    call.method, call.path, call.params, content, headers
-                )
+                response = await self._http.send(call.method, call.path, params, content, headers)
             except (aiohttp.ClientError, TimeoutError) as error:
                 failure, sent = aiohttp_failure(error, call.method, self._http.url_of(call.path))
                 if attempt >= self.max_retries or not _requests.may_retry_error(call, sent=sent):
                     raise failure from error
             else:
                 if attempt >= self.max_retries or not _requests.may_retry_status(call, response):
-                    return _requests.read(call, response)
+                    return _requests.read_and_remember(call, response, self._revisions)
             await asyncio.sleep(_requests.retry_delay(attempt, response))
             attempt += 1
 

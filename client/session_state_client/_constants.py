@@ -11,3 +11,5 @@ INITIAL_RETRY_DELAY = 0.5
 MAX_RETRY_DELAY = 8.0
 MAX_RETRY_AFTER = 60.0
 RETRYABLE_STATUSES = frozenset({429, 502, 503, 504})
+# Sessions whose last seen revision a client keeps (for read-your-writes).
+MAX_REMEMBERED_SESSIONS = 4096

@@ -30,6 +30,7 @@ from session_state_client._models import (
     Session,
     SessionPage,
 )
+from session_state_client._revisions import RevisionUse, SeenRevisions
 
 T = TypeVar("T")
 
@@ -87,6 +88,22 @@ class Call(Generic[T]):
     # Safe to send again after an answer was possibly lost: reads, appends
     # (the event id makes the server deduplicate) and memory ingestion.
     repeatable: bool = False
+    # The session (its path) whose revision the answer's ETag reports, and
+    # what the call does with it (session_state_client._revisions).
+    session: str | None = None
+    revision_use: RevisionUse | None = None
+
+
+def params_of(call: Call[Any], seen: SeenRevisions) -> dict[str, Any]:
+    """The call's query parameters, a read's with the revision last seen."""
+    return seen.params(call.revision_use, call.session, call.params)
+
+
+def read_and_remember(call: Call[T], response: Answer, seen: SeenRevisions) -> T:
+    """What `read` returns, the revision of a successful answer remembered."""
+    result = read(call, response)
+    seen.see(call.revision_use, call.session, _revision(response))
+    return result
 
 
 def _segment(value: str) -> str:
@@ -163,7 +180,9 @@ def create_session(
     if state is not None:
         body["state"] = dict(state)
     path = f"/apps/{_segment(app_name)}/users/{_segment(user_id)}/sessions"
-    return Call("POST", path, _session, json=body)
+    # A session created again after a delete starts again at revision 0.
+    session = None if session_id is None else _session_path(app_name, user_id, session_id)
+    return Call("POST", path, _session, json=body, session=session, revision_use="restart")
 
 
 def set_expiry(
@@ -176,14 +195,17 @@ def set_expiry(
 ) -> Call[Session]:
     # Both null asks for no expiry.
     body = {"ttlSeconds": ttl_seconds, "expireTime": expire_time}
+    session = _session_path(app_name, user_id, session_id)
     return Call(
         "PATCH",
-        _session_path(app_name, user_id, session_id),
+        session,
         _session,
         json=body,
         headers=_if_match(if_match),
         # Setting an expiry again sets the same one (the revision does not move).
         repeatable=True,
+        session=session,
+        revision_use="note",
     )
 
 
@@ -210,8 +232,9 @@ def get_session(
     after_timestamp: float | None,
 ) -> Call[Session]:
     params = _params(numRecentEvents=num_recent_events, afterTimestamp=after_timestamp)
+    session = _session_path(app_name, user_id, session_id)
     return Call(
-        "GET", _session_path(app_name, user_id, session_id), _session, params, repeatable=True
+        "GET", session, _session, params, repeatable=True, session=session, revision_use="bound"
     )
 
 
@@ -235,7 +258,8 @@ def delete_session(
     app_name: str, user_id: str, session_id: str, delete_memories: bool
 ) -> Call[None]:
     params = {"deleteMemories": "true"} if delete_memories else {}
-    return Call("DELETE", _session_path(app_name, user_id, session_id), _nothing, params)
+    session = _session_path(app_name, user_id, session_id)
+    return Call("DELETE", session, _nothing, params, session=session, revision_use="forget")
 
 
 def with_event_id(event: Mapping[str, Any]) -> dict[str, Any]:
@@ -267,8 +291,17 @@ def append_event(
             replayed=persisted and response.status_code == 200,
         )
 
-    path = _session_path(app_name, user_id, session_id) + "/events"
-    return Call("POST", path, parse, json=event, headers=_if_match(if_match), repeatable=True)
+    session = _session_path(app_name, user_id, session_id)
+    return Call(
+        "POST",
+        session + "/events",
+        parse,
+        json=event,
+        headers=_if_match(if_match),
+        repeatable=True,
+        session=session,
+        revision_use="note",
+    )
 
 
 def append_events(
@@ -285,14 +318,16 @@ def append_events(
             replayed=response.status_code == 200,
         )
 
-    path = _session_path(app_name, user_id, session_id) + "/events/batch"
+    session = _session_path(app_name, user_id, session_id)
     return Call(
         "POST",
-        path,
+        session + "/events/batch",
         parse,
         json={"events": events},
         headers=_if_match(if_match),
         repeatable=True,
+        session=session,
+        revision_use="note",
     )
 
 
@@ -310,12 +345,15 @@ def remove_events(
 
     # Not repeated after a lost answer: a second removal would take more
     # events (with If-Match it would fail with a 412 instead).
+    session = _session_path(app_name, user_id, session_id)
     return Call(
         "DELETE",
-        _session_path(app_name, user_id, session_id) + "/events",
+        session + "/events",
         parse,
         _params(after=after, last=last),
         headers=_if_match(if_match),
+        session=session,
+        revision_use="note",
     )
 
 
@@ -326,12 +364,15 @@ def patch_state(
     state_delta: Mapping[str, Any],
     if_match: int | None,
 ) -> Call[Session]:
+    session = _session_path(app_name, user_id, session_id)
     return Call(
         "PATCH",
-        _session_path(app_name, user_id, session_id),
+        session,
         _session,
         json={"stateDelta": dict(state_delta)},
         headers=_if_match(if_match),
+        session=session,
+        revision_use="note",
     )
 
 
@@ -347,12 +388,15 @@ def list_events(
     params = _params(
         order=order, pageSize=page_size, pageToken=page_token, afterTimestamp=after_timestamp
     )
+    session = _session_path(app_name, user_id, session_id)
     return Call(
         "GET",
-        _session_path(app_name, user_id, session_id) + "/events",
+        session + "/events",
         lambda response: EventPage.model_validate(_json(response)),
         params,
         repeatable=True,
+        session=session,
+        revision_use="bound",
     )
 
 

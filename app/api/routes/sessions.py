@@ -91,6 +91,17 @@ AfterTimestamp = Annotated[
         description="Only events with timestamp >= this (epoch s).",
     ),
 ]
+MinRevision = Annotated[
+    int | None,
+    Query(
+        alias="minRevision",
+        ge=0,
+        le=MAX_INT64,
+        description="The session revision the caller last saw (its ETag, as a number): the "
+        "answer is from a server that has at least that revision, so a read after one's own "
+        "write sees it when reads are served by replicas (docs/api.md, Read-your-writes).",
+    ),
+]
 
 
 # The hot routes first: routes are matched in order, and matching each costs.
@@ -247,9 +258,12 @@ async def get_session(
         Query(alias="numRecentEvents", ge=0, le=MAX_INT64, description="Only the last n events."),
     ] = None,
     after_timestamp: AfterTimestamp = None,
+    min_revision: MinRevision = None,
 ) -> Response:
     key = SessionKey(app_name, user_id, session_id)
-    session = await service_of(request).get_session(key, num_recent_events, after_timestamp)
+    session = await service_of(request).get_session(
+        key, num_recent_events, after_timestamp, min_revision
+    )
     return rendering.session_response(session)
 
 
@@ -397,9 +411,12 @@ async def list_events(
     page_size: PageSize = DEFAULT_PAGE_SIZE,
     page_token: PageToken = None,
     after_timestamp: AfterTimestamp = None,
+    min_revision: MinRevision = None,
 ) -> Response:
     key = SessionKey(app_name, user_id, session_id)
-    page = await service_of(request).list_events(key, order, page_size, page_token, after_timestamp)
+    page = await service_of(request).list_events(
+        key, order, page_size, page_token, after_timestamp, min_revision
+    )
     return rendering.event_list_response(page.events, page.next_page_token)
 
 
