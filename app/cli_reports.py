@@ -52,13 +52,18 @@ def serving(
         f"serving http://{address} with {workers}, {keys}, from {database} "
         f"at schema revision {revision or BASE}"
     )
-    fields = {
+    fields: dict[str, object] = {
         "address": address,
         "workers": settings.workers,
         "api_keys": api_key_count,
         "database": database,
         "schema_revision": revision,
     }
+    if settings.read_database_url is not None:
+        replicas = database_shown(settings.read_database_url)
+        lag = f"{settings.max_replica_lag_seconds:g}"
+        message += f"; reads from {replicas} while at most {lag} s behind"
+        fields["read_database"] = replicas
     return message, fields
 
 

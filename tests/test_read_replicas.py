@@ -12,6 +12,7 @@ import re
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -20,10 +21,12 @@ import httpx
 import pytest
 from prometheus_client import REGISTRY
 
+from session_state.cli_reports import serving
 from session_state.config import Settings
 from session_state.db.replica import Replica
 from session_state.main import create_app
 from session_state_client import AsyncSessionStateClient, SessionStateClient
+from session_state_client._revisions import SeenRevisions
 from tests.conftest import ServerProcess, free_port, migrate, run_blocking
 from tests.replica_pair import ReplicaPair, missing_tools
 
@@ -340,3 +343,42 @@ async def _replay_paused(pair: ReplicaPair) -> AsyncIterator[_ReplayControl]:
         yield control
     finally:
         await control.resume()
+
+
+def test_the_client_keeps_the_newest_revision_from_many_threads_in_bounded_memory() -> None:
+    seen = SeenRevisions(capacity=1000)
+
+    def see(thread: int) -> None:
+        # Answers arrive out of order: the newest must stay.
+        for revision in (5, 9, 7) if thread % 2 else (8, 6, 9):
+            for session in range(150):
+                seen.see("note", f"/s{session}", revision)
+
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(see, range(8)))
+    assert [seen.get(f"/s{session}") for session in range(150)] == [9] * 150
+    seen.see("restart", "/s1", 0)  # created again after a delete
+    assert seen.get("/s1") == 0
+
+    bounded = SeenRevisions(capacity=100)
+    for session in range(150):
+        bounded.see("note", f"/s{session}", 1)
+    bounded.see("note", "/s50", 2)  # used: kept over /s51
+    bounded.see("note", "/s150", 1)
+    assert bounded.get("/s49") is None and bounded.get("/s51") is None
+    assert bounded.get("/s50") == 2 and bounded.get("/s150") == 1
+    assert len(bounded._revisions) == 100
+
+
+def test_the_start_up_line_names_the_replicas_never_their_password() -> None:
+    settings = Settings(
+        database_url="postgresql://app:secret@db1:5432/sessions",
+        read_database_url="postgresql://app:secret@r1:5432,r2:5433/sessions",
+        max_replica_lag_seconds=2.5,
+    )
+    message, fields = serving(settings, 0, None)
+    assert message.endswith(
+        "; reads from PostgreSQL r1:5432,r2:5433/sessions while at most 2.5 s behind"
+    )
+    assert fields["read_database"] == "PostgreSQL r1:5432,r2:5433/sessions"
+    assert "secret" not in message
