@@ -23,13 +23,14 @@ def _expanded(token: str, variables: dict[str, str]) -> str:
 
 
 def _readme_requests() -> list[tuple[str, str, Any]]:
-    """(method, path, JSON body) of every curl command in the README's
-    runnable bash blocks that sends a body."""
+    """(method, path, JSON body) of every curl command in the README's bash
+    blocks that sends a body (the docs test runs them all, in order, but the
+    marked deployment-only ones, which send none)."""
     found = []
     readme = (ROOT / "README.md").read_text()
     # Later blocks use what the quick start set (`B`), as a reader's shell does.
     variables: dict[str, str] = {}
-    for block in re.findall(r"```bash run[^\n]*\n(.*?)```", readme, re.S):
+    for block in re.findall(r"```bash[^\n]*\n(.*?)```", readme, re.S):
         variables.update(ASSIGNMENT.findall(block))
         tokens = shlex.split(block.replace("\\\n", " "), comments=True)
         starts = [index for index, token in enumerate(tokens) if token == "curl"]
