@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# A Docker engine of CI's own, and the base images the project's Dockerfile and
-# docker-compose.yml name, built from Debian packages because no image registry
+# A Docker engine of CI's own, and the base images the project's Dockerfiles and
+# compose files name, built from Debian packages because no image registry
 # is reachable here (docker pull fails; apt and PyPI work).
 #
 #   .ci/docker-engine.sh start   engine up, base images present; prints DOCKER_HOST
@@ -57,9 +57,13 @@ stop_engine() {
 
 image_label() { docker image inspect -f "{{index .Config.Labels \"$LABEL\"}}" "$1" 2>/dev/null; }
 
-# A minimal Debian bookworm, from the same mirror apt uses.
+# A minimal Debian bookworm, from the same mirror apt uses; also tagged
+# debian:bookworm, the base of deploy/patroni (docker-compose.ha.yml).
 build_debian() {
-  [ -n "$(docker image ls -q session-state-ci/debian:bookworm)" ] && return
+  if [ -n "$(docker image ls -q session-state-ci/debian:bookworm)" ]; then
+    docker tag session-state-ci/debian:bookworm debian:bookworm
+    return
+  fi
   local rootfs
   rootfs=$(mktemp -d "$STATE/rootfs.XXXXXX")
   log "debootstrap bookworm from $MIRROR"
@@ -72,6 +76,7 @@ build_debian() {
   tar -C "$rootfs" -c . | docker import \
     --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8' \
     --change 'CMD ["bash"]' - session-state-ci/debian:bookworm >/dev/null
+  docker tag session-state-ci/debian:bookworm debian:bookworm
   rm -rf "$rootfs"
 }
 
