@@ -63,6 +63,13 @@ async def test_the_largest_revision_a_bigint_holds_is_merely_stale(client):
         ("events", "pageSize=" + "1" * 30),
         ("events", "pageSize=0"),
         ("list", "pageSize=9223372036854775808"),
+        ("session", "minRevision=-1"),
+        ("session", "minRevision=9223372036854775808"),
+        ("session", "minRevision=" + "9" * 400),
+        ("session", "minRevision=1e3"),
+        ("session", "minRevision=%00"),
+        ("events", "minRevision=inf"),
+        ("events", "minRevision=nan"),
     ],
 )
 async def test_query_values_beyond_what_the_database_holds_are_a_422(client, path, query):
@@ -75,6 +82,10 @@ async def test_the_largest_numbers_a_query_may_carry_work(client):
     assert whole.status_code == 200 and len(whole.json()["events"]) == 3
     late = await client.get(f"{app.session_path}?afterTimestamp=1e300")
     assert late.status_code == 200 and late.json()["events"] == []
+    # A revision the session has not reached is answered by the primary (here,
+    # the only store) with what it has: never an error, never a wait.
+    ahead = await client.get(f"{app.session_path}?minRevision=9223372036854775807")
+    assert ahead.status_code == 200 and len(ahead.json()["events"]) == 3
 
 
 def raw_token(document) -> str:
