@@ -10,9 +10,10 @@ page a scan). One app, or one user of an app, is read in the API's indexes."""
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import ColumnElement, ScalarSelect, distinct, func, or_, select, tuple_
+from sqlalchemy import ColumnElement, ScalarSelect, distinct, func, select, tuple_
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from .repository import not_expired
 from .tables import app_states, sessions, user_states
 
 # Where a page starts: after this (update_time, app_name, user_id, id).
@@ -39,10 +40,6 @@ class ListedSession:
     state_keys: int
 
 
-def _live(now: float) -> ColumnElement[bool]:
-    return or_(sessions.c.expire_time.is_(None), sessions.c.expire_time > now)
-
-
 def _session_key_count(dialect: str) -> ScalarSelect[int]:
     """The number of keys of a session's state, counted where it is stored."""
     keys = (
@@ -62,7 +59,7 @@ async def app_summaries(connection: AsyncConnection, now: float) -> list[AppSumm
             func.count(distinct(sessions.c.user_id)),
             func.max(sessions.c.update_time),
         )
-        .where(_live(now))
+        .where(not_expired(now))
         .group_by(sessions.c.app_name)
         .order_by(sessions.c.app_name)
     )
@@ -82,7 +79,7 @@ async def page_sessions(
     """A page of live sessions by last update (then app, user, id), and
     whether more follow."""
     order = (sessions.c.update_time, sessions.c.app_name, sessions.c.user_id, sessions.c.id)
-    conditions: list[ColumnElement[bool]] = [_live(now)]
+    conditions: list[ColumnElement[bool]] = [not_expired(now)]
     if app_name is not None:
         conditions.append(sessions.c.app_name == app_name)
     if user_id is not None:

@@ -247,7 +247,8 @@ async def read_user_states(
 # -- sessions --------------------------------------------------------------
 
 
-def _not_expired(now: float) -> ColumnElement[bool]:
+def not_expired(now: float) -> ColumnElement[bool]:
+    """A session that has not expired at `now` (absent everywhere once it has)."""
     return or_(sessions.c.expire_time.is_(None), sessions.c.expire_time > now)
 
 
@@ -299,7 +300,7 @@ async def read_session(
     """The session row; None when it is missing or expired at `now`."""
     statement = select(
         sessions.c.state, sessions.c.revision, sessions.c.update_time, sessions.c.expire_time
-    ).where(*_session_is(key), _not_expired(now))
+    ).where(*_session_is(key), not_expired(now))
     result = await connection.execute(statement)
     row = result.first()
     if row is None:
@@ -345,7 +346,7 @@ async def set_expiry(
 ) -> int | None:
     """Replaces the session's expiry; its revision, or None when it is
     missing, expired or not at `expected_revision`."""
-    conditions = [*_session_is(key), _not_expired(now)]
+    conditions = [*_session_is(key), not_expired(now)]
     if expected_revision is not None:
         conditions.append(sessions.c.revision == expected_revision)
     result = await connection.execute(
@@ -721,7 +722,7 @@ async def append_events(
     found = await connection.execute(
         select(
             sessions.c.state, sessions.c.revision, sessions.c.ttl_seconds, sessions.c.expire_time
-        ).where(*_session_is(key), _not_expired(now))
+        ).where(*_session_is(key), not_expired(now))
     )
     session = found.first()
     if session is None or (expected_revision is not None and session.revision != expected_revision):
@@ -814,7 +815,7 @@ async def remove_events(
     `expected_revision`, as one change; None when missing or moved on."""
     found = await connection.execute(
         select(sessions.c.revision, sessions.c.ttl_seconds).where(
-            *_session_is(key), _not_expired(now)
+            *_session_is(key), not_expired(now)
         )
     )
     session = found.first()
@@ -871,7 +872,7 @@ async def fork_source(
     """The source's state, revision and initial state; None if it is missing."""
     result = await connection.execute(
         select(sessions.c.state, sessions.c.revision, sessions.c.initial_state).where(
-            *_session_is(key), _not_expired(now)
+            *_session_is(key), not_expired(now)
         )
     )
     row = result.first()
