@@ -24,7 +24,6 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import AsyncGenerator
 from typing import Any
 
 from bench.client_cpu import _free_port
@@ -47,20 +46,7 @@ def _services(side: str, argument: str) -> tuple[Any, Any]:
 
 
 def _agent() -> Any:
-    from google.adk.agents import BaseAgent
-    from google.adk.agents.invocation_context import InvocationContext
-    from google.adk.events import Event, EventActions
-    from google.genai import types
-
-    class CountingAgent(BaseAgent):
-        async def _run_async_impl(self, ctx: InvocationContext) -> AsyncGenerator[Event, None]:
-            turns = ctx.session.state.get("turns", 0) + 1
-            yield Event(
-                author=self.name,
-                invocation_id=ctx.invocation_id,
-                content=types.Content(role="model", parts=[types.Part(text=f"turn {turns}")]),
-                actions=EventActions(state_delta={"turns": turns, "user:turns": turns}),
-            )
+    from tests.adk_counting_agent import CountingAgent
 
     return CountingAgent(name="counter")
 

@@ -13,13 +13,11 @@ import textwrap
 import threading
 import uuid
 import warnings
-from collections.abc import AsyncGenerator, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from google.adk.agents import BaseAgent
-from google.adk.agents.invocation_context import InvocationContext
-from google.adk.events import Event, EventActions
+from google.adk.events import Event
 from google.adk.memory import InMemoryMemoryService
 from google.adk.memory.base_memory_service import BaseMemoryService
 from google.adk.runners import Runner
@@ -28,26 +26,12 @@ from google.adk.sessions.base_session_service import BaseSessionService
 from google.genai import types
 
 from session_state_client.adk import HttpMemoryService, HttpSessionService
+from tests.adk_counting_agent import CountingAgent
 
 THREADS = 8
 TURNS = 5
 # A hang fails the test instead of blocking the run.
 DEADLINE_SECONDS = 120
-
-
-class CountingAgent(BaseAgent):
-    """Counts its turns in session state and in user state; says the count."""
-
-    async def _run_async_impl(self, ctx: InvocationContext) -> AsyncGenerator[Event, None]:
-        turns = ctx.session.state.get("turns", 0) + 1
-        yield Event(
-            author=self.name,
-            invocation_id=ctx.invocation_id,
-            content=types.Content(role="model", parts=[types.Part(text=f"turn {turns} done")]),
-            actions=EventActions(
-                state_delta={"turns": turns, "user:turns": turns, "temp:scratch": turns}
-            ),
-        )
 
 
 def _services(kind: str, request: pytest.FixtureRequest) -> Any:
@@ -190,6 +174,7 @@ from google.adk.events import Event
 from google.adk.runners import Runner
 from google.genai import types
 from session_state_client.adk import HttpMemoryService, HttpSessionService
+from tests.adk_counting_agent import CountingAgent
 
 class Echo(BaseAgent):
     async def _run_async_impl(self, ctx):
