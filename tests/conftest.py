@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator, Coroutine, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 import asyncpg
 import httpx
@@ -89,6 +89,15 @@ def migrate(url: str) -> None:
             await engine.dispose()
 
     run_blocking(run())
+
+
+def unavailable(what: str, reason: str) -> NoReturn:
+    """`what` cannot run here: a failure in CI, which must run everything, and
+    a skip with a warning elsewhere, so that a missing tool is never silent."""
+    if os.environ.get("CI"):
+        pytest.fail(f"{what} must run in CI: {reason}")
+    warnings.warn(f"{what} is SKIPPED: {reason}", stacklevel=2)
+    pytest.skip(f"{what}: {reason}")
 
 
 @pytest.fixture(scope="session")

@@ -3,11 +3,12 @@ creates a session, and no request leaves this host (no CDN)."""
 
 import os
 import shutil
-import warnings
 from urllib.parse import urlsplit
 
 import httpx
 import pytest
+
+from tests.conftest import unavailable
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -32,10 +33,7 @@ def browser():
     except ImportError:
         sync_playwright = None
     if sync_playwright is None or not os.path.exists(CHROMIUM):
-        if os.environ.get("CI"):
-            pytest.fail("the browser test needs playwright and Debian's chromium (see .ci/run)")
-        warnings.warn("playwright or chromium missing: the browser test is SKIPPED", stacklevel=1)
-        pytest.skip("playwright or chromium missing")
+        unavailable("the browser test", "playwright or Debian's chromium is missing (see .ci/run)")
     with sync_playwright() as playwright:
         launched = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         yield launched

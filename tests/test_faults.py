@@ -33,7 +33,7 @@ import asyncpg
 import httpx
 import pytest
 
-from tests.conftest import ServerProcess, free_port, migrate
+from tests.conftest import ServerProcess, free_port, migrate, unavailable
 
 APP = "faults"
 USER = "loader"
@@ -185,10 +185,7 @@ class Cluster:
 def cluster() -> Iterator[Cluster]:
     missing = _missing_tools()
     if missing is not None:
-        if os.environ.get("CI"):
-            pytest.fail(f"fault-injection tests need a local PostgreSQL: {missing}")
-        warnings.warn(f"fault-injection tests are SKIPPED: {missing}", stacklevel=1)
-        pytest.skip(f"fault-injection tests need a local PostgreSQL: {missing}")
+        unavailable("the fault-injection tests (a PostgreSQL of their own)", missing)
     bin_dir = _postgres_bin_dir()
     assert bin_dir is not None
     instance = Cluster(bin_dir)

@@ -23,7 +23,6 @@ import sys
 import tempfile
 import time
 import uuid
-import warnings
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,6 +48,7 @@ from tests.conftest import (
     drop_postgres_database,
     free_port,
     run_blocking,
+    unavailable,
 )
 
 # Server connections PgBouncer opens to the database: fewer than the
@@ -188,11 +188,7 @@ class Deployment:
 def pgbouncer() -> Iterator[PgBouncer]:
     binary = _pgbouncer_binary()
     if binary is None:
-        reason = "pgbouncer is not installed (apt-get install pgbouncer)"
-        if os.environ.get("CI"):
-            pytest.fail(f"the PgBouncer test must run in CI: {reason}")
-        warnings.warn(f"the PgBouncer test is SKIPPED: {reason}", stacklevel=1)
-        pytest.skip(reason)
+        unavailable("the PgBouncer test", "pgbouncer is not installed (apt-get install pgbouncer)")
     # Not under pytest's directory, which only root may enter: PgBouncer
     # reads its files as postgres when the tests run as root.
     directory = Path(tempfile.mkdtemp(prefix="session-state-pgbouncer-"))

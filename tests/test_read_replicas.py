@@ -7,7 +7,6 @@ server answered is read from `session_state_reads_total{target}`.
 """
 
 import asyncio
-import os
 import re
 import time
 import uuid
@@ -27,7 +26,7 @@ from session_state.db.replica import Replica
 from session_state.main import create_app
 from session_state_client import AsyncSessionStateClient, SessionStateClient
 from session_state_client._revisions import SeenRevisions
-from tests.conftest import ServerProcess, free_port, migrate, run_blocking
+from tests.conftest import ServerProcess, free_port, migrate, run_blocking, unavailable
 from tests.replica_pair import ReplicaPair, missing_tools
 
 APP = "replicas"
@@ -41,9 +40,7 @@ CATCH_UP_SECONDS = 15.0
 def pair() -> Iterator[ReplicaPair]:
     missing = missing_tools()
     if missing is not None:
-        if os.environ.get("CI"):
-            pytest.fail(f"the replica tests need PostgreSQL 15: {missing}")
-        pytest.skip(missing)
+        unavailable("the replica tests (PostgreSQL 15)", missing)
     replicas = ReplicaPair(free_port(), free_port())
     try:
         replicas.start()
