@@ -1,1 +1,1 @@
-"""Storage: tables, engine and the SQL of the repository."""
+"""Storage: tables, engine, the `Store` protocol and its two implementations."""

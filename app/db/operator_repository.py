@@ -13,7 +13,7 @@ from typing import Any
 from sqlalchemy import ColumnElement, ScalarSelect, distinct, func, select, tuple_
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from .repository import not_expired
+from .sqlite_statements import not_expired
 from .tables import app_states, sessions, user_states
 
 # Where a page starts: after this (update_time, app_name, user_id, id).

@@ -6,7 +6,7 @@ dimension of the array); identifiers are always parameters, never text."""
 import re
 
 from .memory_repository import TAKE_WHAT_FITS
-from .repository import listing_sql
+from .session_listing import listing_sql
 
 # -- the append and the session read -----------------------------------------
 

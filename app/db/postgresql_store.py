@@ -54,16 +54,10 @@ from .database_errors import (
     loses_server,
     raise_as_domain_error,
 )
+from .event_windows import ERASE_CANDIDATES, events_batch, events_within
 from .migrations import SchemaNotCurrent
-from .repository import (
-    ERASE_CANDIDATES,
-    LISTED_SESSION_OVERHEAD_BYTES,
-    entry_sizes,
-    events_batch,
-    events_within,
-    session_state_bytes,
-    state_too_large,
-)
+from .session_listing import LISTED_SESSION_OVERHEAD_BYTES
+from .state_sizes import entry_sizes, session_state_bytes, state_too_large
 from .store import ForkOutcome, MemoriesOf
 
 # Rows per statement when memories are written or a session's events read

@@ -1,5 +1,5 @@
 """The embedded store: SQLite through SQLAlchemy Core (aiosqlite), its SQL
-in `repository.py` and `memory_repository.py`.
+in `sql.py` and `memory_repository.py`.
 
 Writers take the database's write lock at BEGIN (`engine.py`): the append's
 read-modify-write of the session state cannot interleave with another
@@ -32,10 +32,13 @@ from ..domain import (
 )
 from ..errors import DatabaseUnavailable
 from ..state import ScopedDelta, StateDict
-from . import memory_repository, repository
+from . import memory_repository
+from . import sqlite_statements as sql
 from .database_errors import database_errors_as_domain_errors
 from .engine import WRITE_OPTION
+from .event_windows import events_batch
 from .migrations import SchemaNotCurrent, require_current_schema
+from .state_sizes import session_state_bytes, state_too_large
 from .store import ForkOutcome, MemoriesOf
 
 # Rows per statement when memories are written or a session's events read
@@ -80,7 +83,7 @@ class SqliteStore:
         new_expiry: Expiry | None = None,
     ) -> int:
         async with self._write() as connection:
-            return await repository.append_event(
+            return await sql.append_event(
                 connection, key, event, expected_revision, max_state_bytes, now, new_expiry
             )
 
@@ -94,7 +97,7 @@ class SqliteStore:
         now: float,
     ) -> int:
         async with self._write() as connection:
-            return await repository.append_events(
+            return await sql.append_events(
                 connection, key, events, delta, expected_revision, max_state_bytes, now
             )
 
@@ -102,7 +105,7 @@ class SqliteStore:
         self, key: SessionKey, remove_count: int, now: float
     ) -> tuple[int, int] | None:
         async with self._read() as connection:
-            return await repository.newest_kept_seq(connection, key, remove_count, now)
+            return await sql.newest_kept_seq(connection, key, remove_count, now)
 
     async def remove_events(
         self,
@@ -113,7 +116,7 @@ class SqliteStore:
         now: float,
     ) -> EventsRemoved | None:
         async with self._write() as connection:
-            return await repository.remove_events(
+            return await sql.remove_events(
                 connection, key, after_seq, expected_revision, state, now
             )
 
@@ -121,7 +124,7 @@ class SqliteStore:
         self, key: SessionKey, expiry: Expiry, expected_revision: int | None, now: float
     ) -> int | None:
         async with self._write() as connection:
-            return await repository.set_expiry(connection, key, expiry, expected_revision, now)
+            return await sql.set_expiry(connection, key, expiry, expected_revision, now)
 
     async def read_snapshot(
         self,
@@ -132,7 +135,7 @@ class SqliteStore:
         now: float,
     ) -> SessionSnapshot | None:
         async with self._read() as connection:
-            return await repository.read_snapshot(
+            return await sql.read_snapshot(
                 connection, key, limit, after_timestamp, max_events_bytes, now
             )
 
@@ -148,21 +151,21 @@ class SqliteStore:
         *,
         forget_expired_memories: bool,
     ) -> SharedScopes | None:
-        size = repository.session_state_bytes(delta.session)
+        size = session_state_bytes(delta.session)
         if size > max_state_bytes:
-            raise repository.state_too_large("session", size, max_state_bytes)
+            raise state_too_large("session", size, max_state_bytes)
         async with self._write() as connection:
-            if not await repository.insert_session(connection, key, delta.session, now, expiry):
+            if not await sql.insert_session(connection, key, delta.session, now, expiry):
                 if not await _delete_if_expired(connection, key, now, forget_expired_memories):
                     return None
-                await repository.insert_session(connection, key, delta.session, now, expiry)
-            await repository.write_app_state(connection, key.app_name, delta.app, max_state_bytes)
-            await repository.write_user_state(
+                await sql.insert_session(connection, key, delta.session, now, expiry)
+            await sql.write_app_state(connection, key.app_name, delta.app, max_state_bytes)
+            await sql.write_user_state(
                 connection, key.app_name, key.user_id, delta.user, max_state_bytes
             )
             return SharedScopes(
-                await repository.read_app_state(connection, key.app_name),
-                await repository.read_user_state(connection, key.app_name, key.user_id),
+                await sql.read_app_state(connection, key.app_name),
+                await sql.read_user_state(connection, key.app_name, key.user_id),
             )
 
     async def page_sessions(
@@ -175,18 +178,18 @@ class SqliteStore:
         now: float,
     ) -> SessionListing:
         async with self._read() as connection:
-            page, more = await repository.page_sessions(
+            page, more = await sql.page_sessions(
                 connection, app_name, user_id, after, limit, max_bytes, now
             )
-            app_state = await repository.read_app_state(connection, app_name)
-            user_states = await repository.read_user_states(
+            app_state = await sql.read_app_state(connection, app_name)
+            user_states = await sql.read_user_states(
                 connection, app_name, sorted({row.user_id for row in page})
             )
         return SessionListing(page, app_state, user_states, more)
 
     async def delete_session(self, key: SessionKey, *, with_memories: bool, now: float) -> bool:
         async with self._write() as connection:
-            alive = await repository.delete_session(connection, key, now)
+            alive = await sql.delete_session(connection, key, now)
             if alive is None:
                 return False
             if with_memories:
@@ -195,17 +198,17 @@ class SqliteStore:
 
     async def find_event(self, key: SessionKey, event_id: str) -> StoredEvent | None:
         async with self._read() as connection:
-            return await repository.find_event(connection, key, event_id)
+            return await sql.find_event(connection, key, event_id)
 
     async def find_events(
         self, key: SessionKey, event_ids: Sequence[str]
     ) -> dict[str, StoredEvent]:
         async with self._read() as connection:
-            return await repository.find_events(connection, key, event_ids)
+            return await sql.find_events(connection, key, event_ids)
 
     async def read_session(self, key: SessionKey, now: float) -> SessionRow | None:
         async with self._read() as connection:
-            return await repository.read_session(connection, key, now)
+            return await sql.read_session(connection, key, now)
 
     async def page_events(
         self,
@@ -218,33 +221,33 @@ class SqliteStore:
         now: float,
     ) -> tuple[list[StoredEvent], bool, int] | None:
         async with self._read() as connection:
-            found = await repository.read_session(connection, key, now)
+            found = await sql.read_session(connection, key, now)
             if found is None:
                 return None
-            events, more = await repository.page_events(
+            events, more = await sql.page_events(
                 connection, key, order, after_seq, after_timestamp, limit, max_bytes
             )
             return events, more, found.revision
 
     async def read_app_state(self, app_name: str) -> StateDict:
         async with self._read() as connection:
-            return await repository.read_app_state(connection, app_name)
+            return await sql.read_app_state(connection, app_name)
 
     async def read_user_state(self, app_name: str, user_id: str) -> StateDict:
         async with self._read() as connection:
-            return await repository.read_user_state(connection, app_name, user_id)
+            return await sql.read_user_state(connection, app_name, user_id)
 
     # -- fork ----------------------------------------------------------------
 
     async def read_initial_state(self, key: SessionKey, now: float) -> StateDict | None:
         async with self._read() as connection:
-            return await repository.read_initial_state(connection, key, now)
+            return await sql.read_initial_state(connection, key, now)
 
     async def read_events(
         self, key: SessionKey, after_seq: int, up_to_seq: int, limit: int
     ) -> list[StoredEvent]:
         async with self._read() as connection:
-            return await repository.read_events_after(connection, key, after_seq, limit, up_to_seq)
+            return await sql.read_events_after(connection, key, after_seq, limit, up_to_seq)
 
     async def fork_session(
         self,
@@ -258,19 +261,19 @@ class SqliteStore:
         origin = source.key
         target = SessionKey(origin.app_name, origin.user_id, session_id)
         async with self._write() as connection:
-            found = await repository.fork_source(connection, origin, now)
+            found = await sql.fork_source(connection, origin, now)
             if found is None:
                 return "source_missing"
             stored_state, revision, initial_state = found
             up_to = revision if source.up_to_seq is None else source.up_to_seq
             state = stored_state if source.state is None else source.state
-            if source.up_to_seq is not None and not await repository.event_at_seq(
+            if source.up_to_seq is not None and not await sql.event_at_seq(
                 connection, origin, source.up_to_seq
             ):
                 return "source_changed"
 
             async def insert() -> bool:
-                return await repository.insert_session(
+                return await sql.insert_session(
                     connection,
                     target,
                     state,
@@ -285,7 +288,7 @@ class SqliteStore:
                     return "id_taken"
                 await insert()
             # One statement: SQLite copies without a round trip per row.
-            await repository.copy_events(connection, origin, session_id, 0, up_to)
+            await sql.copy_events(connection, origin, session_id, 0, up_to)
         return "forked"
 
     # -- memory --------------------------------------------------------------
@@ -297,12 +300,10 @@ class SqliteStore:
         async with self._write() as connection:
             # The write lock is held until the memories are committed: a
             # delete of the session (with its memories) waits.
-            if await repository.read_session(connection, key, now) is None:
+            if await sql.read_session(connection, key, now) is None:
                 return None
             after_seq = 0
-            while batch := await repository.read_events_after(
-                connection, key, after_seq, MEMORY_BATCH
-            ):
+            while batch := await sql.read_events_after(connection, key, after_seq, MEMORY_BATCH):
                 after_seq = batch[-1].seq
                 added += await memory_repository.insert_memories(
                     connection, key.app_name, key.user_id, memories_of(batch)
@@ -348,14 +349,14 @@ class SqliteStore:
     async def erase_user(self, app_name: str, user_id: str, batch_events: int) -> Erased:
         erased = await self._erase_sessions(app_name, user_id, batch_events)
         async with self._write() as connection:
-            state_keys = await repository.delete_scope_state(connection, app_name, user_id)
+            state_keys = await sql.delete_scope_state(connection, app_name, user_id)
             memories = await memory_repository.delete_user_memories(connection, app_name, user_id)
         return erased + Erased(state_keys=state_keys, memories=memories)
 
     async def erase_app(self, app_name: str, batch_events: int) -> Erased:
         erased = await self._erase_sessions(app_name, None, batch_events)
         async with self._write() as connection:
-            state_keys = await repository.delete_scope_state(connection, app_name, None)
+            state_keys = await sql.delete_scope_state(connection, app_name, None)
             memories = await memory_repository.delete_app_memories(connection, app_name)
         return erased + Erased(state_keys=state_keys, memories=memories)
 
@@ -367,11 +368,11 @@ class SqliteStore:
         erased = Erased()
         while True:
             async with self._write() as connection:
-                candidates = await repository.erasable_sessions(connection, app_name, user_id)
-                batch = repository.events_batch(candidates, batch_events)
+                candidates = await sql.erasable_sessions(connection, app_name, user_id)
+                batch = events_batch(candidates, batch_events)
                 if not batch:
                     return erased
-                sessions, events = await repository.delete_sessions_with_events(
+                sessions, events = await sql.delete_sessions_with_events(
                     connection, app_name, batch
                 )
             erased += Erased(sessions=sessions, events=events)
@@ -386,13 +387,11 @@ class SqliteStore:
         swept = Swept()
         while True:
             async with self._write() as connection:
-                candidates = await repository.expired_sessions(connection, now)
-                batch = repository.events_batch(candidates, batch_events)
+                candidates = await sql.expired_sessions(connection, now)
+                batch = events_batch(candidates, batch_events)
                 if not batch:
                     return swept
-                sessions, events = await repository.delete_any_sessions_with_events(
-                    connection, batch
-                )
+                sessions, events = await sql.delete_any_sessions_with_events(connection, batch)
                 memories = 0
                 if with_memories:
                     for key in batch:
@@ -401,7 +400,7 @@ class SqliteStore:
 
     async def count_expired(self, now: float) -> int:
         async with self._read() as connection:
-            return await repository.count_expired(connection, now)
+            return await sql.count_expired(connection, now)
 
     # -- operations ----------------------------------------------------------
 
@@ -422,7 +421,7 @@ class SqliteStore:
 async def _delete_if_expired(
     connection: AsyncConnection, key: SessionKey, now: float, with_memories: bool
 ) -> bool:
-    if not await repository.delete_if_expired(connection, key, now):
+    if not await sql.delete_if_expired(connection, key, now):
         return False
     if with_memories:
         await memory_repository.delete_session_memories(connection, key)

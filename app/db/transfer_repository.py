@@ -11,7 +11,7 @@ from sqlalchemy import Row, Table, insert, or_, select, tuple_
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from ..domain import SessionKey
-from .repository import entry_bytes, session_state_bytes
+from .state_sizes import entry_bytes, session_state_bytes
 from .tables import app_states, events, forgotten_memories, memories, sessions, user_states
 
 SESSION_COLUMNS = (

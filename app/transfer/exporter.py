@@ -11,7 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from .. import json_codec
 from ..db import transfer_repository as sql
-from ..db.repository import count_events, read_events_after
+from ..db.sqlite_statements import count_events, read_events_after
 from ..db.tables import app_states, forgotten_memories, memories, sessions, user_states
 from ..domain import SessionKey
 from . import dump_format as dump

@@ -1,11 +1,11 @@
 """The SQLite store's SQL for sessions, events and state, as SQLAlchemy Core
-(the PostgreSQL store's is in `postgresql_statements.py`; the listing
-statement and the size rules below serve both). Functions run on a
-connection inside a transaction that the caller owns; none of them
-commits."""
+(the PostgreSQL store's is in `postgresql_statements.py`; the rules both
+share are in `state_sizes.py`, `session_listing.py` and `event_windows.py`).
+Functions run on a connection inside a transaction that the caller owns;
+none of them commits."""
 
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, TypeVar
+from typing import Any
 
 from sqlalchemy import (
     BigInteger,
@@ -27,7 +27,6 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql.elements import ColumnElement
 from sqlalchemy.sql.selectable import TextualSelect
 
-from .. import json_codec
 from ..domain import (
     AppendNotApplied,
     EventsRemoved,
@@ -40,45 +39,16 @@ from ..domain import (
     SortOrder,
     StoredEvent,
 )
-from ..errors import ResponseTooLarge, StateTooLarge
 from ..state import ScopedDelta, StateDict, apply_delta
+from .event_windows import ERASE_CANDIDATES, events_within
+from .session_listing import LISTED_SESSION_OVERHEAD_BYTES, listing_sql
+from .state_sizes import entry_sizes, session_state_bytes, state_too_large
 from .tables import JsonDocument, app_states, events, sessions, user_states
-
-T = TypeVar("T")
-
-# A scope's size counts, for each key, its bytes, its value's JSON bytes and
-# these four (quotes, colon, comma): about the size of the scope as a JSON
-# object. App and user keys keep theirs in a `size` column; a session's state
-# is measured whole (on PostgreSQL as JSONB prints it: a space after each ":"
-# and ",", so a few bytes more).
-KEY_OVERHEAD_BYTES = 4
-# What a session in a list adds besides its state (ids, field names, time).
-LISTED_SESSION_OVERHEAD_BYTES = 512
 
 
 def _byte_length(column: Any) -> ColumnElement[int]:
     """Bytes of a text column."""
     return func.length(cast(column, LargeBinary))
-
-
-def state_too_large(scope: str, size: int, limit: int) -> StateTooLarge:
-    return StateTooLarge(
-        f"this write would make the {scope} state {size} bytes, above the limit of {limit} "
-        "(SESSION_STATE_MAX_STATE_BYTES); nothing was written"
-    )
-
-
-def session_state_bytes(state: StateDict) -> int:
-    return len(json_codec.dumps(state))
-
-
-def entry_bytes(key: str, value: Any) -> int:
-    """What one app or user key adds to its scope's size."""
-    return len(key.encode()) + len(json_codec.dumps(value)) + KEY_OVERHEAD_BYTES
-
-
-def entry_sizes(delta: StateDict) -> dict[str, int]:
-    return {key: entry_bytes(key, value) for key, value in delta.items()}
 
 
 async def app_state_bytes(connection: AsyncConnection, app_name: str) -> int:
@@ -359,47 +329,6 @@ async def set_expiry(
     return None if row is None else int(row[0])
 
 
-def listing_sql(*, one_user: bool, after_cursor: bool) -> str:
-    """The page statement (both stores run it), static text so that nothing
-    is built per request (SQLAlchemy Core took milliseconds to build and key
-    this one)."""
-    conditions = ["s.app_name = :app_name", "(s.expire_time IS NULL OR s.expire_time > :now)"]
-    if one_user:
-        conditions.append("s.user_id = :user_id")
-    if after_cursor:
-        conditions.append(
-            "(s.update_time, s.user_id, s.id) > (:after_time, :after_user, :after_id)"
-        )
-    user_of_row = ":user_id" if one_user else "candidates.user_id"
-    return f"""
-        WITH candidates AS (
-            SELECT s.user_id, s.id, s.state, s.revision, s.update_time, s.expire_time,
-                   s.state_bytes
-              FROM sessions AS s
-             WHERE {" AND ".join(conditions)}
-             ORDER BY s.update_time, s.user_id, s.id
-             LIMIT :candidates
-        ), windowed AS (
-            SELECT candidates.*,
-                   row_number() OVER listed AS position,
-                   CAST(sum(candidates.state_bytes + :per_session
-                            + (SELECT coalesce(sum(u.size), 0) FROM user_states AS u
-                                WHERE u.app_name = :app_name AND u.user_id = {user_of_row}))
-                        OVER listed AS BIGINT)
-                   + row_number() OVER listed
-                     * (SELECT coalesce(sum(a.size), 0) FROM app_states AS a
-                         WHERE a.app_name = :app_name) AS running,
-                   count(*) OVER () AS fetched
-              FROM candidates
-            WINDOW listed AS (ORDER BY candidates.update_time, candidates.user_id, candidates.id)
-        )
-        SELECT user_id, id, state, revision, update_time, expire_time, fetched
-          FROM windowed
-         WHERE position = 1 OR running <= :max_bytes
-         ORDER BY position
-        """
-
-
 def _listing_statement(*, one_user: bool, after_cursor: bool) -> TextualSelect:
     return text(listing_sql(one_user=one_user, after_cursor=after_cursor)).columns(
         column("user_id", String),
@@ -520,29 +449,6 @@ def _recent_events(
     return statement.subquery()
 
 
-def events_within(
-    sizes: list[tuple[int, int]], limit: int, max_bytes: int
-) -> tuple[list[int], bool]:
-    """Of up to `limit` + 1 events' (seq, size) in page order, the seqs of a
-    page of at most `limit` events and `max_bytes`, and whether more follow.
-    ResponseTooLarge if the first event alone is larger (both stores)."""
-    more = len(sizes) > limit
-    chosen: list[int] = []
-    total = 0
-    for seq, size in sizes[:limit]:
-        total += size
-        if total > max_bytes:
-            if not chosen:
-                raise ResponseTooLarge(
-                    f"event {seq} alone is {size} bytes, above the {max_bytes} bytes a "
-                    "response may carry (SESSION_STATE_MAX_RESPONSE_BYTES)"
-                )
-            more = True
-            break
-        chosen.append(seq)
-    return chosen, more
-
-
 async def page_events(
     connection: AsyncConnection,
     key: SessionKey,
@@ -610,23 +516,6 @@ async def count_events(
 
 
 # -- erasure ---------------------------------------------------------------
-
-# Sessions considered per erasure transaction.
-ERASE_CANDIDATES = 100
-
-
-def events_batch(candidates: Sequence[tuple[T, int]], batch_events: int) -> list[T]:
-    """Of (session, event count) in erasure order, the sessions of one
-    transaction: as many as hold at most `batch_events` events in all, and
-    always the first (a bigger session is erased alone, whole)."""
-    chosen: list[T] = []
-    total = 0
-    for session, count in candidates:
-        total += count
-        if chosen and total > batch_events:
-            break
-        chosen.append(session)
-    return chosen
 
 
 async def erasable_sessions(
