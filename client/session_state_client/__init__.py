@@ -1,7 +1,7 @@
 """Python client of the session-state service: sync, async, and (extra `adk`)
 drop-in ADK session and memory services in `session_state_client.adk`."""
 
-from session_state_client._client import AsyncSessionStateClient, SessionStateClient
+from session_state_client._async_client import AsyncSessionStateClient
 from session_state_client._exceptions import (
     AlreadyExistsError,
     APIConnectionError,
@@ -34,6 +34,7 @@ from session_state_client._models import (
     Session,
     SessionPage,
 )
+from session_state_client._sync_client import SessionStateClient
 
 __version__ = "0.1.0"
 

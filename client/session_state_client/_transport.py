@@ -1,6 +1,7 @@
 """How each client reaches the server: the sync client through httpx, the
-async client through aiohttp, with one meaning of `timeout` and one reading
-of failures (which ones mean the request never reached the server).
+async client through aiohttp, both with one `send`, one meaning of `timeout`
+and one reading of failures (which ones mean the request never reached the
+server).
 
 aiohttp for the async client (issue 12), in place of a hand-written HTTP/1.1
 that wrote headers unchecked and parsed answers leniently. Measured with
@@ -74,6 +75,11 @@ def client_timeout(timeout: float | httpx.Timeout) -> aiohttp.ClientTimeout:
 # -- failures ------------------------------------------------------------------
 
 
+# What each library raises when a request got no answer.
+HTTPX_ERRORS = (httpx.TransportError,)
+AIOHTTP_ERRORS = (aiohttp.ClientError, TimeoutError)
+
+
 def httpx_failure(
     error: httpx.TransportError, method: str, url: str
 ) -> tuple[APIConnectionError, bool]:
@@ -123,6 +129,46 @@ def aiohttp_failure(
         return APIConnectionError(f"{method} {url}: could not connect ({reason})"), sent
     reason = str(error) or type(error).__name__
     return APIConnectionError(f"{method} {url}: connection failed ({reason})"), sent
+
+
+# -- the sync client's connections ----------------------------------------------
+
+
+class HttpxTransport:
+    """Requests to one base URL through an httpx.Client: one of its own, or
+    the caller's (`http_client=`), whose base URL, if it has one, and
+    timeout are kept, and which is left open."""
+
+    def __init__(
+        self,
+        base_url: str,
+        headers: Mapping[str, str],
+        timeout: float | httpx.Timeout,
+        client: httpx.Client | None,
+    ) -> None:
+        self._owns_client = client is None
+        self._client = client or httpx.Client(base_url=base_url, timeout=timeout)
+        if client is not None and not str(client.base_url):
+            self._client.base_url = httpx.URL(base_url)
+        self._client.headers.update(headers)
+
+    def send(
+        self,
+        method: str,
+        path: str,
+        params: Mapping[str, Any],
+        body: bytes | None,
+        headers: Mapping[str, str],
+    ) -> httpx.Response:
+        return self._client.request(method, path, params=params, content=body, headers=headers)
+
+    def url_of(self, path: str) -> str:
+        return str(self._client.base_url).rstrip("/") + path
+
+    def close(self) -> None:
+        """Closes the connections of the client made here (not a caller's)."""
+        if self._owns_client:
+            self._client.close()
 
 
 # -- the async client's connections ---------------------------------------------

@@ -34,7 +34,7 @@ from google.adk.sessions.session import Session
 from google.genai import types
 
 from session_state_client import _exceptions
-from session_state_client._client import AsyncSessionStateClient
+from session_state_client._async_client import AsyncSessionStateClient
 from session_state_client._models import Session as WireSession
 from session_state_client._requests import encode
 

@@ -25,7 +25,7 @@ from agents.items import TResponseInputItem
 from agents.memory import Session
 from agents.memory.session_settings import coerce_session_settings, resolve_session_limit
 
-from session_state_client._client import AsyncSessionStateClient
+from session_state_client._async_client import AsyncSessionStateClient
 from session_state_client._exceptions import (
     AlreadyExistsError,
     NotFoundError,

@@ -1,13 +1,21 @@
-"""SessionStateClient and AsyncSessionStateClient against a real server."""
+"""SessionStateClient and AsyncSessionStateClient against a real server, one
+test body for both (`client` is either, see both_clients.py), on SQLite and
+PostgreSQL. Retries, timeouts, headers and failures a real server never
+produces: test_contract.py."""
 
+import ast
 import asyncio
+import inspect
+import socket
 import time
+from pathlib import Path
 
 import pytest
 
 from session_state_client import (
     AlreadyExistsError,
     APIConnectionError,
+    APIStatusError,
     AsyncSessionStateClient,
     BadRequestError,
     EventIdConflictError,
@@ -17,248 +25,334 @@ from session_state_client import (
     StaleSessionError,
     ValidationError,
 )
+from tests.client.both_clients import CLIENTS, open_client
 from tests.conftest import ServerProcess
 
 
-def test_every_method_of_the_sync_client(base_url, app_name):
-    with SessionStateClient(base_url=base_url) as client:
-        created = client.create_session(
-            app_name=app_name, user_id="ada", session_id="s1", state={"user:n": 1, "k": "v"}
-        )
-        assert created.revision == 0
-        assert created.state == {"k": "v", "user:n": 1}
+@pytest.fixture(params=CLIENTS)
+def kind(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
 
-        appended = client.append_event(
-            app_name=app_name,
-            user_id="ada",
-            session_id="s1",
-            event={"author": "agent", "actions": {"stateDelta": {"app:a": 1, "temp:t": 0}}},
-            if_match=created.revision,
-        )
-        assert appended.revision == 1 and appended.persisted and not appended.replayed
-        assert appended.event["id"]
-        assert appended.event["actions"]["stateDelta"] == {"app:a": 1}
 
-        session = client.get_session(app_name=app_name, user_id="ada", session_id="s1")
-        assert session.revision == 1
-        assert session.events == [appended.event]
-        assert session.state == {"k": "v", "app:a": 1, "user:n": 1}
-        assert session.last_update_time == appended.event["timestamp"]
+@pytest.fixture
+def client(kind, base_url):
+    with open_client(kind, base_url=base_url) as opened:
+        yield opened
 
-        patched = client.patch_state(
-            app_name=app_name, user_id="ada", session_id="s1", state_delta={"k": "w"}, if_match=1
-        )
-        assert patched.state["k"] == "w" and patched.revision == 2
 
-        page = client.list_events(app_name=app_name, user_id="ada", session_id="s1", order="desc")
-        assert [event["author"] for event in page.events] == ["user", "agent"]
-        assert client.get_user_state(app_name=app_name, user_id="ada") == {"n": 1}
-        assert client.get_app_state(app_name=app_name) == {"a": 1}
-        listed = client.list_sessions(app_name=app_name, user_id="ada")
-        assert [listed_session.id for listed_session in listed.sessions] == ["s1"]
-        assert listed.sessions[0].events == []
+def test_sessions_events_and_state(client, app_name):
+    created = client.create_session(
+        app_name=app_name, user_id="ada", session_id="s1", state={"user:n": 1, "k": "v"}
+    )
+    assert created.revision == 0
+    assert created.state == {"k": "v", "user:n": 1}
 
+    appended = client.append_event(
+        app_name=app_name,
+        user_id="ada",
+        session_id="s1",
+        event={"author": "agent", "actions": {"stateDelta": {"app:a": 1, "temp:t": 0}}},
+        if_match=created.revision,
+    )
+    assert appended.revision == 1 and appended.persisted and not appended.replayed
+    assert appended.event["id"]
+    assert appended.event["actions"]["stateDelta"] == {"app:a": 1}
+
+    session = client.get_session(app_name=app_name, user_id="ada", session_id="s1")
+    assert session.revision == 1
+    assert session.events == [appended.event]
+    assert session.state == {"k": "v", "app:a": 1, "user:n": 1}
+    assert session.last_update_time == appended.event["timestamp"]
+    recent = client.get_session(
+        app_name=app_name, user_id="ada", session_id="s1", num_recent_events=0
+    )
+    assert recent.events == [] and recent.revision == 1
+
+    patched = client.patch_state(
+        app_name=app_name, user_id="ada", session_id="s1", state_delta={"k": "w"}, if_match=1
+    )
+    assert patched.state["k"] == "w" and patched.revision == 2
+
+    page = client.list_events(app_name=app_name, user_id="ada", session_id="s1", order="desc")
+    assert [event["author"] for event in page.events] == ["user", "agent"]
+    assert client.get_user_state(app_name=app_name, user_id="ada") == {"n": 1}
+    assert client.get_app_state(app_name=app_name) == {"a": 1}
+    listed = client.list_sessions(app_name=app_name, user_id="ada")
+    assert [listed_session.id for listed_session in listed.sessions] == ["s1"]
+    assert listed.sessions[0].events == []
+
+    client.delete_session(app_name=app_name, user_id="ada", session_id="s1")
+    with pytest.raises(NotFoundError) as raised:
+        client.get_session(app_name=app_name, user_id="ada", session_id="s1")
+    assert raised.value.status_code == 404
+    assert raised.value.code == "session_not_found"
+    assert raised.value.request_id
+    with pytest.raises(NotFoundError):
         client.delete_session(app_name=app_name, user_id="ada", session_id="s1")
-        with pytest.raises(NotFoundError) as raised:
-            client.get_session(app_name=app_name, user_id="ada", session_id="s1")
-        assert raised.value.status_code == 404
-        assert raised.value.code == "session_not_found"
-        assert raised.value.request_id
 
 
-async def test_every_method_of_the_async_client(base_url, app_name):
-    async with AsyncSessionStateClient(base_url=base_url) as client:
-        created = await client.create_session(app_name=app_name, user_id="bob")
-        appended = await client.append_event(
-            app_name=app_name,
-            user_id="bob",
-            session_id=created.id,
-            event={"author": "user", "content": {"parts": [{"text": "I like owls."}]}},
+def test_memory(client, app_name):
+    created = client.create_session(app_name=app_name, user_id="bob")
+    client.append_event(
+        app_name=app_name,
+        user_id="bob",
+        session_id=created.id,
+        event={"author": "user", "content": {"parts": [{"text": "I like owls."}]}},
+    )
+    ingested = client.add_session_to_memory(app_name=app_name, user_id="bob", session_id=created.id)
+    assert ingested.memories_added == 1
+    found = client.search_memory(app_name=app_name, user_id="bob", query="owls")
+    assert found.memories[0].content.parts[0].text == "I like owls."
+
+    event = {"id": "e-bats", "author": "user", "content": {"parts": [{"text": "Bats fly."}]}}
+    taken = client.add_events_to_memory(
+        app_name=app_name, user_id="bob", events=[event], session_id="elsewhere"
+    )
+    again = client.add_events_to_memory(
+        app_name=app_name, user_id="bob", events=[event], session_id="elsewhere"
+    )
+    assert (taken.memories_added, again.memories_added) == (1, 0)
+    written = client.add_memory(
+        app_name=app_name,
+        user_id="bob",
+        memories=[{"id": "m-cats", "content": {"parts": [{"text": "Cats purr."}]}}],
+        custom_metadata={"source": "test"},
+    )
+    assert written.memory_ids == ["m-cats"]
+    assert _memory_texts(client, app_name, "bats cats", limit=5) == {"Bats fly.", "Cats purr."}
+    client.delete_memory(app_name=app_name, user_id="bob", memory_id="m-cats")
+    client.delete_memory(app_name=app_name, user_id="bob", memory_id="m-cats")  # a no-op now
+    assert _memory_texts(client, app_name, "bats cats", limit=5) == {"Bats fly."}
+
+    client.forget_user_memory(app_name=app_name, user_id="bob")
+    assert not client.search_memory(app_name=app_name, user_id="bob", query="owls").memories
+    client.delete_session(
+        app_name=app_name, user_id="bob", session_id=created.id, delete_memories=True
+    )
+
+
+def _memory_texts(client, app_name: str, query: str, limit: int) -> set[str]:
+    found = client.search_memory(app_name=app_name, user_id="bob", query=query, limit=limit)
+    return {part.text for memory in found.memories for part in memory.content.parts}
+
+
+def test_erasing_a_user_then_the_app(client, app_name):
+    for user in ("ada", "bob"):
+        client.create_session(
+            app_name=app_name, user_id=user, session_id=f"{user}-s", state={"user:k": 1}
         )
-        assert appended.revision == 1
-        session = await client.get_session(
-            app_name=app_name, user_id="bob", session_id=created.id, num_recent_events=0
-        )
-        assert session.events == []
-        patched = await client.patch_state(
-            app_name=app_name, user_id="bob", session_id=created.id, state_delta={"x": 1}
-        )
-        assert patched.state == {"x": 1}
-        events = [
-            event
-            async for event in client.iter_events(
-                app_name=app_name, user_id="bob", session_id=created.id, page_size=1
-            )
-        ]
-        assert len(events) == 2
-        assert (await client.get_user_state(app_name=app_name, user_id="bob")) == {}
-        assert (await client.get_app_state(app_name=app_name)) == {}
-        assert (await client.list_sessions(app_name=app_name)).sessions[0].id == created.id
-
-        ingested = await client.add_session_to_memory(
-            app_name=app_name, user_id="bob", session_id=created.id
-        )
-        assert ingested.memories_added == 1
-        found = await client.search_memory(app_name=app_name, user_id="bob", query="owls")
-        assert found.memories[0].content.parts[0].text == "I like owls."
-        await client.forget_user_memory(app_name=app_name, user_id="bob")
-        assert not (
-            await client.search_memory(app_name=app_name, user_id="bob", query="owls")
-        ).memories
-        await client.delete_session(
-            app_name=app_name, user_id="bob", session_id=created.id, delete_memories=True
-        )
-        with pytest.raises(NotFoundError):
-            await client.delete_session(app_name=app_name, user_id="bob", session_id=created.id)
+    client.erase_user(app_name=app_name, user_id="ada")
+    client.erase_user(app_name=app_name, user_id="ada")  # a no-op the second time
+    assert [s.user_id for s in client.iter_sessions(app_name=app_name)] == ["bob"]
+    assert client.get_user_state(app_name=app_name, user_id="ada") == {}
+    client.erase_app(app_name=app_name)
+    assert list(client.iter_sessions(app_name=app_name)) == []
 
 
-def test_erasing_a_user_then_the_app(base_url, app_name):
-    with SessionStateClient(base_url=base_url) as client:
-        for user in ("ada", "bob"):
-            client.create_session(
-                app_name=app_name, user_id=user, session_id=f"{user}-s", state={"user:k": 1}
-            )
-        client.erase_user(app_name=app_name, user_id="ada")
-        client.erase_user(app_name=app_name, user_id="ada")  # a no-op the second time
-        assert [s.user_id for s in client.iter_sessions(app_name=app_name)] == ["bob"]
-        assert client.get_user_state(app_name=app_name, user_id="ada") == {}
-        client.erase_app(app_name=app_name)
-        assert list(client.iter_sessions(app_name=app_name)) == []
-
-
-async def test_the_async_client_erases_too(base_url, app_name):
-    async with AsyncSessionStateClient(base_url=base_url) as client:
-        await client.create_session(app_name=app_name, user_id="ada", session_id="s")
-        await client.erase_user(app_name=app_name, user_id="ada")
-        await client.create_session(app_name=app_name, user_id="bob", session_id="s")
-        await client.erase_app(app_name=app_name)
-        assert not (await client.list_sessions(app_name=app_name)).sessions
-
-
-def test_expiry_and_fork_through_the_sync_client(base_url, app_name):
-    with SessionStateClient(base_url=base_url) as client:
-        created = client.create_session(
-            app_name=app_name, user_id="ada", session_id="s", state={"k": 0}, ttl_seconds=3600
-        )
-        assert created.expire_time is not None and created.expire_time > time.time() + 3500
-        for step in (1, 2):
-            client.append_event(
-                app_name=app_name,
-                user_id="ada",
-                session_id="s",
-                event={"id": f"e{step}", "author": "a", "actions": {"stateDelta": {"k": step}}},
-            )
-        dated = client.set_expiry(
-            app_name=app_name, user_id="ada", session_id="s", expire_time=4102444800, if_match=2
-        )
-        assert (dated.expire_time, dated.revision) == (4102444800, 2)
-        kept = client.set_expiry(app_name=app_name, user_id="ada", session_id="s")
-        assert kept.expire_time is None
-        with pytest.raises(StaleSessionError):
-            client.set_expiry(
-                app_name=app_name, user_id="ada", session_id="s", ttl_seconds=60, if_match=1
-            )
-
-        fork = client.fork_session(
+def test_expiry_and_fork(client, app_name):
+    created = client.create_session(
+        app_name=app_name, user_id="ada", session_id="s", state={"k": 0}, ttl_seconds=3600
+    )
+    assert created.expire_time is not None and created.expire_time > time.time() + 3500
+    for step in (1, 2):
+        client.append_event(
             app_name=app_name,
             user_id="ada",
             session_id="s",
-            new_session_id="s-b",
-            up_to_event_id="e1",
-            ttl_seconds=60,
+            event={"id": f"e{step}", "author": "a", "actions": {"stateDelta": {"k": step}}},
         )
-        assert (fork.id, fork.state, fork.revision, fork.events) == ("s-b", {"k": 1}, 1, [])
-        assert fork.expire_time is not None
-        copied = client.get_session(app_name=app_name, user_id="ada", session_id="s-b")
-        assert [event["id"] for event in copied.events] == ["e1"]
-        with pytest.raises(AlreadyExistsError):
-            client.fork_session(
-                app_name=app_name, user_id="ada", session_id="s", new_session_id="s-b"
-            )
-        with pytest.raises(ValidationError):
-            client.fork_session(
-                app_name=app_name, user_id="ada", session_id="s", up_to_event_id="nope"
-            )
-
-
-async def test_expiry_and_fork_through_the_async_client(base_url, app_name):
-    async with AsyncSessionStateClient(base_url=base_url) as client:
-        await client.create_session(app_name=app_name, user_id="bob", session_id="s")
-        await client.append_event(
-            app_name=app_name,
-            user_id="bob",
-            session_id="s",
-            event={"author": "a", "actions": {"stateDelta": {"k": 1}}},
+    dated = client.set_expiry(
+        app_name=app_name, user_id="ada", session_id="s", expire_time=4102444800, if_match=2
+    )
+    assert (dated.expire_time, dated.revision) == (4102444800, 2)
+    kept = client.set_expiry(app_name=app_name, user_id="ada", session_id="s")
+    assert kept.expire_time is None
+    with pytest.raises(StaleSessionError):
+        client.set_expiry(
+            app_name=app_name, user_id="ada", session_id="s", ttl_seconds=60, if_match=1
         )
-        fork = await client.fork_session(app_name=app_name, user_id="bob", session_id="s")
-        assert fork.id != "s" and fork.state == {"k": 1} and fork.revision == 1
-        assert fork.expire_time is None
-        expiring = await client.set_expiry(
-            app_name=app_name, user_id="bob", session_id=fork.id, ttl_seconds=120
-        )
-        assert expiring.expire_time is not None and expiring.revision == 1
-        # An expiry in the past is refused: the session would be gone at once.
-        with pytest.raises(ValidationError):
-            await client.set_expiry(
-                app_name=app_name, user_id="bob", session_id=fork.id, expire_time=1.0
-            )
+    # An expiry in the past is refused: the session would be gone at once.
+    with pytest.raises(ValidationError):
+        client.set_expiry(app_name=app_name, user_id="ada", session_id="s", expire_time=1.0)
+
+    fork = client.fork_session(
+        app_name=app_name,
+        user_id="ada",
+        session_id="s",
+        new_session_id="s-b",
+        up_to_event_id="e1",
+        ttl_seconds=60,
+    )
+    assert (fork.id, fork.state, fork.revision, fork.events) == ("s-b", {"k": 1}, 1, [])
+    assert fork.expire_time is not None
+    copied = client.get_session(app_name=app_name, user_id="ada", session_id="s-b")
+    assert [event["id"] for event in copied.events] == ["e1"]
+    whole = client.fork_session(app_name=app_name, user_id="ada", session_id="s")
+    assert whole.id not in ("s", "s-b") and whole.state == {"k": 2} and whole.revision == 2
+    assert whole.expire_time is None
+    with pytest.raises(AlreadyExistsError):
+        client.fork_session(app_name=app_name, user_id="ada", session_id="s", new_session_id="s-b")
+    with pytest.raises(ValidationError):
+        client.fork_session(app_name=app_name, user_id="ada", session_id="s", up_to_event_id="x")
 
 
-def test_iterators_walk_every_page(base_url, app_name):
-    with SessionStateClient(base_url=base_url) as client:
-        for index in range(7):
-            client.create_session(
-                app_name=app_name, user_id=f"u{index % 2}", session_id=f"s{index}"
-            )
-        ids = [session.id for session in client.iter_sessions(app_name=app_name, page_size=2)]
-        assert sorted(ids) == [f"s{index}" for index in range(7)]
-        mine = list(client.iter_sessions(app_name=app_name, user_id="u0", page_size=3))
-        assert sorted(session.id for session in mine) == ["s0", "s2", "s4", "s6"]
+def test_iterators_walk_every_page(client, app_name):
+    for index in range(7):
+        client.create_session(app_name=app_name, user_id=f"u{index % 2}", session_id=f"s{index}")
+    ids = [session.id for session in client.iter_sessions(app_name=app_name, page_size=2)]
+    assert sorted(ids) == [f"s{index}" for index in range(7)]
+    mine = list(client.iter_sessions(app_name=app_name, user_id="u0", page_size=3))
+    assert sorted(session.id for session in mine) == ["s0", "s2", "s4", "s6"]
+
+    where = {"app_name": app_name, "user_id": "u0", "session_id": "s0"}
+    for step in range(5):
+        client.append_event(**where, event={"id": f"e{step}", "author": "a"})
+    forward = [event["id"] for event in client.iter_events(**where, page_size=2)]
+    assert forward == [f"e{step}" for step in range(5)]
+    backward = client.iter_events(**where, order="desc", page_size=3)
+    assert [event["id"] for event in backward] == [f"e{step}" for step in reversed(range(5))]
 
 
-def test_errors_map_to_the_exception_tree(base_url, app_name):
-    with SessionStateClient(base_url=base_url) as client:
-        client.create_session(app_name=app_name, user_id="u", session_id="s")
-        with pytest.raises(AlreadyExistsError) as exists:
-            client.create_session(app_name=app_name, user_id="u", session_id="s")
-        assert exists.value.status_code == 409
-        event = {"id": "e1", "author": "a"}
-        client.append_event(app_name=app_name, user_id="u", session_id="s", event=event)
-        with pytest.raises(EventIdConflictError):
-            client.append_event(
-                app_name=app_name, user_id="u", session_id="s", event={**event, "author": "b"}
-            )
-        with pytest.raises(StaleSessionError) as stale:
-            client.append_event(
-                app_name=app_name, user_id="u", session_id="s", event={"author": "a"}, if_match=0
-            )
-        assert stale.value.body["code"] == "stale_session"
-        with pytest.raises(ValidationError) as invalid:
-            client.create_session(app_name=app_name, user_id="u", session_id=" bad ")
-        assert invalid.value.body["errors"]
-        with pytest.raises(BadRequestError):
-            client.list_sessions(app_name=app_name, page_token="not-a-token")
+# The same failure is the same exception, with the same status and code, on both.
+ERRORS = [
+    ("get missing", NotFoundError, 404, "session_not_found"),
+    ("create again", AlreadyExistsError, 409, "session_already_exists"),
+    ("same id, other event", EventIdConflictError, 409, "event_id_conflict"),
+    ("stale if_match", StaleSessionError, 412, "stale_session"),
+    ("invalid id", ValidationError, 422, "validation_error"),
+    ("bad page token", BadRequestError, 400, "bad_request"),
+]
+
+
+@pytest.mark.parametrize(("case", "error", "status", "code"), ERRORS, ids=[e[0] for e in ERRORS])
+def test_errors_map_to_the_exception_tree(client, app_name, case, error, status, code):
+    where = {"app_name": app_name, "user_id": "u", "session_id": "s"}
+    client.create_session(**where)
+    client.append_event(**where, event={"id": "e1", "author": "a"})
+    failing = {
+        "get missing": lambda: client.get_session(**{**where, "session_id": "missing"}),
+        "create again": lambda: client.create_session(**where),
+        "same id, other event": lambda: client.append_event(
+            **where, event={"id": "e1", "author": "b"}
+        ),
+        "stale if_match": lambda: client.append_event(**where, event={"author": "a"}, if_match=0),
+        "invalid id": lambda: client.create_session(**{**where, "session_id": " bad "}),
+        "bad page token": lambda: client.list_sessions(app_name=app_name, page_token="nope"),
+    }[case]
+    with pytest.raises(APIStatusError) as raised:
+        failing()
+    assert type(raised.value) is error
+    assert (raised.value.status_code, raised.value.code) == (status, code)
+    assert raised.value.body["code"] == code and raised.value.request_id
+    if error is ValidationError:
+        assert raised.value.body["errors"]
+    # Nothing of the failed call was stored.
+    assert client.get_session(**where).revision == 1
+
+
+def test_an_unreachable_server_is_a_connection_error(kind, app_name):
     with (
-        SessionStateClient(base_url="http://127.0.0.1:9", max_retries=0) as offline,
+        open_client(kind, base_url=f"http://127.0.0.1:{_free_port()}", max_retries=0) as offline,
         pytest.raises(APIConnectionError),
     ):
         offline.get_app_state(app_name=app_name)
 
 
-def test_a_retried_append_is_stored_once(base_url, app_name):
-    with SessionStateClient(base_url=base_url) as client:
-        client.create_session(app_name=app_name, user_id="u", session_id="s")
-        first = client.append_event(
-            app_name=app_name, user_id="u", session_id="s", event={"author": "a"}, if_match=0
-        )
-        again = client.append_event(
-            app_name=app_name, user_id="u", session_id="s", event=first.event, if_match=0
-        )
-        assert again.replayed and again.revision == first.revision
-        assert len(client.get_session(app_name=app_name, user_id="u", session_id="s").events) == 1
+def test_a_retried_append_is_stored_once(client, app_name):
+    where = {"app_name": app_name, "user_id": "u", "session_id": "s"}
+    client.create_session(**where)
+    first = client.append_event(**where, event={"author": "a"}, if_match=0)
+    again = client.append_event(**where, event=first.event, if_match=0)
+    assert again.replayed and again.revision == first.revision
+    assert len(client.get_session(**where).events) == 1
 
 
-# Retries, timeouts, headers and errors on both clients: test_contract.py.
+def test_batches_and_removals(client, app_name):
+    where = {"app_name": app_name, "user_id": "ada", "session_id": "b1"}
+    client.create_session(**where, state={"step": 0})
+    events = [
+        {"author": "user", "actions": {"stateDelta": {"step": 1}}},
+        {"author": "model", "actions": {"stateDelta": {"step": 2}}},
+    ]
+    stored = client.append_events(**where, events=events, if_match=0)
+    assert stored.revision == 2 and not stored.replayed
+    assert all(event["id"] for event in stored.events)  # ids given before sending
+    again = client.append_events(**where, events=stored.events)
+    assert again.replayed and again.events == stored.events
+    with pytest.raises(StaleSessionError):
+        client.append_events(**where, events=[{"author": "x"}], if_match=0)
+
+    removed = client.remove_events(**where, last=1, if_match=2)
+    assert removed.removed == 1 and removed.session.revision == 3
+    assert removed.session.state == {"step": 1}
+    with pytest.raises(StaleSessionError):
+        client.remove_events(**where, if_match=2)
+    kept = client.remove_events(**where, after=stored.events[0]["id"])
+    assert kept.removed == 0 and kept.session.revision == 3
+    assert client.remove_events(**where).session.state == {"step": 0}
+    assert client.list_events(**where).events == []
+
+
+def test_an_empty_identifier_is_refused_before_anything_is_sent(client, app_name):
+    """`.../sessions/` is the list's URL: an empty id must not reach it."""
+    with pytest.raises(ValueError, match="session_id must not be empty"):
+        client.get_session(app_name=app_name, user_id="u", session_id="")
+    with pytest.raises(ValueError, match="session_id must not be empty"):
+        client.delete_session(app_name=app_name, user_id="u", session_id="")
+
+
+def test_base_url_falls_back_to_the_environment(kind, monkeypatch, base_url, app_name):
+    monkeypatch.setenv("SESSION_STATE_BASE_URL", base_url)
+    with open_client(kind) as client:
+        assert client.get_app_state(app_name=app_name) == {}
+
+
+def test_a_refused_large_body_leaves_the_client_usable(kind, tmp_path):
+    url = f"sqlite+aiosqlite:///{tmp_path / 'limit.db'}"
+    server = ServerProcess(url, SESSION_STATE_MAX_BODY_BYTES="10000").start()
+    try:
+        with open_client(kind, base_url=server.base_url, max_retries=0) as client:
+            client.create_session(app_name="a", user_id="u", session_id="s")
+            for size in (20_000, 5_000_000):  # answered before the body was read
+                with pytest.raises(PayloadTooLargeError):
+                    client.append_event(
+                        app_name="a", user_id="u", session_id="s", event={"author": "x" * size}
+                    )
+                appended = client.append_event(
+                    app_name="a", user_id="u", session_id="s", event={"author": "a"}
+                )
+                assert appended.persisted
+    finally:
+        server.stop()
+
+
+def test_every_public_method_is_exercised_on_both_clients():
+    """Every method of the clients is called above by a test that runs on
+    both (a test taking `client` or opening one by `kind`)."""
+    called: set[str] = set()
+    for test in ast.parse(Path(__file__).read_text()).body:
+        if not isinstance(test, ast.FunctionDef) or not test.name.startswith("test_"):
+            continue
+        if not {"client", "kind"} & {argument.arg for argument in test.args.args}:
+            continue
+        for node in ast.walk(test):
+            if (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Name)
+                and node.value.id in ("client", "offline")
+            ):
+                called.add(node.attr)
+    public = {
+        name
+        for name, member in vars(SessionStateClient).items()
+        if not name.startswith("_") and inspect.isfunction(member)
+    }
+    # close: called as each `with` block of the tests ends.
+    assert public - {"close"} <= called, sorted(public - {"close"} - called)
+    assert len(public) == 24
+
+
+# -- both clients side by side ---------------------------------------------------
 
 
 async def test_one_async_client_serves_many_concurrent_tasks(base_url, app_name):
@@ -277,61 +371,7 @@ async def test_one_async_client_serves_many_concurrent_tasks(base_url, app_name)
             await client.get_session(app_name=app_name, user_id="u", session_id="missing")
 
 
-async def test_a_refused_large_body_leaves_the_async_client_usable(tmp_path):
-    url = f"sqlite+aiosqlite:///{tmp_path / 'limit.db'}"
-    server = ServerProcess(url, SESSION_STATE_MAX_BODY_BYTES="10000").start()
-    try:
-        async with AsyncSessionStateClient(base_url=server.base_url, max_retries=0) as client:
-            await client.create_session(app_name="a", user_id="u", session_id="s")
-            for size in (20_000, 5_000_000):  # answered before the body was read
-                with pytest.raises(PayloadTooLargeError):
-                    await client.append_event(
-                        app_name="a", user_id="u", session_id="s", event={"author": "x" * size}
-                    )
-                appended = await client.append_event(
-                    app_name="a", user_id="u", session_id="s", event={"author": "a"}
-                )
-                assert appended.persisted
-    finally:
-        server.stop()
-
-
-def test_base_url_falls_back_to_the_environment(monkeypatch, base_url, app_name):
-    monkeypatch.setenv("SESSION_STATE_BASE_URL", base_url)
-    with SessionStateClient() as client:
-        assert client.get_app_state(app_name=app_name) == {}
-
-
-def test_batches_and_removals_with_the_sync_client(base_url, app_name):
-    where = {"app_name": app_name, "user_id": "ada", "session_id": "b1"}
-    with SessionStateClient(base_url=base_url) as client:
-        client.create_session(**where, state={"step": 0})
-        events = [
-            {"author": "user", "actions": {"stateDelta": {"step": 1}}},
-            {"author": "model", "actions": {"stateDelta": {"step": 2}}},
-        ]
-        stored = client.append_events(**where, events=events, if_match=0)
-        assert stored.revision == 2 and not stored.replayed
-        assert all(event["id"] for event in stored.events)  # ids given before sending
-        again = client.append_events(**where, events=stored.events)
-        assert again.replayed and again.events == stored.events
-        with pytest.raises(StaleSessionError):
-            client.append_events(**where, events=[{"author": "x"}], if_match=0)
-
-        removed = client.remove_events(**where, last=1, if_match=2)
-        assert removed.removed == 1 and removed.session.revision == 3
-        assert removed.session.state == {"step": 1}
-        with pytest.raises(StaleSessionError):
-            client.remove_events(**where, if_match=2)
-        kept = client.remove_events(**where, after=stored.events[0]["id"])
-        assert kept.removed == 0 and kept.session.revision == 3
-        assert client.remove_events(**where).session.state == {"step": 0}
-        assert client.list_events(**where).events == []
-
-
 def _free_port() -> int:
-    import socket
-
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
@@ -342,60 +382,32 @@ def test_connection_errors_name_the_request_on_both_clients():
     the same on both clients (no repr of the transport's internals)."""
     base = f"http://127.0.0.1:{_free_port()}"
     url = f"{base}/apps/my-app/users/ada/sessions/s1"
-    with (
-        SessionStateClient(base_url=base, max_retries=0) as client,
-        pytest.raises(APIConnectionError) as sync_error,
-    ):
-        client.get_session(app_name="my-app", user_id="ada", session_id="s1")
-
-    async def asynchronously() -> None:
-        async with AsyncSessionStateClient(base_url=base, max_retries=0) as client:
-            await client.get_session(app_name="my-app", user_id="ada", session_id="s1")
-
-    with pytest.raises(APIConnectionError) as async_error:
-        asyncio.run(asynchronously())
-    for error in (sync_error.value, async_error.value):
+    errors = []
+    for kind in CLIENTS:
+        with (
+            open_client(kind, base_url=base, max_retries=0) as client,
+            pytest.raises(APIConnectionError) as raised,
+        ):
+            client.get_session(app_name="my-app", user_id="ada", session_id="s1")
+        errors.append(raised.value)
+    for error in errors:
         assert str(error) == f"GET {url}: could not connect (Connection refused)"
 
 
 def test_timeouts_name_the_request_on_both_clients():
     """A server that accepts and never answers: a timeout naming what was
     awaited, on both clients."""
-    import socket
-
+    errors = []
     with socket.socket() as silent:
         silent.bind(("127.0.0.1", 0))
         silent.listen()
         base = f"http://127.0.0.1:{silent.getsockname()[1]}"
-        with (
-            SessionStateClient(base_url=base, max_retries=0, timeout=0.3) as client,
-            pytest.raises(APIConnectionError) as sync_error,
-        ):
-            client.get_app_state(app_name="my-app")
-
-        async def asynchronously() -> None:
-            async with AsyncSessionStateClient(base_url=base, max_retries=0, timeout=0.3) as client:
-                await client.get_app_state(app_name="my-app")
-
-        with pytest.raises(APIConnectionError) as async_error:
-            asyncio.run(asynchronously())
-    for error in (sync_error.value, async_error.value):
+        for kind in CLIENTS:
+            with (
+                open_client(kind, base_url=base, max_retries=0, timeout=0.3) as client,
+                pytest.raises(APIConnectionError) as raised,
+            ):
+                client.get_app_state(app_name="my-app")
+            errors.append(raised.value)
+    for error in errors:
         assert str(error) == f"GET {base}/apps/my-app/state: timed out waiting for the answer"
-
-
-def test_an_empty_identifier_is_refused_before_anything_is_sent(base_url, app_name):
-    """`.../sessions/` is the list's URL: an empty id must not reach it."""
-    with SessionStateClient(base_url=base_url) as client:
-        for call in (
-            lambda: client.get_session(app_name=app_name, user_id="u", session_id=""),
-            lambda: client.delete_session(app_name=app_name, user_id="u", session_id=""),
-        ):
-            with pytest.raises(ValueError, match="session_id must not be empty"):
-                call()
-
-    async def asynchronously() -> None:
-        async with AsyncSessionStateClient(base_url=base_url) as client:
-            with pytest.raises(ValueError, match="session_id must not be empty"):
-                await client.get_session(app_name=app_name, user_id="u", session_id="")
-
-    asyncio.run(asynchronously())

@@ -1,0 +1,414 @@
+"""AsyncSessionStateClient: one method per API call.
+
+The source of the sync client too: client/tools/unasync.py writes
+SessionStateClient (`_sync_client.py`) from this module, so a change here is
+followed there by running it (a test fails while the two differ)."""
+
+import asyncio
+from collections.abc import AsyncIterator, Mapping, Sequence
+from types import TracebackType
+from typing import Any, Self, TypeVar
+
+import aiohttp
+
+from session_state_client import _requests
+from session_state_client._client import (
+    JSON_HEADERS,
+    EventJSON,
+    Order,
+    Timeout,
+    client_settings,
+)
+from session_state_client._constants import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT
+from session_state_client._models import (
+    AppendResult,
+    BatchAppendResult,
+    EventPage,
+    MemoryEntriesResult,
+    MemoryEventsResult,
+    MemoryIngestResult,
+    RemovalResult,
+    SearchMemoryResponse,
+    Session,
+    SessionPage,
+)
+from session_state_client._requests import Answer, Call
+from session_state_client._revisions import SeenRevisions
+from session_state_client._transport import AIOHTTP_ERRORS, AiohttpTransport, aiohttp_failure
+
+__all__ = ["AsyncSessionStateClient"]
+
+T = TypeVar("T")
+
+
+class AsyncSessionStateClient:
+    """Asynchronous client of a session-state server (transport: aiohttp).
+
+    Reads of a session and its events send the newest revision this client
+    has seen of it (`minRevision`), as the sync client's do.
+
+    Args:
+        base_url: the server, default $SESSION_STATE_BASE_URL or http://127.0.0.1:8000.
+        api_key: sent as a bearer token, default $SESSION_STATE_API_KEY;
+            ValueError if it is not printable ASCII (a CR or LF in it).
+        timeout: seconds or an httpx.Timeout, meaning what it means to the
+            sync client: a bound on connecting and on each read, not on the
+            whole request. Default 30 s, 5 s to connect.
+        max_retries: extra attempts on connection errors, 429, 502, 503, 504
+            (only for requests that are safe to repeat; never on 409 or 412).
+        http_client: an aiohttp.ClientSession to use, on its own event loop
+            (its timeout, headers and proxy settings are kept; requests go to
+            `base_url`).
+    """
+
+    def __init__(
+        self,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        timeout: Timeout = DEFAULT_TIMEOUT,
+        max_retries: int = DEFAULT_MAX_RETRIES,
+        http_client: aiohttp.ClientSession | None = None,
+    ) -> None:
+        url, headers = client_settings(base_url, api_key)
+        self.max_retries = max_retries
+        self._http = AiohttpTransport(url, headers, timeout, http_client)
+        self._revisions = SeenRevisions()
+
+    async def _send(self, call: Call[T]) -> T:
+        """The call made, and retried while `_requests` allows it."""
+        content = None if call.json is None else _requests.encode(call.json)
+        headers = call.headers if call.json is None else {**JSON_HEADERS, **call.headers}
+        params = _requests.params_of(call, self._revisions)
+        attempt = 0
+        while True:
+            response: Answer | None = None
+            try:
+                response = await self._http.send(call.method, call.path, params, content, headers)
+            except AIOHTTP_ERRORS as error:
+                failure, sent = aiohttp_failure(error, call.method, self._http.url_of(call.path))
+                if attempt >= self.max_retries or not _requests.may_retry_error(call, sent=sent):
+                    raise failure from error
+            else:
+                if attempt >= self.max_retries or not _requests.may_retry_status(call, response):
+                    return _requests.read_and_remember(call, response, self._revisions)
+            await asyncio.sleep(_requests.retry_delay(attempt, response))
+            attempt += 1
+
+    async def create_session(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        session_id: str | None = None,
+        state: Mapping[str, Any] | None = None,
+        ttl_seconds: float | None = None,
+        expire_time: float | None = None,
+    ) -> Session:
+        """Creates a session; AlreadyExistsError if the id is taken. It
+        expires `ttl_seconds` after its last event, or at `expire_time`
+        (epoch seconds); neither: the server's default for the app."""
+        return await self._send(
+            _requests.create_session(app_name, user_id, session_id, state, ttl_seconds, expire_time)
+        )
+
+    async def set_expiry(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        ttl_seconds: float | None = None,
+        expire_time: float | None = None,
+        if_match: int | None = None,
+    ) -> Session:
+        """Replaces the session's expiry (neither given: it never expires);
+        the session's events and revision are unchanged."""
+        return await self._send(
+            _requests.set_expiry(app_name, user_id, session_id, ttl_seconds, expire_time, if_match)
+        )
+
+    async def fork_session(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        new_session_id: str | None = None,
+        up_to_event_id: str | None = None,
+        ttl_seconds: float | None = None,
+        expire_time: float | None = None,
+    ) -> Session:
+        """A new session of the same user with copies of the events up to and
+        including `up_to_event_id` (all when None) and the state they leave;
+        returned without events. AlreadyExistsError if the new id is taken."""
+        return await self._send(
+            _requests.fork_session(
+                app_name,
+                user_id,
+                session_id,
+                new_session_id,
+                up_to_event_id,
+                ttl_seconds,
+                expire_time,
+            )
+        )
+
+    async def get_session(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        num_recent_events: int | None = None,
+        after_timestamp: float | None = None,
+    ) -> Session:
+        """The session with its events and merged state; NotFoundError if missing."""
+        return await self._send(
+            _requests.get_session(app_name, user_id, session_id, num_recent_events, after_timestamp)
+        )
+
+    async def list_sessions(
+        self,
+        *,
+        app_name: str,
+        user_id: str | None = None,
+        page_size: int | None = None,
+        page_token: str | None = None,
+    ) -> SessionPage:
+        """One page of sessions (no events), of one user or of the whole app."""
+        return await self._send(_requests.list_sessions(app_name, user_id, page_size, page_token))
+
+    async def iter_sessions(
+        self, *, app_name: str, user_id: str | None = None, page_size: int | None = None
+    ) -> AsyncIterator[Session]:
+        """Every session, page after page."""
+        token: str | None = None
+        while True:
+            page = await self.list_sessions(
+                app_name=app_name, user_id=user_id, page_size=page_size, page_token=token
+            )
+            for session in page.sessions:
+                yield session
+            if page.next_page_token is None:
+                return
+            token = page.next_page_token
+
+    async def delete_session(
+        self, *, app_name: str, user_id: str, session_id: str, delete_memories: bool = False
+    ) -> None:
+        """Deletes the session and its events; NotFoundError if missing."""
+        await self._send(_requests.delete_session(app_name, user_id, session_id, delete_memories))
+
+    async def append_event(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        event: EventJSON,
+        if_match: int | None = None,
+    ) -> AppendResult:
+        """Appends an ADK event (JSON). An id is assigned first if it has none,
+        so retries are deduplicated. `if_match`: the revision the write is based
+        on (StaleSessionError when the session moved on)."""
+        document = _requests.with_event_id(event)
+        return await self._send(
+            _requests.append_event(app_name, user_id, session_id, document, if_match)
+        )
+
+    async def append_events(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        events: Sequence[EventJSON],
+        if_match: int | None = None,
+    ) -> BatchAppendResult:
+        """Appends several ADK events (JSON) in order, all or none, in one
+        request. Events without an id get one first, so a retried batch is
+        recognised and stored once. `if_match`: the revision the batch is
+        based on (StaleSessionError when the session moved on)."""
+        documents = [_requests.with_event_id(event) for event in events]
+        return await self._send(
+            _requests.append_events(app_name, user_id, session_id, documents, if_match)
+        )
+
+    async def remove_events(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        after: str | None = None,
+        last: int | None = None,
+        if_match: int | None = None,
+    ) -> RemovalResult:
+        """Removes the session's newest `last` events, or those after the
+        event `after`, or (neither) all of them; the session state becomes
+        what the remaining events leave (app: and user: state stays).
+        `if_match`: remove only if the session is still at that revision."""
+        return await self._send(
+            _requests.remove_events(app_name, user_id, session_id, after, last, if_match)
+        )
+
+    async def patch_state(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        state_delta: Mapping[str, Any],
+        if_match: int | None = None,
+    ) -> Session:
+        """Changes state without an agent turn (recorded as an event of the user)."""
+        return await self._send(
+            _requests.patch_state(app_name, user_id, session_id, state_delta, if_match)
+        )
+
+    async def list_events(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        order: Order = "asc",
+        page_size: int | None = None,
+        page_token: str | None = None,
+        after_timestamp: float | None = None,
+    ) -> EventPage:
+        """One page of the session's event history."""
+        return await self._send(
+            _requests.list_events(
+                app_name, user_id, session_id, order, page_size, page_token, after_timestamp
+            )
+        )
+
+    async def iter_events(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        order: Order = "asc",
+        page_size: int | None = None,
+        after_timestamp: float | None = None,
+    ) -> AsyncIterator[dict[str, Any]]:
+        """Every event of the session, page after page."""
+        token: str | None = None
+        while True:
+            page = await self.list_events(
+                app_name=app_name,
+                user_id=user_id,
+                session_id=session_id,
+                order=order,
+                page_size=page_size,
+                page_token=token,
+                after_timestamp=after_timestamp,
+            )
+            for event in page.events:
+                yield event
+            if page.next_page_token is None:
+                return
+            token = page.next_page_token
+
+    async def get_user_state(self, *, app_name: str, user_id: str) -> dict[str, Any]:
+        """The user's state in the app, keys without the user: prefix."""
+        return await self._send(_requests.get_user_state(app_name, user_id))
+
+    async def get_app_state(self, *, app_name: str) -> dict[str, Any]:
+        """The app's state, keys without the app: prefix."""
+        return await self._send(_requests.get_app_state(app_name))
+
+    async def add_session_to_memory(
+        self, *, app_name: str, user_id: str, session_id: str
+    ) -> MemoryIngestResult:
+        """Takes the stored session's event texts into the user's memory."""
+        return await self._send(_requests.add_session_to_memory(app_name, user_id, session_id))
+
+    async def search_memory(
+        self, *, app_name: str, user_id: str, query: str, limit: int | None = None
+    ) -> SearchMemoryResponse:
+        """The user's memories best matching the query, best first."""
+        return await self._send(_requests.search_memory(app_name, user_id, query, limit))
+
+    async def add_events_to_memory(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        events: list[dict[str, Any]],
+        session_id: str | None = None,
+        custom_metadata: Mapping[str, Any] | None = None,
+    ) -> MemoryEventsResult:
+        """Takes the texts of these events (ADK Event JSON) into the user's
+        memory; an event already taken (same session and id) is skipped."""
+        return await self._send(
+            _requests.add_events_to_memory(app_name, user_id, events, session_id, custom_metadata)
+        )
+
+    async def add_memory(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        memories: list[dict[str, Any]],
+        custom_metadata: Mapping[str, Any] | None = None,
+    ) -> MemoryEntriesResult:
+        """Writes memory entries (ADK MemoryEntry JSON) directly; an id given
+        again replaces its entry."""
+        return await self._send(_requests.add_memory(app_name, user_id, memories, custom_metadata))
+
+    async def delete_memory(self, *, app_name: str, user_id: str, memory_id: str) -> None:
+        """Deletes one memory by the id search returned; unknown ids are a no-op."""
+        await self._send(_requests.delete_memory(app_name, user_id, memory_id))
+
+    async def forget_user_memory(self, *, app_name: str, user_id: str) -> None:
+        """Deletes everything in the user's memory."""
+        await self._send(_requests.forget_user_memory(app_name, user_id))
+
+    async def erase_user(self, *, app_name: str, user_id: str) -> None:
+        """Erases everything of the user in the app: sessions, events, user
+        state, memories. Erasing a user with nothing stored is a no-op."""
+        await self._send(_requests.erase_user(app_name, user_id))
+
+    async def erase_app(self, *, app_name: str) -> None:
+        """Erases everything of the app: every user's sessions, events, state
+        and memories, and the app state."""
+        await self._send(_requests.erase_app(app_name))
+
+    async def close(self) -> None:
+        """Closes the connections the client opened, on every event loop
+        that used it (not an `http_client` given). A later call opens new
+        ones."""
+        await self._http.aclose()
+
+    async def aclose(self) -> None:
+        """The same as `close`."""
+        await self._http.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    def __enter__(self) -> Self:
+        """For synchronous code that runs the client on loops of its own
+        (ADK's sync `Runner.run`, `asyncio.run` per call): leaving the block
+        closes the connections of every loop."""
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self._http.close()

@@ -1,0 +1,389 @@
+# Generated from _async_client.py by client/tools/unasync.py: do not edit.
+# Change the async client and run `python client/tools/unasync.py`.
+"""SessionStateClient: one method per API call, generated from the async
+client (_async_client.py)."""
+
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from types import TracebackType
+from typing import Any, Self, TypeVar
+
+import httpx
+
+from session_state_client import _requests
+from session_state_client._client import (
+    JSON_HEADERS,
+    EventJSON,
+    Order,
+    Timeout,
+    client_settings,
+)
+from session_state_client._constants import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT
+from session_state_client._models import (
+    AppendResult,
+    BatchAppendResult,
+    EventPage,
+    MemoryEntriesResult,
+    MemoryEventsResult,
+    MemoryIngestResult,
+    RemovalResult,
+    SearchMemoryResponse,
+    Session,
+    SessionPage,
+)
+from session_state_client._requests import Answer, Call
+from session_state_client._revisions import SeenRevisions
+from session_state_client._transport import HTTPX_ERRORS, HttpxTransport, httpx_failure
+
+__all__ = ["SessionStateClient"]
+
+T = TypeVar("T")
+
+
+class SessionStateClient:
+    """Synchronous client of a session-state server (transport: httpx).
+
+    Reads of a session and its events send the newest revision this client
+    has seen of it (`minRevision`), so a server reading from replicas never
+    answers with an older one: the client reads its own writes.
+
+    Args:
+        base_url: the server, default $SESSION_STATE_BASE_URL or http://127.0.0.1:8000.
+        api_key: sent as a bearer token, default $SESSION_STATE_API_KEY;
+            ValueError if it is not printable ASCII (a CR or LF in it).
+        timeout: seconds or an httpx.Timeout: a bound on connecting and on
+            each read (and write), not on the whole request. Default 30 s,
+            5 s to connect.
+        max_retries: extra attempts on connection errors, 429, 502, 503, 504
+            (only for requests that are safe to repeat; never on 409 or 412).
+        http_client: an httpx.Client to use (its base URL, if it has one,
+            and its timeout are kept).
+    """
+
+    def __init__(
+        self,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        timeout: Timeout = DEFAULT_TIMEOUT,
+        max_retries: int = DEFAULT_MAX_RETRIES,
+        http_client: httpx.Client | None = None,
+    ) -> None:
+        url, headers = client_settings(base_url, api_key)
+        self.max_retries = max_retries
+        self._http = HttpxTransport(url, headers, timeout, http_client)
+        self._revisions = SeenRevisions()
+
+    def _send(self, call: Call[T]) -> T:
+        """The call made, and retried while `_requests` allows it."""
+        content = None if call.json is None else _requests.encode(call.json)
+        headers = call.headers if call.json is None else {**JSON_HEADERS, **call.headers}
+        params = _requests.params_of(call, self._revisions)
+        attempt = 0
+        while True:
+            response: Answer | None = None
+            try:
+                response = self._http.send(call.method, call.path, params, content, headers)
+            except HTTPX_ERRORS as error:
+                failure, sent = httpx_failure(error, call.method, self._http.url_of(call.path))
+                if attempt >= self.max_retries or not _requests.may_retry_error(call, sent=sent):
+                    raise failure from error
+            else:
+                if attempt >= self.max_retries or not _requests.may_retry_status(call, response):
+                    return _requests.read_and_remember(call, response, self._revisions)
+            time.sleep(_requests.retry_delay(attempt, response))
+            attempt += 1
+
+    def create_session(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        session_id: str | None = None,
+        state: Mapping[str, Any] | None = None,
+        ttl_seconds: float | None = None,
+        expire_time: float | None = None,
+    ) -> Session:
+        """Creates a session; AlreadyExistsError if the id is taken. It
+        expires `ttl_seconds` after its last event, or at `expire_time`
+        (epoch seconds); neither: the server's default for the app."""
+        return self._send(
+            _requests.create_session(app_name, user_id, session_id, state, ttl_seconds, expire_time)
+        )
+
+    def set_expiry(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        ttl_seconds: float | None = None,
+        expire_time: float | None = None,
+        if_match: int | None = None,
+    ) -> Session:
+        """Replaces the session's expiry (neither given: it never expires);
+        the session's events and revision are unchanged."""
+        return self._send(
+            _requests.set_expiry(app_name, user_id, session_id, ttl_seconds, expire_time, if_match)
+        )
+
+    def fork_session(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        new_session_id: str | None = None,
+        up_to_event_id: str | None = None,
+        ttl_seconds: float | None = None,
+        expire_time: float | None = None,
+    ) -> Session:
+        """A new session of the same user with copies of the events up to and
+        including `up_to_event_id` (all when None) and the state they leave;
+        returned without events. AlreadyExistsError if the new id is taken."""
+        return self._send(
+            _requests.fork_session(
+                app_name,
+                user_id,
+                session_id,
+                new_session_id,
+                up_to_event_id,
+                ttl_seconds,
+                expire_time,
+            )
+        )
+
+    def get_session(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        num_recent_events: int | None = None,
+        after_timestamp: float | None = None,
+    ) -> Session:
+        """The session with its events and merged state; NotFoundError if missing."""
+        return self._send(
+            _requests.get_session(app_name, user_id, session_id, num_recent_events, after_timestamp)
+        )
+
+    def list_sessions(
+        self,
+        *,
+        app_name: str,
+        user_id: str | None = None,
+        page_size: int | None = None,
+        page_token: str | None = None,
+    ) -> SessionPage:
+        """One page of sessions (no events), of one user or of the whole app."""
+        return self._send(_requests.list_sessions(app_name, user_id, page_size, page_token))
+
+    def iter_sessions(
+        self, *, app_name: str, user_id: str | None = None, page_size: int | None = None
+    ) -> Iterator[Session]:
+        """Every session, page after page."""
+        token: str | None = None
+        while True:
+            page = self.list_sessions(
+                app_name=app_name, user_id=user_id, page_size=page_size, page_token=token
+            )
+            yield from page.sessions
+            if page.next_page_token is None:
+                return
+            token = page.next_page_token
+
+    def delete_session(
+        self, *, app_name: str, user_id: str, session_id: str, delete_memories: bool = False
+    ) -> None:
+        """Deletes the session and its events; NotFoundError if missing."""
+        self._send(_requests.delete_session(app_name, user_id, session_id, delete_memories))
+
+    def append_event(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        event: EventJSON,
+        if_match: int | None = None,
+    ) -> AppendResult:
+        """Appends an ADK event (JSON). An id is assigned first if it has none,
+        so retries are deduplicated. `if_match`: the revision the write is based
+        on (StaleSessionError when the session moved on)."""
+        document = _requests.with_event_id(event)
+        return self._send(_requests.append_event(app_name, user_id, session_id, document, if_match))
+
+    def append_events(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        events: Sequence[EventJSON],
+        if_match: int | None = None,
+    ) -> BatchAppendResult:
+        """Appends several ADK events (JSON) in order, all or none, in one
+        request. Events without an id get one first, so a retried batch is
+        recognised and stored once. `if_match`: the revision the batch is
+        based on (StaleSessionError when the session moved on)."""
+        documents = [_requests.with_event_id(event) for event in events]
+        return self._send(
+            _requests.append_events(app_name, user_id, session_id, documents, if_match)
+        )
+
+    def remove_events(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        after: str | None = None,
+        last: int | None = None,
+        if_match: int | None = None,
+    ) -> RemovalResult:
+        """Removes the session's newest `last` events, or those after the
+        event `after`, or (neither) all of them; the session state becomes
+        what the remaining events leave (app: and user: state stays).
+        `if_match`: remove only if the session is still at that revision."""
+        return self._send(
+            _requests.remove_events(app_name, user_id, session_id, after, last, if_match)
+        )
+
+    def patch_state(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        state_delta: Mapping[str, Any],
+        if_match: int | None = None,
+    ) -> Session:
+        """Changes state without an agent turn (recorded as an event of the user)."""
+        return self._send(
+            _requests.patch_state(app_name, user_id, session_id, state_delta, if_match)
+        )
+
+    def list_events(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        order: Order = "asc",
+        page_size: int | None = None,
+        page_token: str | None = None,
+        after_timestamp: float | None = None,
+    ) -> EventPage:
+        """One page of the session's event history."""
+        return self._send(
+            _requests.list_events(
+                app_name, user_id, session_id, order, page_size, page_token, after_timestamp
+            )
+        )
+
+    def iter_events(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        order: Order = "asc",
+        page_size: int | None = None,
+        after_timestamp: float | None = None,
+    ) -> Iterator[dict[str, Any]]:
+        """Every event of the session, page after page."""
+        token: str | None = None
+        while True:
+            page = self.list_events(
+                app_name=app_name,
+                user_id=user_id,
+                session_id=session_id,
+                order=order,
+                page_size=page_size,
+                page_token=token,
+                after_timestamp=after_timestamp,
+            )
+            yield from page.events
+            if page.next_page_token is None:
+                return
+            token = page.next_page_token
+
+    def get_user_state(self, *, app_name: str, user_id: str) -> dict[str, Any]:
+        """The user's state in the app, keys without the user: prefix."""
+        return self._send(_requests.get_user_state(app_name, user_id))
+
+    def get_app_state(self, *, app_name: str) -> dict[str, Any]:
+        """The app's state, keys without the app: prefix."""
+        return self._send(_requests.get_app_state(app_name))
+
+    def add_session_to_memory(
+        self, *, app_name: str, user_id: str, session_id: str
+    ) -> MemoryIngestResult:
+        """Takes the stored session's event texts into the user's memory."""
+        return self._send(_requests.add_session_to_memory(app_name, user_id, session_id))
+
+    def search_memory(
+        self, *, app_name: str, user_id: str, query: str, limit: int | None = None
+    ) -> SearchMemoryResponse:
+        """The user's memories best matching the query, best first."""
+        return self._send(_requests.search_memory(app_name, user_id, query, limit))
+
+    def add_events_to_memory(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        events: list[dict[str, Any]],
+        session_id: str | None = None,
+        custom_metadata: Mapping[str, Any] | None = None,
+    ) -> MemoryEventsResult:
+        """Takes the texts of these events (ADK Event JSON) into the user's
+        memory; an event already taken (same session and id) is skipped."""
+        return self._send(
+            _requests.add_events_to_memory(app_name, user_id, events, session_id, custom_metadata)
+        )
+
+    def add_memory(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        memories: list[dict[str, Any]],
+        custom_metadata: Mapping[str, Any] | None = None,
+    ) -> MemoryEntriesResult:
+        """Writes memory entries (ADK MemoryEntry JSON) directly; an id given
+        again replaces its entry."""
+        return self._send(_requests.add_memory(app_name, user_id, memories, custom_metadata))
+
+    def delete_memory(self, *, app_name: str, user_id: str, memory_id: str) -> None:
+        """Deletes one memory by the id search returned; unknown ids are a no-op."""
+        self._send(_requests.delete_memory(app_name, user_id, memory_id))
+
+    def forget_user_memory(self, *, app_name: str, user_id: str) -> None:
+        """Deletes everything in the user's memory."""
+        self._send(_requests.forget_user_memory(app_name, user_id))
+
+    def erase_user(self, *, app_name: str, user_id: str) -> None:
+        """Erases everything of the user in the app: sessions, events, user
+        state, memories. Erasing a user with nothing stored is a no-op."""
+        self._send(_requests.erase_user(app_name, user_id))
+
+    def erase_app(self, *, app_name: str) -> None:
+        """Erases everything of the app: every user's sessions, events, state
+        and memories, and the app state."""
+        self._send(_requests.erase_app(app_name))
+
+    def close(self) -> None:
+        """Closes the connections the client opened (not an `http_client` given)."""
+        self._http.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
