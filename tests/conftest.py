@@ -254,7 +254,8 @@ class ServerProcess:
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def start(self, timeout: float = 30.0) -> "ServerProcess":
+    def start(self, timeout: float = 90.0) -> "ServerProcess":
+        # Generous: a loaded 2-core machine has taken 30 s to start one.
         env = {
             **os.environ,
             "SESSION_STATE_DATABASE_URL": self.database_url,
