@@ -168,10 +168,8 @@ class _SharedScope:
         return " AND ".join(f"{row}.{column} = {item}.{column}" for column in self.owner)
 
 
-_SHARED_SCOPES = (
-    _SharedScope("app", "app_states", ("app_name",)),
-    _SharedScope("user", "user_states", ("app_name", "user_id")),
-)
+_APP = _SharedScope("app", "app_states", ("app_name",))
+_USER = _SharedScope("user", "user_states", ("app_name", "user_id"))
 
 
 def _delta(scope: _SharedScope) -> str:
@@ -217,22 +215,22 @@ def _upsert(scope: _SharedScope, applied: str) -> str:
 
 # The shared scopes' sizes after each item's write (`shared_bytes`, 0 for a
 # scope the item does not grow), and whether they stay within the limit.
-_SHARED_SIZES = f"""{_delta(_SHARED_SCOPES[0])}, {_delta(_SHARED_SCOPES[1])}, growth AS (
+_SHARED_SIZES = f"""{_delta(_APP)}, {_delta(_USER)}, growth AS (
     SELECT i.ord,
-           {_growth(_SHARED_SCOPES[0])},
-           {_growth(_SHARED_SCOPES[1])}
+           {_growth(_APP)},
+           {_growth(_USER)}
       FROM item AS i
 ), shared_bytes AS (
     SELECT g.ord,
-           {_size_after(_SHARED_SCOPES[0])},
-           {_size_after(_SHARED_SCOPES[1])}
+           {_size_after(_APP)},
+           {_size_after(_USER)}
       FROM growth AS g JOIN item AS i ON i.ord = g.ord
 )"""
 _SHARED_FITS = "shared.app_bytes <= i.max_bytes AND shared.user_bytes <= i.max_bytes"
 
 
 def _shared_writes(applied: str) -> str:
-    return ", ".join(_upsert(scope, applied) for scope in _SHARED_SCOPES)
+    return ", ".join(_upsert(scope, applied) for scope in (_APP, _USER))
 
 
 _SESSION_OF_ITEM = "s.app_name = i.app_name AND s.user_id = i.user_id AND s.id = i.session_id"
