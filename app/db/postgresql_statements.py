@@ -4,278 +4,355 @@ arrays, where they go as JSON texts (asyncpg would take a list value for a
 dimension of the array); identifiers are always parameters, never text."""
 
 import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 from .memory_repository import TAKE_WHAT_FITS
 from .session_listing import listing_sql
 
-# -- the append and the session read -----------------------------------------
+# -- parameters by name ------------------------------------------------------
 
-# One statement, one round trip, in autocommit: the session row is locked and
-# bumped first, every other write joins on its result, so a missing or stale
-# session writes nothing; state merges happen inside PostgreSQL (`||` for the
-# session document, one row per app/user key upserted in key order so that
-# writers of overlapping keys cannot deadlock).
+
+def _positional(sql: str, names: list[str]) -> str:
+    """`:name` parameters as asyncpg's `$n`, numbered in the order given."""
+    numbers = {name: f"${index}" for index, name in enumerate(names, start=1)}
+    return re.sub(r"(?<!:):(\w+)", lambda match: numbers[match.group(1)], sql)
+
+
+@dataclass(frozen=True)
+class Statement:
+    """SQL written with `:name` parameters, sent as `$n`: the code binds
+    values by name, so no list of values has to follow the text's order."""
+
+    text: str
+    names: tuple[str, ...]
+
+    @classmethod
+    def of(cls, sql: str) -> "Statement":
+        """Numbered in the order the names first appear."""
+        names = list(dict.fromkeys(re.findall(r"(?<!:):(\w+)", sql)))
+        return cls(_positional(sql, names), tuple(names))
+
+    def arguments(self, values: Mapping[str, Any]) -> list[Any]:
+        """The values in the statement's order; every name bound, none more."""
+        if len(values) == len(self.names) and all(name in values for name in self.names):
+            return [values[name] for name in self.names]
+        missing = sorted(set(self.names) - set(values))
+        extra = sorted(set(values) - set(self.names))
+        raise TypeError(f"parameters not bound: {missing}; bound but not taken: {extra}")
+
+    def columns(self, rows: Sequence[Mapping[str, Any]]) -> list[list[Any]]:
+        """For a statement of arrays: an array per name, an element per row."""
+        return [list(column) for column in zip(*map(self.arguments, rows), strict=True)]
+
+
+# -- rules every statement on a session keeps --------------------------------
+
+
+def not_expired(now: str, table: str = "") -> str:
+    """A session not expired at `now`: an expired one is missing to every
+    read and write (the sweeper deletes it later)."""
+    return f"({table}expire_time IS NULL OR {table}expire_time > {now})"
+
+
+def expired(now: str) -> str:
+    return f"expire_time <= {now}"
+
+
+def idle_expiry(now: str, table: str = "") -> str:
+    """The expiry after a change at `now`: an idle timeout restarts."""
+    return (
+        f"CASE WHEN {table}ttl_seconds IS NULL THEN {table}expire_time"
+        f" ELSE {now} + {table}ttl_seconds END"
+    )
+
+
+# -- the append ----------------------------------------------------------------
+
+# One statement, one round trip, in autocommit, for one append, one request's
+# several events, or a batch of appends (group commit,
+# app/db/append_batches.py). Each append is a row of `item`; the session row
+# is locked and bumped first and every other write joins on its result, so a
+# missing, expired or stale session writes nothing; state merges happen inside
+# PostgreSQL (`||` for the session document, one row per app/user key upserted
+# in key order so that writers of overlapping keys cannot deadlock).
 #
-# Size limits ($13): a delta that would take a scope past it bumps nothing, so
-# writes nothing, and the sizes come back to say which scope. App and user
-# keys carry their size ($14, $15: key -> bytes, measured by the caller), so
-# only the keys written are read, and a scope is summed only when the delta
-# makes it grow. Those reads see the rows committed when the statement starts:
-# appends racing to grow one scope can each pass the limit by their own
-# growth, never more. A session keeps an upper bound of its state's size
-# (state_bytes), raised by $16 (twice the delta's compact JSON: JSONB prints
-# more spaces); the state is measured, and the bound set exact, only when the
-# bound would pass the limit.
+# Size limits (max_bytes): a delta that would take a scope past it bumps
+# nothing, so writes nothing, and the sizes come back to say which scope. App
+# and user keys carry their size (app_sizes, user_sizes: key -> bytes,
+# measured by the caller), so only the keys written are read, and a scope is
+# summed only when the delta makes it grow. Those reads see the rows committed
+# when the statement starts: appends racing to grow one scope can each pass
+# the limit by their own growth, never more. A session keeps an upper bound
+# of its state's size (state_bytes), raised by session_growth (twice the
+# delta's compact JSON: JSONB prints more spaces); the state is measured, and
+# the bound set exact, only when the bound would pass the limit.
 #
-# Expiry: an expired session ($17 is now) is missing. A session with an idle
-# timeout (ttl_seconds) expires that long after this append; $18 replaces the
-# expiry with $19 (a timeout) or $20 (a time), or none when both are null.
-_APPEND = """
-WITH app_delta AS (
-    SELECT d.key, d.value, ($14::jsonb ->> d.key)::bigint AS size
-      FROM jsonb_each($10::jsonb) AS d
-), user_delta AS (
-    SELECT d.key, d.value, ($15::jsonb ->> d.key)::bigint AS size
-      FROM jsonb_each($11::jsonb) AS d
-), growth AS (
-    -- One index lookup per key written (a join here was planned as a scan of
-    -- the whole scope).
-    SELECT (SELECT coalesce(sum(n.size - coalesce(
-                     (SELECT a.size FROM app_states AS a
-                       WHERE a.app_name = $1 AND a.key = n.key), 0)), 0)
-              FROM app_delta AS n) AS app_bytes,
-           (SELECT coalesce(sum(n.size - coalesce(
-                     (SELECT u.size FROM user_states AS u
-                       WHERE u.app_name = $1 AND u.user_id = $2 AND u.key = n.key), 0)), 0)
-              FROM user_delta AS n) AS user_bytes
-), shared_bytes AS (
-    SELECT CASE WHEN g.app_bytes <= 0 THEN 0 ELSE g.app_bytes +
-             (SELECT coalesce(sum(a.size), 0) FROM app_states AS a WHERE a.app_name = $1)
-           END AS app_bytes,
-           CASE WHEN g.user_bytes <= 0 THEN 0 ELSE g.user_bytes +
-             (SELECT coalesce(sum(u.size), 0) FROM user_states AS u
-               WHERE u.app_name = $1 AND u.user_id = $2)
-           END AS user_bytes
-      FROM growth AS g
-), free AS (
-    SELECT 1 FROM sessions WHERE app_name = $1 AND user_id = $2 AND id = $3
-       FOR UPDATE {waits}
-), bumped AS (
-    UPDATE sessions
-       SET state = state || $4::jsonb, revision = revision + {increment}, update_time = $5,
-           ttl_seconds = CASE WHEN $18::boolean THEN $19::float8 ELSE ttl_seconds END,
-           expire_time = CASE WHEN $18::boolean
-                              THEN coalesce($17::float8 + $19::float8, $20::float8)
-                              WHEN ttl_seconds IS NULL THEN expire_time
-                              ELSE $17::float8 + ttl_seconds END,
-           state_bytes = CASE WHEN $16 = 0 OR state_bytes + $16 <= $13
-                              THEN state_bytes + $16
-                              ELSE octet_length((state || $4::jsonb)::text) END
-     WHERE app_name = $1 AND user_id = $2 AND id = $3
-       AND (expire_time IS NULL OR expire_time > $17::float8)
-       AND ($12::bigint IS NULL OR revision = $12::bigint)
-       AND CASE WHEN $16 = 0 OR state_bytes + $16 <= $13 THEN true
-                ELSE octet_length((state || $4::jsonb)::text) <= $13 END
-       AND (SELECT app_bytes <= $13 AND user_bytes <= $13 FROM shared_bytes)
-       AND EXISTS (SELECT 1 FROM free)
- RETURNING revision
-), stored AS (
-    INSERT INTO events (app_name, user_id, session_id, seq, id, invocation_id, author,
-                        timestamp, data)
-    {stored_rows}
- RETURNING seq
-), app_written AS (
-    INSERT INTO app_states (app_name, key, value, size)
-    SELECT $1, delta.key, delta.value, delta.size
-      FROM bumped, app_delta AS delta
-     ORDER BY delta.key
-    ON CONFLICT (app_name, key) DO UPDATE SET value = EXCLUDED.value, size = EXCLUDED.size
-), user_written AS (
-    INSERT INTO user_states (app_name, user_id, key, value, size)
-    SELECT $1, $2, delta.key, delta.value, delta.size
-      FROM bumped, user_delta AS delta
-     ORDER BY delta.key
-    ON CONFLICT (app_name, user_id, key) DO UPDATE SET value = EXCLUDED.value, size = EXCLUDED.size
-)
-SELECT stored.seq, shared.app_bytes, shared.user_bytes,
-       CASE WHEN stored.seq IS NOT NULL OR $4::jsonb = '{}'::jsonb THEN 0 ELSE
-         (SELECT octet_length((s.state || $4::jsonb)::text) FROM sessions AS s
-           WHERE s.app_name = $1 AND s.user_id = $2 AND s.id = $3) END,
-       NOT EXISTS (SELECT 1 FROM free) AND EXISTS (SELECT 1 FROM sessions AS s
-                     WHERE s.app_name = $1 AND s.user_id = $2 AND s.id = $3) AS held_elsewhere
-  FROM shared_bytes AS shared LEFT JOIN {stored_seq} ON true
-"""
+# Expiry: replace_expiry sets the timeout `ttl` (from now) or the time
+# `expire_at`, or none when both are null; otherwise an idle timeout restarts.
+#
+# An event id already stored for its session makes its append write nothing
+# (the caller looks for a retry); one stored by a concurrent transaction
+# after the statement began fails it (a unique violation).
+
+# An append's values, with their types: one row of `item`.
+_CHANGE = {
+    "app_name": "text",
+    "user_id": "text",
+    "session_id": "text",
+    "expected": "bigint",  # the revision required (If-Match), or null
+    "now": "float8",
+    "update_time": "float8",  # the (last) event's time
+    "session_delta": "jsonb",
+    "session_growth": "bigint",
+    "app_delta": "jsonb",
+    "app_sizes": "jsonb",
+    "user_delta": "jsonb",
+    "user_sizes": "jsonb",
+    "max_bytes": "bigint",
+    "replace_expiry": "boolean",
+    "ttl": "float8",
+    "expire_at": "float8",
+}
+_ONE_EVENT = {
+    "event_id": "text",
+    "invocation_id": "text",
+    "author": "text",
+    "event_time": "float8",
+    "data": "text",
+}
+_MANY_EVENTS = {
+    "event_ids": "text[]",
+    "invocation_ids": "text[]",
+    "authors": "text[]",
+    "event_times": "float8[]",
+    "event_data": "text[]",
+}
+# The app and user state written with a new session.
+_SHARED_CHANGE = {
+    name: _CHANGE[name]
+    for name in ("app_name", "user_id", "app_delta", "app_sizes", "user_delta", "user_sizes")
+} | {"max_bytes": "bigint"}
 
 
-def _append_statement(*, waits: bool, many: bool) -> str:
-    one = {
-        "{increment}": "1",
-        "{stored_rows}": "SELECT $1, $2, $3, revision, $6, $7, $8, $5, $9 FROM bumped",
-        "{stored_seq}": "stored",
-    }
-    # Several events of one session (a batch append): $6..$9 and $21 are
-    # arrays, an element per event, stored in order after the revision; the
-    # deltas ($4, $10, $11) are the events' deltas merged in order (a key
-    # written twice keeps its last value), so the state, the size checks and
-    # the shared rows are written once, as for one event.
-    many_events = {
-        "{increment}": "cardinality($6::text[])",
-        "{stored_rows}": (
-            "SELECT $1, $2, $3, b.revision - cardinality($6::text[]) + e.ord, e.id,\n"
-            "           e.invocation_id, e.author, e.event_time, e.data\n"
-            "      FROM bumped AS b,\n"
-            "           unnest($6::text[], $7::text[], $8::text[], $9::text[], $21::float8[])\n"
-            "           WITH ORDINALITY AS e(id, invocation_id, author, data, event_time, ord)"
-        ),
-        "{stored_seq}": "(SELECT max(seq) AS seq FROM stored) AS stored",
-    }
-    statement = _APPEND.replace("{waits}", "" if waits else "SKIP LOCKED")
-    for placeholder, text in (many_events if many else one).items():
-        statement = statement.replace(placeholder, text)
-    return statement
+def _one_item(columns: Mapping[str, str]) -> str:
+    """`item` as one row of the parameters."""
+    values = ", ".join(f":{name}::{kind} AS {name}" for name, kind in columns.items())
+    return f"SELECT {values}, 1::bigint AS ord"
 
 
-# Waits for a session another transaction holds.
-APPEND = _append_statement(waits=True, many=False)
-# Does not wait: a session another transaction holds makes the append write
-# nothing and answer held_elsewhere (the batcher then sends it with APPEND,
-# outside its batches, so that only this append waits).
-APPEND_UNLESS_HELD = _append_statement(waits=False, many=False)
-# A batch append: several events of one session, in one statement.
-APPEND_MANY = _append_statement(waits=True, many=True)
+def _items(columns: Mapping[str, str]) -> str:
+    """`item` as a row per element of the parameters' arrays (JSON as texts)."""
+    arrays = ", ".join(
+        f":{name}::{'text' if kind == 'jsonb' else kind}[]" for name, kind in columns.items()
+    )
+    values = ", ".join(
+        f"u.{name}::jsonb AS {name}" if kind == "jsonb" else f"u.{name}"
+        for name, kind in columns.items()
+    )
+    return (
+        f"SELECT {values}, u.ord\n"
+        f"      FROM unnest({arrays})\n"
+        f"           WITH ORDINALITY AS u({', '.join(columns)}, ord)"
+    )
 
-# Several appends in one statement: one round trip, one plan and one commit
-# for all of them (group commit, app/db/append_batches.py). Each item is the
-# append above, with the same checks and the same answer, as one row in its
-# order ($1 .. $20: one array element per item), plus whether its session was
-# held by another transaction (then the item wrote nothing, and the caller
-# sends it by itself, which waits for the lock). A batch holds at most one
-# append per session (the batcher sees to it), so every session row is bumped
-# at most once; shared keys written by several items of the batch are
-# written once, with the value of the last item that wrote them (appends in
-# one batch are concurrent requests: any order of them is an order they could
-# have been served in, and the batch keeps its own). An event id already
-# stored for its session makes its item write nothing (the caller looks for
-# a retry, as after the single append); one stored by a concurrent
-# transaction after this statement began fails the whole statement, and the
-# caller then runs each item by itself.
-APPEND_BATCH = """
-WITH item AS (
-    SELECT *
-      FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::float8[], $6::text[],
-                  $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::bigint[],
-                  $13::bigint[], $14::text[], $15::text[], $16::bigint[], $17::float8[],
-                  $18::boolean[], $19::float8[], $20::float8[])
-           WITH ORDINALITY AS i(app_name, user_id, session_id, session_text, event_time,
-                                event_id, invocation_id, author, data, app_text, user_text,
-                                expected, max_bytes, app_sizes_text, user_sizes_text,
-                                session_growth, now, replace_expiry, ttl, expire_at, ord)
-), delta AS (
-    SELECT i.*, i.session_text::jsonb AS session_delta, i.app_text::jsonb AS app_delta,
-           i.user_text::jsonb AS user_delta, i.app_sizes_text::jsonb AS app_sizes,
-           i.user_sizes_text::jsonb AS user_sizes
-      FROM item AS i
-), app_delta AS (
-    SELECT i.ord, i.app_name, d.key, d.value, (i.app_sizes ->> d.key)::bigint AS size
-      FROM delta AS i, jsonb_each(i.app_delta) AS d
-), user_delta AS (
-    SELECT i.ord, i.app_name, i.user_id, d.key, d.value, (i.user_sizes ->> d.key)::bigint AS size
-      FROM delta AS i, jsonb_each(i.user_delta) AS d
-), growth AS (
+
+@dataclass(frozen=True)
+class _SharedScope:
+    name: str
+    table: str
+    owner: tuple[str, ...]
+
+    def matches(self, row: str, item: str = "i") -> str:
+        return " AND ".join(f"{row}.{column} = {item}.{column}" for column in self.owner)
+
+
+_APP = _SharedScope("app", "app_states", ("app_name",))
+_USER = _SharedScope("user", "user_states", ("app_name", "user_id"))
+
+
+def _delta(scope: _SharedScope) -> str:
+    """The scope's keys written by each item, with their sizes."""
+    return f"""{scope.name}_delta AS (
+    SELECT i.ord, d.key, d.value, (i.{scope.name}_sizes ->> d.key)::bigint AS size
+      FROM item AS i, jsonb_each(i.{scope.name}_delta) AS d
+)"""
+
+
+def _growth(scope: _SharedScope) -> str:
+    # One index lookup per key written (a join here was planned as a scan of
+    # the whole scope).
+    return f"""(SELECT coalesce(sum(n.size - coalesce(
+                     (SELECT x.size FROM {scope.table} AS x
+                       WHERE {scope.matches("x")} AND x.key = n.key), 0)), 0)
+              FROM {scope.name}_delta AS n WHERE n.ord = i.ord) AS {scope.name}_bytes"""
+
+
+def _size_after(scope: _SharedScope) -> str:
+    """The scope's size after the write when it grows; 0 when it does not."""
+    name = scope.name
+    return f"""CASE WHEN g.{name}_bytes <= 0 THEN 0 ELSE g.{name}_bytes +
+             (SELECT coalesce(sum(x.size), 0) FROM {scope.table} AS x
+               WHERE {scope.matches("x")})
+           END AS {name}_bytes"""
+
+
+def _upsert(scope: _SharedScope, applied: str) -> str:
+    """The scope's keys of the items in `applied`, in key order; a key written
+    by several items takes the last one's value."""
+    owner = ", ".join(scope.owner)
+    owner_of_item = ", ".join(f"i.{column}" for column in scope.owner)
+    return f"""{scope.name}_written AS (
+    INSERT INTO {scope.table} ({owner}, key, value, size)
+    SELECT DISTINCT ON ({owner_of_item}, d.key) {owner_of_item}, d.key, d.value, d.size
+      FROM {applied} AS b JOIN item AS i ON i.ord = b.ord
+      JOIN {scope.name}_delta AS d ON d.ord = b.ord
+     ORDER BY {owner_of_item}, d.key, d.ord DESC
+    ON CONFLICT ({owner}, key) DO UPDATE SET value = EXCLUDED.value, size = EXCLUDED.size
+)"""
+
+
+# The shared scopes' sizes after each item's write (`shared_bytes`, 0 for a
+# scope the item does not grow), and whether they stay within the limit.
+_SHARED_SIZES = f"""{_delta(_APP)}, {_delta(_USER)}, growth AS (
     SELECT i.ord,
-           (SELECT coalesce(sum(n.size - coalesce(
-                     (SELECT a.size FROM app_states AS a
-                       WHERE a.app_name = i.app_name AND a.key = n.key), 0)), 0)
-              FROM app_delta AS n WHERE n.ord = i.ord) AS app_bytes,
-           (SELECT coalesce(sum(n.size - coalesce(
-                     (SELECT u.size FROM user_states AS u
-                       WHERE u.app_name = i.app_name AND u.user_id = i.user_id
-                         AND u.key = n.key), 0)), 0)
-              FROM user_delta AS n WHERE n.ord = i.ord) AS user_bytes
-      FROM delta AS i
+           {_growth(_APP)},
+           {_growth(_USER)}
+      FROM item AS i
 ), shared_bytes AS (
     SELECT g.ord,
-           CASE WHEN g.app_bytes <= 0 THEN 0 ELSE g.app_bytes +
-             (SELECT coalesce(sum(a.size), 0) FROM app_states AS a
-               WHERE a.app_name = i.app_name)
-           END AS app_bytes,
-           CASE WHEN g.user_bytes <= 0 THEN 0 ELSE g.user_bytes +
-             (SELECT coalesce(sum(u.size), 0) FROM user_states AS u
-               WHERE u.app_name = i.app_name AND u.user_id = i.user_id)
-           END AS user_bytes
-      FROM growth AS g JOIN delta AS i ON i.ord = g.ord
-), free AS (
-    -- The sessions no other transaction holds, locked: a batch never waits
-    -- on one session's lock (a fork's, another process's batch), so neither
-    -- do the other appends in it, and batches cannot deadlock on sessions.
-    SELECT i.ord FROM item AS i JOIN sessions AS s
-        ON s.app_name = i.app_name AND s.user_id = i.user_id AND s.id = i.session_id
-       FOR UPDATE OF s SKIP LOCKED
+           {_size_after(_APP)},
+           {_size_after(_USER)}
+      FROM growth AS g JOIN item AS i ON i.ord = g.ord
+)"""
+_SHARED_FITS = "shared.app_bytes <= i.max_bytes AND shared.user_bytes <= i.max_bytes"
+
+
+def _shared_writes(applied: str) -> str:
+    return ", ".join(_upsert(scope, applied) for scope in (_APP, _USER))
+
+
+_SESSION_OF_ITEM = "s.app_name = i.app_name AND s.user_id = i.user_id AND s.id = i.session_id"
+_EVENT_OF_ITEM = "e.app_name = i.app_name AND e.user_id = i.user_id AND e.session_id = i.session_id"
+# Whether the session's size bound stays within the limit (no measure needed).
+_BOUND_FITS = "i.session_growth = 0 OR s.state_bytes + i.session_growth <= i.max_bytes"
+_STATE_AFTER = "octet_length((s.state || i.session_delta)::text)"
+
+
+@dataclass(frozen=True)
+class _Events:
+    """How an item's events are stored: how many, whether one is stored
+    already, and their rows after the bumped revision."""
+
+    count: str
+    stored: str
+    rows: str
+
+
+_ONE = _Events(
+    count="1",
+    stored="e.id = i.event_id",
+    rows="""SELECT i.app_name, i.user_id, i.session_id, b.revision, i.event_id, i.invocation_id,
+           i.author, i.event_time, i.data
+      FROM bumped AS b JOIN item AS i ON i.ord = b.ord""",
+)
+# Several events of one session (a batch append): stored in order after the
+# revision; the deltas are the events' deltas merged in order (a key written
+# twice keeps its last value), so the state, the size checks and the shared
+# rows are written once, as for one event.
+_MANY = _Events(
+    count="cardinality(i.event_ids)",
+    stored="e.id = ANY(i.event_ids)",
+    rows="""SELECT i.app_name, i.user_id, i.session_id,
+           b.revision - cardinality(i.event_ids) + e.ord, e.id, e.invocation_id, e.author,
+           e.event_time, e.data
+      FROM bumped AS b JOIN item AS i ON i.ord = b.ord,
+           unnest(i.event_ids, i.invocation_ids, i.authors, i.event_times, i.event_data)
+           WITH ORDINALITY AS e(id, invocation_id, author, event_time, data, ord)""",
+)
+
+
+def _append(item: str, events: _Events, *, waits: bool) -> Statement:
+    """Answers a row per item, in order: the revision (null when nothing was
+    written), the app, user and session sizes the write would give, and
+    whether another transaction held the session (only when not `waits`)."""
+    return Statement.of(f"""
+WITH item AS (
+    {item}
+), {_SHARED_SIZES}, free AS (
+    SELECT i.ord FROM item AS i JOIN sessions AS s ON {_SESSION_OF_ITEM}
+       FOR UPDATE OF s{"" if waits else " SKIP LOCKED"}
 ), bumped AS (
     UPDATE sessions AS s
-       SET state = s.state || i.session_delta, revision = s.revision + 1,
-           update_time = i.event_time,
+       SET state = s.state || i.session_delta, revision = s.revision + {events.count},
+           update_time = i.update_time,
            ttl_seconds = CASE WHEN i.replace_expiry THEN i.ttl ELSE s.ttl_seconds END,
            expire_time = CASE WHEN i.replace_expiry THEN coalesce(i.now + i.ttl, i.expire_at)
-                              WHEN s.ttl_seconds IS NULL THEN s.expire_time
-                              ELSE i.now + s.ttl_seconds END,
-           state_bytes = CASE WHEN i.session_growth = 0
-                                   OR s.state_bytes + i.session_growth <= i.max_bytes
-                              THEN s.state_bytes + i.session_growth
-                              ELSE octet_length((s.state || i.session_delta)::text) END
-      FROM delta AS i JOIN shared_bytes AS shared ON shared.ord = i.ord
+                              ELSE {idle_expiry("i.now", "s.")} END,
+           state_bytes = CASE WHEN {_BOUND_FITS} THEN s.state_bytes + i.session_growth
+                              ELSE {_STATE_AFTER} END
+      FROM item AS i JOIN shared_bytes AS shared ON shared.ord = i.ord
       JOIN free ON free.ord = i.ord
-     WHERE s.app_name = i.app_name AND s.user_id = i.user_id AND s.id = i.session_id
-       AND (s.expire_time IS NULL OR s.expire_time > i.now)
+     WHERE {_SESSION_OF_ITEM}
+       AND {not_expired("i.now", "s.")}
        AND (i.expected IS NULL OR s.revision = i.expected)
-       AND CASE WHEN i.session_growth = 0 OR s.state_bytes + i.session_growth <= i.max_bytes
-                THEN true
-                ELSE octet_length((s.state || i.session_delta)::text) <= i.max_bytes END
-       AND shared.app_bytes <= i.max_bytes AND shared.user_bytes <= i.max_bytes
-       AND NOT EXISTS (SELECT 1 FROM events AS e
-                        WHERE e.app_name = i.app_name AND e.user_id = i.user_id
-                          AND e.session_id = i.session_id AND e.id = i.event_id)
+       AND CASE WHEN {_BOUND_FITS} THEN true ELSE {_STATE_AFTER} <= i.max_bytes END
+       AND {_SHARED_FITS}
+       AND NOT EXISTS (SELECT 1 FROM events AS e WHERE {_EVENT_OF_ITEM} AND {events.stored})
  RETURNING i.ord, s.revision
 ), stored AS (
     INSERT INTO events (app_name, user_id, session_id, seq, id, invocation_id, author,
                         timestamp, data)
-    SELECT i.app_name, i.user_id, i.session_id, b.revision, i.event_id, i.invocation_id,
-           i.author, i.event_time, i.data
-      FROM bumped AS b JOIN item AS i ON i.ord = b.ord
-), app_written AS (
-    INSERT INTO app_states (app_name, key, value, size)
-    SELECT DISTINCT ON (d.app_name, d.key) d.app_name, d.key, d.value, d.size
-      FROM bumped AS b JOIN app_delta AS d ON d.ord = b.ord
-     ORDER BY d.app_name, d.key, d.ord DESC
-    ON CONFLICT (app_name, key) DO UPDATE SET value = EXCLUDED.value, size = EXCLUDED.size
-), user_written AS (
-    INSERT INTO user_states (app_name, user_id, key, value, size)
-    SELECT DISTINCT ON (d.app_name, d.user_id, d.key) d.app_name, d.user_id, d.key, d.value,
-           d.size
-      FROM bumped AS b JOIN user_delta AS d ON d.ord = b.ord
-     ORDER BY d.app_name, d.user_id, d.key, d.ord DESC
-    ON CONFLICT (app_name, user_id, key) DO UPDATE SET value = EXCLUDED.value, size = EXCLUDED.size
-)
+    {events.rows}
+), {_shared_writes("bumped")}
 SELECT b.revision, shared.app_bytes, shared.user_bytes,
-       CASE WHEN b.revision IS NOT NULL OR i.session_delta = '{}'::jsonb THEN 0 ELSE
-         (SELECT octet_length((s.state || i.session_delta)::text) FROM sessions AS s
-           WHERE s.app_name = i.app_name AND s.user_id = i.user_id AND s.id = i.session_id)
-       END,
-       free.ord IS NULL AND EXISTS (SELECT 1 FROM sessions AS s
-                                     WHERE s.app_name = i.app_name AND s.user_id = i.user_id
-                                       AND s.id = i.session_id) AS held_elsewhere
-  FROM delta AS i JOIN shared_bytes AS shared ON shared.ord = i.ord
+       CASE WHEN b.revision IS NOT NULL OR i.session_delta = '{{}}'::jsonb THEN 0 ELSE
+         (SELECT {_STATE_AFTER} FROM sessions AS s WHERE {_SESSION_OF_ITEM}) END,
+       free.ord IS NULL AND EXISTS (SELECT 1 FROM sessions AS s WHERE {_SESSION_OF_ITEM})
+  FROM item AS i JOIN shared_bytes AS shared ON shared.ord = i.ord
   LEFT JOIN free ON free.ord = i.ord
   LEFT JOIN bumped AS b ON b.ord = i.ord
  ORDER BY i.ord
-"""
+""")
+
+
+# Waits for a session another transaction holds.
+APPEND = _append(_one_item(_CHANGE | _ONE_EVENT), _ONE, waits=True)
+# Does not wait: a session another transaction holds makes the append write
+# nothing and answer held_elsewhere (the batcher then sends it with APPEND,
+# outside its batches, so that only this append waits).
+APPEND_UNLESS_HELD = _append(_one_item(_CHANGE | _ONE_EVENT), _ONE, waits=False)
+# One request's several events, of one session.
+APPEND_MANY = _append(_one_item(_CHANGE | _MANY_EVENTS), _MANY, waits=True)
+# Several appends, of different sessions (the batcher sees to it: each
+# session row is bumped at most once): one round trip, one plan and one
+# commit for all of them. It never waits on a session's lock (a fork's,
+# another process's batch), so neither do the other appends in it, and
+# batches cannot deadlock on sessions. Shared keys written by several of its
+# appends take the last one's value: appends in one batch are concurrent
+# requests, and any order of them is one they could have been served in.
+APPEND_BATCH = _append(_items(_CHANGE | _ONE_EVENT), _ONE, waits=False)
+
+# The app and user state given with a new session, within the same limits as
+# an append's (in the creating transaction): the sizes the write would give
+# come back, and nothing is written when one passes max_bytes.
+WRITE_SHARED_STATE = Statement.of(f"""
+WITH item AS (
+    {_one_item(_SHARED_CHANGE)}
+), {_SHARED_SIZES}, fits AS (
+    SELECT i.ord FROM item AS i JOIN shared_bytes AS shared ON shared.ord = i.ord
+     WHERE {_SHARED_FITS}
+), {_shared_writes("fits")}
+SELECT shared.app_bytes, shared.user_bytes FROM shared_bytes AS shared
+""")
 
 # One round trip for a whole session read; event texts are joined by the
 # database, and only events up to the revision read with the session row are
 # taken, so events, state and ETag describe one moment. Their size is read
 # first (from the TOAST pointers, without reading the texts): when it passes
 # $6 the texts are not joined at all, so no read can ask for a gigabyte.
-SNAPSHOT = """
+SNAPSHOT = f"""
 SELECT s.state, s.revision, s.update_time, s.expire_time,
        (SELECT jsonb_object_agg(a.key, a.value) FROM app_states AS a
          WHERE a.app_name = $1) AS app_state,
@@ -299,17 +376,17 @@ SELECT s.state, s.revision, s.update_time, s.expire_time,
                          ORDER BY e.seq DESC
                          LIMIT $5::bigint) AS recent) AS sized
  WHERE s.app_name = $1 AND s.user_id = $2 AND s.id = $3
-   AND (s.expire_time IS NULL OR s.expire_time > $7::float8)
+   AND {not_expired("$7::float8", "s.")}
 """
 
 
 # -- sessions ----------------------------------------------------------------
 
 # An expired session ($4 is now) is missing.
-READ_SESSION = """
+READ_SESSION = f"""
 SELECT state, revision, update_time, expire_time FROM sessions
  WHERE app_name = $1 AND user_id = $2 AND id = $3
-   AND (expire_time IS NULL OR expire_time > $4::float8)
+   AND {not_expired("$4::float8")}
 """
 # Kept from being deleted until the transaction ends.
 READ_SESSION_FOR_SHARE = READ_SESSION + " FOR SHARE"
@@ -325,16 +402,16 @@ RETURNING revision
 # The session row is locked first, as an append locks it first: deleting its
 # events before it deadlocked with an append retrying a stored event id. An
 # expired one is locked too (and deleted), but reported missing.
-LOCK_SESSION = """
-SELECT expire_time IS NULL OR expire_time > $4::float8 FROM sessions
+LOCK_SESSION = f"""
+SELECT {not_expired("$4::float8")} FROM sessions
  WHERE app_name = $1 AND user_id = $2 AND id = $3
  FOR UPDATE
 """
 # An expired session whose id a new session takes: deleted first, with its
 # events, in the new session's transaction.
-LOCK_EXPIRED_SESSION = """
+LOCK_EXPIRED_SESSION = f"""
 SELECT 1 FROM sessions
- WHERE app_name = $1 AND user_id = $2 AND id = $3 AND expire_time <= $4::float8
+ WHERE app_name = $1 AND user_id = $2 AND id = $3 AND {expired("$4::float8")}
  FOR UPDATE
 """
 DELETE_SESSION_EVENTS = """
@@ -343,12 +420,6 @@ DELETE FROM events WHERE app_name = $1 AND user_id = $2 AND session_id = $3
 DELETE_SESSION = """
 DELETE FROM sessions WHERE app_name = $1 AND user_id = $2 AND id = $3
 """
-
-
-def _positional(sql: str, names: list[str]) -> str:
-    """`:name` parameters as asyncpg's `$n`, numbered in the order given."""
-    numbers = {name: f"${index}" for index, name in enumerate(names, start=1)}
-    return re.sub(r"(?<!:):(\w+)", lambda match: numbers[match.group(1)], sql)
 
 
 def _listing(*, one_user: bool, after_cursor: bool) -> tuple[str, list[str]]:
@@ -371,10 +442,10 @@ LISTINGS = {
 # A session's expiry replaced ($5: the idle timeout, $6: the time it gives
 # or the absolute time), if it is not expired ($4 is now) and, when $7 is not
 # null, still at that revision; the revision comes back.
-SET_EXPIRY = """
+SET_EXPIRY = f"""
 UPDATE sessions SET ttl_seconds = $5, expire_time = $6
  WHERE app_name = $1 AND user_id = $2 AND id = $3
-   AND (expire_time IS NULL OR expire_time > $4::float8)
+   AND {not_expired("$4::float8")}
    AND ($7::bigint IS NULL OR revision = $7::bigint)
 RETURNING revision
 """
@@ -382,10 +453,10 @@ RETURNING revision
 # -- fork --------------------------------------------------------------------
 
 # The source of a fork, kept from being deleted until the copy commits.
-FORK_SOURCE = """
+FORK_SOURCE = f"""
 SELECT state, revision, initial_state FROM sessions
  WHERE app_name = $1 AND user_id = $2 AND id = $3
-   AND (expire_time IS NULL OR expire_time > $4::float8)
+   AND {not_expired("$4::float8")}
  FOR SHARE
 """
 INSERT_FORK = """
@@ -402,10 +473,10 @@ INSERT INTO events (app_name, user_id, session_id, seq, id, invocation_id, autho
 SELECT app_name, user_id, $6, seq, id, invocation_id, author, timestamp, data FROM events
  WHERE app_name = $1 AND user_id = $2 AND session_id = $3 AND seq > $4 AND seq <= $5
 """
-INITIAL_STATE = """
+INITIAL_STATE = f"""
 SELECT initial_state IS NOT NULL, initial_state FROM sessions
  WHERE app_name = $1 AND user_id = $2 AND id = $3
-   AND (expire_time IS NULL OR expire_time > $4::float8)
+   AND {not_expired("$4::float8")}
 """
 EVENTS_BETWEEN = """
 SELECT seq, data FROM events
@@ -425,7 +496,7 @@ SELECT EXISTS (SELECT 1 FROM events
 
 # The session's revision and the seq that is newest once its newest $4 events
 # go (0: none is left), read together; no row when it is missing ($5 is now).
-NEWEST_KEPT_SEQ = """
+NEWEST_KEPT_SEQ = f"""
 SELECT s.revision,
        coalesce((SELECT e.seq FROM events AS e
                   WHERE e.app_name = $1 AND e.user_id = $2 AND e.session_id = $3
@@ -433,7 +504,7 @@ SELECT s.revision,
                  OFFSET $4 LIMIT 1), 0)
   FROM sessions AS s
  WHERE s.app_name = $1 AND s.user_id = $2 AND s.id = $3
-   AND (s.expire_time IS NULL OR s.expire_time > $5::float8)
+   AND {not_expired("$5::float8", "s.")}
 """
 # Removes the events after seq $4 if the session is still at revision $5; the
 # removal is a change like any write: the revision goes up by one (never back,
@@ -441,17 +512,16 @@ SELECT s.revision,
 # an idle timeout restarts. $7, when not null, replaces the session-scope
 # state (measured as stored). The session row is locked first, as every
 # writer locks it; an append waiting for it then finds the revision moved.
-REMOVE_EVENTS = """
+REMOVE_EVENTS = f"""
 WITH bumped AS (
     UPDATE sessions
        SET revision = revision + 1, update_time = $6::float8,
            state = coalesce($7::jsonb, state),
            state_bytes = CASE WHEN $7::jsonb IS NULL THEN state_bytes
                               ELSE octet_length($7::jsonb::text) END,
-           expire_time = CASE WHEN ttl_seconds IS NULL THEN expire_time
-                              ELSE $6::float8 + ttl_seconds END
+           expire_time = {idle_expiry("$6::float8")}
      WHERE app_name = $1 AND user_id = $2 AND id = $3 AND revision = $5::bigint
-       AND (expire_time IS NULL OR expire_time > $6::float8)
+       AND {not_expired("$6::float8")}
  RETURNING revision
 ), removed AS (
     DELETE FROM events AS e USING bumped
@@ -468,9 +538,9 @@ SELECT bumped.revision, (SELECT count(*) FROM removed) FROM bumped
 TRY_SWEEP_LOCK = "SELECT pg_try_advisory_xact_lock(hashtextextended('session-state sweep', 0))"
 # The next expired sessions ($1 is now), locked; one a request holds (an
 # append pushing its expiry, a fork copying it) is left for the next pass.
-EXPIRED_SESSIONS = """
+EXPIRED_SESSIONS = f"""
 SELECT app_name, user_id, id, revision FROM sessions
- WHERE expire_time <= $1::float8
+ WHERE {expired("$1::float8")}
  ORDER BY expire_time
  LIMIT $2
  FOR UPDATE SKIP LOCKED
@@ -491,7 +561,7 @@ DELETE FROM memories AS m USING unnest($1::text[], $2::text[], $3::text[])
  WHERE m.app_name = s.app_name AND m.user_id = s.user_id AND m.session_id = s.id
 """
 # Expired sessions not swept yet, for the backlog gauge (from the partial index).
-EXPIRED_COUNT = "SELECT count(*) FROM sessions WHERE expire_time <= $1::float8"
+EXPIRED_COUNT = f"SELECT count(*) FROM sessions WHERE {expired('$1::float8')}"
 
 # -- state -------------------------------------------------------------------
 
@@ -499,35 +569,6 @@ READ_APP_STATE = "SELECT key, value FROM app_states WHERE app_name = $1"
 READ_USER_STATE = "SELECT key, value FROM user_states WHERE app_name = $1 AND user_id = $2"
 READ_USER_STATES = """
 SELECT user_id, key, value FROM user_states WHERE app_name = $1 AND user_id = ANY($2::text[])
-"""
-
-# The written keys' current sizes, locked (in key order, as every writer
-# locks them) so that they stay current until the write.
-LOCK_APP_KEYS = """
-SELECT key, size FROM app_states WHERE app_name = $1 AND key = ANY($2::text[])
- ORDER BY key FOR UPDATE
-"""
-LOCK_USER_KEYS = """
-SELECT key, size FROM user_states WHERE app_name = $1 AND user_id = $2 AND key = ANY($3::text[])
- ORDER BY key FOR UPDATE
-"""
-APP_STATE_BYTES = "SELECT coalesce(sum(size), 0) FROM app_states WHERE app_name = $1"
-USER_STATE_BYTES = """
-SELECT coalesce(sum(size), 0) FROM user_states WHERE app_name = $1 AND user_id = $2
-"""
-UPSERT_APP_STATE = """
-INSERT INTO app_states (app_name, key, value, size)
-SELECT $1, entry.key, entry.value::jsonb, entry.size
-  FROM unnest($2::text[], $3::text[], $4::bigint[]) AS entry(key, value, size)
- ORDER BY entry.key
-ON CONFLICT (app_name, key) DO UPDATE SET value = EXCLUDED.value, size = EXCLUDED.size
-"""
-UPSERT_USER_STATE = """
-INSERT INTO user_states (app_name, user_id, key, value, size)
-SELECT $1, $2, entry.key, entry.value::jsonb, entry.size
-  FROM unnest($3::text[], $4::text[], $5::bigint[]) AS entry(key, value, size)
- ORDER BY entry.key
-ON CONFLICT (app_name, user_id, key) DO UPDATE SET value = EXCLUDED.value, size = EXCLUDED.size
 """
 
 # -- events ------------------------------------------------------------------

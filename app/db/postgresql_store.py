@@ -1,19 +1,14 @@
 """The PostgreSQL store: every request's SQL sent with asyncpg, on one pool
-per process (SQLAlchemy is kept for Alembic and the models).
-
-Measured here: the append statement cost 0.71 ms of client CPU through
-SQLAlchemy's async layer and 0.27 ms through asyncpg. Serving the append and
-the session read from SQLAlchemy's pool instead (one pool with SQLAlchemy for
-the rest) cost 7-10 us CPU per request in a bare loop and 35-45 us inside the
-server (greenlet switches around each checkout; `bench/pool_choice.py`,
-docs/design.md), so every statement goes through asyncpg and its pool.
+per process (SQLAlchemy is kept for Alembic and the models): asyncpg directly
+costs a third of the client CPU per statement (docs/performance.md, "The
+PostgreSQL store's driver and pool").
 """
 
 import contextlib
 import sys
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
@@ -40,7 +35,7 @@ from ..domain import (
     StoredEvent,
     Swept,
 )
-from ..errors import DatabaseUnavailable
+from ..errors import DatabaseUnavailable, StateTooLarge
 from ..metrics import DB_POOL_IN_USE
 from ..state import ScopedDelta, StateDict
 from . import migrations, poolers
@@ -94,60 +89,99 @@ async def _skip_session_reset(_connection: asyncpg.Connection) -> None:
     transaction, if any, is still rolled back by asyncpg before this."""
 
 
-def _sized_entries(delta: StateDict) -> tuple[list[str], list[str], list[int]]:
-    """A delta's keys in order (every writer locks shared keys in one order,
-    so writers of overlapping keys cannot deadlock), values as JSON texts
-    and sizes."""
-    keys = sorted(delta)
-    sizes = entry_sizes(delta)
-    values = [json_codec.dumps_for_jsonb(delta[key]) for key in keys]
-    return keys, values, [sizes[key] for key in keys]
-
-
 def _session_growth(delta: StateDict) -> int:
     """The bound a session's state size is raised by: twice the delta's
     compact JSON (JSONB prints more spaces); 0 for no change."""
     return 2 * session_state_bytes(delta) if delta else 0
 
 
+def _shared_change(
+    key: SessionKey, delta: ScopedDelta, max_state_bytes: int, encode_json: Callable[[Any], Any]
+) -> dict[str, Any]:
+    """The values of a write of app and user state (`encode_json` takes the
+    JSON values: as they are for the pool's codec, as texts inside arrays)."""
+    return {
+        "app_name": key.app_name,
+        "user_id": key.user_id,
+        "app_delta": encode_json(delta.app),
+        "app_sizes": encode_json(entry_sizes(delta.app)),
+        "user_delta": encode_json(delta.user),
+        "user_sizes": encode_json(entry_sizes(delta.user)),
+        "max_bytes": max_state_bytes,
+    }
+
+
 @dataclass(frozen=True)
-class _Append:
-    """One append waiting for its statement (alone or in a batch)."""
+class _Change:
+    """What an append does to its session and the shared state, whatever its
+    events (`update_time`: the last event's time)."""
 
     key: SessionKey
-    event: NewEvent
+    delta: ScopedDelta
+    update_time: float
     expected_revision: int | None
     max_state_bytes: int
     now: float
     new_expiry: Expiry | None
 
-    def parameters(self, encode_json: Callable[[Any], Any]) -> tuple[Any, ...]:
-        """The append statements' parameters, in order; `encode_json` takes
-        the JSON values (as they are for the pool's codec, as texts inside
-        the batch's arrays)."""
-        key, event, delta, expiry = self.key, self.event, self.event.delta, self.new_expiry
-        return (
-            key.app_name,
-            key.user_id,
-            key.session_id,
-            encode_json(delta.session),
-            event.timestamp,
-            event.id,
-            event.invocation_id,
-            event.author,
-            event.data,
-            encode_json(delta.app),
-            encode_json(delta.user),
-            self.expected_revision,
-            self.max_state_bytes,
-            encode_json(entry_sizes(delta.app)),
-            encode_json(entry_sizes(delta.user)),
-            _session_growth(delta.session),
-            self.now,
-            expiry is not None,
-            None if expiry is None else expiry.ttl_seconds,
-            None if expiry is None else expiry.expire_time,
-        )
+    def values(self, encode_json: Callable[[Any], Any]) -> dict[str, Any]:
+        expiry = self.new_expiry
+        return {
+            **_shared_change(self.key, self.delta, self.max_state_bytes, encode_json),
+            "session_id": self.key.session_id,
+            "expected": self.expected_revision,
+            "now": self.now,
+            "update_time": self.update_time,
+            "session_delta": encode_json(self.delta.session),
+            "session_growth": _session_growth(self.delta.session),
+            "replace_expiry": expiry is not None,
+            "ttl": None if expiry is None else expiry.ttl_seconds,
+            "expire_at": None if expiry is None else expiry.expire_time,
+        }
+
+
+@dataclass(frozen=True)
+class _Append:
+    """One append waiting for its statement (alone or in a batch)."""
+
+    change: _Change
+    event: NewEvent
+
+    def values(self, encode_json: Callable[[Any], Any]) -> dict[str, Any]:
+        event = self.event
+        return {
+            **self.change.values(encode_json),
+            "event_id": event.id,
+            "invocation_id": event.invocation_id,
+            "author": event.author,
+            "event_time": event.timestamp,
+            "data": event.data,
+        }
+
+
+def _many_values(change: _Change, events: Sequence[NewEvent]) -> dict[str, Any]:
+    """APPEND_MANY's values: the events' columns as arrays, in order."""
+    return {
+        **change.values(_as_is),
+        "event_ids": [event.id for event in events],
+        "invocation_ids": [event.invocation_id for event in events],
+        "authors": [event.author for event in events],
+        "event_times": [event.timestamp for event in events],
+        "event_data": [event.data for event in events],
+    }
+
+
+def _as_is(value: Any) -> Any:
+    return value
+
+
+def _scope_past_limit(sizes: Sequence[tuple[str, Any]], limit: int) -> StateTooLarge | None:
+    """The error of the first scope whose size (as an append statement
+    reports it) passes `limit`."""
+    for scope, size in sizes:
+        if size is not None and size > limit:
+            return state_too_large(scope, size, limit)
+    return None
 
 
 def _applied_revision(row: Sequence[Any], max_state_bytes: int) -> int:
@@ -156,16 +190,11 @@ def _applied_revision(row: Sequence[Any], max_state_bytes: int) -> int:
     revision, app_bytes, user_bytes, session_bytes = row
     if revision is not None:
         return int(revision)
-    for scope, size in (("app", app_bytes), ("user", user_bytes), ("session", session_bytes)):
-        if size is not None and size > max_state_bytes:
-            raise AppendNotApplied(
-                "state too large", state_error=state_too_large(scope, size, max_state_bytes)
-            )
+    sizes = (("app", app_bytes), ("user", user_bytes), ("session", session_bytes))
+    too_large = _scope_past_limit(sizes, max_state_bytes)
+    if too_large is not None:
+        raise AppendNotApplied("state too large", state_error=too_large)
     raise AppendNotApplied("session missing or stale")
-
-
-def _as_is(value: Any) -> Any:
-    return value
 
 
 def _runs_singly(error: Exception) -> bool:
@@ -175,47 +204,11 @@ def _runs_singly(error: Exception) -> bool:
     return isinstance(error, asyncpg.PostgresError) and not is_database_unavailable(error)
 
 
-@dataclass(frozen=True)
-class _Scope:
-    """The statements of one shared scope's state, its owner's columns first."""
-
-    name: str
-    lock_keys: str
-    total_bytes: str
-    upsert: str
-
-
-_APP_SCOPE = _Scope("app", sql.LOCK_APP_KEYS, sql.APP_STATE_BYTES, sql.UPSERT_APP_STATE)
-_USER_SCOPE = _Scope("user", sql.LOCK_USER_KEYS, sql.USER_STATE_BYTES, sql.UPSERT_USER_STATE)
-
-
-async def _write_scope(
-    connection: asyncpg.Connection,
-    scope: _Scope,
-    owner: tuple[str, ...],
-    delta: StateDict,
-    limit: int,
-) -> None:
-    """Upserts the scope's keys of a delta, refusing (StateTooLarge, before any
-    write) one that would take the scope's state past `limit`. Only the
-    written keys are read, locked; the scope is summed only if it grows."""
-    if not delta:
-        return
-    keys, values, sizes = _sized_entries(delta)
-    old = dict(await connection.fetch(scope.lock_keys, *owner, keys))
-    change = sum(size - old.get(key, 0) for key, size in zip(keys, sizes, strict=True))
-    if change > 0:
-        total = await connection.fetchval(scope.total_bytes, *owner) + change
-        if total > limit:
-            raise state_too_large(scope.name, total, limit)
-    await connection.execute(scope.upsert, *owner, keys, values, sizes)
-
-
 class _PooledConnection:
     """A connection of the pool for one `async with`, counted by the pool
     gauge while lent, its database errors raised as domain errors. A class,
-    not a generator-based context manager: this is on every request (5-8 us
-    less CPU per request, measured in a loop of session reads).
+    not a generator-based context manager: it is on every request
+    (docs/performance.md, "The PostgreSQL store's driver and pool").
 
     A connection whose server is lost (dropped, shutting down, no longer the
     primary after a failover) is closed, never lent again, and the pool's
@@ -281,7 +274,7 @@ class PostgresStore:
         self._appends = AppendBatcher(
             run_batch=self._append_batch,
             run_one=self._append_one,
-            session_of=lambda append: append.key,
+            session_of=lambda append: append.change.key,
             runs_singly=_runs_singly,
             # As a statement past the timeout: 503, counted and logged alike.
             timed_out=lambda: as_domain_error(TimeoutError()),
@@ -349,10 +342,16 @@ class PostgresStore:
                 if not await _delete_if_expired(connection, key, now, forget_expired_memories):
                     return None
                 await connection.fetchval(sql.INSERT_SESSION, *session, *values)
-            app_scope = (key.app_name,)
-            await _write_scope(connection, _APP_SCOPE, app_scope, delta.app, max_state_bytes)
-            user_scope = (key.app_name, key.user_id)
-            await _write_scope(connection, _USER_SCOPE, user_scope, delta.user, max_state_bytes)
+            if delta.app or delta.user:
+                shared = _shared_change(key, delta, max_state_bytes, _as_is)
+                sizes = await connection.fetchrow(
+                    sql.WRITE_SHARED_STATE.text, *sql.WRITE_SHARED_STATE.arguments(shared)
+                )
+                app_bytes, user_bytes = sizes
+                scopes = (("app", app_bytes), ("user", user_bytes))
+                too_large = _scope_past_limit(scopes, max_state_bytes)
+                if too_large is not None:
+                    raise too_large
             return SharedScopes(
                 await self._app_state(connection, key.app_name),
                 await self._user_state(connection, key.app_name, key.user_id),
@@ -449,8 +448,11 @@ class PostgresStore:
         now: float,
         new_expiry: Expiry | None = None,
     ) -> int:
-        append = _Append(key, event, expected_revision, max_state_bytes, now, new_expiry)
-        return _applied_revision(await self._appends.submit(append), max_state_bytes)
+        change = _Change(
+            key, event.delta, event.timestamp, expected_revision, max_state_bytes, now, new_expiry
+        )
+        row = await self._appends.submit(_Append(change, event))
+        return _applied_revision(row, max_state_bytes)
 
     async def append_events(
         self,
@@ -461,25 +463,17 @@ class PostgresStore:
         max_state_bytes: int,
         now: float,
     ) -> int:
-        # One statement (APPEND_MANY), outside the batcher: it is one request's
-        # events, already together. Its parameters are the single append's
-        # for the last event carrying the merged delta, with the events'
-        # own columns ($6..$9, and $21 for their times) as arrays.
-        last = _Append(
-            key, replace(events[-1], delta=delta), expected_revision, max_state_bytes, now, None
-        ).parameters(_as_is)
-        parameters = (
-            *last[:5],
-            [event.id for event in events],
-            [event.invocation_id for event in events],
-            [event.author for event in events],
-            [event.data for event in events],
-            *last[9:],
-            [event.timestamp for event in events],
+        # One statement, outside the batcher: it is one request's events,
+        # already together.
+        change = _Change(
+            key, delta, events[-1].timestamp, expected_revision, max_state_bytes, now, None
         )
+        statement = sql.APPEND_MANY
         try:
             async with self._connection() as connection:
-                row = await connection.fetchrow(sql.APPEND_MANY, *parameters)
+                row = await connection.fetchrow(
+                    statement.text, *statement.arguments(_many_values(change, events))
+                )
         except asyncpg.UniqueViolationError as error:
             raise AppendNotApplied("event id already stored") from error
         return _applied_revision(row[:4], max_state_bytes)
@@ -514,34 +508,34 @@ class PostgresStore:
             )
         return None if row is None else EventsRemoved(int(row[0]), int(row[1]))
 
-    async def _append_one(self, append: "_Append") -> Sequence[Any]:
+    async def _append_one(self, append: _Append) -> Sequence[Any]:
         """One append in one statement, waiting for its session if another
         transaction holds it: its row (revision or why not)."""
         row = await self._append_alone(append, sql.APPEND)
         return row[:4]
 
-    async def _append_alone(self, append: "_Append", statement: str) -> Sequence[Any]:
+    async def _append_alone(self, append: _Append, statement: sql.Statement) -> Sequence[Any]:
         try:
             async with self._connection() as connection:
                 row: Sequence[Any] = await connection.fetchrow(
-                    statement, *append.parameters(_as_is)
+                    statement.text, *statement.arguments(append.values(_as_is))
                 )
         except asyncpg.UniqueViolationError as error:
             raise AppendNotApplied("event id already stored") from error
         return row
 
-    async def _append_batch(self, appends: "list[_Append]") -> list[Sequence[Any] | None]:
+    async def _append_batch(self, appends: list[_Append]) -> list[Sequence[Any] | None]:
         """Appends in one statement: their rows, in order; None for one whose
         session another transaction held (to be sent by itself, waiting).
         A lone append takes the single statement (a smaller plan)."""
         if len(appends) == 1:
             row = await self._append_alone(appends[0], sql.APPEND_UNLESS_HELD)
             return [None if row[4] else row[:4]]
+        statement = sql.APPEND_BATCH
         # One array per parameter, an element per append.
-        rows_of_parameters = [append.parameters(json_codec.dumps_for_jsonb) for append in appends]
-        columns = [list(column) for column in zip(*rows_of_parameters, strict=True)]
+        values = [append.values(json_codec.dumps_for_jsonb) for append in appends]
         async with self._connection() as connection:
-            rows = await connection.fetch(sql.APPEND_BATCH, *columns)
+            rows = await connection.fetch(statement.text, *statement.columns(values))
         return [None if row[4] else row[:4] for row in rows]
 
     async def set_expiry(

@@ -1,0 +1,86 @@
+"""The PostgreSQL append statements take their parameters by name: what the
+store binds for each statement is exactly what the statement names, so a
+parameter renamed, dropped or added on one side fails here, not in
+production. No database needed: the texts and bindings are checked as built."""
+
+import re
+
+import pytest
+
+from session_state import json_codec
+from session_state.db import postgresql_statements as sql
+from session_state.db.postgresql_store import (
+    _Append,
+    _as_is,
+    _Change,
+    _many_values,
+    _shared_change,
+)
+from session_state.domain import Expiry, NewEvent, SessionKey
+from session_state.state import ScopedDelta
+
+KEY = SessionKey("app", "user", "session")
+DELTA = ScopedDelta(app={"a": 1}, user={"u": [2]}, session={"s": "x"})
+
+
+def _event(event_id: str) -> NewEvent:
+    return NewEvent(event_id, "invocation", "author", 1.5, '{"id": "x"}', DELTA)
+
+
+CHANGE = _Change(KEY, DELTA, 1.5, 3, 1000, 2.0, Expiry(ttl_seconds=60))
+
+
+def _numbers(text: str) -> set[int]:
+    return {int(number) for number in re.findall(r"\$(\d+)", text)}
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [sql.APPEND, sql.APPEND_UNLESS_HELD, sql.APPEND_MANY, sql.APPEND_BATCH, sql.WRITE_SHARED_STATE],
+)
+def test_each_name_is_one_numbered_parameter_and_none_is_left_unnumbered(
+    statement: sql.Statement,
+) -> None:
+    assert _numbers(statement.text) == set(range(1, len(statement.names) + 1))
+    assert len(set(statement.names)) == len(statement.names)
+    assert re.search(r"(?<!:):[a-z_]", statement.text) is None
+
+
+@pytest.mark.parametrize("statement", [sql.APPEND, sql.APPEND_UNLESS_HELD])
+def test_a_single_append_binds_exactly_the_names_of_its_statements(
+    statement: sql.Statement,
+) -> None:
+    values = _Append(CHANGE, _event("e1")).values(_as_is)
+    arguments = statement.arguments(values)
+    assert arguments == [values[name] for name in statement.names]
+
+
+def test_a_batch_binds_an_array_per_name_an_element_per_append() -> None:
+    appends = [_Append(CHANGE, _event("e1")), _Append(CHANGE, _event("e2"))]
+    columns = sql.APPEND_BATCH.columns(
+        [append.values(json_codec.dumps_for_jsonb) for append in appends]
+    )
+    assert len(columns) == len(sql.APPEND_BATCH.names)
+    assert columns[sql.APPEND_BATCH.names.index("event_id")] == ["e1", "e2"]
+
+
+def test_several_events_bind_exactly_the_names_of_their_statement() -> None:
+    values = _many_values(CHANGE, [_event("e1"), _event("e2")])
+    arguments = sql.APPEND_MANY.arguments(values)
+    assert arguments[sql.APPEND_MANY.names.index("event_ids")] == ["e1", "e2"]
+
+
+def test_a_new_sessions_shared_state_binds_exactly_the_names_of_its_statement() -> None:
+    sql.WRITE_SHARED_STATE.arguments(_shared_change(KEY, DELTA, 1000, _as_is))
+
+
+def test_a_name_missing_or_bound_in_excess_is_refused() -> None:
+    values = _Append(CHANGE, _event("e1")).values(_as_is)
+    missing = {name: value for name, value in values.items() if name != "now"}
+    with pytest.raises(TypeError, match=r"not bound: \['now'\]"):
+        sql.APPEND.arguments(missing)
+    with pytest.raises(TypeError, match=r"not taken: \['extra'\]"):
+        sql.APPEND.arguments({**values, "extra": 1})
+    # A statement for one event does not take the arrays of several.
+    with pytest.raises(TypeError):
+        sql.APPEND.arguments(_many_values(CHANGE, [_event("e1")]))
