@@ -31,7 +31,7 @@ def imported_names(path: Path) -> set[str]:
 def reaches_past_the_interface(name: str) -> bool:
     parts = name.split(".")
     return parts[0] in DRIVERS or any(
-        part == "tables" or part.endswith("repository") for part in parts
+        part == "tables" or part.endswith(("repository", "statements")) for part in parts
     )
 
 
