@@ -143,9 +143,10 @@ def migrate(arguments: argparse.Namespace) -> int:
 
 def sessions(arguments: argparse.Namespace) -> int:
     from . import operator_commands
+    from .db.sql_operator_store import require_existing_database
 
     settings = _settings_from(arguments)
-    operator_commands.require_existing_database(settings)
+    require_existing_database(settings)
     command = (
         operator_commands.list_sessions
         if arguments.sessions_command == "list"
@@ -165,9 +166,10 @@ def apps(arguments: argparse.Namespace) -> int:
 
 def sweep(arguments: argparse.Namespace) -> int:
     from . import operator_commands
+    from .db.sql_operator_store import require_existing_database
 
     settings = _settings_from(arguments)
-    operator_commands.require_existing_database(settings)
+    require_existing_database(settings)
     exit_code: int = asyncio.run(operator_commands.sweep(settings))
     return exit_code
 

@@ -12,17 +12,12 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import asdict
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any, Protocol
-
-from sqlalchemy.engine import make_url
-from sqlalchemy.ext.asyncio import AsyncEngine
 
 from . import json_codec
 from .config import Settings
-from .db import migrations
-from .db import operator_repository as sql
-from .db.engine import create_engine
+from .db.operator_store import AppSummary, SessionPosition
+from .db.sql_operator_store import opened_operator_store
 from .domain import SessionKey
 from .errors import BadRequest, SessionNotFound
 from .identifiers import name_problem
@@ -41,8 +36,8 @@ CLOSEST_APPS = 3
 
 
 async def list_apps(settings: Settings, arguments: argparse.Namespace) -> int:
-    async with opened_engine(settings, create=False) as engine, engine.connect() as connection:
-        apps = await sql.app_summaries(connection, time.time())
+    async with opened_operator_store(settings, create=False) as store:
+        apps = await store.app_summaries(time.time())
     if not apps:
         print("session-state: no sessions are stored", file=sys.stderr)
         return 1
@@ -79,10 +74,9 @@ async def list_sessions(settings: Settings, arguments: argparse.Namespace) -> in
         raise SetupProblem(f"--page-size: from 1 to {MAX_PAGE_SIZE}")
     identity = (app_name or "", user_id or "", arguments.order)
     after = None if arguments.page_token is None else _position(arguments.page_token, identity)
-    async with opened_engine(settings, create=False) as engine, engine.connect() as connection:
+    async with opened_operator_store(settings, create=False) as store:
         now = time.time()
-        page, more = await sql.page_sessions(
-            connection,
+        page, more = await store.page_sessions(
             app_name=app_name,
             user_id=user_id,
             newest_first=arguments.order == "newest",
@@ -91,7 +85,7 @@ async def list_sessions(settings: Settings, arguments: argparse.Namespace) -> in
             now=now,
         )
         # Nothing at all: say what was looked for, and what exists nearby.
-        apps = await sql.app_summaries(connection, now) if not page and after is None else None
+        apps = await store.app_summaries(now) if not page and after is None else None
     token = None
     if more:
         last = page[-1]
@@ -130,7 +124,7 @@ async def list_sessions(settings: Settings, arguments: argparse.Namespace) -> in
     return 0
 
 
-def _nothing_found(app_name: str | None, user_id: str | None, apps: list[sql.AppSummary]) -> str:
+def _nothing_found(app_name: str | None, user_id: str | None, apps: list[AppSummary]) -> str:
     names = [app.app_name for app in apps]
     if app_name is not None and app_name not in names:
         closest = difflib.get_close_matches(app_name, names, n=CLOSEST_APPS)
@@ -145,7 +139,7 @@ def _nothing_found(app_name: str | None, user_id: str | None, apps: list[sql.App
     return "no sessions are stored"
 
 
-def _position(token: str, identity: tuple[str, str, str]) -> sql.SessionPosition:
+def _position(token: str, identity: tuple[str, str, str]) -> SessionPosition:
     try:
         position = decode_token(token, _TOKEN_KIND, identity)
     except BadRequest as error:
@@ -242,30 +236,6 @@ def name_option(option: str, value: str | None) -> str | None:
     if problem is not None:
         raise SetupProblem(f"{option}: {problem}")
     return value
-
-
-def require_existing_database(settings: Settings) -> None:
-    """Reading must not create an empty SQLite database where a typo points."""
-    if settings.is_sqlite:
-        path = Path(make_url(settings.database_url).database or "")
-        if not path.exists():
-            raise SetupProblem(f"no SQLite database at {path}: check SESSION_STATE_DATABASE_URL")
-
-
-@asynccontextmanager
-async def opened_engine(settings: Settings, *, create: bool) -> AsyncIterator[AsyncEngine]:
-    """The database at its current schema. `create`: an embedded SQLite
-    database is created and migrated as `serve` does; else it must exist."""
-    if settings.is_sqlite and not create:
-        require_existing_database(settings)
-    engine = create_engine(settings)
-    try:
-        if settings.is_sqlite:
-            await migrations.upgrade(engine)
-        await migrations.require_current_schema(engine)
-        yield engine
-    finally:
-        await engine.dispose()
 
 
 @asynccontextmanager

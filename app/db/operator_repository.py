@@ -1,43 +1,21 @@
 """The reads of the operator commands (`session-state apps`, `sessions
-list`): across apps, in either order, on both backends through SQLAlchemy.
-Expired sessions are left out, as the API's lists leave them out.
+list`) for `SqlOperatorStore`: across apps, in either order, on both
+backends through SQLAlchemy. Expired sessions are left out, as the API's
+lists leave them out.
 
 Not the API's hot path: sessions across apps, newest first, are read without
 an index in that order (each page sorts the live sessions; an index on
 update_time alone would be rewritten by every append to save an operator's
 page a scan). One app, or one user of an app, is read in the API's indexes."""
 
-from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import ColumnElement, ScalarSelect, distinct, func, select, tuple_
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from .operator_store import AppSummary, ListedSession, SessionPosition
 from .sqlite_statements import not_expired
 from .tables import app_states, sessions, user_states
-
-# Where a page starts: after this (update_time, app_name, user_id, id).
-SessionPosition = tuple[float, str, str, str]
-
-
-@dataclass(frozen=True)
-class AppSummary:
-    app_name: str
-    sessions: int
-    users: int
-    last_update_time: float
-
-
-@dataclass(frozen=True)
-class ListedSession:
-    app_name: str
-    user_id: str
-    id: str
-    last_update_time: float
-    revision: int
-    expire_time: float | None
-    # Keys of the merged state a read returns: session, app: and user: keys.
-    state_keys: int
 
 
 def _session_key_count(dialect: str) -> ScalarSelect[int]:

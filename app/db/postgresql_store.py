@@ -38,7 +38,7 @@ from ..domain import (
 from ..errors import DatabaseUnavailable, StateTooLarge
 from ..metrics import DB_POOL_IN_USE
 from ..state import ScopedDelta, StateDict
-from . import migrations, poolers
+from . import forking, migrations, poolers
 from . import postgresql_memory as memory
 from . import postgresql_statements as sql
 from .append_batches import AppendBatcher
@@ -62,9 +62,6 @@ MEMORY_BATCH = 500
 # meanwhile wait and form the next batch. (Appends sent by themselves, after
 # their session was found held, are not counted: they may wait for a lock.)
 APPEND_BATCHES_IN_FLIGHT = 2
-# Events a fork copies per statement (all in one transaction): 10,000 took
-# about 0.1 s here, far inside any statement timeout.
-FORK_BATCH_EVENTS = 10_000
 
 
 def asyncpg_dsn(database_url: str) -> str:
@@ -644,40 +641,15 @@ class PostgresStore:
         *,
         forget_expired_memories: bool,
     ) -> ForkOutcome:
-        origin = source.key
-        owner = (origin.app_name, origin.user_id)
-        target = SessionKey(origin.app_name, origin.user_id, session_id)
         async with self._transaction() as connection:
-            found = await connection.fetchrow(sql.FORK_SOURCE, *owner, origin.session_id, now)
-            if found is None:
-                return "source_missing"
-            stored_state, revision, initial_state = found
-            up_to = revision if source.up_to_seq is None else source.up_to_seq
-            state = stored_state if source.state is None else source.state
-            if source.up_to_seq is not None and not await connection.fetchval(
-                sql.EVENT_AT_SEQ, *owner, origin.session_id, source.up_to_seq
-            ):
-                return "source_changed"
-            values = (
-                state,
-                initial_state,
-                session_state_bytes(state),
-                up_to,
+            return await forking.fork_session(
+                _ForkStatements(connection),
+                source,
+                session_id,
                 now,
-                expiry.time_after(now),
-                expiry.ttl_seconds,
+                expiry,
+                forget_expired_memories=forget_expired_memories,
             )
-            created = await connection.fetchval(sql.INSERT_FORK, *owner, session_id, *values)
-            if created is None:
-                if not await _delete_if_expired(connection, target, now, forget_expired_memories):
-                    return "id_taken"
-                await connection.fetchval(sql.INSERT_FORK, *owner, session_id, *values)
-            for start in range(0, up_to, FORK_BATCH_EVENTS):
-                end = min(start + FORK_BATCH_EVENTS, up_to)
-                await connection.execute(
-                    sql.COPY_EVENTS, *owner, origin.session_id, start, end, session_id
-                )
-        return "forked"
 
     @staticmethod
     async def _app_state(connection: asyncpg.Connection, app_name: str) -> StateDict:
@@ -861,6 +833,49 @@ async def _read_session(
     if row is None:
         return None
     return SessionRow(key.app_name, key.user_id, key.session_id, row[0], row[1], row[2], row[3])
+
+
+@dataclass(frozen=True)
+class _ForkStatements:
+    """A fork's statements (`forking.ForkStatements`) on one connection."""
+
+    connection: asyncpg.Connection
+
+    async def lock_source(self, key: SessionKey, now: float) -> forking.LockedSource | None:
+        found = await self.connection.fetchrow(sql.FORK_SOURCE, *_session_of(key), now)
+        return None if found is None else forking.LockedSource(*found)
+
+    async def event_exists(self, key: SessionKey, seq: int) -> bool:
+        return bool(await self.connection.fetchval(sql.EVENT_AT_SEQ, *_session_of(key), seq))
+
+    async def insert_fork(
+        self,
+        key: SessionKey,
+        source: forking.LockedSource,
+        state: StateDict,
+        revision: int,
+        now: float,
+        expiry: Expiry,
+    ) -> bool:
+        values = (state, source.initial_state, session_state_bytes(state), revision, now)
+        created = await self.connection.fetchval(
+            sql.INSERT_FORK, *_session_of(key), *values, expiry.time_after(now), expiry.ttl_seconds
+        )
+        return created is not None
+
+    async def delete_if_expired(self, key: SessionKey, now: float, with_memories: bool) -> bool:
+        return await _delete_if_expired(self.connection, key, now, with_memories)
+
+    async def copy_events(
+        self, source: SessionKey, session_id: str, after_seq: int, up_to_seq: int
+    ) -> None:
+        await self.connection.execute(
+            sql.COPY_EVENTS, *_session_of(source), after_seq, up_to_seq, session_id
+        )
+
+
+def _session_of(key: SessionKey) -> tuple[str, str, str]:
+    return key.app_name, key.user_id, key.session_id
 
 
 async def _delete_if_expired(

@@ -8,6 +8,7 @@ serialised without a lock of their own."""
 
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from typing import TypeVar
 
 from sqlalchemy import text
@@ -32,7 +33,7 @@ from ..domain import (
 )
 from ..errors import DatabaseUnavailable
 from ..state import ScopedDelta, StateDict
-from . import memory_repository
+from . import forking, memory_repository
 from . import sqlite_statements as sql
 from .database_errors import database_errors_as_domain_errors
 from .engine import WRITE_OPTION
@@ -258,38 +259,16 @@ class SqliteStore:
         *,
         forget_expired_memories: bool,
     ) -> ForkOutcome:
-        origin = source.key
-        target = SessionKey(origin.app_name, origin.user_id, session_id)
+        # The write lock, held from BEGIN, keeps the source as it is read.
         async with self._write() as connection:
-            found = await sql.fork_source(connection, origin, now)
-            if found is None:
-                return "source_missing"
-            stored_state, revision, initial_state = found
-            up_to = revision if source.up_to_seq is None else source.up_to_seq
-            state = stored_state if source.state is None else source.state
-            if source.up_to_seq is not None and not await sql.event_at_seq(
-                connection, origin, source.up_to_seq
-            ):
-                return "source_changed"
-
-            async def insert() -> bool:
-                return await sql.insert_session(
-                    connection,
-                    target,
-                    state,
-                    now,
-                    expiry,
-                    revision=up_to,
-                    initial_state=initial_state,
-                )
-
-            if not await insert():
-                if not await _delete_if_expired(connection, target, now, forget_expired_memories):
-                    return "id_taken"
-                await insert()
-            # One statement: SQLite copies without a round trip per row.
-            await sql.copy_events(connection, origin, session_id, 0, up_to)
-        return "forked"
+            return await forking.fork_session(
+                _ForkStatements(connection),
+                source,
+                session_id,
+                now,
+                expiry,
+                forget_expired_memories=forget_expired_memories,
+            )
 
     # -- memory --------------------------------------------------------------
 
@@ -426,3 +405,44 @@ async def _delete_if_expired(
     if with_memories:
         await memory_repository.delete_session_memories(connection, key)
     return True
+
+
+@dataclass(frozen=True)
+class _ForkStatements:
+    """A fork's statements (`forking.ForkStatements`) on one connection."""
+
+    connection: AsyncConnection
+
+    async def lock_source(self, key: SessionKey, now: float) -> forking.LockedSource | None:
+        found = await sql.fork_source(self.connection, key, now)
+        return None if found is None else forking.LockedSource(*found)
+
+    async def event_exists(self, key: SessionKey, seq: int) -> bool:
+        return await sql.event_at_seq(self.connection, key, seq)
+
+    async def insert_fork(
+        self,
+        key: SessionKey,
+        source: forking.LockedSource,
+        state: StateDict,
+        revision: int,
+        now: float,
+        expiry: Expiry,
+    ) -> bool:
+        return await sql.insert_session(
+            self.connection,
+            key,
+            state,
+            now,
+            expiry,
+            revision=revision,
+            initial_state=source.initial_state,
+        )
+
+    async def delete_if_expired(self, key: SessionKey, now: float, with_memories: bool) -> bool:
+        return await _delete_if_expired(self.connection, key, now, with_memories)
+
+    async def copy_events(
+        self, source: SessionKey, session_id: str, after_seq: int, up_to_seq: int
+    ) -> None:
+        await sql.copy_events(self.connection, source, session_id, after_seq, up_to_seq)

@@ -1,16 +1,20 @@
-"""The SQL of export and import, as SQLAlchemy Core over `tables.py`: the
-same statements on both backends (an operator's bulk tool, not a request
-path). Reads walk every table in primary-key order with keyset pages, so a
-dump of any size is read in bounded memory; writes run in transactions the
-caller owns."""
+"""The SQL of export and import (`SqlOperatorStore`), as SQLAlchemy Core
+over `tables.py`: the same statements on both backends (an operator's bulk
+tool, not a request path). Reads walk every table in primary-key order with
+keyset pages, so a dump of any size is read in bounded memory; writes run in
+transactions the caller owns."""
 
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import Row, Table, insert, or_, select, tuple_
+from sqlalchemy import Row, Table, insert, select, tuple_
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from .. import json_codec
 from ..domain import SessionKey
+from ..search_text import search_text
+from .operator_store import SessionRecord, StoredMemory
+from .sqlite_statements import not_expired
 from .state_sizes import entry_bytes, session_state_bytes
 from .tables import app_states, events, forgotten_memories, memories, sessions, user_states
 
@@ -27,7 +31,6 @@ SESSION_COLUMNS = (
     "ttl_seconds",
 )
 MEMORY_COLUMNS = (
-    "id",
     "app_name",
     "user_id",
     "session_id",
@@ -62,18 +65,17 @@ async def page_in_key_order(
     live_at: float | None = None,
 ) -> Sequence[Row[Any]]:
     """The next `limit` rows of `table` (of the app and user, when given)
-    after the primary key `after`, in primary-key order. `live_at`: sessions
-    only, those not expired at that time."""
-    key = [column for column in table.primary_key.columns]
-    statement = select(*(table.c[name] for name in columns)).where(
+    after the primary key `after`, in primary-key order; each is `columns`
+    followed by its primary key. `live_at`: sessions only, those not expired
+    at that time."""
+    key = list(table.primary_key.columns)
+    statement = select(*(table.c[name] for name in columns), *key).where(
         *_owned_by(table, app_name, user_id)
     )
     if after is not None:
         statement = statement.where(tuple_(*key) > tuple_(*after))
     if live_at is not None:
-        statement = statement.where(
-            or_(sessions.c.expire_time.is_(None), sessions.c.expire_time > live_at)
-        )
+        statement = statement.where(not_expired(live_at))
     result = await connection.execute(statement.order_by(*key).limit(limit))
     return result.all()
 
@@ -112,8 +114,8 @@ async def insert_values(
     )
 
 
-async def find_session(connection: AsyncConnection, key: SessionKey) -> Row[Any] | None:
-    """The session's row as `SESSION_COLUMNS`, expired or not."""
+async def find_session(connection: AsyncConnection, key: SessionKey) -> SessionRecord | None:
+    """The session, expired or not."""
     result = await connection.execute(
         select(*(sessions.c[name] for name in SESSION_COLUMNS)).where(
             sessions.c.app_name == key.app_name,
@@ -121,13 +123,14 @@ async def find_session(connection: AsyncConnection, key: SessionKey) -> Row[Any]
             sessions.c.id == key.session_id,
         )
     )
-    return result.first()
+    row = result.first()
+    return None if row is None else SessionRecord(*row)
 
 
-async def insert_session(connection: AsyncConnection, values: dict[str, Any]) -> None:
-    """`values`: SESSION_COLUMNS."""
+async def insert_session(connection: AsyncConnection, session: SessionRecord) -> None:
+    values = {name: getattr(session, name) for name in SESSION_COLUMNS}
     await connection.execute(
-        insert(sessions).values(**values, state_bytes=session_state_bytes(values["state"]))
+        insert(sessions).values(**values, state_bytes=session_state_bytes(session.state))
     )
 
 
@@ -145,28 +148,40 @@ async def stored_event_data(
     return {seq: data for seq, data in result}
 
 
-async def stored_memories(
-    connection: AsyncConnection,
-    app_name: str,
-    user_id: str,
-    session_id: str,
-    event_ids: Sequence[str],
-) -> dict[str, Row[Any]]:
-    """The stored memories of these events of the session, by event id."""
+def memory_of(row: Sequence[Any]) -> StoredMemory:
+    """A memory read as `MEMORY_COLUMNS`."""
+    values = dict(zip(MEMORY_COLUMNS, row, strict=True))
+    for name in ("content", "custom_metadata"):
+        values[name] = _json_or_none(values[name])
+    return StoredMemory(**values)
+
+
+async def find_memory(
+    connection: AsyncConnection, app_name: str, user_id: str, session_id: str, event_id: str
+) -> StoredMemory | None:
     result = await connection.execute(
         select(*(memories.c[name] for name in MEMORY_COLUMNS)).where(
             memories.c.app_name == app_name,
             memories.c.user_id == user_id,
             memories.c.session_id == session_id,
-            memories.c.event_id.in_(event_ids),
+            memories.c.event_id == event_id,
         )
     )
-    return {row.event_id: row for row in result}
+    row = result.first()
+    return None if row is None else memory_of(row)
 
 
-async def insert_memories(connection: AsyncConnection, rows: Sequence[dict[str, Any]]) -> None:
-    """`rows`: MEMORY_COLUMNS but the id, with the searchable text columns."""
-    await connection.execute(insert(memories), list(rows))
+async def insert_memory(connection: AsyncConnection, memory: StoredMemory) -> None:
+    """With the searchable text derived from the memory's text."""
+    values = {name: getattr(memory, name) for name in MEMORY_COLUMNS}
+    for name in ("content", "custom_metadata"):
+        values[name] = _json_text_or_none(values[name])
+    searchable = search_text(memory.text)
+    await connection.execute(
+        insert(memories).values(
+            **values, search_words=searchable.words, search_grams=searchable.grams
+        )
+    )
 
 
 async def is_forgotten(
@@ -188,3 +203,11 @@ async def insert_forgotten(
     await connection.execute(
         insert(forgotten_memories).values(app_name=app_name, user_id=user_id, memory_id=memory_id)
     )
+
+
+def _json_or_none(text: str | None) -> Any:
+    return None if text is None else json_codec.loads(text)
+
+
+def _json_text_or_none(value: Any) -> str | None:
+    return None if value is None else json_codec.dumps_text(value)

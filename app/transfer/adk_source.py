@@ -15,6 +15,7 @@ names (camelCase), as ADK clients append them over the API."""
 import datetime
 import importlib.util
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,8 +37,8 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects import mysql, postgresql
 from sqlalchemy.engine import URL, Connection, make_url
-from sqlalchemy.exc import ArgumentError
-from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy.exc import ArgumentError, DBAPIError
+from sqlalchemy.ext.asyncio import AsyncConnection, create_async_engine
 from sqlalchemy.types import TypeDecorator, TypeEngine
 
 from .. import json_codec
@@ -123,6 +124,27 @@ def async_url(url: str) -> URL:
         if not path.is_file():
             raise SetupProblem(f"--from: no SQLite database at {path}")
     return parsed.set(drivername=f"{backend}+{driver}")
+
+
+@asynccontextmanager
+async def opened_adk_source(url: str, app_name: str | None) -> AsyncIterator["AdkSource"]:
+    """The ADK database at `url` (of the app, when given), read in one
+    transaction; SetupProblem when it cannot be reached or read."""
+    engine = create_async_engine(async_url(url), hide_parameters=True)
+    try:
+        try:
+            connection = await engine.connect()
+        except (OSError, DBAPIError) as error:
+            reason = str(getattr(error, "orig", None) or error).splitlines()[0]
+            raise SetupProblem(f"--from: cannot connect to the ADK database: {reason}") from None
+        try:
+            async with connection.begin():
+                await connection.run_sync(schema_version)
+                yield AdkSource(connection, app_name)
+        finally:
+            await connection.close()
+    finally:
+        await engine.dispose()
 
 
 def schema_version(connection: Connection) -> str:

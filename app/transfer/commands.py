@@ -9,20 +9,18 @@ import json
 import os
 import sys
 import time
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager
+from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any, TextIO
 
-from sqlalchemy.exc import DBAPIError
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 from tqdm import tqdm
 
 from ..config import Settings
+from ..db.sql_operator_store import opened_operator_store
 from ..limits import Limits
-from ..operator_commands import name_option, opened_engine
+from ..operator_commands import name_option
 from ..setup_problems import SetupProblem
-from .adk_source import AdkSource, async_url, schema_version
+from .adk_source import opened_adk_source
 from .dump_format import MAX_LINE_BYTES, DumpError
 from .exporter import Exporter, ExportError
 from .importer import Importer, ImportSummary, parsed
@@ -37,11 +35,11 @@ async def export(settings: Settings, arguments: argparse.Namespace) -> int:
     app_name = name_option("--app", arguments.app)
     user_id = name_option("--user", arguments.user)
     output: Path | None = arguments.output
-    async with opened_engine(settings, create=False) as engine:
+    async with opened_operator_store(settings, create=False) as store:
         with _opened_for_writing(output) as out, _progress("exported") as progress:
             try:
                 counts = await Exporter(
-                    engine,
+                    store,
                     out,
                     app_name,
                     user_id,
@@ -76,8 +74,8 @@ def _opened_for_writing(output: Path | None) -> Iterator[TextIO]:
 
 async def import_dump(settings: Settings, arguments: argparse.Namespace) -> int:
     path: Path = arguments.file
-    async with opened_engine(settings, create=True) as engine:
-        importer = Importer(engine, Limits.from_settings(settings))
+    async with opened_operator_store(settings, create=True) as store:
+        importer = Importer(store, Limits.from_settings(settings))
         with _opened_for_reading(path) as source, _progress("imported") as progress:
             importer.on_events = progress.update
             try:
@@ -109,38 +107,20 @@ def _report(summary: ImportSummary, refused: list[str] | None = None) -> int:
 
 async def import_adk(settings: Settings, arguments: argparse.Namespace) -> int:
     app_name = name_option("--app", arguments.app)
-    source_engine = create_async_engine(async_url(arguments.from_url), hide_parameters=True)
-    try:
-        async with _source_connection(source_engine) as source_connection:
-            await source_connection.run_sync(schema_version)
-            source = AdkSource(source_connection, app_name)
-            async with opened_engine(settings, create=True) as engine:
-                importer = Importer(engine, Limits.from_settings(settings))
-                with _progress("imported") as progress:
-                    importer.on_events = progress.update
-                    try:
-                        await importer.run(source.lines(), needs_end=False)
-                    except DumpError as error:
-                        print(json.dumps({"imported": importer.summary.as_dict()}))
-                        print(f"session-state: --from: {error}", file=sys.stderr)
-                        return 1
-    finally:
-        await source_engine.dispose()
+    async with (
+        opened_adk_source(arguments.from_url, app_name) as source,
+        opened_operator_store(settings, create=True) as store,
+    ):
+        importer = Importer(store, Limits.from_settings(settings))
+        with _progress("imported") as progress:
+            importer.on_events = progress.update
+            try:
+                await importer.run(source.lines(), needs_end=False)
+            except DumpError as error:
+                print(json.dumps({"imported": importer.summary.as_dict()}))
+                print(f"session-state: --from: {error}", file=sys.stderr)
+                return 1
     return _report(importer.summary, source.refused)
-
-
-@asynccontextmanager
-async def _source_connection(engine: AsyncEngine) -> AsyncIterator[AsyncConnection]:
-    try:
-        connection = await engine.connect()
-    except (OSError, DBAPIError) as error:
-        reason = str(getattr(error, "orig", None) or error).splitlines()[0]
-        raise SetupProblem(f"--from: cannot connect to the ADK database: {reason}") from None
-    try:
-        async with connection.begin():
-            yield connection
-    finally:
-        await connection.close()
 
 
 @contextlib.contextmanager

@@ -2,21 +2,17 @@
 is read in keyset pages and written line by line, so memory does not grow
 with the data. Expired sessions are absent, as they are for the API."""
 
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
-from sqlalchemy import Row, Table
-from sqlalchemy.ext.asyncio import AsyncEngine
-
 from .. import json_codec
-from ..db import transfer_repository as sql
-from ..db.sqlite_statements import count_events, read_events_after
-from ..db.tables import app_states, forgotten_memories, memories, sessions, user_states
+from ..db.operator_store import OperatorStore, StateEntry
 from ..domain import SessionKey
 from . import dump_format as dump
 
-PAGE_ROWS = 1000
+# Events read per transaction.
+EVENT_PAGE = 1000
 
 
 @dataclass
@@ -38,7 +34,7 @@ class Counts:
 
 @dataclass
 class Exporter:
-    engine: AsyncEngine
+    store: OperatorStore
     out: TextIO
     app_name: str | None
     user_id: str | None
@@ -59,8 +55,8 @@ class Exporter:
         )
         # App state is every user's: a dump of one user leaves it out.
         if self.user_id is None:
-            await self._scopes(app_states, ("app_name", "key", "value"), self._app_line)
-        await self._scopes(user_states, ("app_name", "user_id", "key", "value"), self._user_line)
+            await self._scopes(self.store.app_state_entries(self.app_name))
+        await self._scopes(self.store.user_state_entries(self.app_name, self.user_id))
         await self._sessions()
         await self._memories()
         await self._forgotten()
@@ -70,86 +66,52 @@ class Exporter:
     def _write(self, line: Any) -> None:
         self.out.write(dump.encode(line))
 
-    async def _rows(
-        self, table: Table, columns: Sequence[str], *, live_at: float | None = None
-    ) -> AsyncIterator[Row[Any]]:
-        """The rows of the table in primary-key order, a page per transaction
-        (a dump of a live database is consistent per page, not as a whole)."""
-        key_positions = [list(columns).index(column.name) for column in table.primary_key.columns]
-        user_id = self.user_id if "user_id" in table.c else None
-        after: tuple[Any, ...] | None = None
-        while True:
-            async with self.engine.connect() as connection:
-                rows = await sql.page_in_key_order(
-                    connection,
-                    table,
-                    columns,
-                    self.app_name,
-                    user_id,
-                    after,
-                    PAGE_ROWS,
-                    live_at=live_at,
-                )
-            for row in rows:
-                yield row
-            if len(rows) < PAGE_ROWS:
-                return
-            after = tuple(rows[-1][position] for position in key_positions)
-
-    async def _scopes(
-        self,
-        table: Table,
-        columns: Sequence[str],
-        line_of: Callable[[tuple[str, ...], dict[str, Any]], Any],
-    ) -> None:
-        """One line per app (or user) with its whole state: rows come in key
-        order, so each owner's keys are consecutive."""
-        owner: tuple[str, ...] | None = None
+    async def _scopes(self, entries: AsyncIterator[StateEntry]) -> None:
+        """One line per app (or user) with its whole state: entries come in
+        key order, so each owner's keys are consecutive."""
+        owner: tuple[str, str | None] | None = None
         state: dict[str, Any] = {}
-        async for row in self._rows(table, columns):
-            *row_owner, key, value = tuple(row)
-            if tuple(row_owner) != owner:
+        async for entry in entries:
+            if (entry.app_name, entry.user_id) != owner:
                 if owner is not None:
-                    self._write(line_of(owner, state))
-                owner, state = tuple(row_owner), {}
-            state[key] = value
+                    self._write_scope(*owner, state)
+                owner, state = (entry.app_name, entry.user_id), {}
+            state[entry.key] = entry.value
         if owner is not None:
-            self._write(line_of(owner, state))
+            self._write_scope(*owner, state)
 
-    def _app_line(self, owner: tuple[str, ...], state: dict[str, Any]) -> dump.AppState:
-        self.counts.apps += 1
-        return dump.AppState(kind="app", app=owner[0], state=state)
-
-    def _user_line(self, owner: tuple[str, ...], state: dict[str, Any]) -> dump.UserState:
-        self.counts.users += 1
-        return dump.UserState(kind="user", app=owner[0], user=owner[1], state=state)
+    def _write_scope(self, app_name: str, user_id: str | None, state: dict[str, Any]) -> None:
+        if user_id is None:
+            self.counts.apps += 1
+            self._write(dump.AppState(kind="app", app=app_name, state=state))
+        else:
+            self.counts.users += 1
+            self._write(dump.UserState(kind="user", app=app_name, user=user_id, state=state))
 
     async def _sessions(self) -> None:
-        async for row in self._rows(sessions, sql.SESSION_COLUMNS, live_at=self.now):
-            values = dict(zip(sql.SESSION_COLUMNS, row, strict=True))
-            key = SessionKey(values["app_name"], values["user_id"], values["id"])
+        async for session in self.store.live_sessions(self.app_name, self.user_id, self.now):
+            key = session.key
             # The events up to the revision read: a session's revision is not
             # its number of events once events have been removed.
-            async with self.engine.connect() as connection:
-                count = await count_events(connection, key, values["revision"])
+            count = await self.store.count_events(key, session.revision)
             self._write(
                 dump.Session(
                     kind="session",
-                    app=values["app_name"],
-                    user=values["user_id"],
-                    id=values["id"],
-                    state=values["state"],
-                    initial_state=values["initial_state"],
-                    revision=values["revision"],
-                    create_time=values["create_time"],
-                    update_time=values["update_time"],
-                    expire_time=values["expire_time"],
-                    ttl_seconds=values["ttl_seconds"],
+                    app=session.app_name,
+                    user=session.user_id,
+                    id=session.id,
+                    state=session.state,
+                    initial_state=session.initial_state,
+                    revision=session.revision,
+                    create_time=session.create_time,
+                    update_time=session.update_time,
+                    expire_time=session.expire_time,
+                    ttl_seconds=session.ttl_seconds,
                     events=count,
                 )
             )
             self.counts.sessions += 1
-            written = await self._events(key, values["revision"])
+            written = await self._events(key, session.revision)
             if written != count:
                 raise ExportError(
                     f"events of session {key.session_id!r} were removed while it was exported: "
@@ -161,8 +123,7 @@ class Exporter:
         after_seq = 0
         written = 0
         while True:
-            async with self.engine.connect() as connection:
-                batch = await read_events_after(connection, key, after_seq, PAGE_ROWS, up_to_seq)
+            batch = await self.store.read_events(key, after_seq, up_to_seq, EVENT_PAGE)
             if not batch:
                 return written
             written += len(batch)
@@ -178,34 +139,32 @@ class Exporter:
             after_seq = batch[-1].seq
 
     async def _memories(self) -> None:
-        async for row in self._rows(memories, sql.MEMORY_COLUMNS):
-            values = dict(zip(sql.MEMORY_COLUMNS, row, strict=True))
+        async for memory in self.store.memories(self.app_name, self.user_id):
             self._write(
                 dump.Memory(
                     kind="memory",
-                    app=values["app_name"],
-                    user=values["user_id"],
-                    session=values["session_id"],
-                    event_id=values["event_id"],
-                    author=values["author"],
-                    role=values["role"],
-                    timestamp=values["timestamp"],
-                    text=values["text"],
-                    content=_json_or_none(values["content"]),
-                    custom_metadata=_json_or_none(values["custom_metadata"]),
+                    app=memory.app_name,
+                    user=memory.user_id,
+                    session=memory.session_id,
+                    event_id=memory.event_id,
+                    author=memory.author,
+                    role=memory.role,
+                    timestamp=memory.timestamp,
+                    text=memory.text,
+                    content=memory.content,
+                    custom_metadata=memory.custom_metadata,
                 )
             )
             self.counts.memories += 1
 
     async def _forgotten(self) -> None:
-        columns = ("app_name", "user_id", "memory_id")
-        async for row in self._rows(forgotten_memories, columns):
-            app_name, user_id, memory_id = tuple(row)
+        async for forgotten in self.store.forgotten_memories(self.app_name, self.user_id):
             self._write(
-                dump.Forgotten(kind="forgotten", app=app_name, user=user_id, memory_id=memory_id)
+                dump.Forgotten(
+                    kind="forgotten",
+                    app=forgotten.app_name,
+                    user=forgotten.user_id,
+                    memory_id=forgotten.memory_id,
+                )
             )
             self.counts.forgotten += 1
-
-
-def _json_or_none(text: str | None) -> Any:
-    return None if text is None else json_codec.loads(text)

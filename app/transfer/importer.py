@@ -8,22 +8,21 @@ running it again completes it. Values are compared as JSON (`1` is not `1.0`,
 key order does not count)."""
 
 from collections.abc import AsyncIterator, Callable, Iterator
-from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
-from sqlalchemy.exc import IntegrityError
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
-
-from .. import json_codec
-from ..db import transfer_repository as sql
-from ..db.engine import WRITE_OPTION
-from ..db.sqlite_statements import insert_events
+from ..db.operator_store import (
+    AlreadyStored,
+    ForgottenMemory,
+    ImportTransaction,
+    OperatorStore,
+    SessionRecord,
+    StoredMemory,
+)
 from ..domain import NewEvent, SessionKey
 from ..errors import InvalidInput
 from ..events import restored_event
 from ..limits import Limits
-from ..search_text import search_text
 from ..state import find_long_key
 from . import dump_format as dump
 
@@ -87,6 +86,16 @@ def same_json(left: Any, right: Any) -> bool:
     return bool(left == right)
 
 
+def _same_fields(
+    stored: SessionRecord | StoredMemory, imported: SessionRecord | StoredMemory
+) -> bool:
+    """Every field equal as JSON (a dump holds what a row holds)."""
+    return all(
+        same_json(getattr(stored, column.name), getattr(imported, column.name))
+        for column in fields(stored)
+    )
+
+
 Numbered = tuple[int, dump.Line]
 
 
@@ -123,7 +132,7 @@ class _Lines:
 
 @dataclass
 class Importer:
-    engine: AsyncEngine
+    store: OperatorStore
     limits: Limits
     # Called with the number of event lines read since the last call.
     on_events: Callable[[int], object] = lambda _count: None
@@ -171,50 +180,40 @@ class Importer:
         if long_key is not None:
             raise dump.DumpError(f"line {number}: {long_key.msg}")
 
-    @asynccontextmanager
-    async def _write(self) -> AsyncIterator[AsyncConnection]:
-        """One transaction; on SQLite it holds the write lock from BEGIN."""
-        async with self.engine.connect() as connection:
-            await connection.execution_options(**{WRITE_OPTION: True})
-            async with connection.begin():
-                yield connection
-
     # -- sessions and their events -------------------------------------------
 
     async def _session(self, number: int, line: dump.Session, lines: _Lines) -> None:
-        key = SessionKey(line.app, line.user, line.id)
-        values = {
-            "app_name": line.app,
-            "user_id": line.user,
-            "id": line.id,
-            "state": line.state,
-            "initial_state": line.initial_state,
-            "revision": line.revision,
-            "create_time": line.create_time,
-            "update_time": line.update_time,
-            "expire_time": line.expire_time,
-            "ttl_seconds": line.ttl_seconds,
-        }
+        session = SessionRecord(
+            app_name=line.app,
+            user_id=line.user,
+            id=line.id,
+            state=line.state,
+            initial_state=line.initial_state,
+            revision=line.revision,
+            create_time=line.create_time,
+            update_time=line.update_time,
+            expire_time=line.expire_time,
+            ttl_seconds=line.ttl_seconds,
+        )
+        key = session.key
         try:
-            async with self._write() as connection:
-                stored = await sql.find_session(connection, key)
+            async with self.store.importing() as transaction:
+                stored = await transaction.find_session(key)
                 if stored is not None:
-                    same = all(
-                        same_json(getattr(stored, name), value) for name, value in values.items()
-                    )
+                    same = _same_fields(stored, session)
                     same = (
-                        await self._copy_events(connection, key, number, line, lines, compare=True)
+                        await self._copy_events(transaction, key, number, line, lines, compare=True)
                         and same
                     )
                 else:
-                    await sql.insert_session(connection, values)
-                    await self._copy_events(connection, key, number, line, lines, compare=False)
+                    await transaction.insert_session(session)
+                    await self._copy_events(transaction, key, number, line, lines, compare=False)
             # Counted once committed.
             if stored is None:
                 self.summary.sessions.added += 1
                 self.summary.events.added += line.events
                 return
-        except IntegrityError:
+        except AlreadyStored:
             # Created by someone else since it was looked up.
             self.summary.conflict(self.summary.sessions, _describe(key, "created meanwhile"))
             return
@@ -227,7 +226,7 @@ class Importer:
 
     async def _copy_events(
         self,
-        connection: AsyncConnection,
+        transaction: ImportTransaction,
         key: SessionKey,
         number: int,
         line: dump.Session,
@@ -253,14 +252,14 @@ class Importer:
             self.on_events(len(batch))
             if not compare:
                 try:
-                    await insert_events(connection, key, batch)
-                except IntegrityError:
+                    await transaction.insert_events(key, batch)
+                except AlreadyStored:
                     raise dump.DumpError(
                         f"line {number}: the session's events repeat an event id "
                         "(a session stores each id once)"
                     ) from None
                 continue
-            stored = await sql.stored_event_data(connection, key, [seq for seq, _ in batch])
+            stored = await transaction.stored_event_data(key, [seq for seq, _ in batch])
             matching = sum(stored.get(seq) == event.data for seq, event in batch)
             self.summary.events.skipped += matching
             same = same and matching == len(batch) and len(stored) == len(batch)
@@ -280,10 +279,10 @@ class Importer:
         keys = list(state)
         scope = f"app {app_name!r}" if user_id is None else f"user {user_id!r} of app {app_name!r}"
         try:
-            async with self._write() as connection:
+            async with self.store.importing() as transaction:
                 for start in range(0, len(keys), KEY_BATCH):
                     chunk = keys[start : start + KEY_BATCH]
-                    stored = await sql.stored_values(connection, app_name, user_id, chunk)
+                    stored = await transaction.stored_values(app_name, user_id, chunk)
                     new = {key: state[key] for key in chunk if key not in stored}
                     for key in chunk:
                         if key not in stored:
@@ -297,9 +296,9 @@ class Importer:
                                 "left as it is",
                             )
                     if new:
-                        await sql.insert_values(connection, app_name, user_id, new)
+                        await transaction.insert_values(app_name, user_id, new)
                         self.summary.state_keys.added += len(new)
-        except IntegrityError:
+        except AlreadyStored:
             self.summary.conflict(
                 self.summary.state_keys, f"state of the {scope}: written meanwhile; run it again"
             )
@@ -307,65 +306,47 @@ class Importer:
     # -- memory --------------------------------------------------------------
 
     async def _memory(self, line: dump.Memory) -> None:
-        row = {
-            "app_name": line.app,
-            "user_id": line.user,
-            "session_id": line.session,
-            "event_id": line.event_id,
-            "author": line.author,
-            "role": line.role,
-            "timestamp": line.timestamp,
-            "text": line.text,
-            "content": _json_text(line.content),
-            "custom_metadata": _json_text(line.custom_metadata),
-        }
+        memory = StoredMemory(
+            app_name=line.app,
+            user_id=line.user,
+            session_id=line.session,
+            event_id=line.event_id,
+            author=line.author,
+            role=line.role,
+            timestamp=line.timestamp,
+            text=line.text,
+            content=line.content,
+            custom_metadata=line.custom_metadata,
+        )
         what = (
             f"memory {line.event_id!r} of session {line.session!r}, user {line.user!r}, "
             f"app {line.app!r}"
         )
         try:
-            async with self._write() as connection:
-                stored = await sql.stored_memories(
-                    connection, line.app, line.user, line.session, [line.event_id]
+            async with self.store.importing() as transaction:
+                existing = await transaction.find_memory(
+                    line.app, line.user, line.session, line.event_id
                 )
-                existing = stored.get(line.event_id)
                 if existing is None:
-                    searchable = search_text(line.text)
-                    row |= {"search_words": searchable.words, "search_grams": searchable.grams}
-                    await sql.insert_memories(connection, [row])
+                    await transaction.insert_memory(memory)
                     self.summary.memories.added += 1
                     return
-        except IntegrityError:
+        except AlreadyStored:
             self.summary.conflict(self.summary.memories, f"{what}: written meanwhile")
             return
-        if _same_memory(existing._asdict(), row):
+        if _same_fields(existing, memory):
             self.summary.memories.skipped += 1
         else:
             self.summary.conflict(self.summary.memories, f"{what}: stored with other content")
 
     async def _forgotten(self, line: dump.Forgotten) -> None:
-        async with self._write() as connection:
-            if await sql.is_forgotten(connection, line.app, line.user, line.memory_id):
+        forgotten = ForgottenMemory(line.app, line.user, line.memory_id)
+        async with self.store.importing() as transaction:
+            if await transaction.is_forgotten(forgotten):
                 self.summary.forgotten.skipped += 1
                 return
-            await sql.insert_forgotten(connection, line.app, line.user, line.memory_id)
+            await transaction.insert_forgotten(forgotten)
             self.summary.forgotten.added += 1
-
-
-def _json_text(value: dict[str, Any] | None) -> str | None:
-    return None if value is None else json_codec.dumps_text(value)
-
-
-def _same_memory(stored: dict[str, Any], row: dict[str, Any]) -> bool:
-    for name, value in row.items():
-        if name in ("content", "custom_metadata"):
-            stored_value = None if stored[name] is None else json_codec.loads(stored[name])
-            value = None if value is None else json_codec.loads(value)
-            if not same_json(stored_value, value):
-                return False
-        elif not same_json(stored[name], value):
-            return False
-    return True
 
 
 def _describe(key: SessionKey, what: str) -> str:
