@@ -1,5 +1,5 @@
 """The embedded store: SQLite through SQLAlchemy Core (aiosqlite), its SQL
-in `sql.py` and `memory_repository.py`.
+in `sqlite_statements.py` and `memory_repository.py`.
 
 Writers take the database's write lock at BEGIN (`engine.py`): the append's
 read-modify-write of the session state cannot interleave with another
