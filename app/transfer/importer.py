@@ -18,7 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from .. import json_codec
 from ..db import transfer_repository as sql
 from ..db.engine import WRITE_OPTION
-from ..db.sqlite_statements import insert_events
+from ..db.sqlite_append import insert_events
 from ..domain import NewEvent, SessionKey
 from ..errors import InvalidInput
 from ..events import restored_event
