@@ -8,8 +8,7 @@ LISTED_SESSION_OVERHEAD_BYTES = 512
 
 def listing_sql(*, one_user: bool, after_cursor: bool) -> str:
     """The page statement (both stores run it), static text so that nothing
-    is built per request (SQLAlchemy Core took milliseconds to build and key
-    this one)."""
+    is built per request (docs/performance.md, "The session listing")."""
     conditions = ["s.app_name = :app_name", "(s.expire_time IS NULL OR s.expire_time > :now)"]
     if one_user:
         conditions.append("s.user_id = :user_id")

@@ -4,7 +4,7 @@ share are in `state_sizes.py`, `session_listing.py` and `event_windows.py`).
 Functions run on a connection inside a transaction that the caller owns;
 none of them commits."""
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import (
@@ -12,6 +12,7 @@ from sqlalchemy import (
     Double,
     LargeBinary,
     String,
+    case,
     cast,
     column,
     delete,
@@ -28,10 +29,8 @@ from sqlalchemy.sql.elements import ColumnElement
 from sqlalchemy.sql.selectable import TextualSelect
 
 from ..domain import (
-    AppendNotApplied,
     EventsRemoved,
     Expiry,
-    NewEvent,
     SessionCursor,
     SessionKey,
     SessionRow,
@@ -39,10 +38,10 @@ from ..domain import (
     SortOrder,
     StoredEvent,
 )
-from ..state import ScopedDelta, StateDict, apply_delta
+from ..state import StateDict
 from .event_windows import ERASE_CANDIDATES, events_within
 from .session_listing import LISTED_SESSION_OVERHEAD_BYTES, listing_sql
-from .state_sizes import entry_sizes, session_state_bytes, state_too_large
+from .state_sizes import session_state_bytes
 from .tables import JsonDocument, app_states, events, sessions, user_states
 
 
@@ -51,135 +50,7 @@ def _byte_length(column: Any) -> ColumnElement[int]:
     return func.length(cast(column, LargeBinary))
 
 
-async def app_state_bytes(connection: AsyncConnection, app_name: str) -> int:
-    result = await connection.execute(
-        select(func.coalesce(func.sum(app_states.c.size), 0)).where(
-            app_states.c.app_name == app_name
-        )
-    )
-    return int(result.scalar_one())
-
-
-async def user_state_bytes(connection: AsyncConnection, app_name: str, user_id: str) -> int:
-    result = await connection.execute(
-        select(func.coalesce(func.sum(user_states.c.size), 0)).where(
-            user_states.c.app_name == app_name, user_states.c.user_id == user_id
-        )
-    )
-    return int(result.scalar_one())
-
-
-async def _check_scope_growth(
-    connection: AsyncConnection,
-    scope: str,
-    table: Any,
-    owner: list[Any],
-    sizes: dict[str, int],
-    current_total: Callable[[], Awaitable[int]],
-    limit: int,
-) -> None:
-    """Raises StateTooLarge if writing keys of these `sizes` would take the
-    scope past `limit`. Only the written keys are read (locked on
-    PostgreSQL, so their sizes are current); the whole scope is summed only
-    when the write makes it grow."""
-    statement = select(table.c.key, table.c.size).where(*owner, table.c.key.in_(sorted(sizes)))
-    old: dict[str, int] = dict(
-        list(await connection.execute(statement.order_by(table.c.key).with_for_update()))
-    )
-    change = sum(size - old.get(key, 0) for key, size in sizes.items())
-    if change <= 0:
-        return
-    total = await current_total() + change
-    if total > limit:
-        raise state_too_large(scope, total, limit)
-
-
-async def write_app_state(
-    connection: AsyncConnection, app_name: str, delta: StateDict, limit: int
-) -> None:
-    """Upserts the app keys of a delta, refusing (StateTooLarge, before any
-    write) a delta that would take the app's state past `limit`."""
-    if not delta:
-        return
-    sizes = entry_sizes(delta)
-    await _check_scope_growth(
-        connection,
-        "app",
-        app_states,
-        [app_states.c.app_name == app_name],
-        sizes,
-        lambda: app_state_bytes(connection, app_name),
-        limit,
-    )
-    await upsert_app_state(connection, app_name, delta, sizes)
-
-
-async def write_user_state(
-    connection: AsyncConnection, app_name: str, user_id: str, delta: StateDict, limit: int
-) -> None:
-    """As write_app_state, for a user's keys."""
-    if not delta:
-        return
-    sizes = entry_sizes(delta)
-    await _check_scope_growth(
-        connection,
-        "user",
-        user_states,
-        [user_states.c.app_name == app_name, user_states.c.user_id == user_id],
-        sizes,
-        lambda: user_state_bytes(connection, app_name, user_id),
-        limit,
-    )
-    await upsert_user_state(connection, app_name, user_id, delta, sizes)
-
-
 # -- state -----------------------------------------------------------------
-
-
-async def upsert_app_state(
-    connection: AsyncConnection, app_name: str, delta: StateDict, sizes: dict[str, int]
-) -> None:
-    # Sorted keys: every writer locks the rows of shared keys in one order, so
-    # two transactions writing overlapping keys cannot deadlock.
-    rows = [
-        {"app_name": app_name, "key": key, "value": delta[key], "size": sizes[key]}
-        for key in sorted(delta)
-    ]
-    statement = sqlite_insert(app_states)
-    await connection.execute(
-        statement.on_conflict_do_update(
-            index_elements=["app_name", "key"],
-            set_={"value": statement.excluded.value, "size": statement.excluded.size},
-        ),
-        rows,
-    )
-
-
-async def upsert_user_state(
-    connection: AsyncConnection,
-    app_name: str,
-    user_id: str,
-    delta: StateDict,
-    sizes: dict[str, int],
-) -> None:
-    rows = [
-        {
-            "app_name": app_name,
-            "user_id": user_id,
-            "key": key,
-            "value": delta[key],
-            "size": sizes[key],
-        }
-        for key in sorted(delta)
-    ]
-    statement = sqlite_insert(user_states)
-    await connection.execute(
-        statement.on_conflict_do_update(
-            index_elements=["app_name", "user_id", "key"],
-            set_={"value": statement.excluded.value, "size": statement.excluded.size},
-        ),
-        rows,
-    )
 
 
 async def read_app_state(connection: AsyncConnection, app_name: str) -> StateDict:
@@ -217,9 +88,51 @@ async def read_user_states(
 # -- sessions --------------------------------------------------------------
 
 
+def session_is(key: SessionKey) -> list[Any]:
+    return [
+        sessions.c.app_name == key.app_name,
+        sessions.c.user_id == key.user_id,
+        sessions.c.id == key.session_id,
+    ]
+
+
+def events_of(key: SessionKey) -> list[Any]:
+    return [
+        events.c.app_name == key.app_name,
+        events.c.user_id == key.user_id,
+        events.c.session_id == key.session_id,
+    ]
+
+
+# -- expiry: a session expires at its expire_time (NULL: never) ------------
+
+
+def expired(now: float) -> ColumnElement[bool]:
+    """A session that has expired at `now` (absent everywhere once it has),
+    in the form the sweeper's index on expire_time serves."""
+    return sessions.c.expire_time <= now
+
+
 def not_expired(now: float) -> ColumnElement[bool]:
-    """A session that has not expired at `now` (absent everywhere once it has)."""
-    return or_(sessions.c.expire_time.is_(None), sessions.c.expire_time > now)
+    """A session every reader and writer finds at `now`."""
+    return or_(sessions.c.expire_time.is_(None), ~expired(now))
+
+
+def expiry_columns(expiry: Expiry, now: float) -> dict[str, Any]:
+    """The expiry of a session created at `now`, or whose expiry is replaced."""
+    return {"ttl_seconds": expiry.ttl_seconds, "expire_time": expiry.time_after(now)}
+
+
+def expiry_after_write(now: float, new_expiry: Expiry | None = None) -> dict[str, Any]:
+    """The expiry columns a write at `now` sets: `new_expiry` when it carries
+    one; otherwise an idle timeout restarts and a fixed expiry time stays."""
+    if new_expiry is not None:
+        return expiry_columns(new_expiry, now)
+    restarted = case(
+        (sessions.c.ttl_seconds.is_(None), sessions.c.expire_time),
+        else_=now + sessions.c.ttl_seconds,
+    )
+    return {"expire_time": restarted}
 
 
 async def insert_session(
@@ -246,8 +159,7 @@ async def insert_session(
             revision=revision,
             create_time=now,
             update_time=now,
-            expire_time=expiry.time_after(now),
-            ttl_seconds=expiry.ttl_seconds,
+            **expiry_columns(expiry, now),
         )
         .on_conflict_do_nothing()
         .returning(sessions.c.revision)
@@ -256,21 +168,13 @@ async def insert_session(
     return result.first() is not None
 
 
-def _session_is(key: SessionKey) -> list[Any]:
-    return [
-        sessions.c.app_name == key.app_name,
-        sessions.c.user_id == key.user_id,
-        sessions.c.id == key.session_id,
-    ]
-
-
 async def read_session(
     connection: AsyncConnection, key: SessionKey, now: float
 ) -> SessionRow | None:
     """The session row; None when it is missing or expired at `now`."""
     statement = select(
         sessions.c.state, sessions.c.revision, sessions.c.update_time, sessions.c.expire_time
-    ).where(*_session_is(key), not_expired(now))
+    ).where(*session_is(key), not_expired(now))
     result = await connection.execute(statement)
     row = result.first()
     if row is None:
@@ -281,25 +185,25 @@ async def read_session(
 async def delete_session(connection: AsyncConnection, key: SessionKey, now: float) -> bool | None:
     """Deletes the session with its events: None when there was none, False
     when it was expired (deleted all the same)."""
-    found = await connection.execute(select(sessions.c.expire_time).where(*_session_is(key)))
-    row = found.first()
-    if row is None:
+    found = await connection.execute(select(not_expired(now)).where(*session_is(key)))
+    alive = found.scalar_one_or_none()
+    if alive is None:
         return None
     # SQLite writers hold the database's write lock: no append can interleave.
     await _delete_session_rows(connection, key)
-    return row[0] is None or row[0] > now
+    return bool(alive)
 
 
 async def _delete_session_rows(connection: AsyncConnection, key: SessionKey) -> None:
-    await connection.execute(delete(events).where(*_events_of(key)))
-    await connection.execute(delete(sessions).where(*_session_is(key)))
+    await connection.execute(delete(events).where(*events_of(key)))
+    await connection.execute(delete(sessions).where(*session_is(key)))
 
 
 async def delete_if_expired(connection: AsyncConnection, key: SessionKey, now: float) -> bool:
     """Deletes the session with its events if it is expired at `now` (inside
     the caller's transaction, which takes its id); False if it is not."""
     found = await connection.execute(
-        select(sessions.c.revision).where(*_session_is(key), sessions.c.expire_time <= now)
+        select(sessions.c.revision).where(*session_is(key), expired(now))
     )
     if found.first() is None:
         return False
@@ -316,13 +220,13 @@ async def set_expiry(
 ) -> int | None:
     """Replaces the session's expiry; its revision, or None when it is
     missing, expired or not at `expected_revision`."""
-    conditions = [*_session_is(key), not_expired(now)]
+    conditions = [*session_is(key), not_expired(now)]
     if expected_revision is not None:
         conditions.append(sessions.c.revision == expected_revision)
     result = await connection.execute(
         sessions.update()
         .where(*conditions)
-        .values(ttl_seconds=expiry.ttl_seconds, expire_time=expiry.time_after(now))
+        .values(**expiry_columns(expiry, now))
         .returning(sessions.c.revision)
     )
     row = result.first()
@@ -389,14 +293,6 @@ async def page_sessions(
 # -- events ----------------------------------------------------------------
 
 
-def _events_of(key: SessionKey) -> list[Any]:
-    return [
-        events.c.app_name == key.app_name,
-        events.c.user_id == key.user_id,
-        events.c.session_id == key.session_id,
-    ]
-
-
 async def read_snapshot(
     connection: AsyncConnection,
     key: SessionKey,
@@ -418,7 +314,7 @@ async def read_snapshot(
     if events_bytes <= max_events_bytes:
         result = await connection.execute(
             select(events.c.data)
-            .where(*_events_of(key), events.c.seq.in_(select(selection.c.seq)))
+            .where(*events_of(key), events.c.seq.in_(select(selection.c.seq)))
             .order_by(events.c.seq)
         )
         events_json = ",".join(result.scalars())
@@ -440,7 +336,7 @@ def _recent_events(
 ) -> Any:
     """The last `limit` events at or after the time: seq and size."""
     statement = select(events.c.seq, _byte_length(events.c.data).label("size")).where(
-        *_events_of(key), events.c.seq <= up_to_seq
+        *events_of(key), events.c.seq <= up_to_seq
     )
     if after_timestamp is not None:
         statement = statement.where(events.c.timestamp >= after_timestamp)
@@ -461,7 +357,7 @@ async def page_events(
     """A page of at most `limit` events and `max_bytes` of event JSON, and
     whether more follow. Sizes are read first, so no event is read that the
     page will not carry. ResponseTooLarge if the first event alone is larger."""
-    statement = select(events.c.seq, _byte_length(events.c.data)).where(*_events_of(key))
+    statement = select(events.c.seq, _byte_length(events.c.data)).where(*events_of(key))
     if after_timestamp is not None:
         statement = statement.where(events.c.timestamp >= after_timestamp)
     if order == "asc":
@@ -477,7 +373,7 @@ async def page_events(
     if not chosen:
         return [], more
     result = await connection.execute(
-        select(events.c.seq, events.c.data).where(*_events_of(key), events.c.seq.in_(chosen))
+        select(events.c.seq, events.c.data).where(*events_of(key), events.c.seq.in_(chosen))
     )
     data = dict(result.all())
     return [StoredEvent(seq, data[seq]) for seq in chosen if seq in data], more
@@ -487,7 +383,7 @@ async def find_event(
     connection: AsyncConnection, key: SessionKey, event_id: str
 ) -> StoredEvent | None:
     result = await connection.execute(
-        select(events.c.seq, events.c.data).where(*_events_of(key), events.c.id == event_id)
+        select(events.c.seq, events.c.data).where(*events_of(key), events.c.id == event_id)
     )
     row = result.first()
     return None if row is None else StoredEvent(row[0], row[1])
@@ -498,7 +394,7 @@ async def find_events(
 ) -> dict[str, StoredEvent]:
     result = await connection.execute(
         select(events.c.id, events.c.seq, events.c.data).where(
-            *_events_of(key), events.c.id.in_(list(event_ids))
+            *events_of(key), events.c.id.in_(list(event_ids))
         )
     )
     return {row[0]: StoredEvent(row[1], row[2]) for row in result}
@@ -508,7 +404,7 @@ async def count_events(
     connection: AsyncConnection, key: SessionKey, up_to_seq: int | None = None
 ) -> int:
     """The session's events (those at most `up_to_seq`, when given)."""
-    statement = select(func.count()).where(*_events_of(key))
+    statement = select(func.count()).where(*events_of(key))
     if up_to_seq is not None:
         statement = statement.where(events.c.seq <= up_to_seq)
     result = await connection.execute(statement)
@@ -567,109 +463,6 @@ async def delete_scope_state(
     return users.rowcount + app.rowcount
 
 
-# -- append ----------------------------------------------------------------
-
-
-async def append_event(
-    connection: AsyncConnection,
-    key: SessionKey,
-    event: NewEvent,
-    expected_revision: int | None,
-    max_state_bytes: int,
-    now: float,
-    new_expiry: Expiry | None,
-) -> int:
-    """Stores the event and applies its delta; returns the new revision. The
-    SQLite store's (the PostgreSQL store's is one statement,
-    `postgresql_statements.APPEND`). An idle timeout restarts at `now`;
-    `new_expiry` replaces the expiry.
-
-    Raises AppendNotApplied, with nothing written, when the session is missing,
-    is not at `expected_revision`, or already holds an event with this id.
-    """
-    return await append_events(
-        connection, key, [event], event.delta, expected_revision, max_state_bytes, now, new_expiry
-    )
-
-
-async def append_events(
-    connection: AsyncConnection,
-    key: SessionKey,
-    new_events: Sequence[NewEvent],
-    delta: ScopedDelta,
-    expected_revision: int | None,
-    max_state_bytes: int,
-    now: float,
-    new_expiry: Expiry | None = None,
-) -> int:
-    """Stores the events in order and applies `delta` (their deltas merged);
-    returns the revision after the last. AppendNotApplied, with nothing
-    written, as for one event (append_event)."""
-    # The transaction began with BEGIN IMMEDIATE: this connection holds the
-    # database's write lock, so reading and writing back the session state in
-    # Python cannot lose a concurrent update.
-    found = await connection.execute(
-        select(
-            sessions.c.state, sessions.c.revision, sessions.c.ttl_seconds, sessions.c.expire_time
-        ).where(*_session_is(key), not_expired(now))
-    )
-    session = found.first()
-    if session is None or (expected_revision is not None and session.revision != expected_revision):
-        raise AppendNotApplied("session missing or stale")
-    stored = await connection.execute(
-        select(events.c.id)
-        .where(*_events_of(key), events.c.id.in_([event.id for event in new_events]))
-        .limit(1)
-    )
-    if stored.first() is not None:
-        raise AppendNotApplied("event id already stored")
-    first = int(session.revision) + 1
-    revision = first + len(new_events) - 1
-    changes: dict[str, Any] = {}
-    if new_expiry is not None:
-        changes.update(ttl_seconds=new_expiry.ttl_seconds, expire_time=new_expiry.time_after(now))
-    elif session.ttl_seconds is not None:
-        changes.update(expire_time=now + session.ttl_seconds)
-    if delta.session:
-        state = apply_delta(session.state, delta.session)
-        size = session_state_bytes(state)
-        if size > max_state_bytes:
-            raise state_too_large("session", size, max_state_bytes)
-        changes.update(state=state, state_bytes=size)
-    await connection.execute(
-        sessions.update()
-        .where(*_session_is(key))
-        .values(**changes, revision=revision, update_time=new_events[-1].timestamp)
-    )
-    await insert_events(connection, key, list(enumerate(new_events, start=first)))
-    await write_app_state(connection, key.app_name, delta.app, max_state_bytes)
-    await write_user_state(connection, key.app_name, key.user_id, delta.user, max_state_bytes)
-    return revision
-
-
-async def insert_events(
-    connection: AsyncConnection, key: SessionKey, numbered: Sequence[tuple[int, NewEvent]]
-) -> None:
-    """Inserts the session's events at the given seqs, in one statement."""
-    await connection.execute(
-        events.insert(),
-        [
-            {
-                "app_name": key.app_name,
-                "user_id": key.user_id,
-                "session_id": key.session_id,
-                "seq": seq,
-                "id": event.id,
-                "invocation_id": event.invocation_id,
-                "author": event.author,
-                "timestamp": event.timestamp,
-                "data": event.data,
-            }
-            for seq, event in numbered
-        ],
-    )
-
-
 # -- removing events -------------------------------------------------------
 
 
@@ -683,7 +476,7 @@ async def newest_kept_seq(
         return None
     result = await connection.execute(
         select(events.c.seq)
-        .where(*_events_of(key))
+        .where(*events_of(key))
         .order_by(events.c.seq.desc())
         .offset(remove_count)
         .limit(1)
@@ -702,34 +495,27 @@ async def remove_events(
     """Deletes the events after `after_seq` (and replaces the session-scope
     state when `state` is given) if the session is still at
     `expected_revision`, as one change; None when missing or moved on."""
-    found = await connection.execute(
-        select(sessions.c.revision, sessions.c.ttl_seconds).where(
-            *_session_is(key), not_expired(now)
-        )
-    )
-    session = found.first()
-    if session is None or session.revision != expected_revision:
-        return None
-    changes: dict[str, Any] = {}
+    changes = expiry_after_write(now)
     if state is not None:
         changes.update(state=state, state_bytes=session_state_bytes(state))
-    if session.ttl_seconds is not None:
-        changes.update(expire_time=now + session.ttl_seconds)
-    revision = int(session.revision) + 1
-    await connection.execute(
+    bumped = await connection.execute(
         sessions.update()
-        .where(*_session_is(key))
-        .values(**changes, revision=revision, update_time=now)
+        .where(*session_is(key), not_expired(now), sessions.c.revision == expected_revision)
+        .values(**changes, revision=sessions.c.revision + 1, update_time=now)
+        .returning(sessions.c.revision)
     )
+    revision = bumped.scalar_one_or_none()
+    if revision is None:
+        return None
     deleted = await connection.execute(
-        delete(events).where(*_events_of(key), events.c.seq > after_seq)
+        delete(events).where(*events_of(key), events.c.seq > after_seq)
     )
     return EventsRemoved(revision, deleted.rowcount)
 
 
 async def event_at_seq(connection: AsyncConnection, key: SessionKey, seq: int) -> bool:
     result = await connection.execute(
-        select(events.c.seq).where(*_events_of(key), events.c.seq == seq)
+        select(events.c.seq).where(*events_of(key), events.c.seq == seq)
     )
     return result.first() is not None
 
@@ -743,9 +529,7 @@ async def read_events_after(
 ) -> list[StoredEvent]:
     """Up to `limit` events after `after_seq` (and at most `up_to_seq`), in
     append order: for walking a long history in bounded batches."""
-    statement = select(events.c.seq, events.c.data).where(
-        *_events_of(key), events.c.seq > after_seq
-    )
+    statement = select(events.c.seq, events.c.data).where(*events_of(key), events.c.seq > after_seq)
     if up_to_seq is not None:
         statement = statement.where(events.c.seq <= up_to_seq)
     result = await connection.execute(statement.order_by(events.c.seq).limit(limit))
@@ -761,7 +545,7 @@ async def fork_source(
     """The source's state, revision and initial state; None if it is missing."""
     result = await connection.execute(
         select(sessions.c.state, sessions.c.revision, sessions.c.initial_state).where(
-            *_session_is(key), not_expired(now)
+            *session_is(key), not_expired(now)
         )
     )
     row = result.first()
@@ -789,7 +573,7 @@ async def copy_events(
         events.c.user_id,
         literal(session_id).label("session_id"),
         *(events.c[name] for name in columns),
-    ).where(*_events_of(source), events.c.seq > after_seq, events.c.seq <= up_to_seq)
+    ).where(*events_of(source), events.c.seq > after_seq, events.c.seq <= up_to_seq)
     await connection.execute(
         events.insert().from_select(["app_name", "user_id", "session_id", *columns], copied)
     )
@@ -802,7 +586,7 @@ async def expired_sessions(connection: AsyncConnection, now: float) -> list[tupl
     """The next expired sessions, oldest expiry first, with their event counts."""
     result = await connection.execute(
         select(sessions.c.app_name, sessions.c.user_id, sessions.c.id, sessions.c.revision)
-        .where(sessions.c.expire_time <= now)
+        .where(expired(now))
         .order_by(sessions.c.expire_time)
         .limit(ERASE_CANDIDATES)
     )
@@ -830,6 +614,6 @@ async def delete_any_sessions_with_events(
 
 async def count_expired(connection: AsyncConnection, now: float) -> int:
     result = await connection.execute(
-        select(func.count()).select_from(sessions).where(sessions.c.expire_time <= now)
+        select(func.count()).select_from(sessions).where(expired(now))
     )
     return int(result.scalar_one())

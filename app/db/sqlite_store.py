@@ -1,5 +1,6 @@
 """The embedded store: SQLite through SQLAlchemy Core (aiosqlite), its SQL
-in `sql.py` and `memory_repository.py`.
+in `sqlite_statements.py`, `sqlite_append.py` (the append's rules) and
+`memory_repository.py`.
 
 Writers take the database's write lock at BEGIN (`engine.py`): the append's
 read-modify-write of the session state cannot interleave with another
@@ -33,13 +34,13 @@ from ..domain import (
 )
 from ..errors import DatabaseUnavailable
 from ..state import ScopedDelta, StateDict
-from . import forking, memory_repository
+from . import forking, memory_repository, sqlite_append
 from . import sqlite_statements as sql
 from .database_errors import database_errors_as_domain_errors
 from .engine import WRITE_OPTION
 from .event_windows import events_batch
 from .migrations import SchemaNotCurrent, require_current_schema
-from .state_sizes import session_state_bytes, state_too_large
+from .state_sizes import session_state_bytes, state_past_limit
 from .store import ForkOutcome, MemoriesOf
 
 # Rows per statement when memories are written or a session's events read
@@ -84,8 +85,15 @@ class SqliteStore:
         new_expiry: Expiry | None = None,
     ) -> int:
         async with self._write() as connection:
-            return await sql.append_event(
-                connection, key, event, expected_revision, max_state_bytes, now, new_expiry
+            return await sqlite_append.append_events(
+                connection,
+                key,
+                [event],
+                event.delta,
+                expected_revision,
+                max_state_bytes,
+                now,
+                new_expiry,
             )
 
     async def append_events(
@@ -98,7 +106,7 @@ class SqliteStore:
         now: float,
     ) -> int:
         async with self._write() as connection:
-            return await sql.append_events(
+            return await sqlite_append.append_events(
                 connection, key, events, delta, expected_revision, max_state_bytes, now
             )
 
@@ -152,18 +160,15 @@ class SqliteStore:
         *,
         forget_expired_memories: bool,
     ) -> SharedScopes | None:
-        size = session_state_bytes(delta.session)
-        if size > max_state_bytes:
-            raise state_too_large("session", size, max_state_bytes)
+        refused = state_past_limit(max_state_bytes, session=session_state_bytes(delta.session))
+        if refused is not None:
+            raise refused
         async with self._write() as connection:
             if not await sql.insert_session(connection, key, delta.session, now, expiry):
                 if not await _delete_if_expired(connection, key, now, forget_expired_memories):
                     return None
                 await sql.insert_session(connection, key, delta.session, now, expiry)
-            await sql.write_app_state(connection, key.app_name, delta.app, max_state_bytes)
-            await sql.write_user_state(
-                connection, key.app_name, key.user_id, delta.user, max_state_bytes
-            )
+            await sqlite_append.write_shared_state(connection, key, delta, max_state_bytes)
             return SharedScopes(
                 await sql.read_app_state(connection, key.app_name),
                 await sql.read_user_state(connection, key.app_name, key.user_id),

@@ -33,3 +33,15 @@ def entry_bytes(key: str, value: Any) -> int:
 
 def entry_sizes(delta: StateDict) -> dict[str, int]:
     return {key: entry_bytes(key, value) for key, value in delta.items()}
+
+
+def state_past_limit(
+    limit: int, *, app: int | None = None, user: int | None = None, session: int | None = None
+) -> StateTooLarge | None:
+    """The error for the first scope, in this order, whose size after a write
+    would pass `limit` (both stores name the same one); None when all fit. A
+    size is None, or 0, where the write does not grow that scope."""
+    for scope, size in (("app", app), ("user", user), ("session", session)):
+        if size is not None and size > limit:
+            return state_too_large(scope, size, limit)
+    return None
