@@ -16,6 +16,7 @@ import pytest
 
 from session_state.config import Settings
 from session_state.db.stores import open_store
+from session_state.domain import SessionKey
 from session_state.main import create_app
 from session_state.sweeper import Sweeper
 
@@ -88,6 +89,30 @@ async def test_the_sweeper_deletes_expired_sessions_with_their_events_and_nothin
     assert re.search(r'^session_state_sweeps_total\{outcome="swept"\} [1-9]', metrics, re.M)
     assert "session_state_sweep_duration_seconds_count" in metrics
     assert re.search(r"^session_state_expired_sessions 0", metrics, re.M)
+
+
+async def test_a_sweep_takes_the_session_due_now_and_not_the_one_due_in_a_second(
+    clocked_app, clocked_client, clock: Clock
+):
+    """The sweep's rule is the readers' rule: expired at its expiry time,
+    not a moment before. One session expires exactly at the sweep, the
+    other one second later."""
+    await _seed(clocked_client, "ada", "due", events=2, ttlSeconds=10)
+    await _seed(clocked_client, "ada", "soon", events=1, ttlSeconds=11)
+    clock.advance(10)
+    store = clocked_app.state.service.store
+    assert await store.count_expired(clock()) == 1
+    # Missing for readers from its expiry time, before any sweep.
+    assert (await clocked_client.get(f"{_user('ada')}/sessions/due")).status_code == 404
+
+    report = await clocked_app.state.sweeper.sweep_once()
+
+    assert (report.swept.sessions, report.swept.events) == (1, 2)
+    assert await store.read_session(SessionKey("travel", "ada", "due"), clock() - 1) is None
+    soon = await clocked_client.get(f"{_user('ada')}/sessions/soon")
+    assert soon.status_code == 200 and len(soon.json()["events"]) == 1
+    clock.advance(1)
+    assert (await clocked_app.state.sweeper.sweep_once()).swept.sessions == 1
 
 
 async def test_memories_go_with_expired_sessions_when_configured(database_url, clock: Clock):
