@@ -5,8 +5,11 @@ or changes its neighbours. On SQLite, where each append goes by itself, the
 same requests get the same answers."""
 
 import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 
 import asyncpg
+import httpx
 import pytest
 
 from session_state.config import Settings
@@ -24,6 +27,81 @@ def path(session_id: str) -> str:
     return f"/apps/{APP}/users/{USER}/sessions/{session_id}"
 
 
+class BatchSizes:
+    """The appends and statements the batch-size histogram counted since it
+    was made (its series live as long as the process)."""
+
+    def __init__(self, metrics: str) -> None:
+        self.before = metrics
+
+    def since(self, metrics: str) -> tuple[int, int]:
+        """(statements, appends) counted since."""
+        statements, appends = (
+            int(
+                _metric(metrics, f"session_state_append_batch_size_{part}")
+                - _metric(self.before, f"session_state_append_batch_size_{part}")
+            )
+            for part in ("count", "sum")
+        )
+        return statements, appends
+
+
+async def _backends_waiting_for_a_lock(observer: asyncpg.Connection) -> int:
+    waiting: int = await observer.fetchval(
+        "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'session-state' "
+        "AND wait_event_type = 'Lock' AND datname = current_database()"
+    )
+    return waiting
+
+
+async def _until(condition: Callable[[], Awaitable[bool]], what: str) -> None:
+    for _ in range(250):
+        if await condition():
+            return
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"{what}: not within 5 s")
+
+
+@asynccontextmanager
+async def batches_held_at_the_database(
+    http: httpx.AsyncClient, postgres_url: str
+) -> AsyncIterator[None]:
+    """Both batch statements a process runs at once held at the database (each
+    carries an append waiting for an app key another transaction locks):
+    the appends sent inside wait, and go together in the next batch when
+    this ends."""
+    held_names = ("gate0", "gate1")
+    gate = {"author": "agent", "actions": {"stateDelta": {"app:gate": 1}}}
+    for name in held_names:
+        created = await http.post(f"/apps/{APP}/users/{USER}/sessions", json={"sessionId": name})
+        assert created.status_code == 201
+    assert (await http.post(f"{path(held_names[0])}/events", json=gate)).status_code == 201
+    dsn = postgres_url.replace("postgresql+asyncpg://", "postgresql://")
+    holder, observer = await asyncpg.connect(dsn), await asyncpg.connect(dsn)
+    leads: list[asyncio.Future[httpx.Response]] = []
+    try:
+        locking = holder.transaction()
+        await locking.start()
+        await holder.execute(
+            "SELECT 1 FROM app_states WHERE app_name = $1 AND key = 'gate' FOR UPDATE", APP
+        )
+        for number, name in enumerate(held_names, start=1):
+            leads.append(asyncio.ensure_future(http.post(f"{path(name)}/events", json=gate)))
+
+            async def held(number: int = number) -> bool:
+                return await _backends_waiting_for_a_lock(observer) == number
+
+            await _until(held, f"{number} batch statements held")
+        yield
+        await locking.rollback()
+        assert [(await lead).status_code for lead in leads] == [201, 201]
+    finally:
+        for lead in leads:
+            lead.cancel()
+        await holder.close()
+        await observer.close()
+
+
 async def test_appends_sent_together_each_get_their_own_answer(database_url):
     settings = Settings(database_url=database_url, max_state_bytes=LIMIT)
     async with asgi_client(settings) as http:
@@ -39,13 +117,14 @@ async def test_appends_sent_together_each_get_their_own_answer(database_url):
             created = await http.post(
                 f"/apps/{APP}/users/{USER}/sessions", json={"sessionId": name}
             )
+            assert created.status_code == 201
             revisions[name] = created.headers["ETag"]
         stored = {"id": "kept", "author": "agent", "timestamp": 1.0}
         for name in ("retried", "conflicting"):
             assert (await http.post(f"{path(name)}/events", json=stored)).status_code == 201
         moved = await http.post(f"{path('stale')}/events", json={"author": "agent"})
         assert moved.status_code == 201
-        before = (await http.get("/metrics")).text
+        sizes = BatchSizes((await http.get("/metrics")).text)
 
         def good(index: int) -> dict[str, object]:
             return {
@@ -121,23 +200,21 @@ async def test_appends_sent_together_each_get_their_own_answer(database_url):
 
     if database_url.startswith("postgresql"):
         # At least one statement carried more than one append.
-        batches = _metric(after, "session_state_append_batch_size_count") - _metric(
-            before, "session_state_append_batch_size_count"
-        )
-        appends = _metric(after, "session_state_append_batch_size_sum") - _metric(
-            before, "session_state_append_batch_size_sum"
-        )
+        statements, appends = sizes.since(after)
         assert appends == len(requests)
-        assert batches < appends
+        assert statements < appends
 
 
 async def test_a_sessions_appends_sent_together_are_all_stored(database_url):
     """Appends to one session never share a statement (each goes in a later
     batch), so none is lost, and the state is that of the last one stored."""
     async with asgi_client(Settings(database_url=database_url)) as http:
-        await http.post(f"/apps/{APP}/users/{USER}/sessions", json={"sessionId": "one"})
-        for other in range(4):
-            await http.post(f"/apps/{APP}/users/{USER}/sessions", json={"sessionId": f"o{other}"})
+        for name in ["one"] + [f"o{other}" for other in range(4)]:
+            created = await http.post(
+                f"/apps/{APP}/users/{USER}/sessions", json={"sessionId": name}
+            )
+            assert created.status_code == 201
+        sizes = BatchSizes((await http.get("/metrics")).text)
         requests = []
         for step in range(30):
             event = {"id": f"e{step}", "author": "agent", "actions": {"stateDelta": {"n": step}}}
@@ -154,6 +231,11 @@ async def test_a_sessions_appends_sent_together_are_all_stored(database_url):
             f"e{step}" for step in range(30)
         )
         assert session["state"]["n"] == session["events"][-1]["actions"]["stateDelta"]["n"]
+        if database_url.startswith("postgresql"):
+            # Batches formed, and none held two of one's appends.
+            statements, appends = sizes.since((await http.get("/metrics")).text)
+            assert appends == 60
+            assert 30 <= statements < appends
 
 
 async def test_a_session_held_by_another_transaction_delays_only_its_own_appends(postgres_url):
@@ -164,7 +246,10 @@ async def test_a_session_held_by_another_transaction_delays_only_its_own_appends
     run_blocking(_truncate(postgres_url))
     async with asgi_client(Settings(database_url=postgres_url)) as http:
         for name in ["held"] + [f"free{index}" for index in range(8)]:
-            await http.post(f"/apps/{APP}/users/{USER}/sessions", json={"sessionId": name})
+            created = await http.post(
+                f"/apps/{APP}/users/{USER}/sessions", json={"sessionId": name}
+            )
+            assert created.status_code == 201
         holder = await asyncpg.connect(
             postgres_url.replace("postgresql+asyncpg://", "postgresql://")
         )
@@ -175,15 +260,24 @@ async def test_a_session_held_by_another_transaction_delays_only_its_own_appends
                 "SELECT 1 FROM sessions WHERE app_name = $1 AND id = 'held' FOR UPDATE", APP
             )
             event = {"author": "agent", "actions": {"stateDelta": {"app:any": 1}}}
-            held = asyncio.ensure_future(http.post(f"{path('held')}/events", json=event))
-            free = [
-                http.post(f"{path(f'free{index % 8}')}/events", json=event) for index in range(24)
-            ]
+            async with batches_held_at_the_database(http, postgres_url):
+                sizes = BatchSizes((await http.get("/metrics")).text)
+                held = asyncio.ensure_future(http.post(f"{path('held')}/events", json=event))
+                free = asyncio.gather(
+                    *(
+                        http.post(f"{path(f'free{index % 8}')}/events", json=event)
+                        for index in range(24)
+                    )
+                )
+                await asyncio.sleep(0.2)  # all queued (the counts below prove it)
             # Well within the database timeout (5 s) the held session would
             # otherwise have made every append in its batch wait for.
-            responses = await asyncio.wait_for(asyncio.gather(*free), timeout=3)
+            responses = await asyncio.wait_for(free, timeout=3)
             assert [response.status_code for response in responses] == [201] * 24
             assert not held.done()
+            # The held append went in the first batch, with 8 free ones (25
+            # appends in 3 statements, one per session in each).
+            assert sizes.since((await http.get("/metrics")).text) == (3, 25)
             await locking.commit()
         finally:
             await holder.close()
@@ -200,6 +294,7 @@ class Statements:
     each lone send carried, and answers when the test lets it."""
 
     def __init__(self) -> None:
+        self.submitted: list[str] = []
         self.batches: list[list[str]] = []
         self.alone: list[str] = []
         self.release = asyncio.Event()
@@ -222,11 +317,25 @@ class OneItemsFault(Exception):
     """An error one item of a batch may have caused."""
 
 
+def _session_of(statements: Statements, item: str) -> str:
+    statements.submitted.append(item)  # as the batcher queues it
+    return item.split("/")[0]
+
+
+async def _settled(condition: Callable[[], bool], what: str) -> None:
+    """Lets the loop run until `condition` holds."""
+    for _ in range(1000):
+        if condition():
+            return
+        await asyncio.sleep(0)
+    raise AssertionError(f"{what}: never")
+
+
 def batcher(statements: Statements, *, max_wait: float = 5.0) -> AppendBatcher[str, str]:
     return AppendBatcher(
         run_batch=statements.run_batch,
         run_one=statements.run_one,
-        session_of=lambda item: item.split("/")[0],
+        session_of=lambda item: _session_of(statements, item),
         runs_singly=lambda error: isinstance(error, OneItemsFault),
         timed_out=lambda: TimeoutError("no batch took it"),
         max_items=64,
@@ -239,9 +348,9 @@ async def test_a_sessions_appends_go_in_separate_batches_in_arrival_order():
     statements = Statements()
     appends = batcher(statements)
     first = asyncio.ensure_future(appends.submit("a/1"))
-    await asyncio.sleep(0.01)  # the first batch is at the database
+    await _settled(lambda: statements.batches == [["a/1"]], "the first batch at the database")
     rest = [asyncio.ensure_future(appends.submit(item)) for item in ("a/2", "b/1", "a/3", "c/1")]
-    await asyncio.sleep(0)
+    await _settled(lambda: len(statements.submitted) == 5, "all queued")
     statements.release.set()
     answers = await asyncio.gather(first, *rest)
     assert answers == [f"stored {item}" for item in ("a/1", "a/2", "b/1", "a/3", "c/1")]
@@ -283,13 +392,14 @@ async def test_an_append_no_batch_takes_in_time_fails_and_is_never_sent():
     statements = Statements()
     appends = batcher(statements, max_wait=0.2)
     blocked = asyncio.ensure_future(appends.submit("a/1"))
-    await asyncio.sleep(0.01)  # the first batch is at the database
+    await _settled(lambda: statements.batches == [["a/1"]], "the first batch at the database")
     with pytest.raises(TimeoutError, match="no batch took it"):
         await appends.submit("b/1")
     statements.release.set()
     assert await blocked == "stored a/1"
-    await asyncio.sleep(0.05)
-    assert statements.batches == [["a/1"]]
+    # An append queued after it is sent: the one that timed out is not, before or with it.
+    assert await appends.submit("c/1") == "stored c/1"
+    assert statements.batches == [["a/1"], ["c/1"]]
     assert statements.alone == []
 
 
@@ -297,15 +407,16 @@ async def test_an_append_whose_request_went_away_before_a_batch_took_it_is_never
     statements = Statements()
     appends = batcher(statements)
     blocked = asyncio.ensure_future(appends.submit("a/1"))
-    await asyncio.sleep(0.01)  # the first batch is at the database
+    await _settled(lambda: statements.batches == [["a/1"]], "the first batch at the database")
     gone = asyncio.ensure_future(appends.submit("b/1"))
-    await asyncio.sleep(0)
+    await _settled(lambda: "b/1" in statements.submitted, "b/1 queued")
     gone.cancel()
-    await asyncio.sleep(0)
+    await _settled(gone.done, "b/1 cancelled")
     statements.release.set()
     await blocked
-    await asyncio.sleep(0.05)
-    assert statements.batches == [["a/1"]]
+    # An append queued after it is sent: the one that went away is not, before or with it.
+    assert await appends.submit("c/1") == "stored c/1"
+    assert statements.batches == [["a/1"], ["c/1"]]
 
 
 async def test_with_batches_off_every_append_is_sent_as_soon_as_it_arrives(postgres_url):
@@ -366,21 +477,41 @@ async def test_hostile_values_sent_together_are_stored_and_read_back_exactly(dat
     async with asgi_client(Settings(database_url=database_url)) as http:
         names = [f"hostile{index}" for index in range(len(values))]
         for name in names:
-            await http.post(f"/apps/{APP}/users/{USER}/sessions", json={"sessionId": name})
-        responses = await asyncio.gather(
-            *(
-                http.post(
-                    f"{path(name)}/events",
-                    json={
-                        "author": "agent",
-                        "actions": {
-                            "stateDelta": {"v": value, f"user:{name}": value, f"app:{name}": value}
-                        },
-                    },
-                )
-                for name, value in zip(names, values, strict=True)
+            created = await http.post(
+                f"/apps/{APP}/users/{USER}/sessions", json={"sessionId": name}
             )
-        )
+            assert created.status_code == 201
+
+        def send() -> "asyncio.Future[list[httpx.Response]]":
+            return asyncio.gather(
+                *(
+                    http.post(
+                        f"{path(name)}/events",
+                        json={
+                            "author": "agent",
+                            "actions": {
+                                "stateDelta": {
+                                    "v": value,
+                                    f"user:{name}": value,
+                                    f"app:{name}": value,
+                                }
+                            },
+                        },
+                    )
+                    for name, value in zip(names, values, strict=True)
+                )
+            )
+
+        if database_url.startswith("postgresql"):
+            async with batches_held_at_the_database(http, database_url):
+                sizes = BatchSizes((await http.get("/metrics")).text)
+                sent = send()
+                await asyncio.sleep(0.2)  # all queued (the counts below prove it)
+            responses = await sent
+            # All of them in one statement.
+            assert sizes.since((await http.get("/metrics")).text) == (1, len(values))
+        else:
+            responses = await send()
         assert [response.status_code for response in responses] == [201] * len(values)
         for name, value in zip(names, values, strict=True):
             state = (await http.get(path(name))).json()["state"]

@@ -177,22 +177,32 @@ async def test_concurrent_batches_and_appends_lose_nothing_and_interleave_whole(
 
 
 @pytest.mark.parametrize(
-    ("raw", "status"),
+    ("raw", "status", "detail"),
     [
-        ('{"events": [{"author": "u", "n": NaN}]}', 400),  # not JSON
-        ('{"events": [{"author": "u", "n": 1e999}]}', 422),
-        ('{"events": [{"author": "u", "text": "nul \\u0000"}]}', 422),
-        ('{"events": [{"author": "u", "text": "\\ud800"}]}', 422),
-        ('{"events": [{"author": "u", "deep": ' + "[" * 80 + "]" * 80 + "}]}", 422),
-        ('{"events": [{"author": "u", "actions": {"stateDelta": {"' + "k" * 300 + '": 1}}}]}', 422),
-        ('{"events": [{"author": "u"}', 400),
+        ('{"events": [{"author": "u", "n": NaN}]}', 400, "not valid JSON"),
+        ('{"events": [{"author": "u", "n": 1e999}]}', 422, "numbers must be finite"),
+        ('{"events": [{"author": "u", "text": "nul \\u0000"}]}', 422, "the NUL character"),
+        ('{"events": [{"author": "u", "text": "\\ud800"}]}', 422, "a lone surrogate"),
+        (
+            '{"events": [{"author": "u", "deep": ' + "[" * 80 + "]" * 80 + "}]}",
+            422,
+            "nest at most 64 levels",
+        ),
+        (
+            '{"events": [{"author": "u", "actions": {"stateDelta": {"' + "k" * 300 + '": 1}}}]}',
+            422,
+            "state keys are at most 256 characters",
+        ),
+        ('{"events": [{"author": "u"}', 400, "not valid JSON"),
     ],
     ids=["nan", "infinite", "nul", "surrogate", "deep", "long-key", "truncated"],
 )
 async def test_hostile_values_in_a_batch_are_refused_and_store_nothing(
-    client: httpx.AsyncClient, raw: str, status: int
+    client: httpx.AsyncClient, raw: str, status: int, detail: str
 ):
-    await create(client)
+    await create(client, mood="calm")
+    before = await client.get(f"{S}/s")
+    assert before.headers["etag"] == '"0"'
     good = '{"id": "fine", "author": "u"}, '
     refused = await client.post(
         f"{S}/s/events/batch",
@@ -201,9 +211,20 @@ async def test_hostile_values_in_a_batch_are_refused_and_store_nothing(
     )
     assert refused.status_code == status, refused.text
     assert refused.headers["content-type"] == "application/problem+json"
+    problem = refused.json()
+    assert problem["status"] == status and detail in problem["detail"], problem
+    if status == 400:
+        assert problem["code"] == "bad_request"
+    else:
+        # The hostile event is named, not the good one before it.
+        assert problem["code"] == "validation_error"
+        assert [error["loc"][:3] for error in problem["errors"]] == [["body", "events", 1]]
+    # Nothing written: no event, the same revision and state.
     assert await event_ids(client) == []
-    # The session and its neighbours still read.
-    assert (await client.get(f"{S}/s")).status_code == 200
+    after = await client.get(f"{S}/s")
+    assert after.status_code == 200
+    assert after.headers["etag"] == before.headers["etag"]
+    assert after.json() == before.json()
 
 
 async def test_an_event_too_large_is_named_by_its_place(database_url: str):

@@ -106,7 +106,8 @@ async def test_a_fork_and_its_source_go_their_own_ways(client):
     assert on_fork.status_code == 201 and on_fork.headers["ETag"] == '"4"'
     source = (await client.get(f"{ADA}/sessions/trip")).json()
     assert source["state"]["stage"] == "paid" and len(source["events"]) == len(DELTAS)
-    await client.delete(f"{ADA}/sessions/trip")
+    assert (await client.delete(f"{ADA}/sessions/trip")).status_code == 204
+    assert (await client.get(f"{ADA}/sessions/trip")).status_code == 404
     assert len(await _events(client, fork_id)) == 4
 
 

@@ -218,23 +218,105 @@ def test_an_idle_kept_alive_connection_is_closed_by_the_keep_alive_timeout_only(
     assert elapsed >= KEEP_ALIVE - 0.5, f"closed after {elapsed:.2f} s, before the keep-alive"
 
 
+def _children(pid: int) -> set[int]:
+    children = set()
+    for process in Path("/proc").iterdir():
+        if process.name.isdigit():
+            with contextlib.suppress(FileNotFoundError, ProcessLookupError):
+                # pid (name) state ppid ...: the name may hold spaces.
+                parent = (process / "stat").read_text().rsplit(")", 1)[1].split()[1]
+                if int(parent) == pid:
+                    children.add(int(process.name))
+    return children
+
+
+def _tcp_sockets(port: int) -> dict[int, tuple[str, int]]:
+    """The server side of TCP sockets on `port`, by inode: (state, peer port)."""
+    sockets = {}
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for row in Path(table).read_text().splitlines()[1:]:
+            fields = row.split()
+            local, peer, state, inode = fields[1], fields[2], fields[3], int(fields[9])
+            if int(local.rsplit(":", 1)[1], 16) == port and inode:
+                sockets[inode] = (state, int(peer.rsplit(":", 1)[1], 16))
+    return sockets
+
+
+def _held_by(pid: int) -> set[int]:
+    """The socket inodes process `pid` has open."""
+    inodes = set()
+    for descriptor in Path(f"/proc/{pid}/fd").iterdir():
+        with contextlib.suppress(FileNotFoundError):
+            target = descriptor.readlink().name
+            if target.startswith("socket:["):
+                inodes.add(int(target[len("socket:[") : -1]))
+    return inodes
+
+
+LISTEN = "0A"  # the state /proc/net/tcp gives a listening socket
+
+
+def _connections_by_worker(server: ServerProcess) -> dict[int, set[int]]:
+    """Each worker process of `server` (a child holding its listening socket):
+    the client ports of the connections it accepted."""
+    assert server.process is not None
+    sockets = _tcp_sockets(server.port)
+    accepted = {}
+    for child in _children(server.process.pid):
+        held = _held_by(child)
+        if any(sockets.get(inode, ("", 0))[0] == LISTEN for inode in held):
+            accepted[child] = {
+                sockets[inode][1]
+                for inode in held
+                if inode in sockets and sockets[inode][0] != LISTEN
+            }
+    return accepted
+
+
+def _slow_connections_on_both_workers(
+    server: ServerProcess, at_least: int, within: float
+) -> list[socket.socket]:
+    """Connections trickling a partial head, opened until there are
+    `at_least` and both workers hold some (the kernel picks the worker of
+    each)."""
+    slow: list[socket.socket] = []
+    held: dict[int, set[int]] = {}
+    deadline = time.monotonic() + within
+    while True:
+        slow.append(_connect(server))
+        slow[-1].sendall(PARTIAL_HEAD)
+        time.sleep(0.02)
+        if len(slow) >= at_least:
+            ours = {sock.getsockname()[1] for sock in slow}
+            held = {pid: ports & ours for pid, ports in _connections_by_worker(server).items()}
+            if len(held) == 2 and all(held.values()):
+                return slow
+        if time.monotonic() > deadline:
+            for sock in slow:
+                sock.close()
+            raise AssertionError(f"not both of 2 workers held a connection: {held}")
+
+
+@pytest.mark.skipif(not Path("/proc/net/tcp").exists(), reason="reads Linux's /proc")
 def test_the_timeout_setting_reaches_every_worker_process(tmp_path: Path):
     url = f"sqlite+aiosqlite:///{tmp_path / 'workers.db'}"
     server = ServerProcess(
         url, SESSION_STATE_WORKERS="2", SESSION_STATE_REQUEST_HEAD_TIMEOUT_SECONDS=str(TIMEOUT)
-    ).start()
+    ).start(timeout=90)  # two workers, each importing the app
     try:
-        # uvicorn pickles its config into spawned workers: the class crosses by
-        # name and each worker reads the timeout (not the 10 s default). Spaced
-        # connections land on both workers in practice (the kernel picks).
-        slow = []
-        for _ in range(16):
-            slow.append(_connect(server))
-            slow[-1].sendall(PARTIAL_HEAD)
-            time.sleep(0.02)
-        assert all(_wait_until_closed(sock, TIMEOUT + SLACK) is not None for sock in slow)
-        for sock in slow:
+        # The first worker answers the start-up check; the second may still
+        # be starting, and takes connections once it is.
+        started = _slow_connections_on_both_workers(server, at_least=1, within=60)
+        for sock in started:
             sock.close()
+        # uvicorn pickles its config into spawned workers: the class crosses by
+        # name and each worker reads the timeout (not the 10 s default).
+        slow = _slow_connections_on_both_workers(server, at_least=8, within=10)
+        try:
+            assert all(_wait_until_closed(sock, TIMEOUT + SLACK) is not None for sock in slow)
+        finally:
+            for sock in slow:
+                sock.close()
     finally:
         server.stop()
 

@@ -6,7 +6,10 @@ APP = "assistant"
 
 
 async def _session_with(client, user: str, session_id: str, texts: list[str], app: str = APP):
-    await client.post(f"/apps/{app}/users/{user}/sessions", json={"sessionId": session_id})
+    created = await client.post(
+        f"/apps/{app}/users/{user}/sessions", json={"sessionId": session_id}
+    )
+    assert created.status_code == 201
     for text in texts:
         response = await client.post(
             f"/apps/{app}/users/{user}/sessions/{session_id}/events",
@@ -52,12 +55,17 @@ async def test_ingesting_again_after_more_events_adds_only_the_new_ones(client):
 
 
 async def test_events_without_text_are_not_memories(client):
-    await client.post(f"/apps/{APP}/users/ada/sessions", json={"sessionId": "quiet"})
-    await client.post(
+    created = await client.post(f"/apps/{APP}/users/ada/sessions", json={"sessionId": "quiet"})
+    assert created.status_code == 201
+    stored = await client.post(
         f"/apps/{APP}/users/ada/sessions/quiet/events",
         json={"author": "agent", "actions": {"stateDelta": {"k": 1}}},
     )
-    assert (await _ingest(client, "ada", "quiet")).json()["memoriesAdded"] == 0
+    assert stored.status_code == 201
+    assert (await _ingest(client, "ada", "quiet")).json() == {
+        "sessionId": "quiet",
+        "memoriesAdded": 0,
+    }
 
 
 async def test_search_returns_adk_memory_entries_best_match_first(client):
@@ -109,9 +117,10 @@ async def test_forgetting_a_user_removes_all_their_memories_only(client):
 async def test_deleting_a_session_keeps_its_memories_unless_asked(client):
     await _session_with(client, "ada", "kept", ["Kept fact about owls."])
     await _session_with(client, "ada", "dropped", ["Dropped fact about owls."])
-    await _ingest(client, "ada", "kept")
-    await _ingest(client, "ada", "dropped")
-    await client.delete(f"/apps/{APP}/users/ada/sessions/kept")
+    for session_id in ("kept", "dropped"):
+        assert (await _ingest(client, "ada", session_id)).json()["memoriesAdded"] == 1
+    assert (await client.delete(f"/apps/{APP}/users/ada/sessions/kept")).status_code == 204
+    assert (await client.get(f"/apps/{APP}/users/ada/sessions/kept")).status_code == 404
     deleted = await client.delete(
         f"/apps/{APP}/users/ada/sessions/dropped", params={"deleteMemories": "true"}
     )

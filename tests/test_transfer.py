@@ -15,6 +15,7 @@ from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any
 
+import asyncpg
 import httpx
 import pytest
 
@@ -186,11 +187,15 @@ async def test_conflicts_are_reported_and_left_alone(database_url, tmp_path):
     export(source, tmp_path / "dump.jsonl")
     async with api(database_url) as http:
         # The same ids, other content, before the import.
-        await http.post(f"{APP}/users/ada/sessions", json={"sessionId": "trip", "state": {"x": 1}})
-        await http.post(
+        taken = await http.post(
+            f"{APP}/users/ada/sessions", json={"sessionId": "trip", "state": {"x": 1}}
+        )
+        assert taken.status_code == 201
+        other = await http.post(
             f"{APP}/users/zed/sessions",
             json={"sessionId": "z", "state": {"app:v": "other", "user:n": 9}},
         )
+        assert other.status_code == 201
     code, summary, stderr = import_(database_url, tmp_path / "dump.jsonl")
     assert code == 1 and "conflict" in stderr
     assert summary["sessions"] == {"added": 4, "skipped": 0, "conflicts": 1}
@@ -203,6 +208,34 @@ async def test_conflicts_are_reported_and_left_alone(database_url, tmp_path):
         # Everything else came in.
         fork = await http.get(f"{APP}/users/ada/sessions/trip-b")
         assert fork.json()["state"]["stage"] == "s2"
+
+
+async def test_a_stored_session_with_one_event_of_other_content_is_a_conflict(
+    database_url, tmp_path
+):
+    """The session row the same (state, revision, times), one event not:
+    reported as a conflict, and the stored event left as it is."""
+    source = sqlite_url(tmp_path, "source.db")
+    async with api(source) as http:
+        await fill(http)
+    export(source, tmp_path / "dump.jsonl")
+    assert import_(database_url, tmp_path / "dump.jsonl")[0] == 0
+    lines = (tmp_path / "dump.jsonl").read_text().splitlines(keepends=True)
+    # ada's trip's event e3 (its fork stops at e2; memories are other lines).
+    changed = [
+        number
+        for number, line in enumerate(lines)
+        if json.loads(line).get("kind") == "event" and "step 3 in Lisbon" in line
+    ]
+    assert len(changed) == 1
+    lines[changed[0]] = lines[changed[0]].replace("step 3 in Lisbon", "step 3 in Porto")
+    (tmp_path / "changed.jsonl").write_text("".join(lines))
+    code, summary, stderr = import_(database_url, tmp_path / "changed.jsonl")
+    assert code == 1 and "conflict" in stderr
+    assert summary["sessions"] == {"added": 0, "skipped": 4, "conflicts": 1}
+    assert any("'trip'" in text for text in summary["conflicts"])
+    export(database_url, tmp_path / "after.jsonl")
+    assert dump_lines(tmp_path / "after.jsonl") == dump_lines(tmp_path / "dump.jsonl")
 
 
 async def test_a_dump_cut_short_imports_whole_sessions_then_completes(database_url, tmp_path):
@@ -226,16 +259,43 @@ async def test_a_dump_cut_short_imports_whole_sessions_then_completes(database_u
     assert dump_lines(tmp_path / "after.jsonl") == dump_lines(tmp_path / "dump.jsonl")
 
 
+async def _count(connection: asyncpg.Connection, sql: str, *arguments: Any) -> int:
+    counted: int = await connection.fetchval(sql, *arguments)
+    return counted
+
+
+async def _stored_sessions(connection: asyncpg.Connection) -> set[tuple[str, str, str]]:
+    rows = await connection.fetch("SELECT app_name, user_id, id FROM sessions")
+    return {(row["app_name"], row["user_id"], row["id"]) for row in rows}
+
+
+async def _importer_waiting(observer: asyncpg.Connection) -> int | None:
+    """The backend of the import, while it waits for the lock on events."""
+    pid: int | None = await observer.fetchval(
+        "SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
+        "AND application_name = 'session-state' AND wait_event_type = 'Lock'"
+    )
+    return pid
+
+
 async def test_an_import_killed_midway_completes_when_run_again(tmp_path, empty_postgresql):
     source = sqlite_url(tmp_path, "big.db")
     async with api(source) as http:
         for index in range(150):
             base = f"{APP}/users/u{index % 7}/sessions"
-            await http.post(base, json={"sessionId": f"s{index}"})
+            assert (await http.post(base, json={"sessionId": f"s{index}"})).status_code == 201
             for step in range(8):
                 event = {"author": "a", "actions": {"stateDelta": {"k": step, "user:last": index}}}
-                await http.post(f"{base}/s{index}/events", json=event)
+                assert (await http.post(f"{base}/s{index}/events", json=event)).status_code == 201
     export(source, tmp_path / "dump.jsonl")
+    in_dump_order = [
+        (line["app"], line["user"], line["id"])
+        for line in dump_lines(tmp_path / "dump.jsonl")
+        if line["kind"] == "session"
+    ]
+    assert len(in_dump_order) == 150
+    dsn = empty_postgresql.replace("postgresql+asyncpg://", "postgresql://")
+    observer, holder = await asyncpg.connect(dsn), await asyncpg.connect(dsn)
     clean = {k: v for k, v in os.environ.items() if not k.startswith("SESSION_STATE_")}
     process = await asyncio.create_subprocess_exec(
         sys.executable,
@@ -247,24 +307,49 @@ async def test_an_import_killed_midway_completes_when_run_again(tmp_path, empty_
         stdout=asyncio.subprocess.DEVNULL,
         stderr=asyncio.subprocess.DEVNULL,
     )
-    async with api(empty_postgresql) as http:
+    try:
         deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            listed = (await http.get(f"{APP}/sessions", params={"pageSize": 1000})).json()
-            if len(listed["sessions"]) >= 20:
-                break
+        while await _count(observer, "SELECT count(*) FROM sessions") < 20:
+            assert process.returncode is None, "the import ended before 20 sessions"
+            assert time.monotonic() < deadline, "the import stored no 20 sessions in 60 s"
+            await asyncio.sleep(0.02)
+        # Events locked against inserts: the import stops inside the
+        # transaction of its next session, its session row written, its
+        # events not, and is killed there.
+        locking = holder.transaction()
+        await locking.start()
+        await holder.execute("LOCK TABLE events IN SHARE MODE")
+        importer = None
+        while importer is None:
+            assert time.monotonic() < deadline, "the import never waited inside a session"
+            importer = await _importer_waiting(observer)
             await asyncio.sleep(0.02)
         process.send_signal(signal.SIGKILL)
         await process.wait()
-        listed = (await http.get(f"{APP}/sessions", params={"pageSize": 1000})).json()
-        assert 20 <= len(listed["sessions"]) < 150, "the kill came too late to test anything"
-        # Every session there is whole.
-        for session in listed["sessions"]:
-            base = f"{APP}/users/{session['userId']}/sessions/{session['id']}"
-            assert len((await http.get(base)).json()["events"]) == 8
+        # The sessions before the kill, whole; the one it was writing, absent.
+        stored = await _stored_sessions(observer)
+        committed = len(stored)
+        assert 20 <= committed < 150
+        assert stored == set(in_dump_order[:committed])
+        assert await _count(observer, "SELECT count(*) FROM events") == 8 * committed
+        # Its transaction ends, uncommitted, when its backend finds the client gone.
+        await locking.rollback()
+        while await _count(
+            observer, "SELECT count(*) FROM pg_stat_activity WHERE pid = $1", importer
+        ):
+            assert time.monotonic() < deadline, "the killed import's backend stayed"
+            await asyncio.sleep(0.02)
+        assert await _stored_sessions(observer) == stored
+        assert await _count(observer, "SELECT count(*) FROM events") == 8 * committed
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+        await holder.close()
+        await observer.close()
     code, summary, stderr = import_(empty_postgresql, tmp_path / "dump.jsonl")
     assert code == 0, stderr
-    assert summary["sessions"]["added"] + summary["sessions"]["skipped"] == 150
+    assert summary["sessions"] == {"added": 150 - committed, "skipped": committed, "conflicts": 0}
     export(empty_postgresql, tmp_path / "after.jsonl")
     assert dump_lines(tmp_path / "after.jsonl") == dump_lines(tmp_path / "dump.jsonl")
 
@@ -291,18 +376,27 @@ async def test_export_of_one_app_or_one_user(tmp_path):
     assert ada[-1]["counts"]["sessions"] == 3
 
 
-async def test_an_expired_session_is_not_exported(tmp_path):
-    source = sqlite_url(tmp_path, "source.db")
-    async with api(source) as http:
-        await http.post(
-            f"{APP}/users/ada/sessions", json={"sessionId": "old", "expireTime": time.time() + 0.5}
-        )
-        await http.post(f"{APP}/users/ada/sessions", json={"sessionId": "live"})
-    await asyncio.sleep(0.6)
-    export(source, tmp_path / "dump.jsonl")
-    assert [
+async def test_an_expired_session_is_not_exported(database_url, tmp_path, clock, clocked_client):
+    # The app's clock an hour behind the real one, which the export reads:
+    # "old" is live for the app when it is stored and has expired for the export.
+    clock.advance(-3600)
+    sessions = f"{APP}/users/ada/sessions"
+    for created in (
+        {"sessionId": "old", "ttlSeconds": 60},
+        {"sessionId": "later", "ttlSeconds": 7200},
+        {"sessionId": "live"},
+    ):
+        assert (await clocked_client.post(sessions, json=created)).status_code == 201
+    assert (await clocked_client.get(f"{sessions}/old")).status_code == 200
+    export(database_url, tmp_path / "dump.jsonl")
+    exported = [
         line["id"] for line in dump_lines(tmp_path / "dump.jsonl") if line["kind"] == "session"
-    ] == ["live"]
+    ]
+    assert sorted(exported) == ["later", "live"]
+    # The app agrees once its clock has caught up.
+    clock.advance(3600)
+    assert (await clocked_client.get(f"{sessions}/old")).status_code == 404
+    assert (await clocked_client.get(f"{sessions}/later")).status_code == 200
 
 
 HEADER = '{"format":"session-state-dump","version":1,"exportedAt":1}\n'
