@@ -172,6 +172,66 @@ class MemoryRecord:
     custom_metadata: str | None = None
 
 
+@dataclass(frozen=True)
+class SessionView:
+    """A session as a reader sees it, scopes merged; `events_json` is the
+    stored event JSON texts joined by commas (empty for none)."""
+
+    id: str
+    app_name: str
+    user_id: str
+    state: StateDict
+    events_json: str
+    last_update_time: float
+    revision: int
+    expire_time: float | None = None
+
+
+@dataclass(frozen=True)
+class SessionPage:
+    """`next_after`: where the next page starts, None on the last."""
+
+    sessions: list[SessionView]
+    next_after: SessionCursor | None
+
+
+@dataclass(frozen=True)
+class EventPage:
+    """Event JSON texts; `next_after_seq`: where the next page starts, None
+    on the last."""
+
+    events: list[str]
+    next_after_seq: int | None
+
+
+@dataclass(frozen=True)
+class AppendOutcome:
+    """`revision` is None when the event was partial and not stored."""
+
+    event: str
+    revision: int | None
+    created: bool
+
+
+@dataclass(frozen=True)
+class BatchOutcome:
+    """`events` are the stored JSON texts, in order; `revision` the one the
+    last made; `created` False for a retry of a stored batch."""
+
+    events: list[str]
+    revision: int
+    created: bool
+
+
+@dataclass(frozen=True)
+class RemovalOutcome:
+    """The session after a removal and how many events went (0: nothing
+    was there to remove, and nothing was written)."""
+
+    session: SessionView
+    removed: int
+
+
 class AppendNotApplied(Exception):
     """The append changed nothing: the session is missing, stale, or the event
     id is taken, or (`state_error`) a scope would pass its size limit. The

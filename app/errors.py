@@ -1,6 +1,13 @@
-"""Domain errors raised by the service and mapped to problem+json in one place."""
+"""Domain errors raised by the service and mapped to problem+json in one place
+(app.api.problems). Each error the rules raise is built by a constructor here,
+so its wording is written once; the API adds what only HTTP names (If-Match,
+settings, query parameters) where a client needs them."""
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Self
+
+if TYPE_CHECKING:
+    from .domain import SessionKey
 
 
 class ServiceError(Exception):
@@ -26,11 +33,19 @@ class SessionNotFound(ServiceError):
     code = "session_not_found"
     title = "Session not found"
 
+    @classmethod
+    def of(cls, key: "SessionKey") -> Self:
+        return cls(f"session {key.session_id!r} not found")
+
 
 class SessionAlreadyExists(ServiceError):
     status = 409
     code = "session_already_exists"
     title = "Session already exists"
+
+    @classmethod
+    def of(cls, key: "SessionKey") -> Self:
+        return cls(f"session {key.session_id!r} already exists")
 
 
 class InitialStateUnknown(ServiceError):
@@ -40,23 +55,76 @@ class InitialStateUnknown(ServiceError):
     code = "initial_state_unknown"
     title = "The session's initial state is unknown"
 
+    @classmethod
+    def of(cls, key: "SessionKey", *, remedy: str = "") -> Self:
+        """`remedy`: what the caller can do instead, appended after a colon."""
+        detail = (
+            f"session {key.session_id!r} was created before this service recorded the state "
+            "sessions are created with, so the state after one of its events cannot be derived"
+        )
+        return cls(f"{detail}: {remedy}" if remedy else detail)
+
 
 class EventIdConflict(ServiceError):
     status = 409
     code = "event_id_conflict"
     title = "Event id already used with other content"
 
+    @classmethod
+    def of(cls, event_id: str) -> Self:
+        return cls(f"event {event_id!r} is already stored with other content")
+
+    @classmethod
+    def partly_stored_batch(cls, missing_id: str) -> Self:
+        return cls(
+            f"some events of the batch are stored and others (such as {missing_id!r}) are "
+            "not: a batch is stored whole or not at all, so this is not a retry of one"
+        )
+
 
 class StaleSession(ServiceError):
+    """`precondition_failed`: the session moved past the revision the write
+    was conditioned on (else it kept changing while the write was retried)."""
+
     status = 412
     code = "stale_session"
     title = "Session has been modified"
 
+    def __init__(self, detail: str, *, precondition_failed: bool = False) -> None:
+        super().__init__(detail)
+        self.precondition_failed = precondition_failed
+
+    @classmethod
+    def moved_on(cls) -> Self:
+        return cls(
+            "the session has been modified since the revision the write expected",
+            precondition_failed=True,
+        )
+
+    @classmethod
+    def kept_changing(cls, while_doing: str) -> Self:
+        return cls(f"the session kept changing while {while_doing}; try again")
+
 
 class PayloadTooLarge(ServiceError):
+    """`answer_limit`: set when what was sent is refused because its answer
+    would pass the response limit (of that many bytes)."""
+
     status = 413
     code = "payload_too_large"
     title = "Payload too large"
+
+    def __init__(self, detail: str, *, answer_limit: int | None = None) -> None:
+        super().__init__(detail)
+        self.answer_limit = answer_limit
+
+    @classmethod
+    def batch_answer(cls, size: int, limit: int) -> Self:
+        return cls(
+            f"the batch's events are {size} bytes as stored, above the {limit} "
+            "its answer may carry",
+            answer_limit=limit,
+        )
 
 
 class DatabaseUnavailable(ServiceError):
@@ -86,6 +154,11 @@ class InvalidInput(ServiceError):
         super().__init__("; ".join(f"{'.'.join(map(str, e.loc))}: {e.msg}" for e in errors))
         self.errors = errors
 
+    @classmethod
+    def no_such_event(cls, where: list[str | int], key: "SessionKey") -> Self:
+        """The event named at `where` is not one of the session's."""
+        return cls([FieldError(where, f"session {key.session_id!r} has no such event")])
+
 
 class Unauthorized(ServiceError):
     status = 401
@@ -114,8 +187,20 @@ class StateTooLarge(ServiceError):
 
 
 class ResponseTooLarge(ServiceError):
-    """What was asked for is larger than one response may carry."""
+    """What was asked for is larger than one response may carry;
+    `session_read`: a session read's events, which the reader can ask fewer of."""
 
     status = 413
     code = "response_too_large"
     title = "Response too large"
+
+    def __init__(self, detail: str, *, session_read: bool = False) -> None:
+        super().__init__(detail)
+        self.session_read = session_read
+
+    @classmethod
+    def session_events(cls, size: int, budget: int) -> Self:
+        return cls(
+            f"the events asked for are {size} bytes, above the {budget} a session read may carry",
+            session_read=True,
+        )

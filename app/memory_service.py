@@ -100,7 +100,7 @@ class MemoryService:
 
         added = await self.store.ingest_session(key, memories_of, self.clock())
         if added is None:
-            raise SessionNotFound(f"session {key.session_id!r} not found")
+            raise SessionNotFound.of(key)
         return added
 
     async def add_events(

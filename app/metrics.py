@@ -29,7 +29,16 @@ APPENDS = Counter(
     "Append requests by result: stored, retry, partial, stale, conflict, not_found.",
     ["result"],
 )
-EVENTS_STORED = Counter("session_state_events_stored_total", "Events stored.")
+EVENTS_STORED = Counter(
+    "session_state_events_stored_total",
+    "Events stored: by appends, batches and state PATCHes (a retry stores none).",
+)
+FAST_PATH_APPENDS = Counter(
+    "session_state_append_fast_path_total",
+    "Appends the fast path took from FastAPI's route (app.api.append_fast_path), by "
+    "outcome: answered, or client_gone before its body arrived (nothing stored).",
+    ["outcome"],
+)
 STALE_REJECTIONS = Counter(
     "session_state_stale_rejections_total", "Writes refused with 412 stale_session."
 )

@@ -434,8 +434,8 @@ class Run:
 
     @staticmethod
     async def _deep_token(database: str, offset: int) -> str:
+        from session_state.api.page_tokens import SESSIONS_TOKEN
         from session_state.pagination import encode_token
-        from session_state.service import SESSIONS_TOKEN
 
         connection = await asyncpg.connect(dsn(database))
         try:

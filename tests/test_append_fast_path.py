@@ -2,23 +2,35 @@
 real socket to a started server: what an ASGI test client cannot show."""
 
 import asyncio
+import time
 from contextlib import AsyncExitStack
 from urllib.parse import quote
 
 import httpx
 from fastapi import FastAPI
 from fastapi.dependencies.models import Dependant
+from prometheus_client import REGISTRY
 
 from session_state.api.append_fast_path import ROUTE_PARAMETERS, AppendFastPath
 from session_state.api.routes.sessions import append_route
-from session_state.config import Settings
 from session_state.main import create_app
+from tests.test_observability import _metric
+
+FAST_PATH = "session_state_append_fast_path_total"
+ASGI_URL = "http://127.0.0.1"
+
+
+async def _fast_path_count(client: httpx.AsyncClient, server_url: str, outcome: str) -> float:
+    metrics = await client.get(f"{server_url}/metrics")
+    return _metric(metrics.text, FAST_PATH, outcome=outcome)
 
 
 async def test_a_body_cut_short_by_a_disconnect_stores_nothing(server):
     base = f"{server.base_url}/apps/cut/users/u/sessions"
     async with httpx.AsyncClient() as client:
-        await client.post(base, json={"sessionId": "s"})
+        created = await client.post(base, json={"sessionId": "s"})
+        assert created.status_code == 201
+        gone_before = await _fast_path_count(client, server.base_url, "client_gone")
         # A complete JSON event, but the request announced more bytes than that
         # and the client went away before sending them.
         event = b'{"id": "half", "author": "a", "actions": {"stateDelta": {"k": 1}}}'
@@ -30,36 +42,48 @@ async def test_a_body_cut_short_by_a_disconnect_stores_nothing(server):
             % (len(event) + 100, event)
         )
         await writer.drain()
-        await asyncio.sleep(0.2)
         writer.close()
         await writer.wait_closed()
-        await asyncio.sleep(0.2)
-        session = (await client.get(f"{base}/s")).json()
-    assert session["events"] == []
-    assert session["state"] == {}
+        # The outcome to wait for: the fast path saw the client go.
+        deadline = time.monotonic() + 10
+        while await _fast_path_count(client, server.base_url, "client_gone") == gone_before:
+            assert time.monotonic() < deadline, "the server never saw the request end"
+            await asyncio.sleep(0.02)
+        session = await client.get(f"{base}/s")
+    assert session.json()["events"] == []
+    assert session.json()["state"] == {}
+    assert session.headers["ETag"] == '"0"'
 
 
 # -- the fast path answers exactly as the FastAPI route it stands in front of --
 
-SESSION_IDS = [
-    "s",
-    "a b",
-    " leading-space",
-    "\u00a0leading-nbsp",
-    "tab\there",
-    "é中😀",
-    "x" * 128,
-    "x" * 129,
-    "a%2Fb",  # sent as is: the session a/b
-    "a/b",
-    "%41",  # sent as is: the session A
-    "A",
-    "%zz",  # sent as is: not percent-encoding
-    "%C3",  # sent as is: not UTF-8
-    "trailing-newline\n",
-    "",
-]
-IF_MATCHES = [None, '"0"', "*", '"1"', "nonsense", '"999"']
+# Each session id as sent (percent-encoded but for '%'), and whether the
+# fast path takes its appends: only those the route would accept.
+SESSION_IDS = {
+    "s": True,
+    "a b": True,
+    " leading-space": False,
+    "\u00a0leading-nbsp": False,
+    "tab\there": False,
+    "é中😀": True,
+    "x" * 128: True,
+    "x" * 129: False,
+    "a%2Fb": True,  # sent as is: the session a/b
+    "a/b": True,
+    "%41": True,  # sent as is: the session A
+    "A": True,
+    "%zz": False,  # sent as is: not percent-encoding
+    "%C3": False,  # sent as is: not UTF-8
+    "trailing-newline\n": False,
+    "": False,
+    "missing": True,  # never created
+}
+CREATED = ["s", "a b", "é中😀", "x" * 128, "a/b", "A"]
+# '"0"' first: a new event is then refused as stale (412).
+IF_MATCHES = {'"0"': True, None: True, "*": True, '"1"': True, "nonsense": False, '"999"': True}
+# Near misses of the append path: FastAPI's to answer.
+OTHER_PATHS = ["/events/", "/events/batch", "/events%2F", "/event", ""]
+MAX_EVENT_BYTES = 4096  # the apps' limit: one body passes it
 FIRST = b'{"id": "e1", "author": "a", "timestamp": 1.5, "actions": {"stateDelta": {"k": 1}}}'
 BODIES = [
     FIRST,
@@ -72,6 +96,7 @@ BODIES = [
     b'{"author": 5, "timestamp": "noon"}',
     b"",
     b'{"id": "e3", "author": "a", "timestamp": 4, "actions": {"stateDelta": {"k": "\\u0000"}}}',
+    b'{"id": "e5", "author": "a", "timestamp": 6, "content": "%s"}' % (b"x" * MAX_EVENT_BYTES),
 ]
 
 
@@ -115,42 +140,66 @@ def _outcome(response: httpx.Response) -> tuple[object, ...]:
     return response.status_code, headers, body
 
 
-async def test_the_fast_path_answers_as_the_route_does(tmp_path):
-    apps = [
-        create_app(Settings(database_url=f"sqlite+aiosqlite:///{tmp_path / 'fast.db'}")),
-        _without_fast_path(
-            create_app(Settings(database_url=f"sqlite+aiosqlite:///{tmp_path / 'route.db'}"))
-        ),
-    ]
+def _answered_in_process() -> float:
+    """The fast path's count of answered appends, as /metrics would show it."""
+    return REGISTRY.get_sample_value(FAST_PATH, {"outcome": "answered"}) or 0.0
+
+
+def _requests() -> list[tuple[str, str | None, bytes, bool]]:
+    """(path after /apps/{app}, If-Match, body, whether the fast path takes it)."""
+    requests = []
+    for session_id, valid_id in SESSION_IDS.items():
+        path = f"/users/u/sessions/{quote(session_id, safe='%')}/events"
+        # An id the fast path leaves alone is left alone whatever the rest.
+        if_matches = IF_MATCHES if valid_id else {None: True, "nonsense": False}
+        for if_match, valid_if_match in if_matches.items():
+            for body in BODIES if valid_id else BODIES[:1] + BODIES[-1:]:
+                requests.append((path, if_match, body, valid_id and valid_if_match))
+    for suffix in OTHER_PATHS:
+        requests.append((f"/users/u/sessions/s{suffix}", None, BODIES[2], False))
+    return requests
+
+
+async def test_the_fast_path_answers_as_the_route_does(settings):
+    """The same requests to an app with the fast path and to one without it,
+    each app on sessions of its own: the same answers, the fast path having
+    answered exactly those it should (its counter moves by one for each)."""
+    settings = settings.model_copy(update={"max_event_bytes": MAX_EVENT_BYTES})
+    apps = {"fast": create_app(settings), "route": _without_fast_path(create_app(settings))}
     async with AsyncExitStack() as stack:
-        clients = []
-        for app in apps:
+        clients = {}
+        for name, app in apps.items():
             await stack.enter_async_context(app.router.lifespan_context(app))
-            clients.append(
-                await stack.enter_async_context(
-                    httpx.AsyncClient(
-                        transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1"
-                    )
+            clients[name] = await stack.enter_async_context(
+                httpx.AsyncClient(
+                    transport=httpx.ASGITransport(app=app), base_url=f"{ASGI_URL}/apps/{name}"
                 )
             )
-        for client in clients:
-            for session_id in SESSION_IDS:
-                await client.post("/apps/app/users/u/sessions", json={"sessionId": session_id})
-        compared = 0
-        for session_id in SESSION_IDS:
-            path = f"/apps/app/users/u/sessions/{quote(session_id, safe='%')}/events"
-            for if_match in IF_MATCHES:
-                for body in BODIES:
-                    headers = {} if if_match is None else {"If-Match": if_match}
-                    fast, route = [
-                        _outcome(await client.post(path, content=body, headers=headers))
-                        for client in clients
-                    ]
-                    assert fast == route, (session_id, if_match, body)
-                    compared += 1
+            for session_id in CREATED:
+                created = await clients[name].post(
+                    "/users/u/sessions", json={"sessionId": session_id}
+                )
+                assert created.status_code == 201, session_id
+        served = 0
         statuses = set()
-        for client in clients:
-            sessions = (await client.get("/apps/app/users/u/sessions")).json()["sessions"]
-            statuses.add(tuple(sorted((s["id"], str(s["state"])) for s in sessions)))
-        assert len(statuses) == 1  # both databases hold the same sessions and state
-    assert compared == len(SESSION_IDS) * len(IF_MATCHES) * len(BODIES)
+        for path, if_match, body, fast_path_takes_it in _requests():
+            headers = {} if if_match is None else {"If-Match": if_match}
+            answered_before = _answered_in_process()
+            fast = await clients["fast"].post(path, content=body, headers=headers)
+            answered = _answered_in_process() - answered_before
+            route = await clients["route"].post(path, content=body, headers=headers)
+            assert answered == fast_path_takes_it, (path, if_match, body)
+            assert _outcome(fast) == _outcome(route), (path, if_match, body)
+            served += fast_path_takes_it
+            statuses.add(fast.status_code)
+        held = {}
+        for name, client in clients.items():
+            held[name] = []
+            for session_id in CREATED:
+                stored = await client.get(f"/users/u/sessions/{quote(session_id, safe='')}")
+                held[name].append(
+                    (stored.headers["ETag"], stored.json()["events"], stored.json()["state"])
+                )
+        assert held["fast"] == held["route"]  # the same events and state stored
+    assert served == 9 * 5 * len(BODIES)  # valid session ids, valid If-Match values
+    assert statuses >= {200, 201, 400, 404, 409, 412, 413, 422}

@@ -9,7 +9,7 @@ import httpx
 import pytest
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from session_state import service as service_module
+from session_state import history
 from session_state.db import forking, migrations
 
 from .conftest import Clock
@@ -150,7 +150,7 @@ async def test_a_fork_has_its_own_expiry(clocked_client, clock: Clock):
 
 async def test_a_long_history_is_copied_and_derived_in_batches(client, monkeypatch):
     monkeypatch.setattr(forking, "FORK_BATCH_EVENTS", 7)
-    monkeypatch.setattr(service_module, "FORK_READ_BATCH", 5)
+    monkeypatch.setattr(history, "READ_BATCH", 5)
     await client.post(f"{ADA}/sessions", json={"sessionId": "long", "state": {"n": -1}})
     for index in range(40):
         event = {"id": f"e{index}", "author": "a", "actions": {"stateDelta": {"n": index}}}

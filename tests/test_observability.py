@@ -62,6 +62,45 @@ async def test_metrics_count_requests_by_route_template_appends_and_stale_reject
     assert "session_state_db_errors_total" in after or "# HELP session_state_db_errors" in after
 
 
+async def test_events_stored_moves_by_the_events_each_write_stores(client):
+    """Single appends, batches and state PATCHes (which store an event) are
+    counted alike, once; retries, partial events and refused writes store
+    nothing and count nothing. Each 412 is one stale rejection."""
+    created = await client.post("/apps/m/users/u/sessions", json={"sessionId": "counted"})
+    assert created.status_code == 201
+    session = "/apps/m/users/u/sessions/counted"
+    batch = {"events": [{"id": f"b{n}", "author": "a"} for n in range(3)]}
+    stale = {"If-Match": '"0"'}
+    writes = [
+        # (method, path, body, headers, status, events stored, stale rejections)
+        ("POST", "/events", {"id": "e1", "author": "a"}, {}, 201, 1, 0),
+        ("POST", "/events", {"id": "e1", "author": "a"}, {}, 200, 0, 0),
+        ("POST", "/events", {"author": "a", "partial": True}, {}, 200, 0, 0),
+        ("POST", "/events", {"author": 5}, {}, 422, 0, 0),
+        ("POST", "/events", {"author": "a"}, stale, 412, 0, 1),
+        ("POST", "/events/batch", batch, {}, 201, 3, 0),
+        ("POST", "/events/batch", batch, {}, 200, 0, 0),
+        ("POST", "/events/batch", {"events": [{"author": "a"}]}, stale, 412, 0, 1),
+        ("PATCH", "", {"stateDelta": {"k": 1}}, {}, 200, 1, 0),
+        ("PATCH", "", {"ttlSeconds": 60}, {}, 200, 0, 0),
+        ("PATCH", "", {"stateDelta": {"k": 2}}, stale, 412, 0, 1),
+        ("DELETE", "/events?last=1", None, stale, 412, 0, 1),
+    ]
+    for method, path, body, headers, status, stored, rejected in writes:
+        before = (await client.get("/metrics")).text
+        response = await client.request(method, session + path, json=body, headers=headers)
+        assert response.status_code == status, (method, path, body, response.text)
+        after = (await client.get("/metrics")).text
+        for name, expected in (
+            ("session_state_events_stored_total", stored),
+            ("session_state_stale_rejections_total", rejected),
+        ):
+            moved = _metric(after, name) - _metric(before, name)
+            assert moved == expected, (name, method, path, body)
+    events = (await client.get(session + "/events")).json()["events"]
+    assert len(events) == 1 + 3 + 1
+
+
 async def test_readiness_reports_a_reachable_current_database(client):
     response = await client.get("/readyz")
     assert response.status_code == 200

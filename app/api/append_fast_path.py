@@ -1,26 +1,28 @@
 """The append route served without FastAPI's request machinery.
 
-Appends are the hot path of an agent service. Under 50 concurrent writers,
-FastAPI's routing, parameter validation and exception layers cost about as
-much server CPU per append as the append itself. This middleware sits inside
-ours (request id, metrics, API keys, body limit), takes a well-formed
-`POST .../events` and answers it through the same code as the route
-(`appending.append`, `error_response`). Anything else, including every
-request with a bad identifier or If-Match, goes on to FastAPI unchanged, so
-its validation errors stay FastAPI's.
+Appends are the hot path, and FastAPI's routing, validation and exception
+layers cost as much server CPU as the append itself (docs/performance.md,
+"Where the time goes"). This middleware sits
+inside ours (request id, metrics, API keys, body limit), matches the append
+route's own path as Starlette compiles it, and answers through the same code
+as the route (`appending.append`, `error_response`). Anything else, including
+every request with a bad identifier or If-Match, goes on to FastAPI
+unchanged, so its validation errors stay FastAPI's.
 """
 
-from starlette.routing import BaseRoute
+from fastapi.routing import APIRoute
+from starlette.routing import compile_path
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ..domain import SessionKey
 from ..errors import BadRequest
 from ..identifiers import name_problem, session_id_problem
+from ..metrics import FAST_PATH_APPENDS
 from ..service import SessionService
 from . import appending
 from .bodies import decode_json
 from .dependencies import expected_revision
-from .encoded_paths import decode_segment
+from .encoded_paths import decode_segment, route_path
 from .problems import error_response
 
 _IF_MATCH = b"if-match"
@@ -31,23 +33,6 @@ _IF_MATCH = b"if-match"
 ROUTE_PARAMETERS = frozenset(
     {("path", "app_name"), ("path", "user_id"), ("path", "session_id"), ("header", "if_match")}
 )
-
-
-def _session_key(path: str) -> SessionKey | None:
-    """The session of an append path whose identifiers are all valid; `path`
-    is percent-encoded (app.api.encoded_paths), each segment decoded here."""
-    parts = path.split("/")
-    if len(parts) != 8 or (parts[1], parts[3], parts[5], parts[7]) != (
-        "apps",
-        "users",
-        "sessions",
-        "events",
-    ):
-        return None
-    app_name, user_id, session_id = map(decode_segment, (parts[2], parts[4], parts[6]))
-    if name_problem(app_name) or name_problem(user_id) or session_id_problem(session_id):
-        return None
-    return SessionKey(app_name, user_id, session_id)
 
 
 def _if_match(scope: Scope) -> str | None:
@@ -72,17 +57,33 @@ async def _read_body(receive: Receive) -> bytes | None:
 
 
 class AppendFastPath:
-    def __init__(self, app: ASGIApp, route: BaseRoute) -> None:
+    def __init__(self, app: ASGIApp, route: APIRoute) -> None:
         self.app = app
-        # The route FastAPI would have matched, set in the scope so that
-        # metrics and logs label the request by the same template.
+        # Set in the scope, so that metrics and logs label the request by the
+        # template FastAPI would have matched.
         self.route = route
+        self.path_regex, _, self.convertors = compile_path(route.path)
+
+    def _session_key(self, scope: Scope) -> SessionKey | None:
+        """The session of a request for the route whose identifiers are all
+        valid. The path is percent-encoded (app.api.encoded_paths): each
+        segment is decoded here, as the route's parameters decode theirs."""
+        if scope["method"] not in (self.route.methods or ()):
+            return None
+        match = self.path_regex.match(route_path(scope))
+        if match is None:
+            return None
+        parameters = {
+            name: self.convertors[name].convert(decode_segment(segment))
+            for name, segment in match.groupdict().items()
+        }
+        key = SessionKey(parameters["app_name"], parameters["user_id"], parameters["session_id"])
+        if name_problem(key.app_name) or name_problem(key.user_id):
+            return None
+        return None if session_id_problem(key.session_id) else key
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["method"] != "POST":
-            await self.app(scope, receive, send)
-            return
-        key = _session_key(scope["path"])
+        key = self._session_key(scope) if scope["type"] == "http" else None
         if key is None:
             await self.app(scope, receive, send)
             return
@@ -96,6 +97,7 @@ class AppendFastPath:
         try:
             body = await _read_body(receive)
             if body is None:
+                FAST_PATH_APPENDS.labels("client_gone").inc()
                 return  # nobody to answer
             document = await decode_json(body, service.limits)
             response = await appending.append(service, key, document, revision)
@@ -104,4 +106,5 @@ class AppendFastPath:
             if known is None:
                 raise
             response = known
+        FAST_PATH_APPENDS.labels("answered").inc()
         await response(scope, receive, send)

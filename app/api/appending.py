@@ -6,8 +6,8 @@ from typing import Any
 from fastapi.responses import Response
 
 from ..domain import SessionKey
-from ..errors import ServiceError, StaleSession
-from ..metrics import APPENDS, EVENTS_STORED, STALE_REJECTIONS
+from ..errors import ServiceError
+from ..metrics import APPENDS
 from ..service import SessionService
 from . import rendering
 
@@ -27,8 +27,6 @@ async def append(
         outcome = await service.append_event(key, document, revision)
     except ServiceError as error:
         APPENDS.labels(_APPEND_RESULTS.get(error.code, "invalid")).inc()
-        if isinstance(error, StaleSession):
-            STALE_REJECTIONS.inc()
         raise
     if outcome.revision is None:
         APPENDS.labels("partial").inc()
@@ -40,7 +38,6 @@ async def append(
         )
     if outcome.created:
         APPENDS.labels("stored").inc()
-        EVENTS_STORED.inc()
     else:
         APPENDS.labels("retry").inc()
     return Response(

@@ -52,7 +52,8 @@ def decode_segment(segment: str) -> str:
     return unquote(segment, errors="strict")
 
 
-def _route_path(scope: Scope) -> str:
+def route_path(scope: Scope) -> str:
+    """The path routes match: without the root path the app is mounted at."""
     path: str = scope["path"]
     root_path: str = scope.get("root_path", "")
     if root_path and path.startswith(root_path):
@@ -65,7 +66,7 @@ class EncodedPathMiddleware:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and _route_path(scope).startswith(APPS_PREFIX):
+        if scope["type"] == "http" and route_path(scope).startswith(APPS_PREFIX):
             raw_path: bytes | None = scope.get("raw_path")
             if raw_path is None:
                 # ASGI leaves raw_path optional; without it an encoded '/' is lost.

@@ -11,8 +11,18 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
 from .. import json_codec
-from ..errors import DatabaseUnavailable, InvalidInput, ServiceError, Unauthorized
+from ..config import ENVIRONMENT_PREFIX
+from ..errors import (
+    DatabaseUnavailable,
+    InvalidInput,
+    PayloadTooLarge,
+    ResponseTooLarge,
+    ServiceError,
+    StaleSession,
+    Unauthorized,
+)
 from ..identifiers import IDENTIFIER_MAX_LENGTH
+from ..metrics import STALE_REJECTIONS
 from ..observability import current_request_id, trace_without_data
 
 logger = logging.getLogger("session_state")
@@ -50,7 +60,27 @@ def problem_response(
     )
 
 
+RESPONSE_LIMIT_SETTING = f"{ENVIRONMENT_PREFIX}MAX_RESPONSE_BYTES"
+
+
+def http_detail(error: ServiceError) -> str:
+    """The error's detail as an HTTP client reads it: where the rules speak of
+    something the client or the operator can change, named as HTTP names it."""
+    if isinstance(error, StaleSession) and error.precondition_failed:
+        return "the session has been modified since the revision given in If-Match"
+    if isinstance(error, ResponseTooLarge) and error.session_read:
+        return (
+            f"{error.detail} ({RESPONSE_LIMIT_SETTING}): ask for fewer with numRecentEvents "
+            "or afterTimestamp, or page through /apps/{app}/users/{user}/sessions/{id}/events"
+        )
+    if isinstance(error, PayloadTooLarge) and error.answer_limit is not None:
+        return f"{error.detail} ({RESPONSE_LIMIT_SETTING}): send fewer at once"
+    return error.detail
+
+
 def service_error_response(error: ServiceError) -> Response:
+    """Every domain error's answer, the route's and the append fast path's
+    alike: the one place a 412 is counted."""
     extra: dict[str, Any] = {}
     headers = None
     if isinstance(error, InvalidInput):
@@ -59,8 +89,10 @@ def service_error_response(error: ServiceError) -> Response:
         headers = {"Retry-After": RETRY_AFTER_SECONDS}
     if isinstance(error, Unauthorized):
         headers = {"WWW-Authenticate": "Bearer"}
+    if isinstance(error, StaleSession):
+        STALE_REJECTIONS.inc()
     return problem_response(
-        error.status, error.code, error.title, error.detail, headers=headers, **extra
+        error.status, error.code, error.title, http_detail(error), headers=headers, **extra
     )
 
 

@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from fastapi.responses import Response
 
 from .. import json_codec
-from ..service import SessionView
+from ..domain import SessionView
 
 JSON_MEDIA_TYPE = "application/json"
 

@@ -1,18 +1,15 @@
 """Sessions, their events and scoped state: the paths of ADK's api_server."""
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query, Request, Response
 from fastapi.routing import APIRoute
 
 from ...domain import SessionKey
-from ...errors import FieldError, InvalidInput, StaleSession
+from ...errors import FieldError, InvalidInput
 from ...identifiers import IDENTIFIER_MAX_LENGTH
 from ...json_rules import text_problem
 from ...limits import MAX_INT64
-from ...metrics import EVENTS_STORED, STALE_REJECTIONS
 from ...schemas import (
     CreateSessionRequest,
     Event,
@@ -26,7 +23,7 @@ from ...schemas import (
     SessionList,
     StateResponse,
 )
-from .. import appending, examples, rendering
+from .. import appending, examples, page_tokens, rendering
 from ..bodies import documented_body, read_json, validate_body
 from ..dependencies import (
     AppName,
@@ -64,17 +61,6 @@ def problem_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
         }
         for status in sorted({*statuses, 400, 401, 403, 413, 422, 503})
     }
-
-
-@contextmanager
-def stale_rejections_counted() -> Iterator[None]:
-    """Counts a 412 of a conditional write (the append counts its own, in
-    app.api.appending)."""
-    try:
-        yield
-    except StaleSession:
-        STALE_REJECTIONS.inc()
-        raise
 
 
 _ETAG_HEADER = {
@@ -181,10 +167,7 @@ async def append_events(
     key = SessionKey(app_name, user_id, session_id)
     revision = expected_revision(if_match)
     document = await read_json(request)
-    with stale_rejections_counted():
-        outcome = await service_of(request).append_events(key, document, revision)
-    if outcome.created:
-        EVENTS_STORED.inc(len(outcome.events))
+    outcome = await service_of(request).append_events(key, document, revision)
     return rendering.event_batch_response(outcome.events, outcome.revision, outcome.created)
 
 
@@ -233,10 +216,9 @@ async def remove_events(
         raise InvalidInput([FieldError(["query", "after"], problem)])
     key = SessionKey(app_name, user_id, session_id)
     revision = expected_revision(if_match)
-    with stale_rejections_counted():
-        outcome = await service_of(request).remove_events(
-            key, after_event_id=after, last=last, expected_revision=revision
-        )
+    outcome = await service_of(request).remove_events(
+        key, after_event_id=after, last=last, expected_revision=revision
+    )
     response = rendering.session_response(outcome.session)
     response.headers["Session-State-Removed-Events"] = str(outcome.removed)
     return response
@@ -331,8 +313,10 @@ async def list_user_sessions(
     page_size: PageSize = DEFAULT_PAGE_SIZE,
     page_token: PageToken = None,
 ) -> Response:
-    page = await service_of(request).list_sessions(app_name, user_id, page_size, page_token)
-    return rendering.session_list_response(page.sessions, page.next_page_token)
+    after = page_tokens.session_cursor(page_token, app_name, user_id)
+    page = await service_of(request).list_sessions(app_name, user_id, page_size, after)
+    token = page_tokens.sessions_token(page.next_after, app_name, user_id)
+    return rendering.session_list_response(page.sessions, token)
 
 
 @router.get(
@@ -347,8 +331,10 @@ async def list_app_sessions(
     page_size: PageSize = DEFAULT_PAGE_SIZE,
     page_token: PageToken = None,
 ) -> Response:
-    page = await service_of(request).list_sessions(app_name, None, page_size, page_token)
-    return rendering.session_list_response(page.sessions, page.next_page_token)
+    after = page_tokens.session_cursor(page_token, app_name, None)
+    page = await service_of(request).list_sessions(app_name, None, page_size, after)
+    token = page_tokens.sessions_token(page.next_after, app_name, None)
+    return rendering.session_list_response(page.sessions, token)
 
 
 @router.delete(
@@ -389,10 +375,9 @@ async def patch_session(
     key = SessionKey(app_name, user_id, session_id)
     revision = expected_revision(if_match)
     body = validate_body(PatchSessionRequest, await read_json(request))
-    with stale_rejections_counted():
-        session = await service_of(request).patch_session(
-            key, body.state_delta, body.requested_expiry(), revision
-        )
+    session = await service_of(request).patch_session(
+        key, body.state_delta, body.requested_expiry(), revision
+    )
     return rendering.session_response(session)
 
 
@@ -414,10 +399,12 @@ async def list_events(
     min_revision: MinRevision = None,
 ) -> Response:
     key = SessionKey(app_name, user_id, session_id)
+    after_seq = page_tokens.event_cursor(page_token, key, order)
     page = await service_of(request).list_events(
-        key, order, page_size, page_token, after_timestamp, min_revision
+        key, order, page_size, after_seq, after_timestamp, min_revision
     )
-    return rendering.event_list_response(page.events, page.next_page_token)
+    token = page_tokens.events_token(page.next_after_seq, key, order)
+    return rendering.event_list_response(page.events, token)
 
 
 @router.get(

@@ -1,0 +1,78 @@
+"""The API's page tokens: where a list's page ends, as an opaque token
+(app.pagination) naming its list. What a token decodes to is checked in full
+here, so the rules only ever see a well-formed cursor."""
+
+from typing import Any
+
+from ..domain import SessionCursor, SessionKey, SortOrder
+from ..errors import BadRequest
+from ..identifiers import IDENTIFIER_MAX_LENGTH
+from ..json_rules import text_problem
+from ..limits import MAX_INT64
+from ..pagination import INVALID_TOKEN, decode_token, encode_token
+
+SESSIONS_TOKEN = "sessions"
+EVENTS_TOKEN = "events"
+
+
+def _sessions_list(app_name: str, user_id: str | None) -> tuple[str, ...]:
+    return (app_name, user_id or "")
+
+
+def _events_list(key: SessionKey, order: SortOrder) -> tuple[str, ...]:
+    return (key.app_name, key.user_id, key.session_id, order)
+
+
+def session_cursor(token: str | None, app_name: str, user_id: str | None) -> SessionCursor | None:
+    """Where a sessions page token's page starts: a finite time and two
+    identifiers. BadRequest for anything else, or another list's token."""
+    if token is None:
+        return None
+    position = decode_token(token, SESSIONS_TOKEN, _sessions_list(app_name, user_id))
+    if len(position) != 3:
+        raise BadRequest(INVALID_TOKEN)
+    update_time, user, session_id = position
+    if not (
+        type(update_time) in (int, float)
+        and abs(update_time) <= 1e300
+        and update_time == update_time  # not NaN
+        and _is_identifier(user)
+        and _is_identifier(session_id)
+    ):
+        raise BadRequest(INVALID_TOKEN)
+    return (float(update_time), user, session_id)
+
+
+def sessions_token(after: SessionCursor | None, app_name: str, user_id: str | None) -> str | None:
+    if after is None:
+        return None
+    return encode_token(SESSIONS_TOKEN, _sessions_list(app_name, user_id), list(after))
+
+
+def event_cursor(token: str | None, key: SessionKey, order: SortOrder) -> int | None:
+    """The event seq an events page token's page starts after."""
+    if token is None:
+        return None
+    position = decode_token(token, EVENTS_TOKEN, _events_list(key, order))
+    if not (len(position) == 2 and position[0] == order and _is_int64(position[1])):
+        raise BadRequest(INVALID_TOKEN)
+    after_seq: int = position[1]
+    return after_seq
+
+
+def events_token(after_seq: int | None, key: SessionKey, order: SortOrder) -> str | None:
+    if after_seq is None:
+        return None
+    return encode_token(EVENTS_TOKEN, _events_list(key, order), [order, after_seq])
+
+
+def _is_int64(value: Any) -> bool:
+    return type(value) is int and 0 <= value <= MAX_INT64
+
+
+def _is_identifier(value: Any) -> bool:
+    return (
+        isinstance(value, str)
+        and 1 <= len(value) <= IDENTIFIER_MAX_LENGTH
+        and text_problem(value) is None
+    )
