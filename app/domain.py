@@ -2,8 +2,8 @@
 store. Plain data, no behaviour; the rules are in `service.py`, `events.py`
 and `state.py`, the SQL in `db/`."""
 
-from dataclasses import dataclass
-from typing import Literal
+from dataclasses import dataclass, fields, is_dataclass
+from typing import Literal, Self
 
 from .errors import StateTooLarge
 from .state import ScopedDelta, StateDict
@@ -116,20 +116,21 @@ class EventsRemoved:
     count: int
 
 
+class _Counts:
+    """Counts that add up field by field (a sweep's or an erasure's batches)."""
+
+    def __add__(self, other: Self) -> Self:
+        assert is_dataclass(self)
+        return type(self)(*(getattr(self, f.name) + getattr(other, f.name) for f in fields(self)))
+
+
 @dataclass(frozen=True)
-class Swept:
+class Swept(_Counts):
     """What one sweep deleted: counts only."""
 
     sessions: int = 0
     events: int = 0
     memories: int = 0
-
-    def __add__(self, other: "Swept") -> "Swept":
-        return Swept(
-            self.sessions + other.sessions,
-            self.events + other.events,
-            self.memories + other.memories,
-        )
 
 
 @dataclass(frozen=True)
@@ -141,21 +142,13 @@ class SharedScopes:
 
 
 @dataclass(frozen=True)
-class Erased:
+class Erased(_Counts):
     """What an erasure deleted: counts only (a log line records them)."""
 
     sessions: int = 0
     events: int = 0
     state_keys: int = 0
     memories: int = 0
-
-    def __add__(self, other: "Erased") -> "Erased":
-        return Erased(
-            self.sessions + other.sessions,
-            self.events + other.events,
-            self.state_keys + other.state_keys,
-            self.memories + other.memories,
-        )
 
 
 @dataclass(frozen=True)
