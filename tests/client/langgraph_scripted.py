@@ -87,7 +87,39 @@ def summary(graph: Any, config: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def build_counter(checkpointer: BaseCheckpointSaver[Any]) -> Any:
+    """One node that adds the input's step to the list: each turn of a thread
+    is one invoke."""
+    graph = StateGraph(Ticket)
+    graph.add_node("note", lambda state: {"steps": [f"seen:{len(state['steps'])}"]})
+    graph.add_edge(START, "note")
+    graph.add_edge("note", END)
+    return graph.compile(checkpointer=checkpointer)
+
+
+def hammer(checkpointer: BaseCheckpointSaver[Any], name: str, turns: int) -> None:
+    """`turns` turns on a thread of this process's own and on the shared one,
+    interleaved."""
+    graph = build_counter(checkpointer)
+    for turn in range(turns):
+        for thread_id in (f"own-{name}", "shared"):
+            config = {"configurable": {"thread_id": thread_id}}
+            graph.invoke({"steps": [f"{name}:{turn}"], "text": "", "decision": ""}, config)
+
+
 def main() -> None:
+    if sys.argv[1] == "hammer":
+        # hammer session BASE_URL APP NAME TURNS | hammer postgres DSN - NAME TURNS
+        kind, target, app_name, name, turns = sys.argv[2:7]
+        if kind == "postgres":
+            from langgraph.checkpoint.postgres import PostgresSaver
+
+            with PostgresSaver.from_conn_string(target) as postgres:
+                hammer(postgres, name, int(turns))
+        else:
+            with SessionStateSaver(target, app_name=app_name) as saver:
+                hammer(saver, name, int(turns))
+        return
     base_url, app_name, thread_id, phase = sys.argv[1:5]
     config = {"configurable": {"thread_id": thread_id, "user_id": "alice"}}
     with SessionStateSaver(base_url, app_name=app_name) as saver:
