@@ -27,14 +27,20 @@ _DELETE_IF_EXPIRED = """
 DELETE FROM lg_threads
  WHERE app_name = $1 AND thread_id = $2 AND expire_time IS NOT NULL AND expire_time <= $3
 """
-_UPSERT_THREAD = """
-INSERT INTO lg_threads AS t
+# A thread's row is written only when it is new or has an expiry to push out:
+# the writes of a thread without a TTL never wait for each other on it.
+_INSERT_THREAD = """
+INSERT INTO lg_threads
        (app_name, thread_id, user_id, create_time, update_time, expire_time, ttl_seconds)
 VALUES ($1, $2, $4, $3, $3, $3 + $5::float8, $5::float8)
-ON CONFLICT (app_name, thread_id) DO UPDATE
+ON CONFLICT (app_name, thread_id) DO NOTHING
+"""
+_REFRESH_THREAD = """
+UPDATE lg_threads
    SET update_time = $3,
-       ttl_seconds = coalesce(EXCLUDED.ttl_seconds, t.ttl_seconds),
-       expire_time = $3 + coalesce(EXCLUDED.ttl_seconds, t.ttl_seconds)
+       ttl_seconds = coalesce($4::float8, ttl_seconds),
+       expire_time = $3 + coalesce($4::float8, ttl_seconds)
+ WHERE app_name = $1 AND thread_id = $2 AND ($4::float8 IS NOT NULL OR ttl_seconds IS NOT NULL)
 """
 _INSERT_VALUES = """
 INSERT INTO lg_channel_values
@@ -201,7 +207,11 @@ class PostgresCheckpoints:
     ) -> None:
         thread = (key.app_name, key.thread_id, now)
         await connection.execute(_DELETE_IF_EXPIRED, *thread)
-        await connection.execute(_UPSERT_THREAD, *thread, owner.user_id, owner.ttl_seconds)
+        inserted = await connection.execute(
+            _INSERT_THREAD, *thread, owner.user_id, owner.ttl_seconds
+        )
+        if _count(inserted) == 0:
+            await connection.execute(_REFRESH_THREAD, *thread, owner.ttl_seconds)
 
     async def put_checkpoint(
         self, key: ThreadKey, owner: ThreadOwner, checkpoint: NewCheckpoint, now: float
