@@ -17,9 +17,11 @@ from .api.browser_guard import BrowserGuardMiddleware
 from .api.encoded_paths import EncodedPathMiddleware
 from .api.middleware import RequestContextMiddleware
 from .api.problems import install_problem_handlers
-from .api.routes import erasure, health, memory, operations, sessions
+from .api.routes import erasure, health, memory, operations, sessions, threads
 from .auth import ApiKeys
+from .checkpoints.service import CheckpointService
 from .config import Settings, get_settings
+from .db.checkpoint_stores import checkpoint_store_for
 from .db.replica import Replica
 from .db.stores import open_store
 from .expiry import ExpiryDefaults
@@ -62,7 +64,13 @@ def create_app(
             replica=replica,
         )
         app.state.memory = MemoryService(store, limits, clock=clock, replica=replica)
-        app.state.sweeper = Sweeper(store, clock=clock, with_memories=forget_expired_memories)
+        app.state.checkpoints = CheckpointService(checkpoint_store_for(store), limits, clock=clock)
+        app.state.sweeper = Sweeper(
+            store,
+            clock=clock,
+            with_memories=forget_expired_memories,
+            also_sweep=app.state.checkpoints.sweep_expired,
+        )
         sweeping = None
         if settings.sweep_interval_seconds > 0:
             sweeping = asyncio.create_task(app.state.sweeper.run(settings.sweep_interval_seconds))
@@ -89,6 +97,7 @@ def create_app(
     install_problem_handlers(app)
     app.include_router(sessions.router)
     app.include_router(memory.router)
+    app.include_router(threads.router)
     app.include_router(erasure.router)
     app.include_router(health.router)
     app.include_router(operations.router)

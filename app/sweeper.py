@@ -13,7 +13,7 @@ transaction mode); on SQLite they take turns batch by batch.
 import asyncio
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass
 
 from .db.store import Store
@@ -50,8 +50,12 @@ class Sweeper:
         clock: Callable[[], float] = time.time,
         with_memories: bool = False,
         batch_events: int = ERASE_BATCH_EVENTS,
+        also_sweep: Callable[[float], Awaitable[int]] | None = None,
     ) -> None:
+        """`also_sweep`: what else expires by the same clock (LangGraph's
+        threads), swept after the sessions in each pass."""
         self.store = store
+        self.also_sweep = also_sweep
         self.clock = clock
         self.with_memories = with_memories
         self.batch_events = batch_events
@@ -64,6 +68,8 @@ class Sweeper:
             swept = await self.store.sweep_expired(
                 self.clock(), self.batch_events, with_memories=self.with_memories
             )
+            if self.also_sweep is not None:
+                await self.also_sweep(self.clock())
         except DatabaseUnavailable:
             SWEEPS.labels("failed").inc()
             raise

@@ -38,7 +38,19 @@ def run_blocking(coroutine: Coroutine[Any, Any, T]) -> T:
 POSTGRES_ADMIN_URL = os.environ.get(
     "SESSION_STATE_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
 )
-TABLES = ("events", "sessions", "user_states", "app_states", "memories", "forgotten_memories")
+TABLES = (
+    "events",
+    "sessions",
+    "user_states",
+    "app_states",
+    "memories",
+    "forgotten_memories",
+    # LangGraph's (app.db.checkpoint_tables).
+    "lg_writes",
+    "lg_channel_values",
+    "lg_checkpoints",
+    "lg_threads",
+)
 
 
 def _postgres_reachable() -> bool:

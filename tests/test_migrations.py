@@ -16,7 +16,19 @@ from session_state.db.tables import SEARCH_INDEX_OBJECTS, app_states, events, me
 from session_state.transfer.adk_event_shape import camel_case_event
 from tests.adk_events import rich_events
 
-TABLES = {"app_states", "user_states", "sessions", "events", "memories", "forgotten_memories"}
+TABLES = {
+    "app_states",
+    "user_states",
+    "sessions",
+    "events",
+    "memories",
+    "forgotten_memories",
+    # LangGraph's checkpoints (0009).
+    "lg_threads",
+    "lg_checkpoints",
+    "lg_channel_values",
+    "lg_writes",
+}
 
 
 def _differences(connection):

@@ -74,6 +74,16 @@ MemoryId = Annotated[
     _from_segment(name_problem),
     _identifier("A memory's id, as search returns it", NAME_RULE, NAME_PATTERN),
 ]
+ThreadId = Annotated[
+    str,
+    _from_segment(name_problem),
+    _identifier("A LangGraph thread id (configurable.thread_id)", NAME_RULE, NAME_PATTERN),
+]
+CheckpointId = Annotated[
+    str,
+    _from_segment(name_problem),
+    _identifier("A LangGraph checkpoint id", NAME_RULE, NAME_PATTERN),
+]
 
 IfMatch = Annotated[
     str | None,

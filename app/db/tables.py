@@ -191,3 +191,6 @@ SEARCH_INDEX_OBJECTS = frozenset(
         "memories_fts_content",
     }
 )
+
+# LangGraph's checkpoint tables join the same metadata (migrations compare it).
+from . import checkpoint_tables as _checkpoint_tables  # noqa: E402, F401

@@ -7,6 +7,7 @@ from fastapi import APIRouter, Query, Request, Response
 from ...errors import BadRequest
 from ..dependencies import AppName, UserId, service_of
 from .sessions import problem_responses
+from .threads import checkpoints_of
 
 router = APIRouter(tags=["erasure"])
 
@@ -15,10 +16,11 @@ router = APIRouter(tags=["erasure"])
     "/apps/{app_name}/users/{user_id}",
     status_code=204,
     responses=problem_responses(),
-    summary="Erase a user: their sessions, events, user state and memories in this app",
+    summary="Erase a user: their sessions, events, user state, memories and threads in this app",
 )
 async def erase_user(app_name: AppName, user_id: UserId, request: Request) -> Response:
     await service_of(request).erase_user(app_name, user_id)
+    await checkpoints_of(request).erase_user(app_name, user_id)
     return Response(status_code=204)
 
 
@@ -26,7 +28,7 @@ async def erase_user(app_name: AppName, user_id: UserId, request: Request) -> Re
     "/apps/{app_name}",
     status_code=204,
     responses=problem_responses(400),
-    summary="Erase an app: every user's sessions, events, state and memories, and its state",
+    summary="Erase an app: every user's sessions, events, state, memories and threads",
 )
 async def erase_app(
     app_name: AppName,
@@ -41,4 +43,5 @@ async def erase_app(
             f"erasing an app needs ?confirm= with its name ({app_name!r}): nothing was erased"
         )
     await service_of(request).erase_app(app_name)
+    await checkpoints_of(request).erase_app(app_name)
     return Response(status_code=204)

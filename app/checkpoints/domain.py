@@ -1,0 +1,91 @@
+"""The values the checkpoint routes, rules and stores pass each other.
+Serialized values are LangGraph's serializer's (type tag, bytes): the server
+stores and returns them as they came, and never reads inside them."""
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+PruneStrategy = Literal["keep_latest", "delete"]
+# The type tag of a channel version that holds no value (as LangGraph's
+# PostgresSaver writes it).
+EMPTY_VALUE_TYPE = "empty"
+
+
+@dataclass(frozen=True)
+class ThreadKey:
+    app_name: str
+    thread_id: str
+
+
+@dataclass(frozen=True)
+class Typed:
+    """A value as LangGraph's serializer wrote it."""
+
+    type: str
+    data: bytes | None
+
+
+@dataclass(frozen=True)
+class ChannelValue:
+    channel: str
+    version: str
+    value: Typed
+
+
+@dataclass(frozen=True)
+class NewCheckpoint:
+    checkpoint_ns: str
+    checkpoint_id: str
+    parent_checkpoint_id: str | None
+    checkpoint: Typed
+    channel_versions: dict[str, str]
+    metadata: dict[str, Any]
+    # The values of the channels this checkpoint changed; the others are
+    # stored already, at the version `channel_versions` names.
+    new_values: list[ChannelValue]
+
+
+@dataclass(frozen=True)
+class PendingWrite:
+    task_id: str
+    task_path: str
+    idx: int
+    channel: str
+    value: Typed
+
+
+@dataclass(frozen=True)
+class StoredCheckpoint:
+    """A checkpoint as read: its values and its pending writes with it."""
+
+    checkpoint_ns: str
+    checkpoint_id: str
+    parent_checkpoint_id: str | None
+    checkpoint: Typed
+    metadata: dict[str, Any]
+    values: list[ChannelValue]
+    writes: list[PendingWrite]
+
+
+@dataclass(frozen=True)
+class ThreadOwner:
+    """Who a thread belongs to and how long it is kept once idle."""
+
+    user_id: str
+    ttl_seconds: float | None
+
+
+@dataclass(frozen=True)
+class CheckpointQuery:
+    """Which checkpoints of a thread a list returns, newest first.
+
+    `checkpoint_ns` None: every namespace. `metadata`: each key's value
+    equal. `before`: only ids before it. `after`: where the last page ended
+    (checkpoint id, namespace)."""
+
+    checkpoint_ns: str | None = None
+    checkpoint_id: str | None = None
+    metadata: dict[str, Any] | None = None
+    before: str | None = None
+    after: tuple[str, str] | None = None
+    limit: int = 100

@@ -1,0 +1,68 @@
+"""Checkpoint rows as both stores read them, made into StoredCheckpoint:
+pages within the response budget, values and writes put with their
+checkpoints."""
+
+from collections.abc import Sequence
+from typing import Any
+
+from .domain import ChannelValue, PendingWrite, StoredCheckpoint, Typed
+
+
+def page_of(rows: Sequence[Any], limit: int, budget: int) -> tuple[list[Any], bool]:
+    """The first rows (of at most `limit` + 1 read) whose checkpoints fit in
+    `budget` bytes, always one; and whether more may follow."""
+    kept: list[Any] = []
+    used = 0
+    for row in rows[:limit]:
+        used += len(row["checkpoint"])
+        if kept and used > budget:
+            return kept, True
+        kept.append(row)
+    return kept, len(rows) > limit
+
+
+def assemble(
+    rows: Sequence[Any], value_rows: Sequence[Any], write_rows: Sequence[Any]
+) -> list[StoredCheckpoint]:
+    """Checkpoints with the values their versions name and their writes
+    (in the order LangGraph applies them); rows are read by column name."""
+    values: dict[tuple[str, str, str], Typed] = {
+        (row["checkpoint_ns"], row["channel"], row["version"]): Typed(
+            row["value_type"], row["value"]
+        )
+        for row in value_rows
+    }
+    writes: dict[tuple[str, str], list[PendingWrite]] = {}
+    for row in write_rows:
+        writes.setdefault((row["checkpoint_ns"], row["checkpoint_id"]), []).append(
+            PendingWrite(
+                row["task_id"],
+                row["task_path"],
+                row["idx"],
+                row["channel"],
+                Typed(row["value_type"], row["value"]),
+            )
+        )
+    for pending in writes.values():
+        # LangGraph's writes_sort_key, in code point order on both backends.
+        pending.sort(key=lambda write: (write.task_path, write.task_id, write.idx))
+    stored = []
+    for row in rows:
+        ns = row["checkpoint_ns"]
+        channel_values = [
+            ChannelValue(channel, version, value)
+            for channel, version in row["channel_versions"].items()
+            if (value := values.get((ns, channel, version))) is not None
+        ]
+        stored.append(
+            StoredCheckpoint(
+                checkpoint_ns=ns,
+                checkpoint_id=row["checkpoint_id"],
+                parent_checkpoint_id=row["parent_checkpoint_id"],
+                checkpoint=Typed(row["checkpoint_type"], row["checkpoint"]),
+                metadata=row["metadata"],
+                values=channel_values,
+                writes=writes.get((ns, row["checkpoint_id"]), []),
+            )
+        )
+    return stored

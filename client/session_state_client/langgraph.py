@@ -1,0 +1,514 @@
+"""LangGraph's checkpointer on a session-state server.
+
+    from session_state_client.langgraph import SessionStateSaver
+
+    with SessionStateSaver("http://127.0.0.1:8000") as saver:
+        graph = builder.compile(checkpointer=saver)
+        graph.invoke(inputs, {"configurable": {"thread_id": "t-1", "user_id": "alice"}})
+
+Every method of `BaseCheckpointSaver`, sync and async, the optional ones
+included (`delete_for_runs`, `copy_thread`, `prune`). Checkpoints go to the
+server's `/apps/{app_name}/threads/...` resources (docs/api.md): the
+checkpoint and each channel value as LangGraph's serializer writes them
+(bytes, carried as base64), a channel's value sent and stored once per
+version. A thread is recorded under `configurable.user_id` (default
+"langgraph"), so that erasing that user removes it. `ttl_seconds` gives each
+thread an idle timeout, swept by the server.
+"""
+
+import base64
+import json
+import random
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from types import TracebackType
+from typing import Any
+from urllib.parse import quote
+
+import aiohttp
+import httpx
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import (
+    WRITES_IDX_MAP,
+    BaseCheckpointSaver,
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+    get_checkpoint_id,
+    get_serializable_checkpoint_metadata,
+)
+from langgraph.checkpoint.serde.base import SerializerProtocol
+
+from session_state_client._constants import DEFAULT_TIMEOUT
+from session_state_client._exceptions import error_from_response
+from session_state_client._requests import WireAnswer
+from session_state_client._transport import (
+    AiohttpTransport,
+    aiohttp_failure,
+    checked_api_key,
+    httpx_failure,
+)
+
+__all__ = ["DEFAULT_APP_NAME", "SessionStateSaver"]
+
+DEFAULT_APP_NAME = "langgraph"
+EMPTY = "empty"
+# The server's bounds: checkpoints per list page, ids per prune or delete call.
+PAGE_SIZE = 1000
+IDS_PER_CALL = 1000
+
+_Body = dict[str, Any]
+_Request = tuple[str, str, dict[str, Any], _Body | None]
+
+
+def _segment(value: str) -> str:
+    encoded = quote(value, safe="")
+    return encoded.replace(".", "%2E") if encoded in (".", "..") else encoded
+
+
+def _b64(data: bytes | None) -> str | None:
+    return None if data is None else base64.b64encode(data).decode()
+
+
+def _bytes(text: str | None) -> bytes:
+    return b"" if text is None else base64.b64decode(text)
+
+
+def _json(body: _Body | None) -> bytes | None:
+    """JSON as the server takes it: NaN and infinities are refused here, as
+    JSON has none."""
+    if body is None:
+        return None
+    return json.dumps(body, allow_nan=False, separators=(",", ":")).encode()
+
+
+def _chunks(items: Sequence[str]) -> list[list[str]]:
+    ids = list(items)
+    return [ids[start : start + IDS_PER_CALL] for start in range(0, len(ids), IDS_PER_CALL)]
+
+
+class SessionStateSaver(BaseCheckpointSaver[str]):
+    """A LangGraph checkpointer on a session-state server, usable from sync
+    and async code, any thread and any event loop."""
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        app_name: str = DEFAULT_APP_NAME,
+        api_key: str | None = None,
+        ttl_seconds: float | None = None,
+        timeout: float | httpx.Timeout = DEFAULT_TIMEOUT,
+        serde: SerializerProtocol | None = None,
+    ) -> None:
+        """`app_name`: the server's app these threads are in (API keys are
+        scoped to apps). `ttl_seconds`: each thread expires this long after
+        its last write (None: never)."""
+        super().__init__(serde=serde)
+        self.app_name = app_name
+        self.ttl_seconds = ttl_seconds
+        headers = {"Accept": "application/json"}
+        if api_key is not None:
+            headers["Authorization"] = f"Bearer {checked_api_key(api_key)}"
+        url = base_url.rstrip("/")
+        self._sync = httpx.Client(base_url=url, headers=headers, timeout=timeout)
+        self._async = AiohttpTransport(url, headers, timeout, None)
+
+    # -- lifecycle -------------------------------------------------------------
+
+    def close(self) -> None:
+        self._sync.close()
+        self._async.close()
+
+    async def aclose(self) -> None:
+        self._sync.close()
+        await self._async.aclose()
+
+    def __enter__(self) -> "SessionStateSaver":
+        return self
+
+    def __exit__(
+        self,
+        error_type: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    async def __aenter__(self) -> "SessionStateSaver":
+        return self
+
+    async def __aexit__(
+        self,
+        error_type: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    # -- sending: one request description, two transports ----------------------
+
+    def _send(self, request: _Request, *, missing_ok: bool = False) -> Any:
+        method, path, params, body = request
+        headers = {} if body is None else {"Content-Type": "application/json"}
+        try:
+            response = self._sync.request(
+                method, path, params=params, content=_json(body), headers=headers
+            )
+        except httpx.TransportError as error:
+            raise httpx_failure(error, method, str(self._sync.base_url) + path)[0] from error
+        if missing_ok and response.status_code == 404:
+            return None
+        if response.status_code >= 400:
+            raise error_from_response(response)
+        return response.json() if response.content else None
+
+    async def _asend(self, request: _Request, *, missing_ok: bool = False) -> Any:
+        method, path, params, body = request
+        headers = {} if body is None else {"Content-Type": "application/json"}
+        try:
+            answer: WireAnswer = await self._async.send(method, path, params, _json(body), headers)
+        except (aiohttp.ClientError, TimeoutError) as error:
+            raise aiohttp_failure(error, method, self._async.url_of(path))[0] from error
+        if missing_ok and answer.status_code == 404:
+            return None
+        if answer.status_code >= 400:
+            raise error_from_response(answer.to_httpx())
+        return json.loads(answer.content) if answer.content else None
+
+    # -- requests ----------------------------------------------------------------
+
+    def _thread_path(self, thread_id: str) -> str:
+        return f"/apps/{_segment(self.app_name)}/threads/{_segment(thread_id)}"
+
+    def _checkpoint_path(self, thread_id: str, checkpoint_id: str) -> str:
+        return f"{self._thread_path(thread_id)}/checkpoints/{_segment(checkpoint_id)}"
+
+    def _owner(self, config: RunnableConfig) -> _Body:
+        user_id = config["configurable"].get("user_id")
+        return {
+            "userId": user_id if isinstance(user_id, str) and user_id else None,
+            "ttlSeconds": self.ttl_seconds,
+        }
+
+    def _put_request(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> tuple[_Request, RunnableConfig]:
+        configurable = config["configurable"]
+        thread_id = configurable["thread_id"]
+        checkpoint_ns = configurable.get("checkpoint_ns", "")
+        header: dict[str, Any] = dict(checkpoint)
+        values: dict[str, Any] = header.pop("channel_values", {})
+        new_values = []
+        for channel, version in new_versions.items():
+            kind, data = (
+                self.serde.dumps_typed(values[channel]) if channel in values else (EMPTY, None)
+            )
+            new_values.append(
+                {"channel": channel, "version": str(version), "type": kind, "data": _b64(data)}
+            )
+        kind, data = self.serde.dumps_typed(header)
+        body = {
+            **self._owner(config),
+            "parentCheckpointId": configurable.get("checkpoint_id"),
+            "checkpoint": {"type": kind, "data": _b64(data)},
+            "metadata": get_serializable_checkpoint_metadata(config, metadata),
+            "channelVersions": {
+                channel: str(version) for channel, version in checkpoint["channel_versions"].items()
+            },
+            "newValues": new_values,
+        }
+        request: _Request = (
+            "PUT",
+            self._checkpoint_path(thread_id, checkpoint["id"]),
+            {"checkpointNs": checkpoint_ns},
+            body,
+        )
+        stored: RunnableConfig = {
+            "configurable": {
+                "thread_id": thread_id,
+                "checkpoint_ns": checkpoint_ns,
+                "checkpoint_id": checkpoint["id"],
+            }
+        }
+        return request, stored
+
+    def _writes_request(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str,
+    ) -> _Request:
+        configurable = config["configurable"]
+        encoded = []
+        for index, (channel, value) in enumerate(writes):
+            kind, data = self.serde.dumps_typed(value)
+            encoded.append(
+                {
+                    "taskId": task_id,
+                    "taskPath": task_path,
+                    "idx": WRITES_IDX_MAP.get(channel, index),
+                    "channel": channel,
+                    "type": kind,
+                    "data": _b64(data),
+                }
+            )
+        return (
+            "POST",
+            self._checkpoint_path(configurable["thread_id"], configurable["checkpoint_id"])
+            + "/writes",
+            {"checkpointNs": configurable.get("checkpoint_ns", "")},
+            {**self._owner(config), "writes": encoded},
+        )
+
+    def _get_request(self, config: RunnableConfig) -> tuple[_Request, bool]:
+        """The request for get_tuple, and whether it reads one checkpoint (by
+        id) rather than a list page of the latest."""
+        configurable = config["configurable"]
+        thread_id = configurable["thread_id"]
+        checkpoint_ns = configurable.get("checkpoint_ns", "")
+        checkpoint_id = get_checkpoint_id(config)
+        if checkpoint_id:
+            path = self._checkpoint_path(thread_id, checkpoint_id)
+            return ("GET", path, {"checkpointNs": checkpoint_ns}, None), True
+        path = self._thread_path(thread_id) + "/checkpoints"
+        return ("GET", path, {"checkpointNs": checkpoint_ns, "limit": 1}, None), False
+
+    def _list_request(
+        self,
+        config: RunnableConfig,
+        filter: dict[str, Any] | None,
+        before: RunnableConfig | None,
+        limit: int | None,
+        page_token: str | None,
+    ) -> _Request:
+        configurable = config["configurable"]
+        params: dict[str, Any] = {"limit": min(limit or PAGE_SIZE, PAGE_SIZE)}
+        if configurable.get("checkpoint_ns") is not None:
+            params["checkpointNs"] = configurable["checkpoint_ns"]
+        if filter:
+            params["metadata"] = json.dumps(filter, allow_nan=False)
+        if before is not None and (before_id := get_checkpoint_id(before)):
+            params["before"] = before_id
+        if page_token is not None:
+            params["pageToken"] = page_token
+        return ("GET", self._thread_path(configurable["thread_id"]) + "/checkpoints", params, None)
+
+    def _tuple(self, thread_id: str, document: Mapping[str, Any]) -> CheckpointTuple:
+        checkpoint_ns = document["checkpointNs"]
+        header = document["checkpoint"]
+        checkpoint: Checkpoint = self.serde.loads_typed((header["type"], _bytes(header["data"])))
+        checkpoint["channel_values"] = {
+            value["channel"]: self.serde.loads_typed((value["type"], _bytes(value["data"])))
+            for value in document["channelValues"]
+            if value["type"] != EMPTY
+        }
+        parent = document["parentCheckpointId"]
+        return CheckpointTuple(
+            config={
+                "configurable": {
+                    "thread_id": thread_id,
+                    "checkpoint_ns": checkpoint_ns,
+                    "checkpoint_id": document["checkpointId"],
+                }
+            },
+            checkpoint=checkpoint,
+            metadata=document["metadata"],
+            parent_config=None
+            if parent is None
+            else {
+                "configurable": {
+                    "thread_id": thread_id,
+                    "checkpoint_ns": checkpoint_ns,
+                    "checkpoint_id": parent,
+                }
+            },
+            pending_writes=[
+                (
+                    write["taskId"],
+                    write["channel"],
+                    self.serde.loads_typed((write["type"], _bytes(write["data"]))),
+                )
+                for write in document["pendingWrites"]
+            ],
+        )
+
+    def _found(self, config: RunnableConfig, answer: Any, by_id: bool) -> CheckpointTuple | None:
+        if answer is None:
+            return None
+        document = answer if by_id else next(iter(answer["checkpoints"]), None)
+        if document is None:
+            return None
+        return self._tuple(config["configurable"]["thread_id"], document)
+
+    def _prune_requests(self, thread_ids: Sequence[str], strategy: str) -> list[_Request]:
+        path = f"/apps/{_segment(self.app_name)}/threads/prune"
+        return [
+            ("POST", path, {}, {"threadIds": chunk, "strategy": strategy})
+            for chunk in _chunks(thread_ids)
+        ]
+
+    def _runs_requests(self, run_ids: Sequence[str]) -> list[_Request]:
+        path = f"/apps/{_segment(self.app_name)}/runs/delete"
+        return [("POST", path, {}, {"runIds": chunk}) for chunk in _chunks(run_ids)]
+
+    def _copy_request(self, source_thread_id: str, target_thread_id: str) -> _Request:
+        path = self._thread_path(source_thread_id) + "/copy"
+        return ("POST", path, {}, {"targetThreadId": target_thread_id})
+
+    # -- BaseCheckpointSaver, sync -------------------------------------------------
+
+    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        request, by_id = self._get_request(config)
+        return self._found(config, self._send(request, missing_ok=by_id), by_id)
+
+    def list(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> Iterator[CheckpointTuple]:
+        config = _thread_config(config)
+        if get_checkpoint_id(config):
+            if (found := self.get_tuple(config)) is not None:
+                yield found
+            return
+        thread_id = config["configurable"]["thread_id"]
+        remaining, token = limit, None
+        while remaining is None or remaining > 0:
+            page = self._send(self._list_request(config, filter, before, remaining, token))
+            for document in page["checkpoints"]:
+                yield self._tuple(thread_id, document)
+            if remaining is not None:
+                remaining -= len(page["checkpoints"])
+            token = page["nextPageToken"]
+            if token is None:
+                return
+
+    def put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        request, stored = self._put_request(config, checkpoint, metadata, new_versions)
+        self._send(request)
+        return stored
+
+    def put_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        self._send(self._writes_request(config, writes, task_id, task_path))
+
+    def delete_thread(self, thread_id: str) -> None:
+        self._send(("DELETE", self._thread_path(thread_id), {}, None))
+
+    def delete_for_runs(self, run_ids: Sequence[str]) -> None:
+        for request in self._runs_requests(run_ids):
+            self._send(request)
+
+    def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        self._send(self._copy_request(source_thread_id, target_thread_id))
+
+    def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        for request in self._prune_requests(thread_ids, strategy):
+            self._send(request)
+
+    # -- BaseCheckpointSaver, async ------------------------------------------------
+
+    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        request, by_id = self._get_request(config)
+        return self._found(config, await self._asend(request, missing_ok=by_id), by_id)
+
+    async def alist(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> AsyncIterator[CheckpointTuple]:
+        config = _thread_config(config)
+        if get_checkpoint_id(config):
+            if (found := await self.aget_tuple(config)) is not None:
+                yield found
+            return
+        thread_id = config["configurable"]["thread_id"]
+        remaining, token = limit, None
+        while remaining is None or remaining > 0:
+            page = await self._asend(self._list_request(config, filter, before, remaining, token))
+            for document in page["checkpoints"]:
+                yield self._tuple(thread_id, document)
+            if remaining is not None:
+                remaining -= len(page["checkpoints"])
+            token = page["nextPageToken"]
+            if token is None:
+                return
+
+    async def aput(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        request, stored = self._put_request(config, checkpoint, metadata, new_versions)
+        await self._asend(request)
+        return stored
+
+    async def aput_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        await self._asend(self._writes_request(config, writes, task_id, task_path))
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        await self._asend(("DELETE", self._thread_path(thread_id), {}, None))
+
+    async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
+        for request in self._runs_requests(run_ids):
+            await self._asend(request)
+
+    async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        await self._asend(self._copy_request(source_thread_id, target_thread_id))
+
+    async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        for request in self._prune_requests(thread_ids, strategy):
+            await self._asend(request)
+
+    # -- versions ------------------------------------------------------------------
+
+    def get_next_version(self, current: str | None, channel: None) -> str:
+        """As LangGraph's PostgresSaver: a counter and a random part, so that
+        two branches of a thread (a fork, update_state on an old checkpoint)
+        never give one (channel, version) two different values."""
+        if current is None:
+            number = 0
+        elif isinstance(current, int):
+            number = current
+        else:
+            number = int(current.split(".")[0])
+        return f"{number + 1:032}.{random.random():016}"
+
+
+def _thread_config(config: RunnableConfig | None) -> RunnableConfig:
+    if config is None or not config.get("configurable", {}).get("thread_id"):
+        raise ValueError(
+            "SessionStateSaver lists one thread's checkpoints: give configurable.thread_id"
+        )
+    return config
