@@ -3,7 +3,7 @@
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -17,14 +17,16 @@ from .api.browser_guard import BrowserGuardMiddleware
 from .api.encoded_paths import EncodedPathMiddleware
 from .api.middleware import RequestContextMiddleware
 from .api.problems import install_problem_handlers
-from .api.routes import erasure, health, memory, operations, sessions, threads
+from .api.routes import erasure, health, memory, operations, sessions, store, threads
 from .auth import ApiKeys
 from .checkpoints.service import CheckpointService
 from .config import Settings, get_settings
 from .db.checkpoint_stores import checkpoint_store_for
 from .db.replica import Replica
+from .db.store_item_storages import item_storage_for
 from .db.stores import open_store
 from .expiry import ExpiryDefaults
+from .langgraph_store.service import StoreService
 from .limits import Limits
 from .memory_service import MemoryService
 from .service import SessionService
@@ -65,11 +67,12 @@ def create_app(
         )
         app.state.memory = MemoryService(store, limits, clock=clock, replica=replica)
         app.state.checkpoints = CheckpointService(checkpoint_store_for(store), limits, clock=clock)
+        app.state.store = StoreService(item_storage_for(store), limits, clock=clock)
         app.state.sweeper = Sweeper(
             store,
             clock=clock,
             with_memories=forget_expired_memories,
-            also_sweep=app.state.checkpoints.sweep_expired,
+            also_sweep=_both(app.state.checkpoints.sweep_expired, app.state.store.sweep_expired),
         )
         sweeping = None
         if settings.sweep_interval_seconds > 0:
@@ -98,6 +101,7 @@ def create_app(
     app.include_router(sessions.router)
     app.include_router(memory.router)
     app.include_router(threads.router)
+    app.include_router(store.router)
     app.include_router(erasure.router)
     app.include_router(health.router)
     app.include_router(operations.router)
@@ -119,3 +123,12 @@ def create_app(
 
     app.openapi = openapi_with_security  # type: ignore[method-assign]  # FastAPI's documented override
     return app
+
+
+def _both(
+    first: Callable[[float], Awaitable[int]], second: Callable[[float], Awaitable[int]]
+) -> Callable[[float], Awaitable[int]]:
+    async def sweep(now: float) -> int:
+        return await first(now) + await second(now)
+
+    return sweep

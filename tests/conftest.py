@@ -50,6 +50,8 @@ TABLES = (
     "lg_channel_values",
     "lg_checkpoints",
     "lg_threads",
+    # LangGraph's store (app.db.store_item_tables).
+    "lg_store_items",
 )
 
 

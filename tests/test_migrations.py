@@ -28,6 +28,8 @@ TABLES = {
     "lg_checkpoints",
     "lg_channel_values",
     "lg_writes",
+    # LangGraph's long-term store (0010).
+    "lg_store_items",
 }
 
 

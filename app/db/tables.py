@@ -194,3 +194,4 @@ SEARCH_INDEX_OBJECTS = frozenset(
 
 # LangGraph's checkpoint tables join the same metadata (migrations compare it).
 from . import checkpoint_tables as _checkpoint_tables  # noqa: E402, F401
+from . import store_item_tables as _store_item_tables  # noqa: E402, F401

@@ -19,7 +19,8 @@ thread an idle timeout, swept by the server.
 import base64
 import json
 import random
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
+from datetime import UTC, datetime
 from types import TracebackType
 from typing import Any
 from urllib.parse import quote
@@ -38,6 +39,19 @@ from langgraph.checkpoint.base import (
     get_serializable_checkpoint_metadata,
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
+from langgraph.store.base import (
+    BaseStore,
+    GetOp,
+    Item,
+    ListNamespacesOp,
+    NotProvided,
+    Op,
+    PutOp,
+    Result,
+    SearchItem,
+    SearchOp,
+    TTLConfig,
+)
 
 from session_state_client._constants import DEFAULT_TIMEOUT
 from session_state_client._exceptions import error_from_response
@@ -49,7 +63,7 @@ from session_state_client._transport import (
     httpx_failure,
 )
 
-__all__ = ["DEFAULT_APP_NAME", "SessionStateSaver"]
+__all__ = ["DEFAULT_APP_NAME", "SessionStateSaver", "SessionStateStore"]
 
 DEFAULT_APP_NAME = "langgraph"
 EMPTY = "empty"
@@ -512,3 +526,192 @@ def _thread_config(config: RunnableConfig | None) -> RunnableConfig:
             "SessionStateSaver lists one thread's checkpoints: give configurable.thread_id"
         )
     return config
+
+
+# -- the long-term store ---------------------------------------------------------
+
+# The server's bound on operations in one batch request.
+OPS_PER_CALL = 1000
+
+
+class SessionStateStore(BaseStore):
+    """LangGraph's long-term store (`BaseStore`) on a session-state server,
+    usable from sync and async code.
+
+        with SessionStateStore("http://127.0.0.1:8000") as store:
+            store.put(("alice", "memories"), "m-1", {"text": "likes tea"})
+            store.search(("alice",), filter={"kind": "preference"})
+
+    A batch is one request and one transaction on the server
+    (`/apps/{app_name}/store/batch`, docs/api.md): its reads see the store as
+    it was before the batch, its puts apply after them, as in LangGraph's
+    InMemoryStore. The first label of a namespace is its user: erasing that
+    user on the server removes the item. TTLs are in minutes, as LangGraph's
+    `TTLConfig` has them; the server sweeps expired items. `query` is a
+    keyword match for now (every word in the item's text).
+    """
+
+    supports_ttl = True
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        app_name: str = DEFAULT_APP_NAME,
+        api_key: str | None = None,
+        ttl: TTLConfig | None = None,
+        timeout: float | httpx.Timeout = DEFAULT_TIMEOUT,
+    ) -> None:
+        """`app_name`: the server's app the items are in (API keys are scoped
+        to apps). `ttl`: LangGraph's TTLConfig (default_ttl in minutes,
+        refresh_on_read); the server does the sweeping."""
+        self.app_name = app_name
+        self.ttl_config = ttl
+        headers = {"Accept": "application/json"}
+        if api_key is not None:
+            headers["Authorization"] = f"Bearer {checked_api_key(api_key)}"
+        url = base_url.rstrip("/")
+        self._sync = httpx.Client(base_url=url, headers=headers, timeout=timeout)
+        self._async = AiohttpTransport(url, headers, timeout, None)
+        self._path = f"/apps/{_segment(app_name)}/store/batch"
+
+    def close(self) -> None:
+        self._sync.close()
+        self._async.close()
+
+    async def aclose(self) -> None:
+        self._sync.close()
+        await self._async.aclose()
+
+    def __enter__(self) -> "SessionStateStore":
+        return self
+
+    def __exit__(
+        self,
+        error_type: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    async def __aenter__(self) -> "SessionStateStore":
+        return self
+
+    async def __aexit__(
+        self,
+        error_type: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    def batch(self, ops: Iterable[Op]) -> list[Result]:
+        wire, ops = self._wire_ops(ops)
+        results: list[Result] = []
+        for start in range(0, len(wire), OPS_PER_CALL):
+            body = _json({"ops": wire[start : start + OPS_PER_CALL]})
+            try:
+                response = self._sync.post(
+                    self._path, content=body, headers={"Content-Type": "application/json"}
+                )
+            except httpx.TransportError as error:
+                url = str(self._sync.base_url) + self._path
+                raise httpx_failure(error, "POST", url)[0] from error
+            if response.status_code >= 400:
+                raise error_from_response(response)
+            results += response.json()["results"]
+        return [_result(op, answer) for op, answer in zip(ops, results, strict=True)]
+
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        wire, ops = self._wire_ops(ops)
+        results: list[Result] = []
+        headers = {"Content-Type": "application/json"}
+        for start in range(0, len(wire), OPS_PER_CALL):
+            body = _json({"ops": wire[start : start + OPS_PER_CALL]})
+            try:
+                answer: WireAnswer = await self._async.send("POST", self._path, {}, body, headers)
+            except (aiohttp.ClientError, TimeoutError) as error:
+                raise aiohttp_failure(error, "POST", self._async.url_of(self._path))[0] from error
+            if answer.status_code >= 400:
+                raise error_from_response(answer.to_httpx())
+            results += json.loads(answer.content)["results"]
+        return [_result(op, answer) for op, answer in zip(ops, results, strict=True)]
+
+    def _wire_ops(self, ops: Iterable[Op]) -> tuple[list[_Body], list[Op]]:
+        listed = list(ops)
+        return [self._wire_op(op) for op in listed], listed
+
+    def _wire_op(self, op: Op) -> _Body:
+        if isinstance(op, GetOp):
+            return {
+                "op": "get",
+                "namespace": list(op.namespace),
+                "key": op.key,
+                "refreshTtl": op.refresh_ttl,
+            }
+        if isinstance(op, PutOp):
+            ttl = op.ttl
+            if isinstance(ttl, NotProvided):
+                ttl = (self.ttl_config or {}).get("default_ttl")
+            return {
+                "op": "put",
+                "namespace": list(op.namespace),
+                "key": op.key,
+                "value": None if op.value is None else dict(op.value),
+                "ttlSeconds": None if ttl is None else ttl * 60,
+            }
+        if isinstance(op, SearchOp):
+            return {
+                "op": "search",
+                "namespacePrefix": list(op.namespace_prefix),
+                "filter": None if op.filter is None else dict(op.filter),
+                "query": op.query,
+                "limit": op.limit,
+                "offset": op.offset,
+                "refreshTtl": op.refresh_ttl,
+            }
+        if isinstance(op, ListNamespacesOp):
+            return {
+                "op": "listNamespaces",
+                "matchConditions": [
+                    {"matchType": condition.match_type, "path": list(condition.path)}
+                    for condition in op.match_conditions or ()
+                ],
+                "maxDepth": op.max_depth,
+                "limit": op.limit,
+                "offset": op.offset,
+            }
+        raise ValueError(f"unknown store operation: {type(op).__name__}")
+
+
+def _time(epoch: float) -> datetime:
+    return datetime.fromtimestamp(epoch, tz=UTC)
+
+
+def _item(document: Mapping[str, Any]) -> Item:
+    return Item(
+        value=document["value"],
+        key=document["key"],
+        namespace=tuple(document["namespace"]),
+        created_at=_time(document["createdAt"]),
+        updated_at=_time(document["updatedAt"]),
+    )
+
+
+def _result(op: Op, answer: Any) -> Result:
+    if isinstance(op, GetOp):
+        return None if answer is None else _item(answer)
+    if isinstance(op, SearchOp):
+        return [
+            SearchItem(
+                namespace=tuple(document["namespace"]),
+                key=document["key"],
+                value=document["value"],
+                created_at=_time(document["createdAt"]),
+                updated_at=_time(document["updatedAt"]),
+            )
+            for document in answer
+        ]
+    if isinstance(op, ListNamespacesOp):
+        return [tuple(namespace) for namespace in answer]
+    return None

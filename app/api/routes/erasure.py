@@ -7,6 +7,7 @@ from fastapi import APIRouter, Query, Request, Response
 from ...errors import BadRequest
 from ..dependencies import AppName, UserId, service_of
 from .sessions import problem_responses
+from .store import store_of
 from .threads import checkpoints_of
 
 router = APIRouter(tags=["erasure"])
@@ -16,11 +17,12 @@ router = APIRouter(tags=["erasure"])
     "/apps/{app_name}/users/{user_id}",
     status_code=204,
     responses=problem_responses(),
-    summary="Erase a user: their sessions, events, user state, memories and threads in this app",
+    summary="Erase a user: sessions, events, user state, memories, threads, store items",
 )
 async def erase_user(app_name: AppName, user_id: UserId, request: Request) -> Response:
     await service_of(request).erase_user(app_name, user_id)
     await checkpoints_of(request).erase_user(app_name, user_id)
+    await store_of(request).erase_user(app_name, user_id)
     return Response(status_code=204)
 
 
@@ -28,7 +30,7 @@ async def erase_user(app_name: AppName, user_id: UserId, request: Request) -> Re
     "/apps/{app_name}",
     status_code=204,
     responses=problem_responses(400),
-    summary="Erase an app: every user's sessions, events, state, memories and threads",
+    summary="Erase an app: every user's sessions, events, state, memories, threads and store items",
 )
 async def erase_app(
     app_name: AppName,
@@ -44,4 +46,5 @@ async def erase_app(
         )
     await service_of(request).erase_app(app_name)
     await checkpoints_of(request).erase_app(app_name)
+    await store_of(request).erase_app(app_name)
     return Response(status_code=204)

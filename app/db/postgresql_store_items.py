@@ -1,0 +1,144 @@
+"""LangGraph's store items on PostgreSQL (asyncpg, on the store's pool): the
+ItemStorage of app.langgraph_store.storage. JSON values go through the
+pool's jsonb codec."""
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import asyncpg
+
+from ..langgraph_store.domain import StoredItem, split
+from .database_errors import database_errors_as_domain_errors
+
+_COLUMNS = "namespace, key, value, create_time, update_time, expire_time, ttl_seconds"
+_LIVE = "(expire_time IS NULL OR expire_time > $2)"
+# `namespace` is the prefix or under it ("" is every namespace).
+_UNDER = "($3 = '' OR namespace = $3 OR starts_with(namespace, $3 || '.'))"
+
+_GET = (
+    f"SELECT {_COLUMNS} FROM lg_store_items"
+    f" WHERE app_name = $1 AND {_LIVE} AND namespace = $3 AND key = $4"
+)
+_REFRESH = """
+UPDATE lg_store_items SET expire_time = $2 + ttl_seconds
+ WHERE app_name = $1 AND ttl_seconds IS NOT NULL AND (expire_time IS NULL OR expire_time > $2)
+   AND (namespace, key) IN (SELECT * FROM unnest($3::text[], $4::text[]))
+"""
+_PUT = """
+INSERT INTO lg_store_items AS i
+       (app_name, namespace, key, user_id, value, create_time, update_time, expire_time,
+        ttl_seconds)
+VALUES ($1, $2, $3, $4, $5, $6, $6, $6 + $7::float8, $7::float8)
+ON CONFLICT (app_name, namespace, key) DO UPDATE
+   SET value = EXCLUDED.value, update_time = $6,
+       create_time = CASE WHEN i.expire_time IS NOT NULL AND i.expire_time <= $6
+                          THEN $6 ELSE i.create_time END,
+       expire_time = EXCLUDED.expire_time, ttl_seconds = EXCLUDED.ttl_seconds
+"""
+_DELETE = "DELETE FROM lg_store_items WHERE app_name = $1 AND namespace = $2 AND key = $3"
+_SEARCH = f"""
+SELECT {_COLUMNS} FROM lg_store_items
+ WHERE app_name = $1 AND {_LIVE} AND {_UNDER}
+ ORDER BY update_time DESC, namespace, key
+ LIMIT $4 OFFSET $5
+"""
+_NAMESPACES = (
+    f"SELECT DISTINCT namespace FROM lg_store_items WHERE app_name = $1 AND {_LIVE} AND {_UNDER}"
+)
+_ERASE_USER = "DELETE FROM lg_store_items WHERE app_name = $1 AND user_id = $2"
+_ERASE_APP = "DELETE FROM lg_store_items WHERE app_name = $1"
+_SWEEP = """
+DELETE FROM lg_store_items WHERE ctid IN (
+    SELECT ctid FROM lg_store_items
+     WHERE expire_time IS NOT NULL AND expire_time <= $1 LIMIT $2 FOR UPDATE SKIP LOCKED)
+"""
+
+
+def _item(row: asyncpg.Record) -> StoredItem:
+    return StoredItem(
+        split(row["namespace"]),
+        row["key"],
+        row["value"],
+        row["create_time"],
+        row["update_time"],
+        row["expire_time"],
+        row["ttl_seconds"],
+    )
+
+
+def _count(status: str) -> int:
+    return int(status.rsplit(" ", 1)[-1])
+
+
+class _Transaction:
+    def __init__(self, connection: asyncpg.Connection) -> None:
+        self.connection = connection
+
+    async def get(self, app_name: str, namespace: str, key: str, now: float) -> StoredItem | None:
+        row = await self.connection.fetchrow(_GET, app_name, now, namespace, key)
+        return None if row is None else _item(row)
+
+    async def refresh(self, app_name: str, keys: list[tuple[str, str]], now: float) -> None:
+        if keys:
+            namespaces, names = zip(*keys, strict=True)
+            await self.connection.execute(_REFRESH, app_name, now, list(namespaces), list(names))
+
+    async def put(
+        self,
+        app_name: str,
+        namespace: str,
+        key: str,
+        user_id: str,
+        value: dict[str, Any],
+        ttl_seconds: float | None,
+        now: float,
+    ) -> None:
+        await self.connection.execute(
+            _PUT, app_name, namespace, key, user_id, value, now, ttl_seconds
+        )
+
+    async def delete(self, app_name: str, namespace: str, key: str) -> None:
+        await self.connection.execute(_DELETE, app_name, namespace, key)
+
+    async def search(
+        self, app_name: str, prefix: str, now: float, limit: int | None, offset: int
+    ) -> list[StoredItem]:
+        rows = await self.connection.fetch(_SEARCH, app_name, now, prefix, limit, offset)
+        return [_item(row) for row in rows]
+
+    async def namespaces(self, app_name: str, prefix: str, now: float) -> list[str]:
+        rows = await self.connection.fetch(_NAMESPACES, app_name, now, prefix)
+        return [row[0] for row in rows]
+
+
+class PostgresStoreItems:
+    def __init__(self, pool: asyncpg.Pool, timeout: float) -> None:
+        self.pool = pool
+        self.timeout = timeout
+
+    @asynccontextmanager
+    async def transaction(self, *, write: bool) -> AsyncIterator[_Transaction]:
+        with database_errors_as_domain_errors():
+            async with (
+                self.pool.acquire(timeout=self.timeout) as connection,
+                connection.transaction(),
+            ):
+                yield _Transaction(connection)
+
+    async def erase_user(self, app_name: str, user_id: str) -> int:
+        async with self.transaction(write=True) as items:
+            return _count(await items.connection.execute(_ERASE_USER, app_name, user_id))
+
+    async def erase_app(self, app_name: str) -> int:
+        async with self.transaction(write=True) as items:
+            return _count(await items.connection.execute(_ERASE_APP, app_name))
+
+    async def sweep_expired(self, now: float, batch: int) -> int:
+        swept = 0
+        while True:
+            async with self.transaction(write=True) as items:
+                deleted = _count(await items.connection.execute(_SWEEP, now, batch))
+            swept += deleted
+            if deleted < batch:
+                return swept

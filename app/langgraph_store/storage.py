@@ -1,0 +1,60 @@
+"""The storage of the store's items: one implementation per backend
+(app.db.postgresql_store_items, app.db.sqlite_store_items), one contract.
+A batch of operations is one transaction; namespaces are passed joined
+(domain.joined). An item whose expiry time is at or before `now` is missing
+for every reader."""
+
+from contextlib import AbstractAsyncContextManager
+from typing import Any, Protocol
+
+from .domain import StoredItem
+
+
+class ItemTransaction(Protocol):
+    async def get(
+        self, app_name: str, namespace: str, key: str, now: float
+    ) -> StoredItem | None: ...
+
+    async def refresh(self, app_name: str, keys: list[tuple[str, str]], now: float) -> None:
+        """Pushes out the expiry of those items that have a TTL."""
+        ...
+
+    async def put(
+        self,
+        app_name: str,
+        namespace: str,
+        key: str,
+        user_id: str,
+        value: dict[str, Any],
+        ttl_seconds: float | None,
+        now: float,
+    ) -> None:
+        """Stores the item (created anew if it had expired)."""
+        ...
+
+    async def delete(self, app_name: str, namespace: str, key: str) -> None: ...
+
+    async def search(
+        self, app_name: str, prefix: str, now: float, limit: int | None, offset: int
+    ) -> list[StoredItem]:
+        """Live items whose namespace is `prefix` or under it, last updated
+        first (then by namespace and key); `limit` None: all."""
+        ...
+
+    async def namespaces(self, app_name: str, prefix: str, now: float) -> list[str]:
+        """The distinct namespaces of live items, `prefix` or under it."""
+        ...
+
+
+class ItemStorage(Protocol):
+    def transaction(self, *, write: bool) -> AbstractAsyncContextManager[ItemTransaction]: ...
+
+    async def erase_user(self, app_name: str, user_id: str) -> int:
+        """Deletes the items whose namespace starts with the user; how many."""
+        ...
+
+    async def erase_app(self, app_name: str) -> int: ...
+
+    async def sweep_expired(self, now: float, batch: int) -> int:
+        """Deletes items expired at `now`, `batch` at a time; how many."""
+        ...
