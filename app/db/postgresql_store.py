@@ -35,7 +35,7 @@ from ..domain import (
     StoredEvent,
     Swept,
 )
-from ..errors import DatabaseUnavailable, StateTooLarge
+from ..errors import DatabaseUnavailable
 from ..metrics import DB_POOL_IN_USE
 from ..state import ScopedDelta, StateDict
 from . import forking, migrations, poolers
@@ -52,7 +52,7 @@ from .database_errors import (
 from .event_windows import ERASE_CANDIDATES, events_batch, events_within
 from .migrations import SchemaNotCurrent
 from .session_listing import LISTED_SESSION_OVERHEAD_BYTES
-from .state_sizes import entry_sizes, session_state_bytes, state_too_large
+from .state_sizes import entry_sizes, session_state_bytes, state_past_limit, state_too_large
 from .store import ForkOutcome, MemoriesOf
 
 # Rows per statement when memories are written or a session's events read
@@ -172,23 +172,15 @@ def _as_is(value: Any) -> Any:
     return value
 
 
-def _scope_past_limit(sizes: Sequence[tuple[str, Any]], limit: int) -> StateTooLarge | None:
-    """The error of the first scope whose size (as an append statement
-    reports it) passes `limit`."""
-    for scope, size in sizes:
-        if size is not None and size > limit:
-            return state_too_large(scope, size, limit)
-    return None
-
-
 def _applied_revision(row: Sequence[Any], max_state_bytes: int) -> int:
     """The revision an append statement's row reports; AppendNotApplied
     (saying which scope, when one would pass the limit) when it wrote nothing."""
     revision, app_bytes, user_bytes, session_bytes = row
     if revision is not None:
         return int(revision)
-    sizes = (("app", app_bytes), ("user", user_bytes), ("session", session_bytes))
-    too_large = _scope_past_limit(sizes, max_state_bytes)
+    too_large = state_past_limit(
+        max_state_bytes, app=app_bytes, user=user_bytes, session=session_bytes
+    )
     if too_large is not None:
         raise AppendNotApplied("state too large", state_error=too_large)
     raise AppendNotApplied("session missing or stale")
@@ -345,8 +337,7 @@ class PostgresStore:
                     sql.WRITE_SHARED_STATE.text, *sql.WRITE_SHARED_STATE.arguments(shared)
                 )
                 app_bytes, user_bytes = sizes
-                scopes = (("app", app_bytes), ("user", user_bytes))
-                too_large = _scope_past_limit(scopes, max_state_bytes)
+                too_large = state_past_limit(max_state_bytes, app=app_bytes, user=user_bytes)
                 if too_large is not None:
                     raise too_large
             return SharedScopes(
