@@ -93,6 +93,76 @@ class ForgottenMemory:
     memory_id: str
 
 
+@dataclass(frozen=True)
+class ThreadRecord:
+    """A LangGraph thread's row (app.checkpoints)."""
+
+    app_name: str
+    thread_id: str
+    user_id: str
+    create_time: float
+    update_time: float
+    expire_time: float | None
+    ttl_seconds: float | None
+
+
+@dataclass(frozen=True)
+class CheckpointRow:
+    checkpoint_ns: str
+    checkpoint_id: str
+    parent_checkpoint_id: str | None
+    run_id: str | None
+    checkpoint_type: str
+    checkpoint: bytes
+    channel_versions: dict[str, Any]
+    metadata: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ChannelValueRow:
+    checkpoint_ns: str
+    channel: str
+    version: str
+    value_type: str
+    value: bytes | None
+
+
+@dataclass(frozen=True)
+class WriteRow:
+    checkpoint_ns: str
+    checkpoint_id: str
+    task_id: str
+    idx: int
+    task_path: str
+    channel: str
+    value_type: str
+    value: bytes
+
+
+@dataclass(frozen=True)
+class ThreadRows:
+    """Every row of a thread but its own, each list in primary-key order."""
+
+    checkpoints: list[CheckpointRow]
+    channel_values: list[ChannelValueRow]
+    writes: list[WriteRow]
+
+
+@dataclass(frozen=True)
+class StoreItemRecord:
+    """An item of LangGraph's long-term store (app.langgraph_store)."""
+
+    app_name: str
+    namespace: str
+    key: str
+    user_id: str
+    value: dict[str, Any]
+    create_time: float
+    update_time: float
+    expire_time: float | None
+    ttl_seconds: float | None
+
+
 class AlreadyStored(Exception):
     """A row of that key was written since it was looked up (or, for events,
     the rows repeat a key); the transaction is rolled back."""
@@ -138,6 +208,22 @@ class ImportTransaction(Protocol):
     async def is_forgotten(self, forgotten: ForgottenMemory) -> bool: ...
 
     async def insert_forgotten(self, forgotten: ForgottenMemory) -> None: ...
+
+    async def find_thread(self, app_name: str, thread_id: str) -> ThreadRecord | None:
+        """The thread, expired or not."""
+        ...
+
+    async def thread_rows(self, app_name: str, thread_id: str) -> ThreadRows: ...
+
+    async def insert_thread(self, thread: ThreadRecord, rows: ThreadRows) -> None: ...
+
+    async def find_store_item(
+        self, app_name: str, namespace: str, key: str
+    ) -> StoreItemRecord | None:
+        """The item, expired or not."""
+        ...
+
+    async def insert_store_item(self, item: StoreItemRecord) -> None: ...
 
 
 class OperatorStore(Protocol):
@@ -194,6 +280,19 @@ class OperatorStore(Protocol):
     def forgotten_memories(
         self, app_name: str | None, user_id: str | None
     ) -> AsyncIterator[ForgottenMemory]: ...
+
+    def live_threads(
+        self, app_name: str | None, user_id: str | None, now: float
+    ) -> AsyncIterator[ThreadRecord]: ...
+
+    async def thread_rows(self, app_name: str, thread_id: str) -> ThreadRows:
+        """Every row of the thread, read in one transaction: a thread is
+        dumped whole, in one line."""
+        ...
+
+    def live_store_items(
+        self, app_name: str | None, user_id: str | None, now: float
+    ) -> AsyncIterator[StoreItemRecord]: ...
 
     # -- import --------------------------------------------------------------
 

@@ -19,8 +19,10 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from ..config import Settings
 from ..domain import NewEvent, SessionKey, StoredEvent
 from ..setup_problems import SetupProblem
+from . import langgraph_transfer_repository as lg_sql
 from . import migrations, operator_repository, sqlite_append, sqlite_statements
 from . import transfer_repository as sql
+from .checkpoint_tables import lg_threads
 from .engine import WRITE_OPTION, create_engine
 from .operator_store import (
     AlreadyStored,
@@ -31,7 +33,11 @@ from .operator_store import (
     SessionRecord,
     StateEntry,
     StoredMemory,
+    StoreItemRecord,
+    ThreadRecord,
+    ThreadRows,
 )
+from .store_item_tables import lg_store_items
 from .tables import app_states, forgotten_memories, memories, sessions, user_states
 
 # Rows read per transaction by an export.
@@ -173,6 +179,24 @@ class SqlOperatorStore:
         async for row in self._rows(forgotten_memories, columns, app_name, user_id):
             yield ForgottenMemory(*row)
 
+    async def live_threads(
+        self, app_name: str | None, user_id: str | None, now: float
+    ) -> AsyncIterator[ThreadRecord]:
+        rows = self._rows(lg_threads, lg_sql.THREAD_COLUMNS, app_name, user_id, live_at=now)
+        async for row in rows:
+            yield ThreadRecord(*row)
+
+    async def thread_rows(self, app_name: str, thread_id: str) -> ThreadRows:
+        async with self.engine.connect() as connection, connection.begin():
+            return await lg_sql.thread_rows(connection, app_name, thread_id)
+
+    async def live_store_items(
+        self, app_name: str | None, user_id: str | None, now: float
+    ) -> AsyncIterator[StoreItemRecord]:
+        columns = lg_sql.STORE_ITEM_COLUMNS
+        async for row in self._rows(lg_store_items, columns, app_name, user_id, live_at=now):
+            yield StoreItemRecord(*row)
+
     # -- import --------------------------------------------------------------
 
     @asynccontextmanager
@@ -232,3 +256,22 @@ class _ImportTransaction:
             await sql.insert_forgotten(
                 self.connection, forgotten.app_name, forgotten.user_id, forgotten.memory_id
             )
+
+    async def find_thread(self, app_name: str, thread_id: str) -> ThreadRecord | None:
+        return await lg_sql.find_thread(self.connection, app_name, thread_id)
+
+    async def thread_rows(self, app_name: str, thread_id: str) -> ThreadRows:
+        return await lg_sql.thread_rows(self.connection, app_name, thread_id)
+
+    async def insert_thread(self, thread: ThreadRecord, rows: ThreadRows) -> None:
+        with _taken_keys_as_already_stored():
+            await lg_sql.insert_thread(self.connection, thread, rows)
+
+    async def find_store_item(
+        self, app_name: str, namespace: str, key: str
+    ) -> StoreItemRecord | None:
+        return await lg_sql.find_store_item(self.connection, app_name, namespace, key)
+
+    async def insert_store_item(self, item: StoreItemRecord) -> None:
+        with _taken_keys_as_already_stored():
+            await lg_sql.insert_store_item(self.connection, item)

@@ -7,14 +7,13 @@ transactions the caller owns."""
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import Row, Table, insert, select, tuple_
+from sqlalchemy import Row, Table, insert, or_, select, tuple_
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from .. import json_codec
 from ..domain import SessionKey
 from ..search_text import search_text
 from .operator_store import SessionRecord, StoredMemory
-from .sqlite_statements import not_expired
 from .state_sizes import entry_bytes, session_state_bytes
 from .tables import app_states, events, forgotten_memories, memories, sessions, user_states
 
@@ -66,8 +65,8 @@ async def page_in_key_order(
 ) -> Sequence[Row[Any]]:
     """The next `limit` rows of `table` (of the app and user, when given)
     after the primary key `after`, in primary-key order; each is `columns`
-    followed by its primary key. `live_at`: sessions only, those not expired
-    at that time."""
+    followed by its primary key. `live_at`: those not expired at that time
+    (tables with an expire_time)."""
     key = list(table.primary_key.columns)
     statement = select(*(table.c[name] for name in columns), *key).where(
         *_owned_by(table, app_name, user_id)
@@ -75,7 +74,9 @@ async def page_in_key_order(
     if after is not None:
         statement = statement.where(tuple_(*key) > tuple_(*after))
     if live_at is not None:
-        statement = statement.where(not_expired(live_at))
+        # Any table with an expire_time (sessions, threads, store items).
+        expire_time = table.c.expire_time
+        statement = statement.where(or_(expire_time.is_(None), expire_time > live_at))
     result = await connection.execute(statement.order_by(*key).limit(limit))
     return result.all()
 

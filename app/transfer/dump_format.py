@@ -3,13 +3,16 @@ line. docs/operations.md#the-dump-format describes it for readers of dumps;
 the models here are what an import accepts (a dump is untrusted input: every
 identifier, value and number is checked as the API checks it)."""
 
+import base64
 from typing import Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
+    PlainSerializer,
     TypeAdapter,
     ValidationError,
 )
@@ -17,9 +20,11 @@ from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
 from .. import json_codec
+from ..checkpoints.schemas import MAX_TEXT_LENGTH, decode_base64
 from ..config import MAX_TTL_SECONDS
 from ..identifiers import name_problem, session_id_problem
 from ..json_rules import find_unstorable
+from ..langgraph_store.schemas import ItemNamespace, Key
 from ..limits import MAX_INT64
 from ..state import APP_PREFIX, TEMP_PREFIX, USER_PREFIX
 
@@ -63,6 +68,24 @@ Seconds = Annotated[float, Field(ge=0, le=253402300799, allow_inf_nan=False)]
 Count = Annotated[int, Field(ge=0, le=MAX_INT64)]
 
 
+def _bytes_of_base64(text: Any) -> bytes:
+    if isinstance(text, bytes):  # an export's own rows; JSON holds no bytes
+        return text
+    if not isinstance(text, str):
+        raise PydanticCustomError("base64", "bytes are written as a base64 string")
+    return decode_base64(text)
+
+
+# LangGraph's serialized values: bytes, as standard base64 in a dump.
+Blob = Annotated[
+    bytes,
+    BeforeValidator(_bytes_of_base64),
+    PlainSerializer(lambda data: base64.b64encode(data).decode("ascii"), return_type=str),
+]
+Text = Annotated[str, Field(max_length=MAX_TEXT_LENGTH)]
+Ttl = Annotated[float, Field(gt=0, le=MAX_TTL_SECONDS, allow_inf_nan=False)]
+
+
 class _Line(BaseModel):
     model_config = ConfigDict(
         alias_generator=to_camel, populate_by_name=True, extra="forbid", strict=True
@@ -103,7 +126,7 @@ class Session(_Line):
     create_time: Seconds
     update_time: Seconds
     expire_time: Seconds | None
-    ttl_seconds: Annotated[float, Field(gt=0, le=MAX_TTL_SECONDS, allow_inf_nan=False)] | None
+    ttl_seconds: Ttl | None
     # How many event lines follow, in seq order.
     events: Count
 
@@ -135,12 +158,71 @@ class Forgotten(_Line):
     memory_id: EventId
 
 
+class Checkpoint(_Line):
+    checkpoint_ns: Text
+    checkpoint_id: Name
+    parent_checkpoint_id: Text | None
+    run_id: Text | None
+    checkpoint_type: Text
+    checkpoint: Blob
+    channel_versions: dict[str, Any]
+    metadata: dict[str, Any]
+
+
+class ChannelValue(_Line):
+    checkpoint_ns: Text
+    channel: Text
+    version: Text
+    value_type: Text
+    value: Blob | None
+
+
+class Write(_Line):
+    checkpoint_ns: Text
+    checkpoint_id: Name
+    task_id: Text
+    idx: Annotated[int, Field(ge=-(2**31), lt=2**31)]
+    task_path: Text
+    channel: Text
+    value_type: Text
+    value: Blob
+
+
+class Thread(_Line):
+    """A LangGraph thread whole, in one line: its rows are what a thread is
+    (a checkpoint without its channel values is not one)."""
+
+    kind: Literal["thread"]
+    app: Name
+    id: Name
+    user: Name
+    create_time: Seconds
+    update_time: Seconds
+    expire_time: Seconds | None
+    ttl_seconds: Ttl | None
+    checkpoints: list[Checkpoint]
+    channel_values: list[ChannelValue]
+    writes: list[Write]
+
+
+class StoreItem(_Line):
+    kind: Literal["storeItem"]
+    app: Name
+    namespace: ItemNamespace
+    key: Key
+    value: dict[str, Any]
+    create_time: Seconds
+    update_time: Seconds
+    expire_time: Seconds | None
+    ttl_seconds: Ttl | None
+
+
 class End(_Line):
     kind: Literal["end"]
     counts: dict[str, Count]
 
 
-Line = AppState | UserState | Session | Event | Memory | Forgotten | End
+Line = AppState | UserState | Session | Event | Memory | Forgotten | Thread | StoreItem | End
 _LINE: TypeAdapter[Line] = TypeAdapter(Annotated[Line, Field(discriminator="kind")])
 
 

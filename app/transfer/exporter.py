@@ -3,12 +3,15 @@ is read in keyset pages and written line by line, so memory does not grow
 with the data. Expired sessions are absent, as they are for the API."""
 
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any, TextIO
 
+from pydantic.alias_generators import to_camel
+
 from .. import json_codec
-from ..db.operator_store import OperatorStore, StateEntry
+from ..db.operator_store import OperatorStore, StateEntry, ThreadRecord
 from ..domain import SessionKey
+from ..langgraph_store.domain import split
 from . import dump_format as dump
 
 # Events read per transaction.
@@ -27,9 +30,11 @@ class Counts:
     events: int = 0
     memories: int = 0
     forgotten: int = 0
+    threads: int = 0
+    store_items: int = 0
 
     def as_dict(self) -> dict[str, int]:
-        return dict(self.__dict__)
+        return {to_camel(name): count for name, count in self.__dict__.items()}
 
 
 @dataclass
@@ -60,6 +65,8 @@ class Exporter:
         await self._sessions()
         await self._memories()
         await self._forgotten()
+        await self._threads()
+        await self._store_items()
         self._write(dump.End(kind="end", counts=self.counts.as_dict()))
         return self.counts
 
@@ -168,3 +175,43 @@ class Exporter:
                 )
             )
             self.counts.forgotten += 1
+
+    # -- LangGraph -----------------------------------------------------------
+
+    async def _threads(self) -> None:
+        async for thread in self.store.live_threads(self.app_name, self.user_id, self.now):
+            self._write(await self._thread(thread))
+            self.counts.threads += 1
+
+    async def _thread(self, thread: ThreadRecord) -> dump.Thread:
+        rows = await self.store.thread_rows(thread.app_name, thread.thread_id)
+        return dump.Thread(
+            kind="thread",
+            app=thread.app_name,
+            id=thread.thread_id,
+            user=thread.user_id,
+            create_time=thread.create_time,
+            update_time=thread.update_time,
+            expire_time=thread.expire_time,
+            ttl_seconds=thread.ttl_seconds,
+            checkpoints=[dump.Checkpoint(**asdict(row)) for row in rows.checkpoints],
+            channel_values=[dump.ChannelValue(**asdict(row)) for row in rows.channel_values],
+            writes=[dump.Write(**asdict(row)) for row in rows.writes],
+        )
+
+    async def _store_items(self) -> None:
+        async for item in self.store.live_store_items(self.app_name, self.user_id, self.now):
+            self._write(
+                dump.StoreItem(
+                    kind="storeItem",
+                    app=item.app_name,
+                    namespace=list(split(item.namespace)),
+                    key=item.key,
+                    value=item.value,
+                    create_time=item.create_time,
+                    update_time=item.update_time,
+                    expire_time=item.expire_time,
+                    ttl_seconds=item.ttl_seconds,
+                )
+            )
+            self.counts.store_items += 1

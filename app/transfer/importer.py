@@ -13,15 +13,22 @@ from typing import Any
 
 from ..db.operator_store import (
     AlreadyStored,
+    ChannelValueRow,
+    CheckpointRow,
     ForgottenMemory,
     ImportTransaction,
     OperatorStore,
     SessionRecord,
     StoredMemory,
+    StoreItemRecord,
+    ThreadRecord,
+    ThreadRows,
+    WriteRow,
 )
 from ..domain import NewEvent, SessionKey
 from ..errors import InvalidInput
 from ..events import restored_event
+from ..langgraph_store.domain import joined
 from ..limits import Limits
 from ..state import find_long_key
 from . import dump_format as dump
@@ -46,6 +53,8 @@ class ImportSummary:
     state_keys: Outcome = field(default_factory=Outcome)
     memories: Outcome = field(default_factory=Outcome)
     forgotten: Outcome = field(default_factory=Outcome)
+    threads: Outcome = field(default_factory=Outcome)
+    store_items: Outcome = field(default_factory=Outcome)
     conflicts: list[str] = field(default_factory=list)
 
     def conflict(self, outcome: Outcome, description: str) -> None:
@@ -60,6 +69,8 @@ class ImportSummary:
             "stateKeys": self.state_keys,
             "memories": self.memories,
             "forgotten": self.forgotten,
+            "threads": self.threads,
+            "storeItems": self.store_items,
         }
         return {
             **{name: dict(outcome.__dict__) for name, outcome in parts.items()},
@@ -70,7 +81,14 @@ class ImportSummary:
     def conflict_count(self) -> int:
         return sum(
             outcome.conflicts
-            for outcome in (self.sessions, self.state_keys, self.memories, self.forgotten)
+            for outcome in (
+                self.sessions,
+                self.state_keys,
+                self.memories,
+                self.forgotten,
+                self.threads,
+                self.store_items,
+            )
         )
 
 
@@ -86,10 +104,9 @@ def same_json(left: Any, right: Any) -> bool:
     return bool(left == right)
 
 
-def _same_fields(
-    stored: SessionRecord | StoredMemory, imported: SessionRecord | StoredMemory
-) -> bool:
-    """Every field equal as JSON (a dump holds what a row holds)."""
+def _same_fields(stored: Any, imported: Any) -> bool:
+    """Every field of two dataclasses equal as JSON (a dump holds what a row
+    holds; bytes compare as bytes)."""
     return all(
         same_json(getattr(stored, column.name), getattr(imported, column.name))
         for column in fields(stored)
@@ -163,6 +180,10 @@ class Importer:
                 await self._memory(line)
             elif isinstance(line, dump.Forgotten):
                 await self._forgotten(line)
+            elif isinstance(line, dump.Thread):
+                await self._thread(line)
+            elif isinstance(line, dump.StoreItem):
+                await self._store_item(line)
             elif isinstance(line, dump.Event):
                 raise dump.DumpError(f"line {number}: an event line that follows no session line")
             else:
@@ -339,6 +360,73 @@ class Importer:
         else:
             self.summary.conflict(self.summary.memories, f"{what}: stored with other content")
 
+    # -- LangGraph -----------------------------------------------------------
+
+    async def _thread(self, line: dump.Thread) -> None:
+        """A thread is imported whole, in one transaction, or not at all."""
+        thread = ThreadRecord(
+            app_name=line.app,
+            thread_id=line.id,
+            user_id=line.user,
+            create_time=line.create_time,
+            update_time=line.update_time,
+            expire_time=line.expire_time,
+            ttl_seconds=line.ttl_seconds,
+        )
+        rows = _rows_of(line)
+        what = f"LangGraph thread {line.id!r} of app {line.app!r}"
+        try:
+            async with self.store.importing() as transaction:
+                existing = await transaction.find_thread(line.app, line.id)
+                if existing is None:
+                    await transaction.insert_thread(thread, rows)
+                else:
+                    stored_rows = await transaction.thread_rows(line.app, line.id)
+        except AlreadyStored:
+            self.summary.conflict(self.summary.threads, f"{what}: written meanwhile")
+            return
+        if existing is None:
+            self.summary.threads.added += 1
+        elif _same_fields(existing, thread) and _same_rows(stored_rows, rows):
+            self.summary.threads.skipped += 1
+        else:
+            self.summary.conflict(
+                self.summary.threads, f"{what}: stored with other content; left as it is"
+            )
+
+    async def _store_item(self, line: dump.StoreItem) -> None:
+        item = StoreItemRecord(
+            app_name=line.app,
+            namespace=joined(tuple(line.namespace)),
+            key=line.key,
+            # The namespace's first label is the item's user (erasure).
+            user_id=line.namespace[0],
+            value=line.value,
+            create_time=line.create_time,
+            update_time=line.update_time,
+            expire_time=line.expire_time,
+            ttl_seconds=line.ttl_seconds,
+        )
+        what = f"store item {line.key!r} in namespace {line.namespace!r} of app {line.app!r}"
+        try:
+            async with self.store.importing() as transaction:
+                existing = await transaction.find_store_item(
+                    item.app_name, item.namespace, item.key
+                )
+                if existing is None:
+                    await transaction.insert_store_item(item)
+        except AlreadyStored:
+            self.summary.conflict(self.summary.store_items, f"{what}: written meanwhile")
+            return
+        if existing is None:
+            self.summary.store_items.added += 1
+        elif _same_fields(existing, item):
+            self.summary.store_items.skipped += 1
+        else:
+            self.summary.conflict(
+                self.summary.store_items, f"{what}: stored with other content; left as it is"
+            )
+
     async def _forgotten(self, line: dump.Forgotten) -> None:
         forgotten = ForgottenMemory(line.app, line.user, line.memory_id)
         async with self.store.importing() as transaction:
@@ -347,6 +435,40 @@ class Importer:
                 return
             await transaction.insert_forgotten(forgotten)
             self.summary.forgotten.added += 1
+
+
+def _same_rows(stored: ThreadRows, imported: ThreadRows) -> bool:
+    # Both sorted here: the database's collation may order text otherwise.
+    left, right = _sorted(stored), _sorted(imported)
+    return all(
+        len(getattr(left, part.name)) == len(getattr(right, part.name))
+        and all(map(_same_fields, getattr(left, part.name), getattr(right, part.name)))
+        for part in fields(ThreadRows)
+    )
+
+
+def _sorted(rows: ThreadRows) -> ThreadRows:
+    """Each list in primary-key order."""
+    return ThreadRows(
+        checkpoints=sorted(
+            rows.checkpoints, key=lambda row: (row.checkpoint_ns, row.checkpoint_id)
+        ),
+        channel_values=sorted(
+            rows.channel_values, key=lambda row: (row.checkpoint_ns, row.channel, row.version)
+        ),
+        writes=sorted(
+            rows.writes,
+            key=lambda row: (row.checkpoint_ns, row.checkpoint_id, row.task_id, row.idx),
+        ),
+    )
+
+
+def _rows_of(line: dump.Thread) -> ThreadRows:
+    return ThreadRows(
+        checkpoints=[CheckpointRow(**dict(row)) for row in line.checkpoints],
+        channel_values=[ChannelValueRow(**dict(row)) for row in line.channel_values],
+        writes=[WriteRow(**dict(row)) for row in line.writes],
+    )
 
 
 def _describe(key: SessionKey, what: str) -> str:
