@@ -22,6 +22,8 @@ PARAMETER_VALUES = {
     "user_id": "u",
     "session_id": "s",
     "memory_id": "m",
+    "thread_id": "t",
+    "checkpoint_id": "c",
     "path": "swagger-ui.css",
 }
 _PARAMETER = re.compile(r"{(\w+)(?::\w+)?}")
