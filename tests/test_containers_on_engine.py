@@ -14,7 +14,8 @@ which stays cached with the base images.
 The engine and the base images come from `.ci/docker-engine.sh`: a dockerd of
 its own, with stand-ins for python:3.11-slim and postgres:16 built from Debian
 packages (no image registry is reachable where CI runs), cached in its data
-root between runs. Marked `docker`: `pytest -m "not docker"` leaves it out.
+root between runs. Marked `docker`: left out of the default run (and CI);
+`pytest -m docker` runs it.
 Under CI (CI=true) an engine that cannot be prepared is a failure, not a skip."""
 
 import itertools
