@@ -22,7 +22,7 @@ import random
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from types import TracebackType
-from typing import Any
+from typing import Any, Self
 from urllib.parse import quote
 
 import aiohttp
@@ -101,7 +101,91 @@ def _chunks(items: Sequence[str]) -> list[list[str]]:
     return [ids[start : start + IDS_PER_CALL] for start in range(0, len(ids), IDS_PER_CALL)]
 
 
-class SessionStateSaver(BaseCheckpointSaver[str]):
+class _Server:
+    """The two transports the saver and the store send through: httpx for
+    sync callers, an aiohttp session per event loop for async ones (so any
+    thread and any loop may call), with the errors of both mapped alike."""
+
+    def __init__(self, base_url: str, api_key: str | None, timeout: float | httpx.Timeout) -> None:
+        headers = {"Accept": "application/json"}
+        if api_key is not None:
+            headers["Authorization"] = f"Bearer {checked_api_key(api_key)}"
+        url = base_url.rstrip("/")
+        self._sync = httpx.Client(base_url=url, headers=headers, timeout=timeout)
+        self._async = AiohttpTransport(url, headers, timeout, None)
+
+    def close(self) -> None:
+        self._sync.close()
+        self._async.close()
+
+    async def aclose(self) -> None:
+        self._sync.close()
+        await self._async.aclose()
+
+    def send(self, request: _Request, *, missing_ok: bool = False) -> Any:
+        method, path, params, body = request
+        headers = {} if body is None else {"Content-Type": "application/json"}
+        try:
+            response = self._sync.request(
+                method, path, params=params, content=_json(body), headers=headers
+            )
+        except httpx.TransportError as error:
+            raise httpx_failure(error, method, str(self._sync.base_url) + path)[0] from error
+        if missing_ok and response.status_code == 404:
+            return None
+        if response.status_code >= 400:
+            raise error_from_response(response)
+        return response.json() if response.content else None
+
+    async def asend(self, request: _Request, *, missing_ok: bool = False) -> Any:
+        method, path, params, body = request
+        headers = {} if body is None else {"Content-Type": "application/json"}
+        try:
+            answer: WireAnswer = await self._async.send(method, path, params, _json(body), headers)
+        except (aiohttp.ClientError, TimeoutError) as error:
+            raise aiohttp_failure(error, method, self._async.url_of(path))[0] from error
+        if missing_ok and answer.status_code == 404:
+            return None
+        if answer.status_code >= 400:
+            raise error_from_response(answer.to_httpx())
+        return json.loads(answer.content) if answer.content else None
+
+
+class _Closing:
+    """close()/aclose() and both kinds of `with` for a holder of a _Server."""
+
+    _server: _Server
+
+    def close(self) -> None:
+        self._server.close()
+
+    async def aclose(self) -> None:
+        await self._server.aclose()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        error_type: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        error_type: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+
+class SessionStateSaver(_Closing, BaseCheckpointSaver[str]):
     """A LangGraph checkpointer on a session-state server, usable from sync
     and async code, any thread and any event loop."""
 
@@ -121,74 +205,7 @@ class SessionStateSaver(BaseCheckpointSaver[str]):
         super().__init__(serde=serde)
         self.app_name = app_name
         self.ttl_seconds = ttl_seconds
-        headers = {"Accept": "application/json"}
-        if api_key is not None:
-            headers["Authorization"] = f"Bearer {checked_api_key(api_key)}"
-        url = base_url.rstrip("/")
-        self._sync = httpx.Client(base_url=url, headers=headers, timeout=timeout)
-        self._async = AiohttpTransport(url, headers, timeout, None)
-
-    # -- lifecycle -------------------------------------------------------------
-
-    def close(self) -> None:
-        self._sync.close()
-        self._async.close()
-
-    async def aclose(self) -> None:
-        self._sync.close()
-        await self._async.aclose()
-
-    def __enter__(self) -> "SessionStateSaver":
-        return self
-
-    def __exit__(
-        self,
-        error_type: type[BaseException] | None,
-        error: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.close()
-
-    async def __aenter__(self) -> "SessionStateSaver":
-        return self
-
-    async def __aexit__(
-        self,
-        error_type: type[BaseException] | None,
-        error: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        await self.aclose()
-
-    # -- sending: one request description, two transports ----------------------
-
-    def _send(self, request: _Request, *, missing_ok: bool = False) -> Any:
-        method, path, params, body = request
-        headers = {} if body is None else {"Content-Type": "application/json"}
-        try:
-            response = self._sync.request(
-                method, path, params=params, content=_json(body), headers=headers
-            )
-        except httpx.TransportError as error:
-            raise httpx_failure(error, method, str(self._sync.base_url) + path)[0] from error
-        if missing_ok and response.status_code == 404:
-            return None
-        if response.status_code >= 400:
-            raise error_from_response(response)
-        return response.json() if response.content else None
-
-    async def _asend(self, request: _Request, *, missing_ok: bool = False) -> Any:
-        method, path, params, body = request
-        headers = {} if body is None else {"Content-Type": "application/json"}
-        try:
-            answer: WireAnswer = await self._async.send(method, path, params, _json(body), headers)
-        except (aiohttp.ClientError, TimeoutError) as error:
-            raise aiohttp_failure(error, method, self._async.url_of(path))[0] from error
-        if missing_ok and answer.status_code == 404:
-            return None
-        if answer.status_code >= 400:
-            raise error_from_response(answer.to_httpx())
-        return json.loads(answer.content) if answer.content else None
+        self._server = _Server(base_url, api_key, timeout)
 
     # -- requests ----------------------------------------------------------------
 
@@ -379,7 +396,7 @@ class SessionStateSaver(BaseCheckpointSaver[str]):
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         request, by_id = self._get_request(config)
-        return self._found(config, self._send(request, missing_ok=by_id), by_id)
+        return self._found(config, self._server.send(request, missing_ok=by_id), by_id)
 
     def list(
         self,
@@ -397,7 +414,7 @@ class SessionStateSaver(BaseCheckpointSaver[str]):
         thread_id = config["configurable"]["thread_id"]
         remaining, token = limit, None
         while remaining is None or remaining > 0:
-            page = self._send(self._list_request(config, filter, before, remaining, token))
+            page = self._server.send(self._list_request(config, filter, before, remaining, token))
             for document in page["checkpoints"]:
                 yield self._tuple(thread_id, document)
             if remaining is not None:
@@ -414,7 +431,7 @@ class SessionStateSaver(BaseCheckpointSaver[str]):
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
         request, stored = self._put_request(config, checkpoint, metadata, new_versions)
-        self._send(request)
+        self._server.send(request)
         return stored
 
     def put_writes(
@@ -424,27 +441,27 @@ class SessionStateSaver(BaseCheckpointSaver[str]):
         task_id: str,
         task_path: str = "",
     ) -> None:
-        self._send(self._writes_request(config, writes, task_id, task_path))
+        self._server.send(self._writes_request(config, writes, task_id, task_path))
 
     def delete_thread(self, thread_id: str) -> None:
-        self._send(("DELETE", self._thread_path(thread_id), {}, None))
+        self._server.send(("DELETE", self._thread_path(thread_id), {}, None))
 
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
         for request in self._runs_requests(run_ids):
-            self._send(request)
+            self._server.send(request)
 
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
-        self._send(self._copy_request(source_thread_id, target_thread_id))
+        self._server.send(self._copy_request(source_thread_id, target_thread_id))
 
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         for request in self._prune_requests(thread_ids, strategy):
-            self._send(request)
+            self._server.send(request)
 
     # -- BaseCheckpointSaver, async ------------------------------------------------
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         request, by_id = self._get_request(config)
-        return self._found(config, await self._asend(request, missing_ok=by_id), by_id)
+        return self._found(config, await self._server.asend(request, missing_ok=by_id), by_id)
 
     async def alist(
         self,
@@ -462,7 +479,8 @@ class SessionStateSaver(BaseCheckpointSaver[str]):
         thread_id = config["configurable"]["thread_id"]
         remaining, token = limit, None
         while remaining is None or remaining > 0:
-            page = await self._asend(self._list_request(config, filter, before, remaining, token))
+            request = self._list_request(config, filter, before, remaining, token)
+            page = await self._server.asend(request)
             for document in page["checkpoints"]:
                 yield self._tuple(thread_id, document)
             if remaining is not None:
@@ -479,7 +497,7 @@ class SessionStateSaver(BaseCheckpointSaver[str]):
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
         request, stored = self._put_request(config, checkpoint, metadata, new_versions)
-        await self._asend(request)
+        await self._server.asend(request)
         return stored
 
     async def aput_writes(
@@ -489,21 +507,21 @@ class SessionStateSaver(BaseCheckpointSaver[str]):
         task_id: str,
         task_path: str = "",
     ) -> None:
-        await self._asend(self._writes_request(config, writes, task_id, task_path))
+        await self._server.asend(self._writes_request(config, writes, task_id, task_path))
 
     async def adelete_thread(self, thread_id: str) -> None:
-        await self._asend(("DELETE", self._thread_path(thread_id), {}, None))
+        await self._server.asend(("DELETE", self._thread_path(thread_id), {}, None))
 
     async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
         for request in self._runs_requests(run_ids):
-            await self._asend(request)
+            await self._server.asend(request)
 
     async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
-        await self._asend(self._copy_request(source_thread_id, target_thread_id))
+        await self._server.asend(self._copy_request(source_thread_id, target_thread_id))
 
     async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         for request in self._prune_requests(thread_ids, strategy):
-            await self._asend(request)
+            await self._server.asend(request)
 
     # -- versions ------------------------------------------------------------------
 
@@ -534,7 +552,7 @@ def _thread_config(config: RunnableConfig | None) -> RunnableConfig:
 OPS_PER_CALL = 1000
 
 
-class SessionStateStore(BaseStore):
+class SessionStateStore(_Closing, BaseStore):
     """LangGraph's long-term store (`BaseStore`) on a session-state server,
     usable from sync and async code.
 
@@ -567,74 +585,33 @@ class SessionStateStore(BaseStore):
         refresh_on_read); the server does the sweeping."""
         self.app_name = app_name
         self.ttl_config = ttl
-        headers = {"Accept": "application/json"}
-        if api_key is not None:
-            headers["Authorization"] = f"Bearer {checked_api_key(api_key)}"
-        url = base_url.rstrip("/")
-        self._sync = httpx.Client(base_url=url, headers=headers, timeout=timeout)
-        self._async = AiohttpTransport(url, headers, timeout, None)
+        self._server = _Server(base_url, api_key, timeout)
         self._path = f"/apps/{_segment(app_name)}/store/batch"
-
-    def close(self) -> None:
-        self._sync.close()
-        self._async.close()
-
-    async def aclose(self) -> None:
-        self._sync.close()
-        await self._async.aclose()
-
-    def __enter__(self) -> "SessionStateStore":
-        return self
-
-    def __exit__(
-        self,
-        error_type: type[BaseException] | None,
-        error: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.close()
-
-    async def __aenter__(self) -> "SessionStateStore":
-        return self
-
-    async def __aexit__(
-        self,
-        error_type: type[BaseException] | None,
-        error: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         wire, ops = self._wire_ops(ops)
         results: list[Result] = []
         for start in range(0, len(wire), OPS_PER_CALL):
-            body = _json({"ops": wire[start : start + OPS_PER_CALL]})
-            try:
-                response = self._sync.post(
-                    self._path, content=body, headers={"Content-Type": "application/json"}
-                )
-            except httpx.TransportError as error:
-                url = str(self._sync.base_url) + self._path
-                raise httpx_failure(error, "POST", url)[0] from error
-            if response.status_code >= 400:
-                raise error_from_response(response)
-            results += response.json()["results"]
+            request: _Request = (
+                "POST",
+                self._path,
+                {},
+                {"ops": wire[start : start + OPS_PER_CALL]},
+            )
+            results += self._server.send(request)["results"]
         return [_result(op, answer) for op, answer in zip(ops, results, strict=True)]
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         wire, ops = self._wire_ops(ops)
         results: list[Result] = []
-        headers = {"Content-Type": "application/json"}
         for start in range(0, len(wire), OPS_PER_CALL):
-            body = _json({"ops": wire[start : start + OPS_PER_CALL]})
-            try:
-                answer: WireAnswer = await self._async.send("POST", self._path, {}, body, headers)
-            except (aiohttp.ClientError, TimeoutError) as error:
-                raise aiohttp_failure(error, "POST", self._async.url_of(self._path))[0] from error
-            if answer.status_code >= 400:
-                raise error_from_response(answer.to_httpx())
-            results += json.loads(answer.content)["results"]
+            request: _Request = (
+                "POST",
+                self._path,
+                {},
+                {"ops": wire[start : start + OPS_PER_CALL]},
+            )
+            results += (await self._server.asend(request))["results"]
         return [_result(op, answer) for op, answer in zip(ops, results, strict=True)]
 
     def _wire_ops(self, ops: Iterable[Op]) -> tuple[list[_Body], list[Op]]:
