@@ -4,6 +4,7 @@ over real HTTP semantics (httpx + ASGI), and started server processes."""
 import asyncio
 import os
 import random
+import shutil
 import socket
 import subprocess
 import sys
@@ -157,12 +158,24 @@ async def _truncate(url: str) -> None:
         await connection.close()
 
 
+@pytest.fixture(scope="session")
+def migrated_sqlite_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An empty SQLite database at the latest migration, made once per test
+    process: copying it is what a test's fresh database costs, instead of
+    running every migration again (a fifth of a second each)."""
+    path = tmp_path_factory.mktemp("sqlite-template") / "session_state.db"
+    migrate(f"sqlite+aiosqlite:///{path}")
+    return path
+
+
 @pytest.fixture(params=["sqlite", "postgresql"])
 def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """Each test that uses this runs once on SQLite and once on PostgreSQL,
     starting from empty tables."""
     if request.param == "sqlite":
-        return f"sqlite+aiosqlite:///{tmp_path / 'session_state.db'}"
+        path = tmp_path / "session_state.db"
+        shutil.copyfile(request.getfixturevalue("migrated_sqlite_file"), path)
+        return f"sqlite+aiosqlite:///{path}"
     url: str = request.getfixturevalue("postgres_url")
     run_blocking(_truncate(url))
     return url

@@ -1,5 +1,6 @@
 """Alembic, driven from code: upgrade, downgrade, and where the schema stands."""
 
+import functools
 import importlib.util
 from pathlib import Path
 
@@ -55,7 +56,10 @@ def alembic_config(database_url: str | None = None) -> Config:
     return config
 
 
+@functools.cache
 def head_revision() -> str | None:
+    """The latest revision of the installed scripts (read once per process:
+    parsing every script costs a tenth of a second, and /readyz asks)."""
     return ScriptDirectory.from_config(alembic_config()).get_current_head()
 
 
@@ -106,6 +110,14 @@ async def move_to(engine: AsyncEngine, target: str) -> None:
 async def current_revision(engine: AsyncEngine) -> str | None:
     async with engine.connect() as connection:
         return await connection.run_sync(_current_revision)
+
+
+async def upgrade_to_head(engine: AsyncEngine) -> None:
+    """Upgrades an embedded database that is behind; one that is current is
+    left alone without loading Alembic's scripts (a start-up then costs one
+    query)."""
+    if await current_revision(engine) != head_revision():
+        await upgrade(engine)
 
 
 async def upgrade(engine: AsyncEngine, target: str = "head") -> None:

@@ -63,7 +63,7 @@ async def opened_operator_store(
     engine = create_engine(settings)
     try:
         if settings.is_sqlite:
-            await migrations.upgrade(engine)
+            await migrations.upgrade_to_head(engine)
         await migrations.require_current_schema(engine)
         yield SqlOperatorStore(engine)
     finally:

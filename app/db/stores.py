@@ -16,7 +16,7 @@ async def open_store(settings: Settings) -> Store:
     engine = create_engine(settings)
     try:
         if settings.is_sqlite:
-            await migrations.upgrade(engine)
+            await migrations.upgrade_to_head(engine)
         await migrations.require_current_schema(engine)
     except BaseException:
         await engine.dispose()
