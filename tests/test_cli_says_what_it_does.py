@@ -15,6 +15,7 @@ from pathlib import Path
 from session_state.cli_reports import migration, serving
 from session_state.config import Settings
 from session_state.db import migrations
+from tests.cli_runner import run_cli
 from tests.conftest import POSTGRES_ADMIN_URL, drop_postgres_database, free_port
 
 HEAD = migrations.head_revision()
@@ -30,14 +31,7 @@ def _environment(**settings: str) -> dict[str, str]:
 
 
 def _run(*arguments: str, cwd: Path | None = None, **settings: str):
-    return subprocess.run(
-        [sys.executable, "-m", "session_state.cli", *arguments],
-        env=_environment(**settings),
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    return run_cli(*arguments, env=settings, cwd=cwd)
 
 
 def _start_up_log(tmp_path: Path, *arguments: str, **settings: str) -> list[str]:

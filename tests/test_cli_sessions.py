@@ -5,32 +5,23 @@ lists skip them; a list that finds nothing says what it looked for."""
 
 import asyncio
 import json
-import os
-import subprocess
-import sys
 import time
 
-import httpx
 import pytest
 from sqlalchemy import update
 from sqlalchemy.ext.asyncio import create_async_engine
 
+from session_state.config import Settings
 from session_state.db.tables import sessions
-from tests.conftest import ServerProcess
+from tests.cli_runner import run_cli
+from tests.conftest import asgi_client, run_blocking
 
 # Newest first: a2 got the last events, the expired shop/cy/c2 is never listed.
 NEWEST_FIRST = ["a2", "c1", "b1", "a1"]
 
 
 def _cli(*arguments: str, database_url: str):
-    clean = {k: v for k, v in os.environ.items() if not k.startswith("SESSION_STATE_")}
-    return subprocess.run(
-        [sys.executable, "-m", "session_state.cli", *arguments],
-        env={**clean, "SESSION_STATE_DATABASE_URL": database_url},
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    return run_cli(*arguments, env={"SESSION_STATE_DATABASE_URL": database_url})
 
 
 def _expire(url: str, session_id: str) -> None:
@@ -52,6 +43,30 @@ def _expire(url: str, session_id: str) -> None:
     asyncio.run(run())
 
 
+async def _write_sessions(url: str) -> None:
+    async with asgi_client(Settings(database_url=url, sweep_interval_seconds=0)) as http:
+        for app, user, session in (
+            ("ops", "ann", "a1"),
+            ("ops", "ann", "a2"),
+            ("ops", "bob", "b1"),
+            ("shop", "cy", "c1"),
+            ("shop", "cy", "c2"),
+        ):
+            created = await http.post(
+                f"/apps/{app}/users/{user}/sessions",
+                json={"sessionId": session, "state": {"k": 1}},
+            )
+            assert created.status_code == 201, created.text
+        for text, delta in (("first", {}), ("second", {}), ("third", {"app:m": 1, "user:n": 2})):
+            event = {
+                "author": "agent",
+                "content": {"parts": [{"text": text}]},
+                "actions": {"stateDelta": delta},
+            }
+            appended = await http.post("/apps/ops/users/ann/sessions/a2/events", json=event)
+            assert appended.status_code == 201, appended.text
+
+
 @pytest.fixture(params=["sqlite", "postgresql"])
 def stored(request, tmp_path):
     """A server's database: app `ops` with sessions a1, a2 (user ann) and b1
@@ -62,32 +77,7 @@ def stored(request, tmp_path):
     else:
         url = request.getfixturevalue("fresh_postgres_url")
         assert _cli("migrate", database_url=url).returncode == 0
-    server = ServerProcess(url).start()
-    try:
-        for app, user, session in (
-            ("ops", "ann", "a1"),
-            ("ops", "ann", "a2"),
-            ("ops", "bob", "b1"),
-            ("shop", "cy", "c1"),
-            ("shop", "cy", "c2"),
-        ):
-            created = httpx.post(
-                f"{server.base_url}/apps/{app}/users/{user}/sessions",
-                json={"sessionId": session, "state": {"k": 1}},
-            )
-            assert created.status_code == 201, created.text
-        for text, delta in (("first", {}), ("second", {}), ("third", {"app:m": 1, "user:n": 2})):
-            event = {
-                "author": "agent",
-                "content": {"parts": [{"text": text}]},
-                "actions": {"stateDelta": delta},
-            }
-            appended = httpx.post(
-                f"{server.base_url}/apps/ops/users/ann/sessions/a2/events", json=event
-            )
-            assert appended.status_code == 201, appended.text
-    finally:
-        server.stop()
+    run_blocking(_write_sessions(url))
     _expire(url, "c2")
     return url
 

@@ -13,19 +13,12 @@ import httpx
 import pytest
 
 from session_state.db import migrations
+from tests.cli_runner import run_cli
 from tests.conftest import POSTGRES_ADMIN_URL, drop_postgres_database, free_port
 
 
 def _run(*arguments: str, env: dict[str, str] | None = None, cwd=None):
-    clean = {k: v for k, v in os.environ.items() if not k.startswith("SESSION_STATE_")}
-    return subprocess.run(
-        [sys.executable, "-m", "session_state.cli", *arguments],
-        env={**clean, **(env or {})},
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    return run_cli(*arguments, env=env, cwd=cwd)
 
 
 POSTGRES_HOST = POSTGRES_ADMIN_URL.split("@", 1)[1].rsplit("/", 1)[0]

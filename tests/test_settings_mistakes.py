@@ -3,10 +3,8 @@ setting, exit code 2 and no traceback: each setting's bad values, and a
 SESSION_STATE_ variable that is no setting (a typo once served a new, empty
 SQLite file instead of the configured PostgreSQL)."""
 
-import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -19,6 +17,7 @@ from session_state.setting_names import (
     refuse_unknown_settings,
     unknown_settings,
 )
+from tests.cli_runner import run_cli
 from tests.conftest import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -67,15 +66,7 @@ BAD_VALUES = {
 
 
 def _run(*arguments: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    clean = {k: v for k, v in os.environ.items() if not k.upper().startswith("SESSION_STATE_")}
-    return subprocess.run(
-        [sys.executable, "-m", "session_state.cli", *arguments],
-        env={**clean, **env},
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    return run_cli(*arguments, env=env, cwd=cwd)
 
 
 def _one_line(result: subprocess.CompletedProcess[str]) -> str:

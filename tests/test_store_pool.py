@@ -30,8 +30,13 @@ async def _server_connections(admin: asyncpg.Connection, database: str) -> int:
 
 
 async def test_appends_reads_and_the_rest_share_one_bounded_counted_pool(postgres_url: str):
+    # A generous timeout: this is about the pool's bound, and on a loaded CI
+    # machine the first connection once took longer than the default 5 s.
     settings = Settings(
-        database_url=postgres_url, db_pool_size=POOL_SIZE, db_max_overflow=MAX_OVERFLOW
+        database_url=postgres_url,
+        db_pool_size=POOL_SIZE,
+        db_max_overflow=MAX_OVERFLOW,
+        db_timeout_seconds=60,
     )
     app = create_app(settings)
     database = postgres_url.rsplit("/", 1)[1]

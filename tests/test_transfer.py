@@ -20,21 +20,14 @@ import httpx
 import pytest
 
 from session_state.config import Settings
+from tests.cli_runner import run_cli
 from tests.conftest import asgi_client, migrate
 
 APP = "/apps/travel"
 
 
-def cli(*arguments: str, database_url: str, **options: Any) -> subprocess.CompletedProcess[str]:
-    clean = {k: v for k, v in os.environ.items() if not k.startswith("SESSION_STATE_")}
-    return subprocess.run(
-        [sys.executable, "-m", "session_state.cli", *arguments],
-        env={**clean, "SESSION_STATE_DATABASE_URL": database_url},
-        capture_output=True,
-        text=True,
-        timeout=300,
-        **options,
-    )
+def cli(*arguments: str, database_url: str) -> subprocess.CompletedProcess[str]:
+    return run_cli(*arguments, env={"SESSION_STATE_DATABASE_URL": database_url})
 
 
 def api(database_url: str) -> AbstractAsyncContextManager[httpx.AsyncClient]:

@@ -10,7 +10,6 @@ import json
 import os
 import sqlite3
 import subprocess
-import sys
 import uuid
 from pathlib import Path
 
@@ -23,6 +22,7 @@ from sqlalchemy.engine import make_url
 
 from session_state_client.adk import HttpSessionService
 from tests.adk_events import rich_events
+from tests.cli_runner import run_cli
 from tests.conftest import (
     ServerProcess,
     _async_url,
@@ -36,13 +36,8 @@ USERS = ("ada", "bob")
 
 
 def import_adk(source: str, target: str, *arguments: str) -> subprocess.CompletedProcess[str]:
-    clean = {k: v for k, v in os.environ.items() if not k.startswith("SESSION_STATE_")}
-    return subprocess.run(
-        [sys.executable, "-m", "session_state.cli", "import-adk", "--from", source, *arguments],
-        env={**clean, "SESSION_STATE_DATABASE_URL": target},
-        capture_output=True,
-        text=True,
-        timeout=300,
+    return run_cli(
+        "import-adk", "--from", source, *arguments, env={"SESSION_STATE_DATABASE_URL": target}
     )
 
 
