@@ -153,7 +153,10 @@ def fresh_postgres_url(postgres_available: bool) -> Iterator[str]:
 async def _truncate(url: str) -> None:
     connection = await asyncpg.connect(url.replace("postgresql+asyncpg://", "postgresql://"))
     try:
-        await connection.execute(f"TRUNCATE {', '.join(TABLES)}")
+        # DELETE, not TRUNCATE: the tables hold a test's few rows, and TRUNCATE
+        # of eleven tables (new files, catalog rows, a WAL flush) cost 0.1-0.25 s
+        # per test, where DELETE costs milliseconds. Children first.
+        await connection.execute("; ".join(f"DELETE FROM {table}" for table in TABLES))
     finally:
         await connection.close()
 
