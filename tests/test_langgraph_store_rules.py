@@ -71,7 +71,7 @@ async def test_ttl_is_refreshed_by_reads_that_ask_and_expired_items_are_missing(
 async def _stored_keys(app: Any) -> list[tuple[str, str]]:
     """Every row, expired or not (read as at the epoch)."""
     async with app.state.store.storage.transaction(write=False) as items:
-        rows = await items.search(APP, "", 0.0, None, 0)
+        rows = await items.search(APP, "", 0.0, 1000, 0, None, [])
     return sorted((".".join(row.namespace), row.key) for row in rows)
 
 
@@ -156,6 +156,13 @@ async def test_api_keys_are_scoped_to_apps(database_url: str) -> None:
         assert answer.status_code == 401
 
 
+def _nested(depth: int) -> dict[str, Any]:
+    filter_: dict[str, Any] = {"v": 1}
+    for _ in range(depth):
+        filter_ = {"v": filter_}
+    return filter_
+
+
 HOSTILE_OPS: list[Any] = [
     _put(["ann\x00"], "k", {"v": 1}),
     _put(["ann"], "k\x00", {"v": 1}),
@@ -178,6 +185,14 @@ HOSTILE_OPS: list[Any] = [
     {"op": "search", "filter": {"v": {"$regex": "."}}},
     {"op": "search", "filter": {"v": {"$gt": "a"}}},
     {"op": "search", "filter": {"v": {"$gt": 1, "plain": 2}}},
+    # Bounded: past 128 conditions or 16 levels, a filter is refused, never
+    # compiled into an unbounded query.
+    {"op": "search", "filter": {f"k{number}": number for number in range(129)}},
+    {"op": "search", "filter": {"v": {"$eq": list(range(200))}}},
+    {"op": "search", "filter": {"v": {"$in": [1]}}},
+    {"op": "search", "filter": _nested(17)},
+    {"op": "search", "filter": {'say "hi"': 1}},
+    {"op": "search", "filter": {"v": {"w": {"$gt": "a"}}}},
     {"op": "search", "limit": 0},
     {"op": "search", "limit": 1001},
     {"op": "search", "offset": -1},

@@ -181,6 +181,66 @@ async def test_list_filters_by_metadata_and_pages_newest_first(client: httpx.Asy
     assert [c["checkpointId"] for c in await listed(client, before="c2")] == ["c1", "c0"]
 
 
+# What PostgreSQL's `metadata @> filter` answers (LangGraph's PostgresSaver):
+# every backend must answer the same.
+CONTAINMENT_METADATA = {
+    "c0": {"source": "loop", "tags": ["a", "b"], "parents": {"": "p0", "sub": "p1"}, "n": None},
+    "c1": {"source": "loop", "tags": [["x", 1], {"k": 1, "j": 2}], "flag": True, "step": 1},
+    "c2": {"source": "input", "tags": [], "parents": {}, "flag": False, "step": 1.5},
+}
+CONTAINMENT = [
+    ({"source": "loop"}, ["c1", "c0"]),
+    ({"tags": ["b"]}, ["c0"]),
+    ({"tags": ["b", "a", "a"]}, ["c0"]),
+    ({"tags": []}, ["c2", "c1", "c0"]),
+    ({"tags": "a"}, []),
+    ({"tags": [["x"]]}, ["c1"]),
+    ({"tags": [{"k": 1}]}, ["c1"]),
+    ({"tags": [{"k": 2}]}, []),
+    ({"tags": [1]}, []),
+    ({"parents": {"sub": "p1"}}, ["c0"]),
+    ({"parents": {}}, ["c2", "c0"]),
+    ({"n": None}, ["c0"]),
+    ({"absent": None}, []),
+    ({"flag": True}, ["c1"]),
+    ({"flag": 1}, []),
+    ({"step": 1.0}, ["c1"]),
+    ({"step": 1.5, "source": "input"}, ["c2"]),
+    ({"step": "1"}, []),
+]
+
+
+async def test_the_metadata_filter_is_containment_as_postgresql_has_it(
+    client: httpx.AsyncClient,
+) -> None:
+    for checkpoint_id, metadata in CONTAINMENT_METADATA.items():
+        body = checkpoint_body({"a": "1"}, {"a": 1})
+        body["metadata"] = metadata
+        await put(client, checkpoint_id, body)
+    for filter_, expected in CONTAINMENT:
+        found = await listed(client, metadata=json.dumps(filter_))
+        assert [c["checkpointId"] for c in found] == expected, filter_
+
+
+@pytest.mark.parametrize(
+    "metadata",
+    [
+        json.dumps({f"k{index}": index for index in range(200)}),
+        json.dumps({"tags": list(range(200))}),
+        json.dumps({"deep": nested(20)}),
+        '{"say \\"hi\\"": 1}',
+        '{"k\\u0000": 1}',
+    ],
+    ids=["many-keys", "long-array", "deep", "quote", "nul"],
+)
+async def test_an_unbounded_metadata_filter_is_422(
+    client: httpx.AsyncClient, metadata: str
+) -> None:
+    response = await client.get(f"{thread_url()}/checkpoints", params={"metadata": metadata})
+    assert response.status_code == 422, response.text
+    assert "metadata" in response.text
+
+
 @pytest.mark.parametrize(
     ("body_change", "field"),
     [

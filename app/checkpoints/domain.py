@@ -79,8 +79,8 @@ class ThreadOwner:
 class CheckpointQuery:
     """Which checkpoints of a thread a list returns, newest first.
 
-    `checkpoint_ns` None: every namespace. `metadata`: each key's value
-    equal. `before`: only ids before it. `after`: where the last page ended
+    `checkpoint_ns` None: every namespace. `metadata`: contained in the
+    checkpoint's (metadata_filter). `before`: only ids before it. `after`: where the last page ended
     (checkpoint id, namespace)."""
 
     checkpoint_ns: str | None = None

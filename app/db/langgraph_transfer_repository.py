@@ -9,6 +9,7 @@ from typing import Any
 from sqlalchemy import Table, insert, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from ..langgraph_store.matching import searchable_text
 from .checkpoint_tables import lg_channel_values, lg_checkpoints, lg_threads, lg_writes
 from .operator_store import (
     ChannelValueRow,
@@ -95,4 +96,6 @@ async def find_store_item(
 
 
 async def insert_store_item(connection: AsyncConnection, item: StoreItemRecord) -> None:
-    await connection.execute(insert(lg_store_items).values(**asdict(item)))
+    await connection.execute(
+        insert(lg_store_items).values(**asdict(item), search_text=searchable_text(item.value))
+    )

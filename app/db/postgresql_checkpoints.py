@@ -1,7 +1,8 @@
 """LangGraph's checkpoints on PostgreSQL (asyncpg, on the store's pool): the
 CheckpointStore of app.checkpoints.store. Channel values are written once per
 (channel, version) and read back by the versions each checkpoint names; the
-metadata filter is equality of each key's JSONB value."""
+metadata filter is JSONB containment (metadata @> filter), as LangGraph's
+PostgresSaver has it."""
 
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
@@ -85,9 +86,7 @@ SELECT checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint_type, chec
    AND ($4::text IS NULL OR checkpoint_id = $4)
    AND ($5::text IS NULL OR checkpoint_id < $5)
    AND ($6::text IS NULL OR (checkpoint_id, checkpoint_ns) < ($6, $7::text))
-   AND ($8::jsonb IS NULL OR NOT EXISTS (
-        SELECT 1 FROM jsonb_each($8::jsonb) AS f
-         WHERE c.metadata -> f.key IS DISTINCT FROM f.value))
+   AND ($8::jsonb IS NULL OR c.metadata @> $8::jsonb)
  ORDER BY checkpoint_id DESC, checkpoint_ns DESC
  LIMIT $9
 """

@@ -80,10 +80,8 @@ _UPSERT_WRITE = text(
 _THREAD_LIVE = text(
     f"SELECT 1 FROM lg_threads WHERE {_THREAD} AND (expire_time IS NULL OR expire_time > :now)"
 )
-# Each filter key's value equal to the stored one (numbers by value, objects
-# and arrays as written), as JSONB equality is on PostgreSQL.
-_LIST = text(
-    f"""
+# {contains}: the metadata filter (_Containment).
+_LIST = f"""
 SELECT checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint_type, checkpoint,
        metadata, channel_versions
   FROM lg_checkpoints AS c
@@ -92,19 +90,10 @@ SELECT checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint_type, chec
    AND (:checkpoint_id IS NULL OR checkpoint_id = :checkpoint_id)
    AND (:before IS NULL OR checkpoint_id < :before)
    AND (:after_id IS NULL OR (checkpoint_id, checkpoint_ns) < (:after_id, :after_ns))
-   AND (:filter IS NULL OR NOT EXISTS (
-        SELECT 1 FROM json_each(:filter) AS f WHERE NOT EXISTS (
-            SELECT 1 FROM json_each(c.metadata) AS m
-             WHERE m.key = f.key
-               AND (m.type = f.type
-                    OR (m.type IN ('integer', 'real') AND f.type IN ('integer', 'real')))
-               AND (m.type = 'null'
-                    OR (m.type IN ('object', 'array') AND json(m.value) = json(f.value))
-                    OR (m.type NOT IN ('object', 'array') AND m.atom = f.atom)))))
+   AND {{contains}}
  ORDER BY checkpoint_id DESC, checkpoint_ns DESC
  LIMIT :limit
 """
-)
 _VALUES_OF = text(
     f"""
 SELECT checkpoint_ns, channel, version, value_type, value FROM lg_channel_values
@@ -319,16 +308,17 @@ class SqliteCheckpoints:
             if (await connection.execute(_THREAD_LIVE, {**thread, "now": now})).first() is None:
                 return [], False
             after_id, after_ns = query.after or (None, None)
+            list_query, filter_parameters = _list_query(query.metadata)
             result = await connection.execute(
-                _LIST,
+                list_query,
                 {
+                    **filter_parameters,
                     **thread,
                     "checkpoint_ns": query.checkpoint_ns,
                     "checkpoint_id": query.checkpoint_id,
                     "before": query.before,
                     "after_id": after_id,
                     "after_ns": after_ns,
-                    "filter": json_codec.dumps_text(query.metadata) if query.metadata else None,
                     "limit": query.limit + 1,
                 },
             )
@@ -448,6 +438,72 @@ async def _after_deleting(
     where = {"app_name": app_name, "threads": json.dumps(sorted({row[0] for row in deleted}))}
     await connection.execute(_UNLINK_MISSING_PARENTS, where)
     await connection.execute(_DELETE_UNUSED_VALUES, where)
+
+
+class _Containment:
+    """A metadata filter as SQL: the metadata contains it as PostgreSQL's
+    `@>` has it (app.checkpoints.metadata_filter), its values and paths as
+    parameters :m0, :m1, ... An array's elements are looked for with
+    json_each over the stored array."""
+
+    def __init__(self) -> None:
+        self.parameters: dict[str, Any] = {}
+
+    def _parameter(self, value: Any) -> str:
+        name = f"m{len(self.parameters)}"
+        self.parameters[name] = value
+        return f":{name}"
+
+    def sql(self, document: str, path: str, wanted: Any) -> str:
+        """`document` (JSON text) at the JSON path `path` contains `wanted`."""
+        at = self._parameter(path)
+        kind = f"json_type({document}, {at})"
+        if isinstance(wanted, dict):
+            parts = [f"{kind} = 'object'"] + [
+                self.sql(document, f'{path}."{key}"', item) for key, item in wanted.items()
+            ]
+            return "(" + " AND ".join(parts) + ")"
+        if isinstance(wanted, list):
+            parts = [f"{kind} = 'array'"]
+            for item in wanted:
+                alias = f"e{len(self.parameters)}"
+                parts.append(
+                    f"EXISTS (SELECT 1 FROM json_each({document}, {at}) AS {alias}"
+                    f" WHERE {self._element(alias, item)})"
+                )
+            return "(" + " AND ".join(parts) + ")"
+        return self._scalar(kind, f"json_extract({document}, {at})", wanted)
+
+    def _element(self, alias: str, wanted: Any) -> str:
+        if isinstance(wanted, dict | list):
+            # A scalar element's value is not JSON text: NULL, not looked into.
+            container = f"(CASE WHEN {alias}.type IN ('object', 'array') THEN {alias}.value END)"
+            return self.sql(container, "$", wanted)
+        return self._scalar(f"{alias}.type", f"{alias}.atom", wanted)
+
+    def _scalar(self, kind: str, atom: str, wanted: Any) -> str:
+        if wanted is None:
+            return f"COALESCE({kind} = 'null', 0)"
+        if isinstance(wanted, bool):
+            return f"COALESCE({kind} = '{'true' if wanted else 'false'}', 0)"
+        types = "('text')" if isinstance(wanted, str) else "('integer', 'real')"
+        value = self._parameter(_bindable(wanted))
+        return f"COALESCE({kind} IN {types} AND {atom} = {value}, 0)"
+
+
+def _bindable(value: str | int | float) -> str | int | float:
+    # SQLite binds integers of 64 bits; a bigger one compares as a float.
+    if isinstance(value, int) and not -(2**63) <= value < 2**63:
+        return float(value)
+    return value
+
+
+def _list_query(metadata: dict[str, Any] | None) -> tuple[Any, dict[str, Any]]:
+    if not metadata:
+        return text(_LIST.format(contains="1")), {}
+    containment = _Containment()
+    contains = containment.sql("c.metadata", "$", metadata)
+    return text(_LIST.format(contains=contains)), containment.parameters
 
 
 def _decoded(row: dict[str, Any]) -> dict[str, Any]:

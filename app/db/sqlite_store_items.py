@@ -4,7 +4,7 @@ app.langgraph_store.storage, with the PostgreSQL one's contract
 BEGIN (engine.py)."""
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -13,6 +13,16 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from .. import json_codec
 from ..langgraph_store.domain import StoredItem, split
+from ..langgraph_store.filters import (
+    AllOf,
+    AnyOf,
+    Condition,
+    Equals,
+    HasLength,
+    HasSize,
+    IsKind,
+    Negated,
+)
 from .database_errors import database_errors_as_domain_errors
 from .engine import WRITE_OPTION
 
@@ -38,11 +48,12 @@ UPDATE lg_store_items SET expire_time = :now + ttl_seconds
 _PUT = text(
     """
 INSERT INTO lg_store_items
-       (app_name, namespace, key, user_id, value, create_time, update_time, expire_time,
-        ttl_seconds)
-VALUES (:app_name, :namespace, :key, :user_id, :value, :now, :now, :now + :ttl, :ttl)
+       (app_name, namespace, key, user_id, value, search_text, create_time, update_time,
+        expire_time, ttl_seconds)
+VALUES (:app_name, :namespace, :key, :user_id, :value, :search_text, :now, :now, :now + :ttl,
+        :ttl)
 ON CONFLICT (app_name, namespace, key) DO UPDATE
-   SET value = excluded.value, update_time = :now,
+   SET value = excluded.value, search_text = excluded.search_text, update_time = :now,
        create_time = CASE WHEN expire_time IS NOT NULL AND expire_time <= :now
                           THEN :now ELSE create_time END,
        expire_time = excluded.expire_time, ttl_seconds = excluded.ttl_seconds
@@ -52,14 +63,27 @@ _DELETE = text(
     "DELETE FROM lg_store_items WHERE app_name = :app_name AND namespace = :namespace"
     " AND key = :key"
 )
-_SEARCH = text(
-    f"""
+# Every word of the query in the item's text; then the filter's condition.
+_SEARCH = f"""
 SELECT {_COLUMNS} FROM lg_store_items
  WHERE app_name = :app_name AND {_LIVE} AND {_UNDER}
+   AND NOT EXISTS (SELECT 1 FROM json_each(:words) AS w WHERE instr(search_text, w.value) = 0)
+   AND {{condition}}
  ORDER BY update_time DESC, namespace, key
  LIMIT :limit OFFSET :offset
 """
-)
+# json_type's names of LangGraph's kinds.
+_TYPES = {
+    "object": "('object')",
+    "array": "('array')",
+    "string": "('text')",
+    "number": "('integer', 'real')",
+    "boolean": "('true', 'false')",
+    "null": "('null')",
+}
+_INT64 = 2**63 - 1
+# Qualified: inside json_each's subquery, `value` is json_each's own column.
+_VALUE = "lg_store_items.value"
 _NAMESPACES = text(
     "SELECT DISTINCT namespace FROM lg_store_items"
     f" WHERE app_name = :app_name AND {_LIVE} AND {_UNDER}"
@@ -73,6 +97,72 @@ DELETE FROM lg_store_items WHERE rowid IN (
      WHERE expire_time IS NOT NULL AND expire_time <= :now LIMIT :batch)
 """
 )
+
+
+class _ConditionSql:
+    """A filter's condition as SQL on the item's value, its operands as parameters
+    :f0, :f1, ... Every part is true or false, never NULL (NOT of a NULL
+    would be NULL). A path is a JSON path parameter ('$."key"[0]'; the
+    filter refuses keys holding a double quote)."""
+
+    def __init__(self) -> None:
+        self.parameters: dict[str, Any] = {}
+
+    def _parameter(self, value: Any) -> str:
+        name = f"f{len(self.parameters)}"
+        self.parameters[name] = value
+        return f":{name}"
+
+    def _path(self, path: tuple[str | int, ...]) -> str:
+        steps = "".join(f"[{step}]" if isinstance(step, int) else f'."{step}"' for step in path)
+        return self._parameter("$" + steps)
+
+    def sql(self, condition: Condition) -> str:
+        if isinstance(condition, AllOf | AnyOf):
+            if not condition.parts:
+                return "1" if isinstance(condition, AllOf) else "0"
+            joiner = " AND " if isinstance(condition, AllOf) else " OR "
+            return "(" + joiner.join(self.sql(part) for part in condition.parts) + ")"
+        if isinstance(condition, Negated):
+            return f"(NOT {self.sql(condition.part)})"
+        path = self._path(condition.path)
+        kind = f"json_type({_VALUE}, {path})"
+        if isinstance(condition, IsKind):
+            if condition.kind == "missing":
+                return f"({kind} IS NULL)"
+            return f"COALESCE({kind} IN {_TYPES[condition.kind]}, 0)"
+        if isinstance(condition, Equals):
+            wanted = condition.value
+            if isinstance(wanted, bool):
+                return f"COALESCE({kind} = '{'true' if wanted else 'false'}', 0)"
+            types = _TYPES["string" if isinstance(wanted, str) else "number"]
+            return (
+                f"COALESCE({kind} IN {types}"
+                f" AND json_extract({_VALUE}, {path}) = {self._parameter(_bindable(wanted))}, 0)"
+            )
+        if isinstance(condition, HasLength):
+            length = self._parameter(condition.length)
+            return (
+                f"COALESCE({kind} = 'array' AND json_array_length({_VALUE}, {path}) = {length}, 0)"
+            )
+        if isinstance(condition, HasSize):
+            size = self._parameter(condition.size)
+            return (
+                f"COALESCE({kind} = 'object'"
+                f" AND (SELECT count(*) FROM json_each({_VALUE}, {path})) = {size}, 0)"
+            )
+        number = self._parameter(_bindable(condition.number))
+        return (
+            f"COALESCE({kind} IN {_TYPES['number']}"
+            f" AND json_extract({_VALUE}, {path}) {condition.operator} {number}, 0)"
+        )
+
+
+def _bindable(value: str | int | float) -> str | int | float:
+    # SQLite binds integers of 64 bits; a bigger one compares as a float.
+    if isinstance(value, int) and not -_INT64 - 1 <= value <= _INT64:
+        return float(value)
+    return value
 
 
 def _item(row: Row[Any]) -> StoredItem:
@@ -108,6 +198,7 @@ class _Transaction:
         key: str,
         user_id: str,
         value: dict[str, Any],
+        text: str,
         ttl_seconds: float | None,
         now: float,
     ) -> None:
@@ -119,6 +210,7 @@ class _Transaction:
                 "key": key,
                 "user_id": user_id,
                 "value": json_codec.dumps_text(value),
+                "search_text": text,
                 "now": now,
                 "ttl": ttl_seconds,
             },
@@ -129,16 +221,27 @@ class _Transaction:
         await self.connection.execute(_DELETE, where)
 
     async def search(
-        self, app_name: str, prefix: str, now: float, limit: int | None, offset: int
+        self,
+        app_name: str,
+        prefix: str,
+        now: float,
+        limit: int,
+        offset: int,
+        condition: Condition | None,
+        words: Sequence[str],
     ) -> list[StoredItem]:
+        compiled = _ConditionSql()
+        query = _SEARCH.format(condition="1" if condition is None else compiled.sql(condition))
         where = {
             "app_name": app_name,
             "now": now,
             "prefix": prefix,
-            "limit": -1 if limit is None else limit,
+            "limit": limit,
             "offset": offset,
+            "words": json.dumps(list(words)),
+            **compiled.parameters,
         }
-        return [_item(row) for row in await self.connection.execute(_SEARCH, where)]
+        return [_item(row) for row in await self.connection.execute(text(query), where)]
 
     async def namespaces(self, app_name: str, prefix: str, now: float) -> list[str]:
         where = {"app_name": app_name, "now": now, "prefix": prefix}

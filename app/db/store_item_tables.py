@@ -17,6 +17,8 @@ lg_store_items = Table(
     # The namespace's first label: erasing that user removes the item.
     Column("user_id", Text, nullable=False),
     Column("value", JsonDocument, nullable=False),
+    # What a keyword query looks in (langgraph_store.matching.searchable_text).
+    Column("search_text", Text, nullable=False, server_default=""),
     Column("create_time", Double, nullable=False),
     Column("update_time", Double, nullable=False),
     # When the item expires (NULL: never) and the time a write, or a read

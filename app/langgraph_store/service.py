@@ -2,7 +2,9 @@
 ItemStorage: a batch as LangGraph's InMemoryStore runs one (its reads see
 the store as it was before the batch; its puts, the last per item, apply
 after them), in one transaction; filters, keyword queries and namespace
-conditions applied here, the same on both backends; TTL refreshed on read.
+conditions applied here, the same on both backends (filters and keywords
+compiled here, evaluated by the database: a search reads one page); TTL
+refreshed on read.
 No backend branches here."""
 
 import time
@@ -19,19 +21,12 @@ from .domain import (
     PutItem,
     Result,
     SearchItems,
-    StoredItem,
     joined,
     split,
 )
 from .errors import ItemTooLarge
-from .matching import (
-    filter_problem,
-    literal_prefix,
-    matches_filter,
-    matches_namespace,
-    matches_query,
-    query_words,
-)
+from .filters import Condition, FilterProblem, compile_filter
+from .matching import literal_prefix, matches_namespace, query_words, searchable_text
 from .metrics import STORE_ITEMS_REMOVED, STORE_OPERATIONS
 from .storage import ItemStorage, ItemTransaction
 
@@ -51,7 +46,7 @@ class StoreService:
         self.clock = clock
 
     async def batch(self, app_name: str, operations: Sequence[Operation]) -> list[Result]:
-        self._check(operations)
+        filters = self._check(operations)
         now = self.clock()
         puts: dict[tuple[Namespace, str], PutItem] = {}
         refreshing = any(
@@ -60,14 +55,22 @@ class StoreService:
         results: list[Result] = []
         async with self.storage.transaction(write=refreshing or _has_puts(operations)) as items:
             refresh: list[tuple[str, str]] = []
-            for op in operations:
+            for index, op in enumerate(operations):
                 if isinstance(op, GetItem):
                     found = await items.get(app_name, joined(op.namespace), op.key, now)
                     if found is not None and op.refresh_ttl and found.ttl_seconds is not None:
                         refresh.append((joined(found.namespace), found.key))
                     results.append(found)
                 elif isinstance(op, SearchItems):
-                    page = await _search(items, app_name, op, now)
+                    page = await items.search(
+                        app_name,
+                        joined(op.namespace_prefix),
+                        now,
+                        op.limit,
+                        op.offset,
+                        filters.get(index),
+                        query_words(op.query or ""),
+                    )
                     if op.refresh_ttl:
                         refresh += [
                             (joined(item.namespace), item.key)
@@ -92,12 +95,16 @@ class StoreService:
                         put.key,
                         put.namespace[0],
                         put.value,
+                        searchable_text(put.value),
                         put.ttl_seconds,
                         now,
                     )
         return results
 
-    def _check(self, operations: Sequence[Operation]) -> None:
+    def _check(self, operations: Sequence[Operation]) -> dict[int, Condition]:
+        """Refuses what cannot be stored or searched; the searches' filters
+        compiled, by the index of their operation."""
+        filters: dict[int, Condition] = {}
         for index, op in enumerate(operations):
             if isinstance(op, PutItem) and op.value is not None:
                 size = len(dumps(op.value))
@@ -106,10 +113,14 @@ class StoreService:
                         f"operation {index}: the value is {size} bytes as JSON, more than "
                         f"{self.limits.max_state_bytes} (MAX_STATE_BYTES)"
                     )
-            if isinstance(op, SearchItems) and op.filter is not None:
-                problem = filter_problem(op.filter)
-                if problem is not None:
-                    raise InvalidInput([FieldError(["body", "ops", index, "filter"], problem)])
+            if isinstance(op, SearchItems) and op.filter:
+                try:
+                    filters[index] = compile_filter(op.filter)
+                except FilterProblem as problem:
+                    raise InvalidInput(
+                        [FieldError(["body", "ops", index, "filter"], str(problem))]
+                    ) from None
+        return filters
 
     async def erase_user(self, app_name: str, user_id: str) -> None:
         STORE_ITEMS_REMOVED.labels("erased").inc(await self.storage.erase_user(app_name, user_id))
@@ -131,25 +142,6 @@ def _kind(op: Operation) -> str:
     if isinstance(op, PutItem):
         return "put" if op.value is not None else "delete"
     return {GetItem: "get", SearchItems: "search", ListNamespaces: "listNamespaces"}[type(op)]
-
-
-async def _search(
-    items: ItemTransaction, app_name: str, op: SearchItems, now: float
-) -> list[StoredItem]:
-    prefix = joined(op.namespace_prefix)
-    if not op.filter and not op.query:
-        return await items.search(app_name, prefix, now, op.limit, op.offset)
-    # Filters and keywords are applied here, over the prefix's items: the
-    # same rules on both backends (namespaces are per user or per topic, so
-    # a prefix holds what one agent remembers, not the whole app).
-    words = query_words(op.query or "")
-    found = [
-        item
-        for item in await items.search(app_name, prefix, now, None, 0)
-        if (not op.filter or matches_filter(item.value, op.filter))
-        and matches_query(item.value, words)
-    ]
-    return found[op.offset : op.offset + op.limit]
 
 
 async def _namespaces(

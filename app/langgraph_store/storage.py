@@ -4,10 +4,12 @@ A batch of operations is one transaction; namespaces are passed joined
 (domain.joined). An item whose expiry time is at or before `now` is missing
 for every reader."""
 
+from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol
 
 from .domain import StoredItem
+from .filters import Condition
 
 
 class ItemTransaction(Protocol):
@@ -26,19 +28,29 @@ class ItemTransaction(Protocol):
         key: str,
         user_id: str,
         value: dict[str, Any],
+        text: str,
         ttl_seconds: float | None,
         now: float,
     ) -> None:
-        """Stores the item (created anew if it had expired)."""
+        """Stores the item (created anew if it had expired) with the text a
+        keyword query looks in."""
         ...
 
     async def delete(self, app_name: str, namespace: str, key: str) -> None: ...
 
     async def search(
-        self, app_name: str, prefix: str, now: float, limit: int | None, offset: int
+        self,
+        app_name: str,
+        prefix: str,
+        now: float,
+        limit: int,
+        offset: int,
+        condition: Condition | None,
+        words: Sequence[str],
     ) -> list[StoredItem]:
-        """Live items whose namespace is `prefix` or under it, last updated
-        first (then by namespace and key); `limit` None: all."""
+        """A page of the live items whose namespace is `prefix` or under it,
+        whose value meets `condition` and whose text holds every word, last
+        updated first (then by namespace and key)."""
         ...
 
     async def namespaces(self, app_name: str, prefix: str, now: float) -> list[str]:

@@ -28,6 +28,16 @@ ITEMS: list[tuple[tuple[str, ...], str, dict[str, Any]]] = [
     (("bob", "memories"), "m1", {"text": "Drinks coffee", "kind": "preference", "score": 9}),
     (("bob", "memories", "work"), "m2", {"kind": "fact", "score": 2, "active": True}),
     (("shared", "docs", "v1"), "readme", {"kind": "doc", "score": 1}),
+    (
+        ("alice", "archive"),
+        "m5",
+        {
+            "kind": None,
+            "score": 9.0,
+            "tags": ["a"],
+            "nested": {"x": 1, "y": "z", "deep": {"list": [{"a": 1, "b": 2}, 2], "n": None}},
+        },
+    ),
 ]
 
 FILTERS: list[dict[str, Any]] = [
@@ -42,6 +52,30 @@ FILTERS: list[dict[str, Any]] = [
     {"tags": ["b", "a"]},
     {"nested": {"x": 1}},
     {"missing": "nothing"},
+    # Nested objects are contained, arrays element by element, as deep as it goes.
+    {"nested": {"x": 1, "y": "z"}},
+    {"nested": {}},
+    {"nested": {"x": {"$gte": 1}, "deep": {"list": [{"a": 1}, 2]}}},
+    {"nested": {"deep": {"list": [{"a": 1}]}}},
+    {"nested": {"deep": {"n": None}}},
+    {"tags": ["a"]},
+    {"tags": []},
+    # null: null or no such key; numbers by value.
+    {"kind": None},
+    {"missing": None},
+    {"missing": {"$eq": None}},
+    {"missing": {"$ne": "x"}},
+    {"score": 9.0},
+    {"score": 9},
+    {"score": {"$ne": 9}},
+    {"active": True},
+    {"active": {"$ne": True}},
+    # $eq and $ne compare whole values.
+    {"tags": {"$eq": ["a", "b"]}},
+    {"nested": {"$eq": {"x": 1}}},
+    {"nested": {"$ne": {"x": 1}}},
+    {"nested": {"$eq": {"x": 1, "y": "z"}}},
+    {"kind": "fact", "score": {"$gt": 4, "$lte": 7}},
 ]
 PREFIXES: list[tuple[str, ...]] = [(), ("alice",), ("alice", "memories"), ("bob",), ("nobody",)]
 
@@ -154,6 +188,22 @@ async def test_query_matches_every_word_of_the_items_text(server: ServerProcess)
         assert await store.asearch(("alice",), query="coffee") == []
         found = await store.asearch(("alice",), query="tea", filter={"kind": "fact"})
         assert found == []
+        # Keywords, filter and page together: every word, in the database.
+        for number in range(6):
+            await store.aput(
+                ("carol",), f"n{number}", {"note": f"Tea number {number}", "n": number}
+            )
+        pages = [
+            await store.asearch(
+                ("carol",), query="tea NUMBER", filter={"n": {"$gte": 1}}, limit=2, offset=offset
+            )
+            for offset in (0, 2, 4)
+        ]
+        assert [sorted(item.key for item in page) for page in pages] == [
+            ["n4", "n5"],
+            ["n2", "n3"],
+            ["n1"],
+        ]
 
 
 async def test_a_put_ttl_is_minutes_and_the_server_keeps_seconds(server: ServerProcess) -> None:

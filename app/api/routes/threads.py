@@ -11,6 +11,7 @@ from fastapi import APIRouter, Query, Request, Response
 from ... import json_codec
 from ...checkpoints import domain
 from ...checkpoints.domain import EMPTY_VALUE_TYPE, CheckpointQuery, ThreadKey, ThreadOwner
+from ...checkpoints.metadata_filter import metadata_filter_problem
 from ...checkpoints.schemas import (
     MAX_TEXT_LENGTH,
     Checkpoint,
@@ -175,8 +176,9 @@ async def list_checkpoints(
         str | None,
         Query(
             max_length=64 * 1024,
-            description="A JSON object: only checkpoints whose metadata has each key with an "
-            'equal value, e.g. {"source":"input","step":2}.',
+            description="A JSON object: only checkpoints whose metadata contains it, as "
+            "PostgreSQL's @> (each key with a value that contains the filter's: objects by "
+            'their keys, arrays by their elements), e.g. {"source":"input","step":2}.',
         ),
     ] = None,
     before: Annotated[
@@ -217,6 +219,9 @@ def _metadata_filter(text: str | None, request: Request) -> dict[str, Any] | Non
         raise InvalidInput([FieldError(["query", "metadata"], "not valid JSON")]) from None
     if not isinstance(document, dict):
         raise InvalidInput([FieldError(["query", "metadata"], "a JSON object")])
+    problem = metadata_filter_problem(document)
+    if problem is not None:
+        raise InvalidInput([FieldError(["query", "metadata"], problem)])
     return document
 
 
