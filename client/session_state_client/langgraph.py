@@ -14,11 +14,20 @@ checkpoint and each channel value as LangGraph's serializer writes them
 version. A thread is recorded under `configurable.user_id` (default
 "langgraph"), so that erasing that user removes it. `ttl_seconds` gives each
 thread an idle timeout, swept by the server.
+
+Both classes retry, as the main client does (`max_retries`, backoff with
+jitter or the server's Retry-After), a request that did not reach the
+server, and one answered 429, 502, 503 or 504 or cut off mid-way when
+sending it again is harmless: every request but `copy_thread`'s (a put of
+the same checkpoint id, the same writes, a batch of the same puts, a delete
+or a prune leave what one would).
 """
 
+import asyncio
 import base64
 import json
 import random
+import time
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from types import TracebackType
@@ -53,9 +62,13 @@ from langgraph.store.base import (
     TTLConfig,
 )
 
-from session_state_client._constants import DEFAULT_TIMEOUT
+from session_state_client._constants import (
+    DEFAULT_MAX_RETRIES,
+    DEFAULT_TIMEOUT,
+    RETRYABLE_STATUSES,
+)
 from session_state_client._exceptions import error_from_response
-from session_state_client._requests import WireAnswer
+from session_state_client._requests import Answer, WireAnswer, retry_delay
 from session_state_client._transport import (
     AiohttpTransport,
     aiohttp_failure,
@@ -104,13 +117,21 @@ def _chunks(items: Sequence[str]) -> list[list[str]]:
 class _Server:
     """The two transports the saver and the store send through: httpx for
     sync callers, an aiohttp session per event loop for async ones (so any
-    thread and any loop may call), with the errors of both mapped alike."""
+    thread and any loop may call), with the errors of both mapped alike and
+    the same retries."""
 
-    def __init__(self, base_url: str, api_key: str | None, timeout: float | httpx.Timeout) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str | None,
+        timeout: float | httpx.Timeout,
+        max_retries: int,
+    ) -> None:
         headers = {"Accept": "application/json"}
         if api_key is not None:
             headers["Authorization"] = f"Bearer {checked_api_key(api_key)}"
         url = base_url.rstrip("/")
+        self.max_retries = max_retries
         self._sync = httpx.Client(base_url=url, headers=headers, timeout=timeout)
         self._async = AiohttpTransport(url, headers, timeout, None)
 
@@ -122,33 +143,61 @@ class _Server:
         self._sync.close()
         await self._async.aclose()
 
-    def send(self, request: _Request, *, missing_ok: bool = False) -> Any:
-        method, path, params, body = request
-        headers = {} if body is None else {"Content-Type": "application/json"}
-        try:
-            response = self._sync.request(
-                method, path, params=params, content=_json(body), headers=headers
-            )
-        except httpx.TransportError as error:
-            raise httpx_failure(error, method, str(self._sync.base_url) + path)[0] from error
-        if missing_ok and response.status_code == 404:
-            return None
-        if response.status_code >= 400:
-            raise error_from_response(response)
-        return response.json() if response.content else None
+    def _retry(self, attempt: int, repeatable: bool, answer: Answer) -> bool:
+        return (
+            attempt < self.max_retries and repeatable and answer.status_code in RETRYABLE_STATUSES
+        )
 
-    async def asend(self, request: _Request, *, missing_ok: bool = False) -> Any:
+    def send(self, request: _Request, *, missing_ok: bool = False, repeatable: bool = True) -> Any:
+        """`repeatable`: sending it twice leaves what sending it once does."""
         method, path, params, body = request
         headers = {} if body is None else {"Content-Type": "application/json"}
-        try:
-            answer: WireAnswer = await self._async.send(method, path, params, _json(body), headers)
-        except (aiohttp.ClientError, TimeoutError) as error:
-            raise aiohttp_failure(error, method, self._async.url_of(path))[0] from error
-        if missing_ok and answer.status_code == 404:
-            return None
-        if answer.status_code >= 400:
-            raise error_from_response(answer.to_httpx())
-        return json.loads(answer.content) if answer.content else None
+        content = _json(body)
+        attempt = 0
+        while True:
+            response: httpx.Response | None = None
+            try:
+                response = self._sync.request(
+                    method, path, params=params, content=content, headers=headers
+                )
+            except httpx.TransportError as error:
+                failure, sent = httpx_failure(error, method, str(self._sync.base_url) + path)
+                if attempt >= self.max_retries or (sent and not repeatable):
+                    raise failure from error
+            else:
+                if not self._retry(attempt, repeatable, response):
+                    return _read(response.status_code, response, missing_ok)
+            time.sleep(retry_delay(attempt, response))
+            attempt += 1
+
+    async def asend(
+        self, request: _Request, *, missing_ok: bool = False, repeatable: bool = True
+    ) -> Any:
+        method, path, params, body = request
+        headers = {} if body is None else {"Content-Type": "application/json"}
+        content = _json(body)
+        attempt = 0
+        while True:
+            answer: WireAnswer | None = None
+            try:
+                answer = await self._async.send(method, path, params, content, headers)
+            except (aiohttp.ClientError, TimeoutError) as error:
+                failure, sent = aiohttp_failure(error, method, self._async.url_of(path))
+                if attempt >= self.max_retries or (sent and not repeatable):
+                    raise failure from error
+            else:
+                if not self._retry(attempt, repeatable, answer):
+                    return _read(answer.status_code, answer, missing_ok)
+            await asyncio.sleep(retry_delay(attempt, answer))
+            attempt += 1
+
+
+def _read(status: int, answer: Answer, missing_ok: bool) -> Any:
+    if missing_ok and status == 404:
+        return None
+    if status >= 400:
+        raise error_from_response(answer.to_httpx() if isinstance(answer, WireAnswer) else answer)
+    return json.loads(answer.content) if answer.content else None
 
 
 class _Closing:
@@ -197,15 +246,17 @@ class SessionStateSaver(_Closing, BaseCheckpointSaver[str]):
         api_key: str | None = None,
         ttl_seconds: float | None = None,
         timeout: float | httpx.Timeout = DEFAULT_TIMEOUT,
+        max_retries: int = DEFAULT_MAX_RETRIES,
         serde: SerializerProtocol | None = None,
     ) -> None:
         """`app_name`: the server's app these threads are in (API keys are
         scoped to apps). `ttl_seconds`: each thread expires this long after
-        its last write (None: never)."""
+        its last write (None: never). `max_retries`: extra attempts (see
+        the module's text)."""
         super().__init__(serde=serde)
         self.app_name = app_name
         self.ttl_seconds = ttl_seconds
-        self._server = _Server(base_url, api_key, timeout)
+        self._server = _Server(base_url, api_key, timeout, max_retries)
 
     # -- requests ----------------------------------------------------------------
 
@@ -451,7 +502,8 @@ class SessionStateSaver(_Closing, BaseCheckpointSaver[str]):
             self._server.send(request)
 
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
-        self._server.send(self._copy_request(source_thread_id, target_thread_id))
+        # Not repeated once it may have arrived: a second copy finds the target taken.
+        self._server.send(self._copy_request(source_thread_id, target_thread_id), repeatable=False)
 
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         for request in self._prune_requests(thread_ids, strategy):
@@ -517,7 +569,8 @@ class SessionStateSaver(_Closing, BaseCheckpointSaver[str]):
             await self._server.asend(request)
 
     async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
-        await self._server.asend(self._copy_request(source_thread_id, target_thread_id))
+        request = self._copy_request(source_thread_id, target_thread_id)
+        await self._server.asend(request, repeatable=False)
 
     async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         for request in self._prune_requests(thread_ids, strategy):
@@ -579,13 +632,15 @@ class SessionStateStore(_Closing, BaseStore):
         api_key: str | None = None,
         ttl: TTLConfig | None = None,
         timeout: float | httpx.Timeout = DEFAULT_TIMEOUT,
+        max_retries: int = DEFAULT_MAX_RETRIES,
     ) -> None:
         """`app_name`: the server's app the items are in (API keys are scoped
         to apps). `ttl`: LangGraph's TTLConfig (default_ttl in minutes,
-        refresh_on_read); the server does the sweeping."""
+        refresh_on_read); the server does the sweeping. `max_retries`: extra
+        attempts on connection errors, 429, 502, 503 and 504."""
         self.app_name = app_name
         self.ttl_config = ttl
-        self._server = _Server(base_url, api_key, timeout)
+        self._server = _Server(base_url, api_key, timeout, max_retries)
         self._path = f"/apps/{_segment(app_name)}/store/batch"
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
