@@ -63,6 +63,7 @@ class StoredCheckpoint:
     parent_checkpoint_id: str | None
     checkpoint: Typed
     metadata: dict[str, Any]
+    channel_versions: dict[str, str]
     values: list[ChannelValue]
     writes: list[PendingWrite]
 

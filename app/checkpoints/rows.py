@@ -61,6 +61,7 @@ def assemble(
                 parent_checkpoint_id=row["parent_checkpoint_id"],
                 checkpoint=Typed(row["checkpoint_type"], row["checkpoint"]),
                 metadata=row["metadata"],
+                channel_versions=row["channel_versions"],
                 values=channel_values,
                 writes=writes.get((ns, row["checkpoint_id"]), []),
             )

@@ -122,6 +122,10 @@ class Checkpoint(WireModel):
     parent_checkpoint_id: str | None
     checkpoint: TypedValue
     metadata: dict[str, Any]
+    channel_versions: dict[str, str] = Field(
+        description="{channel: version}, as put; a channel has a value in channelValues "
+        "when one was stored for that version."
+    )
     channel_values: list[ChannelValue]
     pending_writes: list[Write] = Field(description="In the order LangGraph applies them.")
 

@@ -109,6 +109,18 @@ def _json(body: _Body | None) -> bytes | None:
     return json.dumps(body, allow_nan=False, separators=(",", ":")).encode()
 
 
+# The longest string kept inside a checkpoint rather than stored once per
+# version: every checkpoint repeats what it holds inline.
+MAX_INLINE_TEXT = 128
+
+
+def _inline(value: Any) -> bool:
+    kind = type(value)
+    if kind is str:
+        return len(value) <= MAX_INLINE_TEXT
+    return value is None or kind in (int, float, bool)
+
+
 def _chunks(items: Sequence[str]) -> list[list[str]]:
     ids = list(items)
     return [ids[start : start + IDS_PER_CALL] for start in range(0, len(ids), IDS_PER_CALL)]
@@ -285,8 +297,18 @@ class SessionStateSaver(_Closing, BaseCheckpointSaver[str]):
         checkpoint_ns = configurable.get("checkpoint_ns", "")
         header: dict[str, Any] = dict(checkpoint)
         values: dict[str, Any] = header.pop("channel_values", {})
+        # Small plain values ride in the checkpoint itself, as PostgresSaver
+        # keeps them: a row of their own would cost more than they weigh.
+        inline = {channel: value for channel, value in values.items() if _inline(value)}
+        if inline:
+            header["channel_values"] = inline
+        # The server keeps the versions (channelVersions): not sent twice.
+        if all(isinstance(version, str) for version in checkpoint["channel_versions"].values()):
+            del header["channel_versions"]
         new_values = []
         for channel, version in new_versions.items():
+            if channel in inline:
+                continue
             kind, data = (
                 self.serde.dumps_typed(values[channel]) if channel in values else (EMPTY, None)
             )
@@ -385,10 +407,14 @@ class SessionStateSaver(_Closing, BaseCheckpointSaver[str]):
         checkpoint_ns = document["checkpointNs"]
         header = document["checkpoint"]
         checkpoint: Checkpoint = self.serde.loads_typed((header["type"], _bytes(header["data"])))
+        checkpoint.setdefault("channel_versions", dict(document["channelVersions"]))
         checkpoint["channel_values"] = {
-            value["channel"]: self.serde.loads_typed((value["type"], _bytes(value["data"])))
-            for value in document["channelValues"]
-            if value["type"] != EMPTY
+            **checkpoint.get("channel_values", {}),
+            **{
+                value["channel"]: self.serde.loads_typed((value["type"], _bytes(value["data"])))
+                for value in document["channelValues"]
+                if value["type"] != EMPTY
+            },
         }
         parent = document["parentCheckpointId"]
         return CheckpointTuple(
@@ -581,14 +607,17 @@ class SessionStateSaver(_Closing, BaseCheckpointSaver[str]):
     def get_next_version(self, current: str | None, channel: None) -> str:
         """As LangGraph's PostgresSaver: a counter and a random part, so that
         two branches of a thread (a fork, update_state on an old checkpoint)
-        never give one (channel, version) two different values."""
+        never give one (channel, version) two different values; shorter
+        than its 51 characters (a version is stored with each checkpoint and
+        value). Versions compare as strings: a 12-digit counter sorts after
+        the 32-digit ones of earlier releases (numbers below 10**20)."""
         if current is None:
             number = 0
         elif isinstance(current, int):
             number = current
         else:
             number = int(current.split(".")[0])
-        return f"{number + 1:032}.{random.random():016}"
+        return f"{number + 1:012}.{random.getrandbits(32):08x}"
 
 
 def _thread_config(config: RunnableConfig | None) -> RunnableConfig:

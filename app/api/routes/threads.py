@@ -256,6 +256,7 @@ def _checkpoint_json(stored: domain.StoredCheckpoint) -> dict[str, Any]:
         "parentCheckpointId": stored.parent_checkpoint_id,
         "checkpoint": {"type": stored.checkpoint.type, "data": _b64(stored.checkpoint.data)},
         "metadata": stored.metadata,
+        "channelVersions": stored.channel_versions,
         "channelValues": [
             {
                 "channel": value.channel,
