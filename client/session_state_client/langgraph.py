@@ -403,6 +403,15 @@ class SessionStateSaver(_Closing, BaseCheckpointSaver[str]):
             params["pageToken"] = page_token
         return ("GET", self._thread_path(configurable["thread_id"]) + "/checkpoints", params, None)
 
+    def _list_cursor(
+        self,
+        config: RunnableConfig | None,
+        filter: dict[str, Any] | None,
+        before: RunnableConfig | None,
+        limit: int | None,
+    ) -> "_ListCursor":
+        return _ListCursor(self, _thread_config(config), filter, before, limit)
+
     def _tuple(self, thread_id: str, document: Mapping[str, Any]) -> CheckpointTuple:
         checkpoint_ns = document["checkpointNs"]
         header = document["checkpoint"]
@@ -483,22 +492,9 @@ class SessionStateSaver(_Closing, BaseCheckpointSaver[str]):
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> Iterator[CheckpointTuple]:
-        config = _thread_config(config)
-        if get_checkpoint_id(config):
-            if (found := self.get_tuple(config)) is not None:
-                yield found
-            return
-        thread_id = config["configurable"]["thread_id"]
-        remaining, token = limit, None
-        while remaining is None or remaining > 0:
-            page = self._server.send(self._list_request(config, filter, before, remaining, token))
-            for document in page["checkpoints"]:
-                yield self._tuple(thread_id, document)
-            if remaining is not None:
-                remaining -= len(page["checkpoints"])
-            token = page["nextPageToken"]
-            if token is None:
-                return
+        cursor = self._list_cursor(config, filter, before, limit)
+        while (request := cursor.next_request()) is not None:
+            yield from cursor.read(self._server.send(request, missing_ok=cursor.by_id))
 
     def put(
         self,
@@ -549,23 +545,10 @@ class SessionStateSaver(_Closing, BaseCheckpointSaver[str]):
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> AsyncIterator[CheckpointTuple]:
-        config = _thread_config(config)
-        if get_checkpoint_id(config):
-            if (found := await self.aget_tuple(config)) is not None:
+        cursor = self._list_cursor(config, filter, before, limit)
+        while (request := cursor.next_request()) is not None:
+            for found in cursor.read(await self._server.asend(request, missing_ok=cursor.by_id)):
                 yield found
-            return
-        thread_id = config["configurable"]["thread_id"]
-        remaining, token = limit, None
-        while remaining is None or remaining > 0:
-            request = self._list_request(config, filter, before, remaining, token)
-            page = await self._server.asend(request)
-            for document in page["checkpoints"]:
-                yield self._tuple(thread_id, document)
-            if remaining is not None:
-                remaining -= len(page["checkpoints"])
-            token = page["nextPageToken"]
-            if token is None:
-                return
 
     async def aput(
         self,
@@ -618,6 +601,48 @@ class SessionStateSaver(_Closing, BaseCheckpointSaver[str]):
         else:
             number = int(current.split(".")[0])
         return f"{number + 1:012}.{random.getrandbits(32):08x}"
+
+
+class _ListCursor:
+    """Where a list of checkpoints is: the next request to send (None: done)
+    and what an answer holds; list and alist only send."""
+
+    def __init__(
+        self,
+        saver: SessionStateSaver,
+        config: RunnableConfig,
+        filter: dict[str, Any] | None,
+        before: RunnableConfig | None,
+        limit: int | None,
+    ) -> None:
+        self.saver, self.config, self.filter, self.before = saver, config, filter, before
+        self.remaining = limit
+        self.token: str | None = None
+        # A config naming a checkpoint lists that one (get_tuple's request).
+        self.by_id = bool(get_checkpoint_id(config))
+        self.done = False
+
+    def next_request(self) -> _Request | None:
+        if self.done or (self.remaining is not None and self.remaining <= 0):
+            return None
+        if self.by_id:
+            return self.saver._get_request(self.config)[0]
+        return self.saver._list_request(
+            self.config, self.filter, self.before, self.remaining, self.token
+        )
+
+    def read(self, answer: Any) -> list[CheckpointTuple]:
+        if self.by_id:
+            self.done = True
+            found = self.saver._found(self.config, answer, by_id=True)
+            return [] if found is None else [found]
+        thread_id = self.config["configurable"]["thread_id"]
+        documents = answer["checkpoints"]
+        if self.remaining is not None:
+            self.remaining -= len(documents)
+        self.token = answer["nextPageToken"]
+        self.done = self.token is None
+        return [self.saver._tuple(thread_id, document) for document in documents]
 
 
 def _thread_config(config: RunnableConfig | None) -> RunnableConfig:
@@ -673,34 +698,22 @@ class SessionStateStore(_Closing, BaseStore):
         self._path = f"/apps/{_segment(app_name)}/store/batch"
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
-        wire, ops = self._wire_ops(ops)
-        results: list[Result] = []
-        for start in range(0, len(wire), OPS_PER_CALL):
-            request: _Request = (
-                "POST",
-                self._path,
-                {},
-                {"ops": wire[start : start + OPS_PER_CALL]},
-            )
-            results += self._server.send(request)["results"]
-        return [_result(op, answer) for op, answer in zip(ops, results, strict=True)]
+        listed = list(ops)
+        answers = [self._server.send(request) for request in self._batch_requests(listed)]
+        return _results(listed, answers)
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
-        wire, ops = self._wire_ops(ops)
-        results: list[Result] = []
-        for start in range(0, len(wire), OPS_PER_CALL):
-            request: _Request = (
-                "POST",
-                self._path,
-                {},
-                {"ops": wire[start : start + OPS_PER_CALL]},
-            )
-            results += (await self._server.asend(request))["results"]
-        return [_result(op, answer) for op, answer in zip(ops, results, strict=True)]
-
-    def _wire_ops(self, ops: Iterable[Op]) -> tuple[list[_Body], list[Op]]:
         listed = list(ops)
-        return [self._wire_op(op) for op in listed], listed
+        answers = [await self._server.asend(request) for request in self._batch_requests(listed)]
+        return _results(listed, answers)
+
+    def _batch_requests(self, ops: list[Op]) -> list[_Request]:
+        """One request per OPS_PER_CALL operations."""
+        wire = [self._wire_op(op) for op in ops]
+        return [
+            ("POST", self._path, {}, {"ops": wire[start : start + OPS_PER_CALL]})
+            for start in range(0, len(wire), OPS_PER_CALL)
+        ]
 
     def _wire_op(self, op: Op) -> _Body:
         if isinstance(op, GetOp):
@@ -757,6 +770,11 @@ def _item(document: Mapping[str, Any]) -> Item:
         created_at=_time(document["createdAt"]),
         updated_at=_time(document["updatedAt"]),
     )
+
+
+def _results(ops: list[Op], answers: list[Any]) -> list[Result]:
+    results = [result for answer in answers for result in answer["results"]]
+    return [_result(op, result) for op, result in zip(ops, results, strict=True)]
 
 
 def _result(op: Op, answer: Any) -> Result:
