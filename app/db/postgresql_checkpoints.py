@@ -28,6 +28,9 @@ _DELETE_IF_EXPIRED = """
 DELETE FROM lg_threads
  WHERE app_name = $1 AND thread_id = $2 AND expire_time IS NOT NULL AND expire_time <= $3
 """
+_THREAD_EXPIRY = (
+    "SELECT expire_time, ttl_seconds FROM lg_threads WHERE app_name = $1 AND thread_id = $2"
+)
 # A thread's row is written only when it is new or has an expiry to push out:
 # the writes of a thread without a TTL never wait for each other on it.
 _INSERT_THREAD = """
@@ -204,13 +207,23 @@ class PostgresCheckpoints:
     async def _open_thread(
         self, connection: asyncpg.Connection, key: ThreadKey, owner: ThreadOwner, now: float
     ) -> None:
+        """Makes the thread (anew if it had expired) or pushes its expiry out.
+        A live thread without a TTL costs one read: the writes of a thread
+        are two requests a step."""
         thread = (key.app_name, key.thread_id, now)
-        await connection.execute(_DELETE_IF_EXPIRED, *thread)
-        inserted = await connection.execute(
-            _INSERT_THREAD, *thread, owner.user_id, owner.ttl_seconds
-        )
-        if _count(inserted) == 0:
-            await connection.execute(_REFRESH_THREAD, *thread, owner.ttl_seconds)
+        found = await connection.fetchrow(_THREAD_EXPIRY, key.app_name, key.thread_id)
+        if found is not None and found["expire_time"] is not None and found["expire_time"] <= now:
+            await connection.execute(_DELETE_IF_EXPIRED, *thread)
+            found = None
+        if found is None:
+            inserted = await connection.execute(
+                _INSERT_THREAD, *thread, owner.user_id, owner.ttl_seconds
+            )
+            if _count(inserted) == 1:
+                return
+        elif owner.ttl_seconds is None and found["ttl_seconds"] is None:
+            return
+        await connection.execute(_REFRESH_THREAD, *thread, owner.ttl_seconds)
 
     async def put_checkpoint(
         self, key: ThreadKey, owner: ThreadOwner, checkpoint: NewCheckpoint, now: float
