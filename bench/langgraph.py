@@ -3,15 +3,19 @@
 AsyncPostgresSaver (in-process, psycopg, a pool of the server's size), each in
 a database of its own on one PostgreSQL server.
 
-    python -m bench.langgraph            # 50 threads of a 20-step graph
-    python -m bench.langgraph --quick    # 5 threads of 5 steps
+    python -m bench.langgraph              # 50 threads of a 20-step graph, 3 rounds
+    python -m bench.langgraph --quick      # 5 threads of 5 steps, 1 round
+    python -m bench.langgraph --rounds 5
 
 The graph is scripted (no LLM): each step appends a message of about 200
 bytes to a list channel and counts. All threads run at once with `ainvoke`;
 a step's latency is the time between two steps of one thread (the
 checkpoint write in between included). Storage is the tables' size after the
-run (pg_total_relation_size, VACUUMed), per step. Writes
-bench/results/<name>.json and .md.
+run (pg_total_relation_size, VACUUMed), per step. Each round runs both
+savers, one after the other, in new databases; the figures are medians over
+the rounds, with the machine's load average when each side started (on a
+shared machine the load moves between rounds: compare within a round).
+Writes bench/results/<name>.json and .md.
 """
 
 import argparse
@@ -19,7 +23,9 @@ import asyncio
 import itertools
 import json
 import operator
+import os
 import platform
+import statistics
 import time
 import uuid
 from importlib.metadata import version
@@ -108,15 +114,20 @@ async def table_bytes(database: str, tables: tuple[str, ...]) -> int:
         await connection.close()
 
 
-async def main_async(threads: int, steps: int) -> dict[str, dict[str, float]]:
+def _load() -> float:
+    return os.getloadavg()[0]
+
+
+async def one_round(threads: int, steps: int) -> dict[str, dict[str, float]]:
     ours_db, theirs_db = await create_database("lg_ours"), await create_database("lg_theirs")
     server = None
     try:
         migrate(ours_db)
         server = Server(ours_db, port=_free_port(), workers=1)
         results: dict[str, dict[str, float]] = {}
+        load = _load()
         async with SessionStateSaver(server.base_url, app_name="bench") as ours:
-            results[OURS] = await run_side(ours, threads, steps)
+            results[OURS] = {**await run_side(ours, threads, steps), "load": load}
         results[OURS]["bytes_per_step"] = await table_bytes(ours_db, OUR_TABLES) / (threads * steps)
         async with AsyncConnectionPool(
             dsn(theirs_db),
@@ -126,7 +137,8 @@ async def main_async(threads: int, steps: int) -> dict[str, dict[str, float]]:
         ) as pool:
             theirs = AsyncPostgresSaver(pool)  # type: ignore[arg-type]
             await theirs.setup()
-            results[THEIRS] = await run_side(theirs, threads, steps)
+            load = _load()
+            results[THEIRS] = {**await run_side(theirs, threads, steps), "load": load}
         results[THEIRS]["bytes_per_step"] = await table_bytes(theirs_db, THEIR_TABLES) / (
             threads * steps
         )
@@ -138,17 +150,37 @@ async def main_async(threads: int, steps: int) -> dict[str, dict[str, float]]:
         await drop_database(theirs_db)
 
 
-def markdown(results: dict[str, dict[str, float]], threads: int, steps: int) -> str:
+def medians(rounds: list[dict[str, dict[str, float]]]) -> dict[str, dict[str, float]]:
+    return {
+        name: {
+            figure: statistics.median(round_[name][figure] for round_ in rounds)
+            for figure in rounds[0][name]
+        }
+        for name in rounds[0]
+    }
+
+
+def markdown(rounds: list[dict[str, dict[str, float]]], threads: int, steps: int) -> str:
     lines = [
-        f"{threads} threads of a {steps}-step graph at once, PostgreSQL, {platform.node()}",
+        f"{threads} threads of a {steps}-step graph at once, PostgreSQL, {platform.node()} "
+        f"({os.cpu_count()} cores): medians of {len(rounds)} rounds",
         "",
-        "| saver | steps/s | step p50 ms | step p99 ms | bytes per step |",
-        "| --- | ---: | ---: | ---: | ---: |",
+        "| saver | steps/s | step p50 ms | step p99 ms | bytes per step | load average |",
+        "| --- | ---: | ---: | ---: | ---: | ---: |",
     ]
-    for name, figures in results.items():
+    for name, figures in medians(rounds).items():
         lines.append(
             f"| {name} | {figures['steps_per_second']:.0f} | {figures['p50_ms']:.1f} | "
-            f"{figures['p99_ms']:.1f} | {figures['bytes_per_step']:.0f} |"
+            f"{figures['p99_ms']:.1f} | {figures['bytes_per_step']:.0f} | {figures['load']:.1f} |"
+        )
+    lines += ["", "Each round, ours / theirs: steps/s, p99 ms, bytes per step, load", ""]
+    for number, round_ in enumerate(rounds, 1):
+        ours, theirs = round_[OURS], round_[THEIRS]
+        lines.append(
+            f"- {number}: {ours['steps_per_second']:.0f} / {theirs['steps_per_second']:.0f}, "
+            f"{ours['p99_ms']:.0f} / {theirs['p99_ms']:.0f}, "
+            f"{ours['bytes_per_step']:.0f} / {theirs['bytes_per_step']:.0f}, "
+            f"{ours['load']:.1f} / {theirs['load']:.1f}"
         )
     return "\n".join(lines) + "\n"
 
@@ -157,10 +189,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--name", default="langgraph")
+    parser.add_argument("--rounds", type=int, default=None, help="default 3 (--quick: 1)")
     arguments = parser.parse_args(argv)
     threads, steps = (5, 5) if arguments.quick else (50, 20)
-    results = asyncio.run(main_async(threads, steps))
-    table = markdown(results, threads, steps)
+    count = arguments.rounds or (1 if arguments.quick else 3)
+    rounds = [asyncio.run(one_round(threads, steps)) for _ in range(count)]
+    table = markdown(rounds, threads, steps)
     print(table)
     RESULTS.mkdir(exist_ok=True)
     document = {
@@ -168,7 +202,8 @@ def main(argv: list[str] | None = None) -> int:
         "steps": steps,
         "langgraph": version("langgraph"),
         "langgraph-checkpoint-postgres": version("langgraph-checkpoint-postgres"),
-        "results": results,
+        "results": medians(rounds),
+        "rounds": rounds,
     }
     (RESULTS / f"{arguments.name}.json").write_text(json.dumps(document, indent=2) + "\n")
     (RESULTS / f"{arguments.name}.md").write_text(table)
