@@ -244,13 +244,18 @@ class AsyncSessionStateClient:
         after: str | None = None,
         last: int | None = None,
         if_match: int | None = None,
+        return_removed: bool = False,
     ) -> RemovalResult:
         """Removes the session's newest `last` events, or those after the
         event `after`, or (neither) all of them; the session state becomes
         what the remaining events leave (app: and user: state stays).
-        `if_match`: remove only if the session is still at that revision."""
+        `if_match`: remove only if the session is still at that revision.
+        `return_removed` (with `last` at most 100): the result's
+        `removed_events` are the events removed, oldest first."""
         return await self._send(
-            _requests.remove_events(app_name, user_id, session_id, after, last, if_match)
+            _requests.remove_events(
+                app_name, user_id, session_id, after, last, if_match, return_removed
+            )
         )
 
     async def patch_state(

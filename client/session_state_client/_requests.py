@@ -338,10 +338,15 @@ def remove_events(
     after: str | None,
     last: int | None,
     if_match: int | None,
+    return_removed: bool = False,
 ) -> Call[RemovalResult]:
     def parse(response: Answer) -> RemovalResult:
         removed = int(response.headers.get("session-state-removed-events", "0"))
-        return RemovalResult(session=_session(response), removed=removed)
+        body = _json(response)
+        removed_events = body.pop("removedEvents", None)
+        session = Session.model_validate(body)
+        session.revision = _revision(response)
+        return RemovalResult(session=session, removed=removed, removed_events=removed_events)
 
     # Not repeated after a lost answer: a second removal would take more
     # events (with If-Match it would fail with a 412 instead).
@@ -350,7 +355,7 @@ def remove_events(
         "DELETE",
         session + "/events",
         parse,
-        _params(after=after, last=last),
+        _params(after=after, last=last, returnRemoved="true" if return_removed else None),
         headers=_if_match(if_match),
         session=session,
         revision_use="note",
