@@ -246,6 +246,16 @@ class SessionStateSession:
             await self._send(batch)
 
     async def _send(self, batch: list[dict[str, Any]]) -> None:
+        if len(batch) == 1:
+            # The single append: the server's lean path, committed together
+            # with other sessions' appends (docs/performance.md).
+            await self.client.append_event(
+                app_name=self.app_name,
+                user_id=self.user_id,
+                session_id=self.session_id,
+                event=batch[0],
+            )
+            return
         await self.client.append_events(
             app_name=self.app_name, user_id=self.user_id, session_id=self.session_id, events=batch
         )
