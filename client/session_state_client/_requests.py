@@ -142,6 +142,9 @@ def _json(response: Answer) -> Any:
 
 
 def encode(document: Any) -> bytes:
+    """The body's JSON; bytes are JSON already encoded, sent as they are."""
+    if isinstance(document, bytes):
+        return document
     return pydantic_core.to_json(document)
 
 
@@ -278,7 +281,7 @@ def append_event(
     app_name: str,
     user_id: str,
     session_id: str,
-    event: dict[str, Any],
+    event: dict[str, Any] | bytes,
     if_match: int | None,
 ) -> Call[AppendResult]:
     def parse(response: Answer) -> AppendResult:

@@ -204,13 +204,14 @@ class SessionStateClient:
         app_name: str,
         user_id: str,
         session_id: str,
-        event: EventJSON,
+        event: EventJSON | bytes,
         if_match: int | None = None,
     ) -> AppendResult:
         """Appends an ADK event (JSON). An id is assigned first if it has none,
-        so retries are deduplicated. `if_match`: the revision the write is based
-        on (StaleSessionError when the session moved on)."""
-        document = _requests.with_event_id(event)
+        so retries are deduplicated; an event given as encoded JSON (bytes) is
+        sent as it is, and must carry its id. `if_match`: the revision the write
+        is based on (StaleSessionError when the session moved on)."""
+        document = event if isinstance(event, bytes) else _requests.with_event_id(event)
         return self._send(_requests.append_event(app_name, user_id, session_id, document, if_match))
 
     def append_events(
