@@ -333,11 +333,19 @@ class SessionService:
         (it is guarded by the revision they were read at)."""
         for _ in range(WRITE_ATTEMPTS):
             now = self.clock()
-            revision, cut = await self._removal_point(key, after_event_id, last, now)
-            _check_expected(revision, expected_revision)
             going: list[StoredEvent] | None = None
             if return_removed and last is not None:
-                going = await self.store.read_events(key, cut, revision, last)
+                # The events themselves, read with the revision in one go.
+                found = await self.store.newest_events(key, last, now)
+                if found is None:
+                    raise SessionNotFound.of(key)
+                revision, going = found
+                # Seqs only grow: every event after the cut is one read.
+                cut = going[0].seq - 1 if going else 0
+            else:
+                revision, cut = await self._removal_point(key, after_event_id, last, now)
+            _check_expected(revision, expected_revision)
+            if going is not None:
                 self._check_answerable(going)
                 state_changed = history.changes_session_state(going) if going else None
             else:
