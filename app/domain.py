@@ -219,10 +219,12 @@ class BatchOutcome:
 @dataclass(frozen=True)
 class RemovalOutcome:
     """The session after a removal and how many events went (0: nothing
-    was there to remove, and nothing was written)."""
+    was there to remove, and nothing was written); `removed_events`, when
+    asked for, the JSON texts of those events, oldest first."""
 
     session: SessionView
     removed: int
+    removed_events: list[str] | None = None
 
 
 class AppendNotApplied(Exception):

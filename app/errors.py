@@ -204,3 +204,10 @@ class ResponseTooLarge(ServiceError):
             f"the events asked for are {size} bytes, above the {budget} a session read may carry",
             session_read=True,
         )
+
+    @classmethod
+    def removed_events(cls, size: int, budget: int) -> Self:
+        return cls(
+            f"the events to remove are {size} bytes, above the {budget} an answer may carry:"
+            " nothing was removed; remove fewer at a time"
+        )

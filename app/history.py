@@ -38,10 +38,15 @@ async def touches_session_state(
     seen = False
     while batch := await store.read_events(key, after_seq, revision, READ_BATCH):
         seen = True
-        if any(session_delta_of(json_codec.loads(event.data)) for event in batch):
+        if changes_session_state(batch):
             return True
         after_seq = batch[-1].seq
     return False if seen else None
+
+
+def changes_session_state(events: list[StoredEvent]) -> bool:
+    """Whether any of the events changed session-scope state."""
+    return any(session_delta_of(json_codec.loads(event.data)) for event in events)
 
 
 def _apply_events(state: StateDict, events: list[StoredEvent]) -> StateDict:

@@ -18,6 +18,9 @@ MIN_TIMESTAMP = 0.0
 MAX_TIMESTAMP = 253402300799.0
 # Integers a query or header may carry: what a PostgreSQL bigint holds.
 MAX_INT64 = 2**63 - 1
+# Events a removal may answer with (`returnRemoved`): a pop's worth, bounded
+# so that the answer is read in one go.
+MAX_RETURNED_REMOVED_EVENTS = 100
 # Bodies above this are parsed and checked off the event loop.
 OFFLOAD_BODY_BYTES = 256 * 1024
 

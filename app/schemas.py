@@ -189,6 +189,13 @@ class Session(WireModel):
     )
 
 
+class SessionAfterRemoval(Session):
+    removed_events: list[Event] | None = Field(
+        default=None,
+        description="The removed events, oldest first: present only with returnRemoved=true.",
+    )
+
+
 class SessionList(WireModel):
     sessions: list[Session]
     next_page_token: str | None

@@ -30,6 +30,7 @@ from .domain import (
     SessionSnapshot,
     SessionView,
     SortOrder,
+    StoredEvent,
 )
 from .errors import (
     EventIdConflict,
@@ -321,32 +322,59 @@ class SessionService:
         after_event_id: str | None = None,
         last: int | None = None,
         expected_revision: int | None = None,
+        return_removed: bool = False,
     ) -> RemovalOutcome:
         """Removes the newest `last` events, or those after `after_event_id`,
         or (neither) all of them, in one change; the session-scope state
         becomes the one the remaining events leave (app and user state are
-        shared: not rolled back). Nothing to remove writes nothing."""
+        shared: not rolled back). Nothing to remove writes nothing.
+        `return_removed` (with `last` at most MAX_RETURNED_REMOVED_EVENTS):
+        the outcome holds the removed events, exactly those the removal took
+        (it is guarded by the revision they were read at)."""
         for _ in range(WRITE_ATTEMPTS):
             now = self.clock()
-            revision, cut = await self._removal_point(key, after_event_id, last, now)
+            going: list[StoredEvent] | None = None
+            if return_removed and last is not None:
+                # The events themselves, read with the revision in one go.
+                found = await self.store.newest_events(key, last, now)
+                if found is None:
+                    raise SessionNotFound.of(key)
+                revision, going = found
+                # Seqs only grow: every event after the cut is one read.
+                cut = going[0].seq - 1 if going else 0
+            else:
+                revision, cut = await self._removal_point(key, after_event_id, last, now)
             _check_expected(revision, expected_revision)
-            state_changed = await history.touches_session_state(self.store, key, cut, revision)
+            if going is not None:
+                self._check_answerable(going)
+                state_changed = history.changes_session_state(going) if going else None
+            else:
+                state_changed = await history.touches_session_state(self.store, key, cut, revision)
             if state_changed is None:  # no event after the cut
                 session = await self._latest_session(key, num_recent_events=0)
                 # Revisions only go up: still at the one read first, nothing
                 # happened in between, so there was nothing to remove.
                 if session.revision == revision:
-                    return RemovalOutcome(session, 0)
+                    return RemovalOutcome(session, 0, [] if return_removed else None)
                 continue
             state = await history.state_after(self.store, key, cut, now) if state_changed else None
             removed = await self.store.remove_events(key, cut, revision, state, now)
             if removed is not None:
                 return RemovalOutcome(
-                    await self._latest_session(key, num_recent_events=0), removed.count
+                    await self._latest_session(key, num_recent_events=0),
+                    removed.count,
+                    None if going is None else [event.data for event in going],
                 )
             if expected_revision is not None:
                 raise await self._why_not_written(key)
         raise StaleSession.kept_changing("its events were removed")
+
+    def _check_answerable(self, events: list[StoredEvent]) -> None:
+        """Removed events to answer with must fit in the answer: checked
+        before anything is removed."""
+        size = sum(len(event.data.encode()) for event in events)
+        if size > self.session_events_budget:
+            raise ResponseTooLarge.removed_events(size, self.session_events_budget)
 
     async def _removal_point(
         self, key: SessionKey, after_event_id: str | None, last: int | None, now: float

@@ -1,7 +1,9 @@
-"""OpenAI Agents SDK sessions on PostgreSQL: session-state's SessionStateSession
-(through `session-state serve`, over HTTP) against the SDK's own
-SQLAlchemySession (in-process, asyncpg), side by side in one run on one
-PostgreSQL server, each in a database of its own.
+"""OpenAI Agents SDK sessions: session-state's SessionStateSession (through
+`session-state serve` on PostgreSQL, over HTTP) against the SDK's own
+SQLAlchemySession (in-process, asyncpg, on the same PostgreSQL server, a
+database of its own) and RedisSession (the `openai-agents[redis]` extra, on
+the local Redis at 127.0.0.1:6379, keys under a prefix of the run's,
+deleted afterwards), side by side in one run.
 
     python -m bench.openai_sessions            # full sizes (about 1.5 minutes)
     python -m bench.openai_sessions --quick    # small sizes (about 10 s)
@@ -9,9 +11,11 @@ PostgreSQL server, each in a database of its own.
 Workloads: add_items of one user message; add_items of a turn (function call,
 its output, the assistant's answer); get_items(limit=20) and get_items() of a
 200-item session; pop_item (refilled between rounds); 20 sessions adding at
-once. Sequential calls alternate between the sides call by call, so a burst of
-noise on this 2-core machine lands on both; latencies are pooled over the
-rounds. Prints a Markdown table, writes bench/results/<name>.json and .md.
+once (each session's items read back: nothing lost, nothing out of order).
+Sequential calls take turns between the sides call by call (the first side
+rotating), so a burst of noise on this 2-core machine lands on all; latencies
+are pooled over the rounds. Prints a Markdown table and issue 28's goals as
+met or not met, writes bench/results/<name>.json and .md.
 """
 
 import argparse
@@ -23,11 +27,13 @@ import os
 import platform
 import statistics
 import time
+import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from importlib.metadata import version
 from typing import Any, cast
 
+from agents.extensions.memory.redis_session import RedisSession
 from agents.extensions.memory.sqlalchemy_session import SQLAlchemySession
 from agents.items import TResponseInputItem
 from agents.memory import Session
@@ -46,10 +52,15 @@ from bench.run import (
     vacuum,
 )
 from session_state_client import AsyncSessionStateClient
+from session_state_client._requests import Call
 from session_state_client.openai_agents import SessionStateSession
 
 APP, USER = "bench-openai", "u"
-OURS, THEIRS = "session-state", "SQLAlchemySession"
+OURS, THEIRS, REDIS = "session-state", "SQLAlchemySession", "RedisSession"
+PEERS = (THEIRS, REDIS)
+# A database number of the local Redis of this benchmark's own (bench.adk_api
+# uses 13), its keys under a prefix of the run's.
+REDIS_DB = 14
 # The server's pool (bench.run.Server: 10, no overflow) given to the engine
 # too, so neither side has more PostgreSQL connections than the other.
 POOL_SIZE = 10
@@ -136,15 +147,26 @@ class Side:
         return self.sessions[key]
 
 
-def our_side(base_url: str) -> Side:
+class CountingClient(AsyncSessionStateClient):
+    """The async client, counting the requests it sends (pop_item's goal is
+    one request per call)."""
+
+    requests = 0
+
+    async def _send(self, call: Call[Any]) -> Any:
+        self.requests += 1
+        return await super()._send(call)
+
+
+def our_side(base_url: str) -> tuple[Side, CountingClient]:
     # One client shared by every session, as one agent process would share it;
     # no retries, so a failure shows instead of hiding in the latency.
-    client = AsyncSessionStateClient(base_url=base_url, max_retries=0, timeout=120)
+    client = CountingClient(base_url=base_url, max_retries=0, timeout=120)
 
     def make(session_id: str) -> Session:
         return SessionStateSession(session_id, app_name=APP, user_id=USER, client=client)
 
-    return Side(OURS, make, client.close)
+    return Side(OURS, make, client.close), client
 
 
 async def their_side(database: str) -> Side:
@@ -162,6 +184,24 @@ async def their_side(database: str) -> Side:
     return Side(THEIRS, make, engine.dispose)
 
 
+def redis_side() -> Side:
+    import redis.asyncio as redis
+
+    # One client (and its pool) shared by every session, as with the others.
+    client = redis.Redis(host="127.0.0.1", port=6379, db=REDIS_DB)
+    prefix = f"bench-openai-{uuid.uuid4().hex[:8]}"
+
+    def make(session_id: str) -> Session:
+        return RedisSession(session_id, redis_client=client, key_prefix=prefix)
+
+    async def close() -> None:
+        async for key in client.scan_iter(match=f"{prefix}:*", count=1000):
+            await client.delete(key)
+        await client.aclose()
+
+    return Side(REDIS, make, close)
+
+
 # -- workloads -----------------------------------------------------------------
 
 Latencies = dict[str, list[float]]
@@ -177,31 +217,38 @@ async def alternating(
     """`calls` calls on each side, taking turns call by call; which side goes
     first alternates too, so neither is always the one after a pause."""
     for index in range(calls):
-        order = sides if (index + first) % 2 == 0 else sides[::-1]
+        first_side = (index + first) % len(sides)
+        order = sides[first_side:] + sides[:first_side]
         for side in order:
             await timed(functools.partial(call, side), latencies[side.name])
 
 
 async def concurrent_adds(
     side: Side, round_index: int, sizes: Sizes, latencies: list[float]
-) -> float:
-    """`sizes.sessions` sessions adding at once; events per second."""
+) -> tuple[float, int, int]:
+    """`sizes.sessions` sessions adding at once; add_items calls per second,
+    and how many items were lost or out of order (read back afterwards)."""
     sessions = [side.make(f"concurrent-{round_index}-{n}") for n in range(sizes.sessions)]
-    for session in sessions:  # they exist before the clock starts
-        await session.add_items([user_message()])
+    added: list[list[TResponseInputItem]] = [[user_message()] for _ in sessions]
+    for session, items in zip(sessions, added, strict=True):  # made before the clock starts
+        await session.add_items(list(items))
 
-    async def writer(session: Session) -> None:
+    async def writer(session: Session, items: list[TResponseInputItem]) -> None:
         for _ in range(sizes.adds_per_session):
-            items = [user_message()]
-            await timed(functools.partial(session.add_items, items), latencies)
+            item = user_message()
+            items.append(item)
+            await timed(functools.partial(session.add_items, [item]), latencies)
 
     started = time.perf_counter()
-    await asyncio.gather(*(writer(session) for session in sessions))
+    await asyncio.gather(*(writer(s, items) for s, items in zip(sessions, added, strict=True)))
     elapsed = time.perf_counter() - started
-    for session in sessions:  # nothing lost
-        stored = len(await session.get_items())
-        assert stored == sizes.adds_per_session + 1, (side.name, stored)
-    return sizes.sessions * sizes.adds_per_session / elapsed
+    lost = misordered = 0
+    for session, items in zip(sessions, added, strict=True):
+        stored = await session.get_items()
+        present = [item for item in items if item in stored]
+        lost += len(items) - len(present)
+        misordered += sum(1 for got, sent in zip(stored, present, strict=False) if got != sent)
+    return sizes.sessions * sizes.adds_per_session / elapsed, lost, misordered
 
 
 def history_items(count: int) -> list[TResponseInputItem]:
@@ -219,13 +266,20 @@ async def add_all(side: Side, key: str, items: list[TResponseInputItem]) -> None
 
 
 class Run:
-    def __init__(self, sizes: Sizes, sides: list[Side], databases: list[str]) -> None:
+    def __init__(
+        self, sizes: Sizes, sides: list[Side], databases: list[str], client: CountingClient
+    ) -> None:
         self.sizes = sizes
         self.sides = sides
         self.databases = databases
+        self.client = client
         self.latencies: dict[str, Latencies] = {}
         self.round_p50: dict[str, dict[str, list[float]]] = {}
         self.rates: dict[str, list[float]] = {side.name: [] for side in sides}
+        self.lost: dict[str, int] = {side.name: 0 for side in sides}
+        self.misordered: dict[str, int] = {side.name: 0 for side in sides}
+        self.pops = 0
+        self.pop_requests = 0
 
     async def _vacuum(self) -> None:
         # Autovacuum is off on this cluster: dead rows of updated session rows
@@ -315,17 +369,23 @@ class Run:
             item = await side.session("pop").pop_item()
             assert item == refills[side.name].pop(), side.name
 
+        sent = self.client.requests
         await self._measure("pop_item", sizes.pops, index, pop)
+        self.pops += sizes.pops
+        self.pop_requests += self.client.requests - sent
         await self._vacuum()
 
         # Concurrent: one side at a time (at once they would share the CPUs),
         # the first side alternating.
-        order = self.sides if index % 2 == 0 else self.sides[::-1]
+        first_side = index % len(self.sides)
+        order = self.sides[first_side:] + self.sides[:first_side]
         workload = f"concurrent_{sizes.sessions}x{sizes.adds_per_session}_add_items"
         for side in order:
             latencies = self.latencies.setdefault(workload, {}).setdefault(side.name, [])
-            rate = await concurrent_adds(side, index, sizes, latencies)
+            rate, lost, misordered = await concurrent_adds(side, index, sizes, latencies)
             self.rates[side.name].append(rate)
+            self.lost[side.name] += lost
+            self.misordered[side.name] += misordered
             print(f"  {workload:<22} {side.name} {rate:,.0f} add_items/s", flush=True)
             await self._vacuum()
 
@@ -344,13 +404,52 @@ class Run:
                     rates = self.rates[name]
                     entry[name]["add_items_per_s"] = statistics.median(rates)
                     entry[name]["round_add_items_per_s"] = [round(rate, 1) for rate in rates]
-            entry["ours_over_sqlalchemy"] = {
-                key: entry[OURS][key] / entry[THEIRS][key]
-                for key in ("p50_ms", "p99_ms", "add_items_per_s")
-                if key in entry[OURS]
-            }
+                    entry[name]["lost"] = self.lost[name]
+                    entry[name]["misordered"] = self.misordered[name]
+            for peer in PEERS:
+                entry[f"ours_over_{peer}"] = {
+                    key: entry[OURS][key] / entry[peer][key]
+                    for key in ("p50_ms", "p99_ms", "add_items_per_s")
+                    if key in entry[OURS]
+                }
             figures[workload] = entry
+        figures["pop_item_requests_per_call"] = self.pop_requests / max(self.pops, 1)
         return figures
+
+
+def goals(figures: dict[str, Any]) -> list[tuple[str, str, bool]]:
+    """Issue 28's goals for OpenAI Agents SDK users: (goal, measured, met)."""
+    found: list[tuple[str, str, bool]] = []
+    for workload, entry in figures.items():
+        if not isinstance(entry, dict) or workload.startswith("concurrent"):
+            continue
+        ours, theirs = entry[OURS]["p50_ms"], entry[THEIRS]["p50_ms"]
+        found.append(
+            (
+                f"{workload} p50 no slower than SQLAlchemySession",
+                f"{ours:.2f} vs {theirs:.2f} ms ({ours / theirs:.2f}x);"
+                f" RedisSession {entry[REDIS]['p50_ms']:.2f} ms",
+                ours <= theirs,
+            )
+        )
+    per_call = figures["pop_item_requests_per_call"]
+    found.append(("pop_item in one request", f"{per_call:.2f} requests per call", per_call <= 1))
+    for workload, entry in figures.items():
+        if not workload.startswith("concurrent"):
+            continue
+        ours, redis_rate = entry[OURS]["add_items_per_s"], entry[REDIS]["add_items_per_s"]
+        broken = {name: entry[name]["lost"] + entry[name]["misordered"] for name in (OURS, *PEERS)}
+        found.append(
+            (
+                f"{workload}: throughput at least RedisSession's, nothing lost or reordered",
+                f"{ours:,.0f} vs {redis_rate:,.0f} add_items/s ({ours / redis_rate:.2f}x),"
+                f" SQLAlchemySession {entry[THEIRS]['add_items_per_s']:,.0f};"
+                f" lost or misordered: {broken[OURS]} ours, {broken[THEIRS]} SQLAlchemy,"
+                f" {broken[REDIS]} Redis",
+                ours >= redis_rate and broken[OURS] == 0,
+            )
+        )
+    return found
 
 
 async def execute(sizes: Sizes) -> dict[str, Any]:
@@ -361,8 +460,9 @@ async def execute(sizes: Sizes) -> dict[str, Any]:
     try:
         migrate(ours_db)
         server = Server(ours_db, _free_port(), workers=1)
-        sides = [our_side(server.base_url), await their_side(theirs_db)]
-        run = Run(sizes, sides, [ours_db, theirs_db])
+        ours, client = our_side(server.base_url)
+        sides = [ours, await their_side(theirs_db), redis_side()]
+        run = Run(sizes, sides, [ours_db, theirs_db], client)
         await run.setup()
         for index in range(sizes.rounds):
             await run.round(index)
@@ -383,20 +483,29 @@ def markdown_table(results: dict[str, Any]) -> str:
     meta = results["meta"]
     lines = [
         f"Run {meta['date']} ({'quick' if meta['quick'] else 'full'}), {meta['cpus']} CPUs,"
-        f" {meta['sizes']['rounds']} rounds, server workers: 1, PostgreSQL pool"
-        f" {POOL_SIZE} on each side. Latency per call, pooled over the rounds;"
-        " ratio < 1: ours takes less time (for add_items/s, > 1: ours does more).",
+        f" load average {meta['load_average']}, {meta['sizes']['rounds']} rounds, server"
+        f" workers: 1, PostgreSQL pool {POOL_SIZE} for session-state and SQLAlchemySession."
+        " Latency per call, pooled over the rounds; ratio < 1: ours takes less time (for"
+        " add_items/s, > 1: ours does more).",
         "",
-        f"| workload | figure | {OURS} (HTTP) | SDK {THEIRS} | ours / SQLAlchemy |",
-        "| --- | --- | ---: | ---: | ---: |",
+        f"| workload | figure | {OURS} (HTTP) | SDK {THEIRS} | SDK {REDIS} |"
+        " ours / SQLAlchemy | ours / Redis |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: |",
     ]
     for workload, entry in results["figures"].items():
-        for key, ratio in entry["ours_over_sqlalchemy"].items():
+        if not isinstance(entry, dict):
+            continue
+        for key in entry[f"ours_over_{THEIRS}"]:
             digits = 0 if key == "add_items_per_s" else 2
             lines.append(
                 f"| {workload} | {key} | {entry[OURS][key]:,.{digits}f}"
-                f" | {entry[THEIRS][key]:,.{digits}f} | {ratio:.2f} |"
+                f" | {entry[THEIRS][key]:,.{digits}f} | {entry[REDIS][key]:,.{digits}f}"
+                f" | {entry[f'ours_over_{THEIRS}'][key]:.2f}"
+                f" | {entry[f'ours_over_{REDIS}'][key]:.2f} |"
             )
+    lines += ["", "| goal (issue 28) | measured | met |", "| --- | --- | --- |"]
+    for goal, measured, met in results["goals"]:
+        lines.append(f"| {goal} | {measured} | {'met' if met else 'NOT met'} |")
     return "\n".join(lines) + "\n"
 
 
@@ -409,21 +518,28 @@ def main() -> None:
     arguments = parser.parse_args()
     sizes = QUICK if arguments.quick else FULL
     started = time.time()
+    load_before = os.getloadavg()
     figures = asyncio.run(execute(sizes))
+    load_after = os.getloadavg()
     results = {
         "meta": {
             "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
+            # 1-minute load average before and after (2 CPUs: above 2, other
+            # work was waiting for them).
+            "load_average": f"{load_before[0]:.1f} -> {load_after[0]:.1f}",
             "quick": arguments.quick,
             "sizes": sizes.__dict__,
             "cpus": os.cpu_count(),
             "python": platform.python_version(),
             "openai_agents": version("openai-agents"),
             "sqlalchemy": version("sqlalchemy"),
+            "redis": version("redis"),
             "asyncpg": version("asyncpg"),
             "pool_size_each_side": POOL_SIZE,
             "duration_s": round(time.time() - started, 1),
         },
         "figures": figures,
+        "goals": goals(figures),
     }
     table = markdown_table(results)
     print(table)

@@ -1,7 +1,7 @@
 """Benchmark session-state against ADK's DatabaseSessionService and the asyncpg
 floor, side by side in one run on one PostgreSQL; then every target through
 ADK's own API, google-adk-community's RedisSessionService among them
-(bench/adk_api.py), with issue 15's targets checked.
+(bench/adk_api.py), with issue 28's goals printed as met or not met.
 
     python -m bench.run            # full sizes, 3 repetitions
     python -m bench.run --quick    # small sizes, 1 repetition (CI)
@@ -169,7 +169,8 @@ class Server:
             str(workers),
         ]
         self.process = subprocess.Popen(command, env=env, cwd=source)
-        deadline = time.monotonic() + 30
+        # Generous: on a machine shared with other work, start-up took over 30 s.
+        deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
             try:
                 if httpx.get(f"{self.base_url}/readyz", timeout=1).status_code == 200:
@@ -463,6 +464,17 @@ def summarise(raw: dict[str, dict[str, list[dict[str, float]]]]) -> dict[str, An
     }
 
 
+def cpu_model() -> str:
+    """The processor's name, as the kernel reports it (for the report)."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -478,6 +490,7 @@ def main(argv: list[str] | None = None) -> int:
     arguments = parser.parse_args(argv)
     sizes = QUICK if arguments.quick else FULL
     started = time.time()
+    load_before = os.getloadavg()[0]
     raw = asyncio.run(Run(sizes, arguments.workers).execute())
     # What ADK users run: every target through ADK's API (bench/adk_api.py).
     from bench import adk_api
@@ -491,6 +504,10 @@ def main(argv: list[str] | None = None) -> int:
             "sizes": sizes.__dict__,
             "server_workers": arguments.workers,
             "cpus": os.cpu_count(),
+            "cpu_model": cpu_model(),
+            # 1-minute load average at the start and the end: above the CPUs,
+            # other work on the machine was waiting for them.
+            "load_average": [round(load_before, 1), round(os.getloadavg()[0], 1)],
             "python": platform.python_version(),
             "duration_s": round(time.time() - started, 1),
         },
@@ -501,8 +518,11 @@ def main(argv: list[str] | None = None) -> int:
     name = arguments.name or ("quick" if arguments.quick else "full")
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / f"{name}.json").write_text(json.dumps(results, indent=2))
+    meta = results["meta"]
     table = (
-        report.markdown_table(results)
+        f"{meta['cpus']} CPUs ({meta['cpu_model']}), load average"
+        f" {meta['load_average'][0]} -> {meta['load_average'][1]}\n\n"
+        + report.markdown_table(results)
         + "\nThrough ADK's API (ADK `Event` objects on every side):\n\n"
         + adk_api.table(through_adk)
         + "\n"

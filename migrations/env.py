@@ -2,14 +2,21 @@
 the URL of alembic.ini / SESSION_STATE_DATABASE_URL when run by the alembic CLI."""
 
 import asyncio
+import importlib
+import sys
 
 from alembic import context
 from sqlalchemy.engine import Connection
 
-from session_state.config import Settings
-from session_state.db.engine import engine_for_url
-from session_state.db.migrations import include_object
-from session_state.db.tables import metadata
+# The server these scripts belong to: the installed package, or a checkout's
+# source tree run by its folder name (`python -m app.cli migrate`, as
+# bench.before_after runs an older checkout), whose own modules must be used,
+# not the installed ones.
+SERVER = "app" if "app.db.migrations" in sys.modules else "session_state"
+Settings = importlib.import_module(f"{SERVER}.config").Settings
+engine_for_url = importlib.import_module(f"{SERVER}.db.engine").engine_for_url
+include_object = importlib.import_module(f"{SERVER}.db.migrations").include_object
+metadata = importlib.import_module(f"{SERVER}.db.tables").metadata
 
 config = context.config
 

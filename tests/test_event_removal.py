@@ -11,7 +11,7 @@ import pytest
 from session_state.config import Settings
 from session_state.db.stores import open_store
 from session_state.domain import NEVER_EXPIRES, ForkSource, SessionKey
-from tests.conftest import Clock
+from tests.conftest import Clock, asgi_client
 
 S = "/apps/chat/users/ann/sessions"
 
@@ -249,3 +249,93 @@ async def test_a_fork_whose_event_is_removed_before_its_copy_writes_nothing(
     finally:
         await store.close()
     assert (await client.get(f"{S}/f")).status_code == 404
+
+
+async def test_a_removal_answers_with_the_removed_events_when_asked(client: httpx.AsyncClient):
+    await setup_session(client, *THREE)
+    removed = await client.delete(f"{S}/s/events", params={"last": 2, "returnRemoved": "true"})
+    assert removed.status_code == 200, removed.text
+    assert removed.headers["session-state-removed-events"] == "2"
+    assert removed.headers["etag"] == '"4"'
+    body = removed.json()
+    # Oldest first, as stored; the session as any removal answers with it.
+    assert [stored["id"] for stored in body["removedEvents"]] == ["b", "c"]
+    assert body["removedEvents"][1]["actions"]["stateDelta"]["mood"] == "sad"
+    assert body["events"] == []
+    assert body["state"] == {"mood": "happy", "user:visits": 1, "app:hits": 3}
+    assert await event_ids(client) == ["a"]
+    # Without the flag, no removedEvents at all.
+    plain = await client.delete(f"{S}/s/events", params={"last": 1})
+    assert "removedEvents" not in plain.json()
+    empty = await client.delete(f"{S}/s/events", params={"last": 1, "returnRemoved": "true"})
+    assert empty.status_code == 200
+    assert empty.json()["removedEvents"] == []
+    assert empty.headers["session-state-removed-events"] == "0"
+
+
+async def test_returned_removals_are_bounded_and_refused_otherwise(client: httpx.AsyncClient):
+    await setup_session(client, *THREE)
+    for params in (
+        {"returnRemoved": "true"},
+        {"returnRemoved": "true", "after": "a"},
+        {"returnRemoved": "true", "last": 101},
+        {"returnRemoved": "maybe", "last": 1},
+    ):
+        refused = await client.delete(f"{S}/s/events", params=params)
+        assert refused.status_code == 422, (params, refused.text)
+        assert refused.headers["content-type"] == "application/problem+json"
+    assert await event_ids(client) == ["a", "b", "c"]
+
+
+async def test_removed_events_past_the_answer_limit_are_refused_and_stay(database_url: str):
+    small = Settings(
+        database_url=database_url,
+        max_event_bytes=64 * 1024,
+        max_state_bytes=16 * 1024,
+        max_response_bytes=256 * 1024,
+    )
+    async with asgi_client(small) as client:
+        await setup_session(
+            client, *({"id": f"e{n}", "author": "u", "text": "x" * 40_000} for n in range(5))
+        )
+        refused = await client.delete(f"{S}/s/events", params={"last": 4, "returnRemoved": "true"})
+        assert refused.status_code == 413, refused.text
+        assert refused.json()["code"] == "response_too_large"
+        # Nothing removed: the session is at its revision, newest event e4.
+        newest = await client.get(f"{S}/s", params={"numRecentEvents": 1})
+        assert newest.headers["etag"] == '"5"'
+        assert newest.json()["events"][0]["id"] == "e4"
+        fits = await client.delete(f"{S}/s/events", params={"last": 2, "returnRemoved": "true"})
+        assert [stored["id"] for stored in fits.json()["removedEvents"]] == ["e3", "e4"]
+
+
+async def test_concurrent_one_request_pops_each_take_a_different_event(
+    client: httpx.AsyncClient,
+):
+    """Pops of one request each (no If-Match): every event is taken by
+    exactly one popper, newest first for each."""
+    count, poppers = 16, 4
+    await setup_session(client, *(event(f"e{n}") for n in range(count)))
+    taken: list[list[int]] = [[] for _ in range(poppers)]
+
+    async def pop(popper: int) -> None:
+        while True:
+            removed = await client.delete(
+                f"{S}/s/events", params={"last": 1, "returnRemoved": "true"}
+            )
+            assert removed.status_code in (200, 412), removed.text
+            if removed.status_code == 412:  # kept changing under the server's tries
+                continue
+            events = removed.json()["removedEvents"]
+            if not events:
+                return
+            taken[popper].append(int(events[0]["id"][1:]))
+
+    await asyncio.gather(*(pop(popper) for popper in range(poppers)))
+    everything = [number for numbers in taken for number in numbers]
+    assert sorted(everything) == list(range(count))
+    # The pops raced: more than one popper took events.
+    assert sum(1 for numbers in taken if numbers) >= 2
+    for numbers in taken:
+        assert numbers == sorted(numbers, reverse=True)
+    assert await event_ids(client) == []

@@ -53,6 +53,18 @@ def session_response(session: SessionView, status_code: int = 200) -> Response:
     )
 
 
+def removal_response(
+    session: SessionView, removed: int, removed_events: list[str] | None
+) -> Response:
+    """The session after a removal; with the removed events when asked."""
+    body = session_json(session)
+    if removed_events is not None:
+        body = body[:-1] + b',"removedEvents":' + _event_array(removed_events) + b"}"
+    response = Response(body, media_type=JSON_MEDIA_TYPE, headers={"ETag": etag(session.revision)})
+    response.headers["Session-State-Removed-Events"] = str(removed)
+    return response
+
+
 def session_list_response(sessions: list[SessionView], next_page_token: str | None) -> Response:
     body = (
         b'{"sessions":['

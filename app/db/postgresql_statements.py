@@ -506,6 +506,18 @@ SELECT s.revision,
  WHERE s.app_name = $1 AND s.user_id = $2 AND s.id = $3
    AND {not_expired("$5::float8", "s.")}
 """
+# The session's revision and its newest $4 events (seq, data), read together;
+# one row with null seq when it has none, no row when it is missing ($5 is now).
+NEWEST_EVENTS = f"""
+SELECT s.revision, e.seq, e.data
+  FROM sessions AS s
+  LEFT JOIN LATERAL (SELECT e.seq, e.data FROM events AS e
+                      WHERE e.app_name = $1 AND e.user_id = $2 AND e.session_id = $3
+                      ORDER BY e.seq DESC
+                      LIMIT $4) AS e ON true
+ WHERE s.app_name = $1 AND s.user_id = $2 AND s.id = $3
+   AND {not_expired("$5::float8", "s.")}
+"""
 # Removes the events after seq $4 if the session is still at revision $5; the
 # removal is a change like any write: the revision goes up by one (never back,
 # so an If-Match taken before cannot match again), the update time is $6 and

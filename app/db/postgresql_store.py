@@ -475,6 +475,18 @@ class PostgresStore:
             )
         return None if row is None else (int(row[0]), int(row[1]))
 
+    async def newest_events(
+        self, key: SessionKey, count: int, now: float
+    ) -> tuple[int, list[StoredEvent]] | None:
+        async with self._connection() as connection:
+            rows = await connection.fetch(
+                sql.NEWEST_EVENTS, key.app_name, key.user_id, key.session_id, count, now
+            )
+        if not rows:
+            return None
+        found = [StoredEvent(row[1], row[2]) for row in rows if row[1] is not None]
+        return int(rows[0][0]), found[::-1]
+
     async def remove_events(
         self,
         key: SessionKey,

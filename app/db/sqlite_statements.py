@@ -484,6 +484,23 @@ async def newest_kept_seq(
     return session.revision, int(result.scalar_one_or_none() or 0)
 
 
+async def newest_events(
+    connection: AsyncConnection, key: SessionKey, count: int, now: float
+) -> tuple[int, list[StoredEvent]] | None:
+    """The session's revision and its newest `count` events, oldest first;
+    None if it is missing."""
+    session = await read_session(connection, key, now)
+    if session is None:
+        return None
+    result = await connection.execute(
+        select(events.c.seq, events.c.data)
+        .where(*events_of(key))
+        .order_by(events.c.seq.desc())
+        .limit(count)
+    )
+    return session.revision, [StoredEvent(seq, data) for seq, data in reversed(result.all())]
+
+
 async def remove_events(
     connection: AsyncConnection,
     key: SessionKey,

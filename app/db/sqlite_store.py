@@ -116,6 +116,12 @@ class SqliteStore:
         async with self._read() as connection:
             return await sql.newest_kept_seq(connection, key, remove_count, now)
 
+    async def newest_events(
+        self, key: SessionKey, count: int, now: float
+    ) -> tuple[int, list[StoredEvent]] | None:
+        async with self._read() as connection:
+            return await sql.newest_events(connection, key, count, now)
+
     async def remove_events(
         self,
         key: SessionKey,

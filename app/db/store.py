@@ -127,6 +127,13 @@ class Store(Protocol):
         is left); None if there is no such session."""
         ...
 
+    async def newest_events(
+        self, key: SessionKey, count: int, now: float
+    ) -> tuple[int, list[StoredEvent]] | None:
+        """The session's revision and, read with it, its newest `count`
+        events, oldest first; None if there is no such session."""
+        ...
+
     async def remove_events(
         self,
         key: SessionKey,

@@ -71,10 +71,13 @@ class BatchAppendResult(_Wire):
 
 class RemovalResult(_Wire):
     """The session after a removal (its state, no events) and how many
-    events went (0: there was nothing to remove, nothing was written)."""
+    events went (0: there was nothing to remove, nothing was written);
+    `removed_events`, when asked for (`return_removed`), the events removed,
+    oldest first."""
 
     session: Session
     removed: int
+    removed_events: list[EventJSON] | None = None
 
 
 class MemoryContentPart(_Wire):

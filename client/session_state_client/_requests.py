@@ -142,6 +142,9 @@ def _json(response: Answer) -> Any:
 
 
 def encode(document: Any) -> bytes:
+    """The body's JSON; bytes are JSON already encoded, sent as they are."""
+    if isinstance(document, bytes):
+        return document
     return pydantic_core.to_json(document)
 
 
@@ -278,7 +281,7 @@ def append_event(
     app_name: str,
     user_id: str,
     session_id: str,
-    event: dict[str, Any],
+    event: dict[str, Any] | bytes,
     if_match: int | None,
 ) -> Call[AppendResult]:
     def parse(response: Answer) -> AppendResult:
@@ -338,10 +341,15 @@ def remove_events(
     after: str | None,
     last: int | None,
     if_match: int | None,
+    return_removed: bool = False,
 ) -> Call[RemovalResult]:
     def parse(response: Answer) -> RemovalResult:
         removed = int(response.headers.get("session-state-removed-events", "0"))
-        return RemovalResult(session=_session(response), removed=removed)
+        body = _json(response)
+        removed_events = body.pop("removedEvents", None)
+        session = Session.model_validate(body)
+        session.revision = _revision(response)
+        return RemovalResult(session=session, removed=removed, removed_events=removed_events)
 
     # Not repeated after a lost answer: a second removal would take more
     # events (with If-Match it would fail with a 412 instead).
@@ -350,7 +358,7 @@ def remove_events(
         "DELETE",
         session + "/events",
         parse,
-        _params(after=after, last=last),
+        _params(after=after, last=last, returnRemoved="true" if return_removed else None),
         headers=_if_match(if_match),
         session=session,
         revision_use="note",

@@ -204,13 +204,14 @@ class SessionStateClient:
         app_name: str,
         user_id: str,
         session_id: str,
-        event: EventJSON,
+        event: EventJSON | bytes,
         if_match: int | None = None,
     ) -> AppendResult:
         """Appends an ADK event (JSON). An id is assigned first if it has none,
-        so retries are deduplicated. `if_match`: the revision the write is based
-        on (StaleSessionError when the session moved on)."""
-        document = _requests.with_event_id(event)
+        so retries are deduplicated; an event given as encoded JSON (bytes) is
+        sent as it is, and must carry its id. `if_match`: the revision the write
+        is based on (StaleSessionError when the session moved on)."""
+        document = event if isinstance(event, bytes) else _requests.with_event_id(event)
         return self._send(_requests.append_event(app_name, user_id, session_id, document, if_match))
 
     def append_events(
@@ -240,13 +241,18 @@ class SessionStateClient:
         after: str | None = None,
         last: int | None = None,
         if_match: int | None = None,
+        return_removed: bool = False,
     ) -> RemovalResult:
         """Removes the session's newest `last` events, or those after the
         event `after`, or (neither) all of them; the session state becomes
         what the remaining events leave (app: and user: state stays).
-        `if_match`: remove only if the session is still at that revision."""
+        `if_match`: remove only if the session is still at that revision.
+        `return_removed` (with `last` at most 100): the result's
+        `removed_events` are the events removed, oldest first."""
         return self._send(
-            _requests.remove_events(app_name, user_id, session_id, after, last, if_match)
+            _requests.remove_events(
+                app_name, user_id, session_id, after, last, if_match, return_removed
+            )
         )
 
     def patch_state(

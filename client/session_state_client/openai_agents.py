@@ -246,6 +246,16 @@ class SessionStateSession:
             await self._send(batch)
 
     async def _send(self, batch: list[dict[str, Any]]) -> None:
+        if len(batch) == 1:
+            # The single append: the server's lean path, committed together
+            # with other sessions' appends (docs/performance.md).
+            await self.client.append_event(
+                app_name=self.app_name,
+                user_id=self.user_id,
+                session_id=self.session_id,
+                event=batch[0],
+            )
+            return
         await self.client.append_events(
             app_name=self.app_name, user_id=self.user_id, session_id=self.session_id, events=batch
         )
@@ -257,40 +267,31 @@ class SessionStateSession:
             )
 
     async def pop_item(self) -> TResponseInputItem | None:
-        """Removes and returns the newest item; None when there is none.
-        The newest event is read with the session's revision and removed
-        only if the session is still at it (If-Match), so a concurrent
-        add_items or pop_item is never undone by this one: it reads again."""
+        """Removes and returns the newest item; None when there is none. One
+        request: the server removes the newest event and answers with it,
+        so two concurrent pops never take the same item, and a concurrent
+        add_items is never undone."""
         self._check_open()
         return await _finish(self._pop())
 
     async def _pop(self) -> TResponseInputItem | None:
         while True:
             try:
-                session = await self.client.get_session(
-                    app_name=self.app_name,
-                    user_id=self.user_id,
-                    session_id=self.session_id,
-                    num_recent_events=1,
-                )
-            except NotFoundError:
-                return None
-            if not session.events:
-                return None
-            newest = session.events[-1]
-            try:
                 removal = await self.client.remove_events(
                     app_name=self.app_name,
                     user_id=self.user_id,
                     session_id=self.session_id,
                     last=1,
-                    if_match=session.revision,
+                    return_removed=True,
                 )
             except StaleSessionError:
-                continue  # the session moved on: read its newest event again
+                continue  # the session kept changing under the server's tries
             except NotFoundError:
                 return None
-            if removal.removed == 1 and ITEM_FIELD in newest:
+            if not removal.removed_events:
+                return None
+            newest = removal.removed_events[-1]
+            if ITEM_FIELD in newest:
                 return cast(TResponseInputItem, newest[ITEM_FIELD])
             # An event without an item is dropped, as the SDK drops rows it
             # cannot read; look at the next one.

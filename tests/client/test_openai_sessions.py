@@ -246,16 +246,17 @@ async def test_a_cancelled_add_still_completes(server_session: SessionStateSessi
 
 
 def _requests_answered(server: ServerProcess, status: int) -> int:
-    """How many batch appends the server answered with `status` (its metrics)."""
+    """How many appends (single or batch: add_items of one item is a single
+    append) the server answered with `status` (its metrics)."""
     metrics = httpx.get(f"{server.base_url}/metrics").text
-    found = re.search(
+    found = re.findall(
         r'^session_state_http_requests_total\{method="POST",'
-        r'route="/apps/\{app_name\}/users/\{user_id\}/sessions/\{session_id\}/events/batch",'
+        r'route="/apps/\{app_name\}/users/\{user_id\}/sessions/\{session_id\}/events(?:/batch)?",'
         rf'status="{status}"\}} (\S+)$',
         metrics,
         re.M,
     )
-    return int(float(found[1])) if found else 0
+    return sum(int(float(count)) for count in found)
 
 
 async def test_a_cancelled_add_that_fails_raises_the_cancellation(

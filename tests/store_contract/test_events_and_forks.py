@@ -65,6 +65,16 @@ async def test_where_to_cut_to_remove_the_newest_events(store: Store):
     assert await store.newest_kept_seq(key("none"), 1, NOW) is None
 
 
+async def test_the_newest_events_are_read_with_the_revision(store: Store):
+    stored = await _five_events(store)
+
+    assert await store.newest_events(key(), 2, NOW) == (5, stored[3:])
+    assert await store.newest_events(key(), 9, NOW) == (5, stored)
+    await store.remove_events(key(), 0, 5, None, NOW)
+    assert await store.newest_events(key(), 1, NOW) == (6, [])
+    assert await store.newest_events(key("none"), 1, NOW) is None
+
+
 async def test_removing_the_newest_events_is_one_change_guarded_by_the_revision(store: Store):
     stored = await _five_events(store)
     await store.set_expiry(key(), Expiry(ttl_seconds=60), None, NOW)

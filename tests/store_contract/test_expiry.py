@@ -46,6 +46,7 @@ FINDERS: dict[str, tuple[Call, Any]] = {
         None,
     ),
     "newest_kept_seq": (lambda store, at, now: store.newest_kept_seq(at, 0, now), None),
+    "newest_events": (lambda store, at, now: store.newest_events(at, 1, now), None),
     "read_initial_state": (lambda store, at, now: store.read_initial_state(at, now), None),
     "append_event": (
         lambda store, at, now: store.append_event(at, event("late"), None, LIMIT, now),

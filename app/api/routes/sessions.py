@@ -9,7 +9,7 @@ from ...domain import SessionKey
 from ...errors import FieldError, InvalidInput
 from ...identifiers import IDENTIFIER_MAX_LENGTH
 from ...json_rules import text_problem
-from ...limits import MAX_INT64
+from ...limits import MAX_INT64, MAX_RETURNED_REMOVED_EVENTS
 from ...schemas import (
     CreateSessionRequest,
     Event,
@@ -20,6 +20,7 @@ from ...schemas import (
     PatchSessionRequest,
     Problem,
     Session,
+    SessionAfterRemoval,
     SessionList,
     StateResponse,
 )
@@ -173,7 +174,7 @@ async def append_events(
 
 @router.delete(
     APPEND_PATH,
-    response_model=Session,
+    response_model=SessionAfterRemoval,
     responses={
         200: {
             "headers": {
@@ -184,9 +185,10 @@ async def append_events(
                 },
             },
             "description": "The session after the removal, as lists show sessions: its "
-            "state, no events",
+            "state, no events; with returnRemoved=true, the removed events in "
+            "removedEvents",
         },
-        **problem_responses(404, 412),
+        **problem_responses(404, 412, 413, 422),
     },
     summary="Remove the newest events (all, the last n, or those after one)",
 )
@@ -207,21 +209,34 @@ async def remove_events(
         int | None,
         Query(ge=1, le=MAX_INT64, description="Remove the newest n events."),
     ] = None,
+    return_removed: Annotated[
+        bool,
+        Query(
+            alias="returnRemoved",
+            description="Answer with the removed events (removedEvents); only with "
+            f"last, at most {MAX_RETURNED_REMOVED_EVENTS}.",
+        ),
+    ] = False,
     if_match: IfMatch = None,
 ) -> Response:
     if after is not None and last is not None:
         raise InvalidInput([FieldError(["query"], "give after or last, not both")])
+    if return_removed and (last is None or last > MAX_RETURNED_REMOVED_EVENTS):
+        needs = f"returnRemoved needs last, from 1 to {MAX_RETURNED_REMOVED_EVENTS}"
+        raise InvalidInput([FieldError(["query", "returnRemoved"], needs)])
     if after is not None and (problem := text_problem(after)) is not None:
         # No event id holds it, and PostgreSQL would refuse the text itself.
         raise InvalidInput([FieldError(["query", "after"], problem)])
     key = SessionKey(app_name, user_id, session_id)
     revision = expected_revision(if_match)
     outcome = await service_of(request).remove_events(
-        key, after_event_id=after, last=last, expected_revision=revision
+        key,
+        after_event_id=after,
+        last=last,
+        expected_revision=revision,
+        return_removed=return_removed,
     )
-    response = rendering.session_response(outcome.session)
-    response.headers["Session-State-Removed-Events"] = str(outcome.removed)
-    return response
+    return rendering.removal_response(outcome.session, outcome.removed, outcome.removed_events)
 
 
 @router.get(
