@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ..domain import NewEvent, SessionKey, StoredEvent
+from ..labels import Labels
 from ..state import StateDict
 
 # Where a page of `sessions list` starts: after this (update_time, app_name,
@@ -63,6 +64,8 @@ class SessionRecord:
     update_time: float
     expire_time: float | None
     ttl_seconds: float | None
+    # None: the session has none (the column is NULL).
+    labels: Labels | None = None
 
     @property
     def key(self) -> SessionKey:
