@@ -92,7 +92,7 @@ ALL_SESSIONS = SessionQuery()
 
 
 @dataclass(frozen=True)
-class AppSummary:
+class ListedApp:
     """An app with live sessions (GET /apps)."""
 
     app_name: str
@@ -100,7 +100,7 @@ class AppSummary:
 
 
 @dataclass(frozen=True)
-class UserSummary:
+class ListedUser:
     """A user of an app with live sessions, and the latest update among them."""
 
     user_id: str

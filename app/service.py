@@ -18,12 +18,13 @@ from .domain import (
     ALL_SESSIONS,
     AppendNotApplied,
     AppendOutcome,
-    AppSummary,
     BatchOutcome,
     Erased,
     EventPage,
     Expiry,
     ForkSource,
+    ListedApp,
+    ListedUser,
     RemovalOutcome,
     SessionCursor,
     SessionKey,
@@ -33,7 +34,6 @@ from .domain import (
     SessionSnapshot,
     SessionView,
     SortOrder,
-    UserSummary,
 )
 from .errors import (
     EventIdConflict,
@@ -220,7 +220,7 @@ class SessionService:
 
     async def list_apps(
         self, allowed: frozenset[str] | None, page_size: int, after: str | None
-    ) -> tuple[list[AppSummary], str | None]:
+    ) -> tuple[list[ListedApp], str | None]:
         """The apps with live sessions (of `allowed`, unless None), by name,
         after `after`; and where the next page starts (None: the last)."""
         now = self.clock()
@@ -231,7 +231,7 @@ class SessionService:
 
     async def list_users(
         self, app_name: str, page_size: int, after: str | None
-    ) -> tuple[list[UserSummary], str | None]:
+    ) -> tuple[list[ListedUser], str | None]:
         """The app's users with live sessions, by id, after `after`."""
         now = self.clock()
         users, more = await self.reads.read(

@@ -150,7 +150,7 @@ def test_list_filters_by_user_and_prints_a_table(stored):
     assert result.returncode == 0, result.stderr
     header, *rows = result.stdout.strip().splitlines()
     assert header.split() == [
-        "APP", "USER", "SESSION", "UPDATED", "(UTC)", "REVISION", "STATE", "KEYS",
+        "APP", "USER", "SESSION", "UPDATED", "(UTC)", "REVISION", "STATE", "KEYS", "LABELS",
     ]  # fmt: skip
     # Oldest first, the API's order: a2 was written last.
     assert [row.split()[2] for row in rows] == ["a1", "a2"]

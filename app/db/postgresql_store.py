@@ -20,11 +20,12 @@ from ..database_url import parse_postgresql_url
 from ..domain import (
     ALL_SESSIONS,
     AppendNotApplied,
-    AppSummary,
     Erased,
     EventsRemoved,
     Expiry,
     ForkSource,
+    ListedApp,
+    ListedUser,
     MemoryRecord,
     NewEvent,
     SessionCursor,
@@ -37,7 +38,6 @@ from ..domain import (
     SortOrder,
     StoredEvent,
     Swept,
-    UserSummary,
 )
 from ..errors import DatabaseUnavailable
 from ..labels import Labels
@@ -427,24 +427,24 @@ class PostgresStore:
 
     async def page_apps(
         self, allowed: frozenset[str] | None, after: str | None, limit: int, now: float
-    ) -> tuple[list[AppSummary], bool]:
+    ) -> tuple[list[ListedApp], bool]:
         statement = sql.APPS[(allowed is not None, after is not None)]
         values = directory_parameters(now, limit, after_app=after)
         if allowed is not None:
             values["allowed"] = sorted(allowed)
         async with self._connection() as connection:
             rows = await connection.fetch(statement.text, *statement.arguments(values))
-        apps = [AppSummary(row[0], int(row[1])) for row in rows]
+        apps = [ListedApp(row[0], int(row[1])) for row in rows]
         return apps[:limit], len(apps) > limit
 
     async def page_users(
         self, app_name: str, after: str | None, limit: int, now: float
-    ) -> tuple[list[UserSummary], bool]:
+    ) -> tuple[list[ListedUser], bool]:
         statement = sql.USERS[after is not None]
         values = directory_parameters(now, limit, app_name=app_name, after_user=after)
         async with self._connection() as connection:
             rows = await connection.fetch(statement.text, *statement.arguments(values))
-        users = [UserSummary(row[0], int(row[1]), float(row[2])) for row in rows]
+        users = [ListedUser(row[0], int(row[1]), float(row[2])) for row in rows]
         return users[:limit], len(users) > limit
 
     async def delete_session(self, key: SessionKey, *, with_memories: bool, now: float) -> bool:

@@ -32,9 +32,10 @@ from sqlalchemy.sql.selectable import TextualSelect
 from .. import json_codec
 from ..domain import (
     ALL_SESSIONS,
-    AppSummary,
     EventsRemoved,
     Expiry,
+    ListedApp,
+    ListedUser,
     SessionCursor,
     SessionKey,
     SessionQuery,
@@ -42,7 +43,6 @@ from ..domain import (
     SessionSnapshot,
     SortOrder,
     StoredEvent,
-    UserSummary,
 )
 from ..labels import Labels
 from ..state import StateDict
@@ -369,21 +369,21 @@ async def page_apps(
     after: str | None,
     limit: int,
     now: float,
-) -> tuple[list[AppSummary], bool]:
+) -> tuple[list[ListedApp], bool]:
     parameters = directory_parameters(now, limit, after_app=after)
     if allowed is not None:
         parameters["allowed"] = json_codec.dumps_text(sorted(allowed))
     result = await connection.execute(_APPS[(allowed is not None, after is not None)], parameters)
-    apps = [AppSummary(row[0], int(row[1])) for row in result]
+    apps = [ListedApp(row[0], int(row[1])) for row in result]
     return apps[:limit], len(apps) > limit
 
 
 async def page_users(
     connection: AsyncConnection, app_name: str, after: str | None, limit: int, now: float
-) -> tuple[list[UserSummary], bool]:
+) -> tuple[list[ListedUser], bool]:
     parameters = directory_parameters(now, limit, app_name=app_name, after_user=after)
     result = await connection.execute(_USERS[after is not None], parameters)
-    users = [UserSummary(row[0], int(row[1]), float(row[2])) for row in result]
+    users = [ListedUser(row[0], int(row[1]), float(row[2])) for row in result]
     return users[:limit], len(users) > limit
 
 

@@ -17,11 +17,12 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from ..domain import (
     ALL_SESSIONS,
-    AppSummary,
     Erased,
     EventsRemoved,
     Expiry,
     ForkSource,
+    ListedApp,
+    ListedUser,
     MemoryRecord,
     NewEvent,
     SessionCursor,
@@ -34,7 +35,6 @@ from ..domain import (
     SortOrder,
     StoredEvent,
     Swept,
-    UserSummary,
 )
 from ..errors import DatabaseUnavailable
 from ..labels import Labels
@@ -217,13 +217,13 @@ class SqliteStore:
 
     async def page_apps(
         self, allowed: frozenset[str] | None, after: str | None, limit: int, now: float
-    ) -> tuple[list[AppSummary], bool]:
+    ) -> tuple[list[ListedApp], bool]:
         async with self._read() as connection:
             return await sql.page_apps(connection, allowed, after, limit, now)
 
     async def page_users(
         self, app_name: str, after: str | None, limit: int, now: float
-    ) -> tuple[list[UserSummary], bool]:
+    ) -> tuple[list[ListedUser], bool]:
         async with self._read() as connection:
             return await sql.page_users(connection, app_name, after, limit, now)
 

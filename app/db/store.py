@@ -12,11 +12,12 @@ from typing import Literal, Protocol
 
 from ..domain import (
     ALL_SESSIONS,
-    AppSummary,
     Erased,
     EventsRemoved,
     Expiry,
     ForkSource,
+    ListedApp,
+    ListedUser,
     MemoryRecord,
     NewEvent,
     SessionCursor,
@@ -29,7 +30,6 @@ from ..domain import (
     SortOrder,
     StoredEvent,
     Swept,
-    UserSummary,
 )
 from ..labels import Labels
 from ..state import ScopedDelta, StateDict
@@ -95,14 +95,14 @@ class Store(Protocol):
 
     async def page_apps(
         self, allowed: frozenset[str] | None, after: str | None, limit: int, now: float
-    ) -> tuple[list[AppSummary], bool]:
+    ) -> tuple[list[ListedApp], bool]:
         """The apps with live sessions (of `allowed` only, unless None) named
         after `after`, by name: at most `limit`, and whether more follow."""
         ...
 
     async def page_users(
         self, app_name: str, after: str | None, limit: int, now: float
-    ) -> tuple[list[UserSummary], bool]:
+    ) -> tuple[list[ListedUser], bool]:
         """The app's users with live sessions after `after`, by id."""
         ...
 
