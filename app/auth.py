@@ -73,6 +73,18 @@ class ApiKeys:
         """Raises Unauthorized or Forbidden unless the key may use the app."""
         if not self._keys:
             return
+        match = self._match(presented)
+        if match.apps is not None and app_name not in match.apps:
+            raise Forbidden(f"the API key is not allowed for app {app_name!r}")
+
+    def visible_apps(self, presented: str | None) -> frozenset[str] | None:
+        """The apps the key may use (None: every app, or no keys configured);
+        Unauthorized for a missing or wrong key."""
+        if not self._keys:
+            return None
+        return self._match(presented).apps
+
+    def _match(self, presented: str | None) -> _Key:
         if not presented:
             raise Unauthorized("an API key is required: Authorization: Bearer <key>")
         digest = _digest(presented)
@@ -82,5 +94,4 @@ class ApiKeys:
                 match = key
         if match is None:
             raise Unauthorized("the API key is not valid")
-        if match.apps is not None and app_name not in match.apps:
-            raise Forbidden(f"the API key is not allowed for app {app_name!r}")
+        return match

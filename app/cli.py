@@ -164,6 +164,16 @@ def apps(arguments: argparse.Namespace) -> int:
     return exit_code
 
 
+def users(arguments: argparse.Namespace) -> int:
+    from . import operator_commands
+    from .db.sql_operator_store import require_existing_database
+
+    settings = _settings_from(arguments)
+    require_existing_database(settings)
+    exit_code: int = asyncio.run(operator_commands.list_users(settings, arguments))
+    return exit_code
+
+
 def sweep(arguments: argparse.Namespace) -> int:
     from . import operator_commands
     from .db.sql_operator_store import require_existing_database
@@ -247,6 +257,18 @@ def build_parser() -> argparse.ArgumentParser:
     apps_parser.add_argument("--database-url", help="overrides SESSION_STATE_DATABASE_URL")
     apps_parser.set_defaults(handler=apps)
 
+    users_parser = commands.add_parser(
+        "users", help="an app's users with live sessions: how many sessions, the last update"
+    )
+    users_parser.add_argument("--app", required=True, help="the app")
+    users_parser.add_argument(
+        "--page-size", type=int, default=100, help="users per page, 1 to 1000 (default 100)"
+    )
+    users_parser.add_argument("--page-token", help="the token a previous page printed")
+    users_parser.add_argument("--json", action="store_true", help="print JSON")
+    users_parser.add_argument("--database-url", help="overrides SESSION_STATE_DATABASE_URL")
+    users_parser.set_defaults(handler=users)
+
     _add_sessions_parser(commands)
 
     sweep_parser = commands.add_parser(
@@ -317,6 +339,17 @@ def _add_sessions_parser(commands: "argparse._SubParsersAction[argparse.Argument
         type=int,
         default=DEFAULT_PAGE_SIZE,
         help=f"sessions per page, 1 to {MAX_PAGE_SIZE} (default {DEFAULT_PAGE_SIZE})",
+    )
+    list_parser.add_argument(
+        "--label",
+        action="append",
+        help="key:value (has that label) or key (has the key); repeat: all must match",
+    )
+    list_parser.add_argument(
+        "--updated-after", type=float, help="only sessions last updated at or after (epoch s)"
+    )
+    list_parser.add_argument(
+        "--updated-before", type=float, help="only sessions last updated before (epoch s)"
     )
     list_parser.add_argument("--page-token", help="the token a previous page printed")
     list_parser.add_argument("--json", action="store_true", help="print JSON")

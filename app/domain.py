@@ -2,10 +2,11 @@
 store. Plain data, no behaviour; the rules are in `service.py`, `events.py`
 and `state.py`, the SQL in `db/`."""
 
-from dataclasses import dataclass, fields, is_dataclass
+from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Literal, Self
 
 from .errors import StateTooLarge
+from .labels import LabelFilter, Labels
 from .state import ScopedDelta, StateDict
 
 SortOrder = Literal["asc", "desc"]
@@ -70,6 +71,41 @@ class SessionRow:
     revision: int
     update_time: float
     expire_time: float | None = None
+    labels: Labels = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class SessionQuery:
+    """Which sessions a list gives and in which order: those holding the
+    labels, last updated at or after `updated_after` and before
+    `updated_before`, by last update time (then user id, then id)."""
+
+    labels: LabelFilter = field(default_factory=LabelFilter)
+    updated_after: float | None = None
+    updated_before: float | None = None
+    order: SortOrder = "asc"
+    # False: the sessions' own rows only, state left out (and not read).
+    include_state: bool = True
+
+
+ALL_SESSIONS = SessionQuery()
+
+
+@dataclass(frozen=True)
+class ListedApp:
+    """An app with live sessions (GET /apps)."""
+
+    app_name: str
+    session_count: int
+
+
+@dataclass(frozen=True)
+class ListedUser:
+    """A user of an app with live sessions, and the latest update among them."""
+
+    user_id: str
+    session_count: int
+    last_update_time: float
 
 
 @dataclass(frozen=True)
@@ -105,6 +141,8 @@ class ForkSource:
     key: SessionKey
     up_to_seq: int | None
     state: StateDict | None
+    # The fork's labels; None: the source's, read with it.
+    labels: Labels | None = None
 
 
 @dataclass(frozen=True)
@@ -178,6 +216,7 @@ class SessionView:
     last_update_time: float
     revision: int
     expire_time: float | None = None
+    labels: Labels = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

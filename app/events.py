@@ -27,6 +27,8 @@ from .event_contract import (
 from .limits import Limits
 from .state import drop_temp_keys, find_long_key, split_delta
 
+UNKNOWN_FIELD_MESSAGE = "is not a field of this request"
+
 
 @dataclass(frozen=True)
 class PreparedEvent:
@@ -149,6 +151,10 @@ def prepare_batch(
     """
     if not isinstance(body, dict) or not isinstance(body.get(BATCH_FIELD), list):
         raise InvalidInput([FieldError(["body", BATCH_FIELD], "must be an array of events")])
+    unknown = sorted(set(body) - {BATCH_FIELD})
+    if unknown:
+        # The wrapper is ours, not ADK's: a field it does not define is refused.
+        raise InvalidInput([FieldError(["body", name], UNKNOWN_FIELD_MESSAGE) for name in unknown])
     documents: list[Any] = body[BATCH_FIELD]
     if not 1 <= len(documents) <= MAX_BATCH_EVENTS:
         raise InvalidInput(

@@ -17,7 +17,7 @@ from .api.browser_guard import BrowserGuardMiddleware
 from .api.encoded_paths import EncodedPathMiddleware
 from .api.middleware import RequestContextMiddleware
 from .api.problems import install_problem_handlers
-from .api.routes import erasure, health, memory, operations, sessions, store, threads
+from .api.routes import directory, erasure, health, memory, operations, sessions, store, threads
 from .auth import ApiKeys
 from .checkpoints.service import CheckpointService
 from .config import Settings, get_settings
@@ -99,6 +99,7 @@ def create_app(
     app.state.limits = limits
     install_problem_handlers(app)
     app.include_router(sessions.router)
+    app.include_router(directory.router)
     app.include_router(memory.router)
     app.include_router(threads.router)
     app.include_router(store.router)

@@ -6,6 +6,7 @@ API's lists skip them."""
 import argparse
 import difflib
 import json
+import math
 import sys
 import time
 from collections.abc import AsyncIterator
@@ -15,12 +16,14 @@ from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from . import json_codec
+from .api.page_tokens import USERS_TOKEN, name_cursor, name_token
 from .config import Settings
 from .db.operator_store import AppSummary, SessionPosition
 from .db.sql_operator_store import opened_operator_store
-from .domain import SessionKey
-from .errors import BadRequest, SessionNotFound
+from .domain import SessionKey, SessionQuery
+from .errors import BadRequest, FieldError, SessionNotFound
 from .identifiers import name_problem
+from .labels import parse_label_filters
 from .limits import Limits
 from .pagination import decode_token, encode_token
 from .service import SessionService
@@ -72,7 +75,16 @@ async def list_sessions(settings: Settings, arguments: argparse.Namespace) -> in
     page_size: int = arguments.page_size
     if not 1 <= page_size <= MAX_PAGE_SIZE:
         raise SetupProblem(f"--page-size: from 1 to {MAX_PAGE_SIZE}")
-    identity = (app_name or "", user_id or "", arguments.order)
+    where = _session_query(arguments)
+    # The filter is the list's: a token of one filter is refused by another.
+    identity = (
+        app_name or "",
+        user_id or "",
+        arguments.order,
+        ",".join(sorted(arguments.label or [])),
+        repr(where.updated_after),
+        repr(where.updated_before),
+    )
     after = None if arguments.page_token is None else _position(arguments.page_token, identity)
     async with opened_operator_store(settings, create=False) as store:
         now = time.time()
@@ -83,6 +95,7 @@ async def list_sessions(settings: Settings, arguments: argparse.Namespace) -> in
             after=after,
             limit=page_size,
             now=now,
+            where=where,
         )
         # Nothing at all: say what was looked for, and what exists nearby.
         apps = await store.app_summaries(now) if not page and after is None else None
@@ -95,7 +108,12 @@ async def list_sessions(settings: Settings, arguments: argparse.Namespace) -> in
         _print_json(
             {
                 "sessions": [
-                    {**_summary(session), "stateKeys": session.state_keys} for session in page
+                    {
+                        **_summary(session),
+                        "stateKeys": session.state_keys,
+                        **({"labels": session.labels} if session.labels else {}),
+                    }
+                    for session in page
                 ],
                 "nextPageToken": token,
             }
@@ -106,7 +124,7 @@ async def list_sessions(settings: Settings, arguments: argparse.Namespace) -> in
     if arguments.json:
         return 0
     _print_table(
-        ("APP", "USER", "SESSION", "UPDATED (UTC)", "REVISION", "STATE KEYS"),
+        ("APP", "USER", "SESSION", "UPDATED (UTC)", "REVISION", "STATE KEYS", "LABELS"),
         [
             (
                 session.app_name,
@@ -115,9 +133,64 @@ async def list_sessions(settings: Settings, arguments: argparse.Namespace) -> in
                 _time(session.last_update_time),
                 str(session.revision),
                 str(session.state_keys),
+                ",".join(f"{key}:{value}" for key, value in sorted(session.labels.items())),
             )
             for session in page
         ],
+    )
+    if token:
+        print(f"more: --page-token {token}")
+    return 0
+
+
+def _session_query(arguments: argparse.Namespace) -> SessionQuery:
+    labels = parse_label_filters(arguments.label or [])
+    if isinstance(labels, FieldError):
+        raise SetupProblem(f"--label: {labels.msg}")
+    for option, value in (
+        ("--updated-after", arguments.updated_after),
+        ("--updated-before", arguments.updated_before),
+    ):
+        if value is not None and not math.isfinite(value):
+            raise SetupProblem(f"{option}: a finite number of epoch seconds")
+    return SessionQuery(labels, arguments.updated_after, arguments.updated_before)
+
+
+async def list_users(settings: Settings, arguments: argparse.Namespace) -> int:
+    app_name = name_option("--app", arguments.app)
+    assert app_name is not None  # required by the parser
+    page_size: int = arguments.page_size
+    if not 1 <= page_size <= MAX_PAGE_SIZE:
+        raise SetupProblem(f"--page-size: from 1 to {MAX_PAGE_SIZE}")
+    try:
+        after = name_cursor(arguments.page_token, USERS_TOKEN, app_name)
+    except BadRequest as error:
+        raise SetupProblem(f"--page-token: {error.detail} (give the same --app)") from None
+    async with _service(settings) as service:
+        users, next_after = await service.list_users(app_name, page_size, after)
+    token = name_token(next_after, USERS_TOKEN, app_name)
+    if arguments.json:
+        _print_json(
+            {
+                "users": [
+                    {
+                        "userId": user.user_id,
+                        "sessionCount": user.session_count,
+                        "lastUpdateTime": user.last_update_time,
+                    }
+                    for user in users
+                ],
+                "nextPageToken": token,
+            }
+        )
+    if not users and after is None:
+        print(f"session-state: no sessions in app {app_name!r}", file=sys.stderr)
+        return 1
+    if arguments.json:
+        return 0
+    _print_table(
+        ("USER", "SESSIONS", "LAST UPDATE (UTC)"),
+        [(user.user_id, str(user.session_count), _time(user.last_update_time)) for user in users],
     )
     if token:
         print(f"more: --page-token {token}")
@@ -139,15 +212,17 @@ def _nothing_found(app_name: str | None, user_id: str | None, apps: list[AppSumm
     return "no sessions are stored"
 
 
-def _position(token: str, identity: tuple[str, str, str]) -> SessionPosition:
+def _position(token: str, identity: tuple[str, ...]) -> SessionPosition:
     try:
         position = decode_token(token, _TOKEN_KIND, identity)
     except BadRequest as error:
         raise SetupProblem(
-            f"--page-token: {error.detail} (give the same --app, --user and --order)"
+            f"--page-token: {error.detail} (give the same --app, --user, --order and filters)"
         ) from None
     match position:
-        case [int() | float() as time_, str() as app, str() as user, str() as session]:
+        case [int() | float() as time_, str() as app, str() as user, str() as session] if (
+            math.isfinite(time_)
+        ):
             return float(time_), app, user, session
     raise SetupProblem("--page-token: not a valid page token")
 

@@ -29,6 +29,7 @@ from .identifiers import (
     name_problem,
     session_id_problem,
 )
+from .labels import LABEL_KEY_PATTERN, LABEL_RULE, LABEL_VALUE_PATTERN, MAX_LABELS, labels_problem
 
 
 def _session_id(text: str) -> str:
@@ -53,10 +54,41 @@ SessionIdentifier = Annotated[
 ]
 
 
+def _labels(labels: dict[str, Any]) -> dict[str, str]:
+    problem = labels_problem(labels)
+    if problem is not None:
+        raise PydanticCustomError("labels", problem.msg)
+    return labels
+
+
+LABELS_DESCRIPTION = f"Labels (GCP's label rules: {LABEL_RULE})."
+
+SessionLabels = Annotated[
+    dict[str, Any],
+    AfterValidator(_labels),
+    WithJsonSchema(
+        {
+            "type": "object",
+            "maxProperties": MAX_LABELS,
+            "propertyNames": {"pattern": LABEL_KEY_PATTERN},
+            "additionalProperties": {"type": "string", "pattern": LABEL_VALUE_PATTERN},
+            "description": LABELS_DESCRIPTION,
+        }
+    ),
+]
+
+
 class WireModel(BaseModel):
     """camelCase on the wire; snake_case accepted on input too."""
 
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
+
+
+class RequestBody(WireModel):
+    """A request body: a field the API does not define is refused (422
+    naming it), so that a misspelt one (`lables`) is never dropped."""
+
+    model_config = ConfigDict(extra="forbid")
 
 
 TTL_DESCRIPTION = (
@@ -81,7 +113,7 @@ def _ttl_field(description: str) -> Any:
     )
 
 
-class Expiring(WireModel):
+class Expiring(RequestBody):
     """ttlSeconds or expireTime (at most one of them not null)."""
 
     ttl_seconds: float | None = _ttl_field(TTL_DESCRIPTION)
@@ -112,20 +144,38 @@ class CreateSessionRequest(Expiring):
         f"{TTL_DESCRIPTION} Omitted (with expireTime): the app's or the "
         "deployment's default (SESSION_STATE_APP_TTL_SECONDS, SESSION_STATE_DEFAULT_TTL_SECONDS)."
     )
+    labels: SessionLabels | None = Field(
+        default=None, description=f"{LABELS_DESCRIPTION} Omitted or null: none."
+    )
 
 
 class PatchSessionRequest(Expiring):
     state_delta: dict[str, Any] | None = Field(
         default=None, description="Recorded as an event of author 'user'."
     )
+    labels: SessionLabels | None = Field(
+        default=None,
+        description=f"{LABELS_DESCRIPTION} Replaces all of them; null or {{}} clears them. "
+        "Not with stateDelta (an event: send it in a PATCH of its own).",
+    )
 
     @model_validator(mode="after")
     def _changes_something(self) -> Self:
-        if not self.model_fields_set & {"state_delta", "ttl_seconds", "expire_time"}:
-            raise ValueError("give stateDelta, ttlSeconds or expireTime")
+        if not self.model_fields_set & {"state_delta", "ttl_seconds", "expire_time", "labels"}:
+            raise ValueError("give stateDelta, labels, ttlSeconds or expireTime")
         if "state_delta" in self.model_fields_set and self.state_delta is None:
             raise ValueError("stateDelta must be an object")
+        if self.model_fields_set >= {"state_delta", "labels"}:
+            raise ValueError(
+                "give labels without stateDelta: a state change is an event, labels are not"
+            )
         return self
+
+    def requested_labels(self) -> dict[str, str] | None:
+        """The labels asked for ({} clears them); None when not given."""
+        if "labels" not in self.model_fields_set:
+            return None
+        return self.labels or {}
 
 
 class ForkSessionRequest(Expiring):
@@ -141,6 +191,16 @@ class ForkSessionRequest(Expiring):
     ttl_seconds: float | None = _ttl_field(
         f"{TTL_DESCRIPTION} Omitted (with expireTime): the defaults, as at creation."
     )
+    labels: SessionLabels | None = Field(
+        default=None,
+        description=f"{LABELS_DESCRIPTION} Omitted: the source's; null or {{}}: none.",
+    )
+
+    def requested_labels(self) -> dict[str, str] | None:
+        """The fork's labels; None: the source's."""
+        if "labels" not in self.model_fields_set:
+            return None
+        return self.labels or {}
 
 
 class EventActions(WireModel):
@@ -187,6 +247,9 @@ class Session(WireModel):
         default=None,
         description="When the session expires (epoch seconds); present only if it does.",
     )
+    labels: dict[str, str] | None = Field(
+        default=None, description=f"{LABELS_DESCRIPTION} Present only when there are some."
+    )
 
 
 class SessionAfterRemoval(Session):
@@ -206,7 +269,7 @@ class EventList(WireModel):
     next_page_token: str | None
 
 
-class EventBatchRequest(WireModel):
+class EventBatchRequest(RequestBody):
     events: list[Event] = Field(
         min_length=1,
         max_length=contract.MAX_BATCH_EVENTS,

@@ -15,6 +15,7 @@ from .config import RESPONSE_OVERHEAD_BYTES
 from .db.replica import ReadRouting, Replica
 from .db.store import Store
 from .domain import (
+    ALL_SESSIONS,
     AppendNotApplied,
     AppendOutcome,
     BatchOutcome,
@@ -22,10 +23,13 @@ from .domain import (
     EventPage,
     Expiry,
     ForkSource,
+    ListedApp,
+    ListedUser,
     RemovalOutcome,
     SessionCursor,
     SessionKey,
     SessionPage,
+    SessionQuery,
     SessionRow,
     SessionSnapshot,
     SessionView,
@@ -34,6 +38,7 @@ from .domain import (
 )
 from .errors import (
     EventIdConflict,
+    FieldError,
     InitialStateUnknown,
     InvalidInput,
     PayloadTooLarge,
@@ -44,6 +49,7 @@ from .errors import (
 )
 from .events import PreparedEvent, is_same_event, prepare_batch, prepare_event
 from .expiry import ExpiryDefaults, check_requested
+from .labels import Labels
 from .limits import Limits
 from .metrics import EVENTS_STORED
 from .state import StateDict, find_long_key, merge_deltas, merge_scopes, split_delta
@@ -102,8 +108,10 @@ class SessionService:
         session_id: str | None,
         state: StateDict | None,
         expiry: Expiry | None = None,
+        labels: Labels | None = None,
     ) -> SessionView:
-        """`expiry` None: the app's default expiry, else the deployment's."""
+        """`expiry` None: the app's default expiry, else the deployment's.
+        `labels` are checked (schemas.SessionLabels)."""
         key = SessionKey(app_name, user_id, session_id or self.new_id())
         if (long_key := find_long_key(state or {}, self.limits)) is not None:
             raise InvalidInput([long_key.under("body", "state")])
@@ -117,6 +125,7 @@ class SessionService:
             expiry,
             self.limits.max_state_bytes,
             forget_expired_memories=self.forget_expired_memories,
+            labels=labels or {},
         )
         if shared is None:
             raise SessionAlreadyExists.of(key)
@@ -129,6 +138,7 @@ class SessionService:
             last_update_time=now,
             revision=0,
             expire_time=expiry.time_after(now),
+            labels=labels or {},
         )
 
     def _expiry(self, requested: Expiry | None, app_name: str, now: float) -> Expiry:
@@ -177,13 +187,21 @@ class SessionService:
         )
 
     async def list_sessions(
-        self, app_name: str, user_id: str | None, page_size: int, after: SessionCursor | None
+        self,
+        app_name: str,
+        user_id: str | None,
+        page_size: int,
+        after: SessionCursor | None,
+        query: SessionQuery = ALL_SESSIONS,
     ) -> SessionPage:
-        """The sessions after `after` (all users' when `user_id` is None)."""
+        """The sessions `query` selects after `after` (all users' when
+        `user_id` is None); without `query.include_state`, with `{}` as state."""
         max_bytes = self.limits.max_response_bytes - RESPONSE_OVERHEAD_BYTES
         now = self.clock()
         listing = await self.reads.read(
-            lambda store: store.page_sessions(app_name, user_id, after, page_size, max_bytes, now)
+            lambda store: store.page_sessions(
+                app_name, user_id, after, page_size, max_bytes, now, query
+            )
         )
         page = listing.sessions
         sessions = [
@@ -191,7 +209,8 @@ class SessionService:
                 SessionKey(app_name, row.user_id, row.id),
                 row,
                 listing.app_state,
-                listing.user_states[row.user_id],
+                listing.user_states.get(row.user_id, {}),
+                include_state=query.include_state,
             )
             for row in page
         ]
@@ -199,6 +218,27 @@ class SessionService:
             return SessionPage(sessions, None)
         last = page[-1]
         return SessionPage(sessions, (last.update_time, last.user_id, last.id))
+
+    async def list_apps(
+        self, allowed: frozenset[str] | None, page_size: int, after: str | None
+    ) -> tuple[list[ListedApp], str | None]:
+        """The apps with live sessions (of `allowed`, unless None), by name,
+        after `after`; and where the next page starts (None: the last)."""
+        now = self.clock()
+        apps, more = await self.reads.read(
+            lambda store: store.page_apps(allowed, after, page_size, now)
+        )
+        return apps, apps[-1].app_name if more and apps else None
+
+    async def list_users(
+        self, app_name: str, page_size: int, after: str | None
+    ) -> tuple[list[ListedUser], str | None]:
+        """The app's users with live sessions, by id, after `after`."""
+        now = self.clock()
+        users, more = await self.reads.read(
+            lambda store: store.page_users(app_name, after, page_size, now)
+        )
+        return users, users[-1].user_id if more and users else None
 
     async def delete_session(self, key: SessionKey, *, delete_memories: bool = False) -> None:
         if not await self.store.delete_session(
@@ -401,11 +441,22 @@ class SessionService:
         state_delta: StateDict | None,
         new_expiry: Expiry | None,
         expected_revision: int | None,
+        labels: Labels | None = None,
     ) -> SessionView:
         """Changes the state (recorded as an event, as ADK's own PATCH
-        endpoint does) and/or the expiry, all or nothing."""
+        endpoint does) and/or the expiry, all or nothing; or the labels
+        (`{}` clears them; never with a state change) and the expiry."""
         if new_expiry is not None:
             check_requested(new_expiry, self.clock())
+        if labels is not None:
+            if state_delta is not None:
+                message = "give labels without stateDelta: a state change is an event"
+                raise InvalidInput([FieldError(["body", "labels"], message)])
+            now = self.clock()
+            written = await self.store.set_labels(key, labels, new_expiry, expected_revision, now)
+            if written is None:
+                raise await self._why_not_written(key)
+            return await self._latest_session(key)
         if state_delta is not None:
             if (long_key := find_long_key(state_delta, self.limits)) is not None:
                 raise InvalidInput([long_key.under("body", "stateDelta")])
@@ -441,17 +492,19 @@ class SessionService:
         new_session_id: str | None,
         up_to_event_id: str | None,
         expiry: Expiry | None,
+        labels: Labels | None = None,
     ) -> SessionView:
         """A new session of the same user with copies of the events up to and
         including `up_to_event_id` (all when None) and the session state they
-        leave; app and user state are shared. `expiry` None: the defaults."""
+        leave; app and user state are shared. `expiry` None: the defaults;
+        `labels` None: the source's."""
         now = self.clock()
         source = await self.store.read_session(key, now)
         if source is None:
             raise SessionNotFound.of(key)
-        fork = ForkSource(key, None, None)
+        fork = ForkSource(key, None, None, labels)
         if up_to_event_id is not None:
-            fork = await self._fork_point(source, up_to_event_id, now)
+            fork = await self._fork_point(source, up_to_event_id, now, labels)
         new_key = SessionKey(key.app_name, key.user_id, new_session_id or self.new_id())
         outcome = await self.store.fork_session(
             fork,
@@ -469,7 +522,9 @@ class SessionService:
             raise SessionAlreadyExists.of(new_key)
         return await self._latest_session(new_key, num_recent_events=0)
 
-    async def _fork_point(self, source: SessionRow, event_id: str, now: float) -> ForkSource:
+    async def _fork_point(
+        self, source: SessionRow, event_id: str, now: float, labels: Labels | None
+    ) -> ForkSource:
         """Where a fork up to `event_id` stops, and the session state there:
         the creation state with the deltas of the events up to it applied,
         read in batches."""
@@ -482,7 +537,7 @@ class SessionService:
         except InitialStateUnknown:
             remedy = "fork its whole history (omit upToEventId)"
             raise InitialStateUnknown.of(key, remedy=remedy) from None
-        return ForkSource(key, stored.seq, state)
+        return ForkSource(key, stored.seq, state, labels)
 
     async def list_events(
         self,
@@ -538,16 +593,19 @@ def _view(
     app_state: StateDict,
     user_state: StateDict,
     events_json: str = "",
+    *,
+    include_state: bool = True,
 ) -> SessionView:
     return SessionView(
         id=key.session_id,
         app_name=key.app_name,
         user_id=key.user_id,
-        state=merge_scopes(row.state, app_state, user_state),
+        state=merge_scopes(row.state, app_state, user_state) if include_state else {},
         events_json=events_json,
         last_update_time=row.update_time,
         revision=row.revision,
         expire_time=row.expire_time,
+        labels=row.labels,
     )
 
 

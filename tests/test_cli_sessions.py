@@ -52,9 +52,10 @@ async def _write_sessions(url: str) -> None:
             ("shop", "cy", "c1"),
             ("shop", "cy", "c2"),
         ):
+            labels = {"a1": {"env": "prod"}, "b1": {"env": "prod", "team": "x"}}.get(session)
             created = await http.post(
                 f"/apps/{app}/users/{user}/sessions",
-                json={"sessionId": session, "state": {"k": 1}},
+                json={"sessionId": session, "state": {"k": 1}, "labels": labels},
             )
             assert created.status_code == 201, created.text
         for text, delta in (("first", {}), ("second", {}), ("third", {"app:m": 1, "user:n": 2})):
@@ -71,7 +72,8 @@ async def _write_sessions(url: str) -> None:
 def stored(request, tmp_path):
     """A server's database: app `ops` with sessions a1, a2 (user ann) and b1
     (bob); app `shop` with c1 and the expired c2 (user cy). Written in that
-    order, then three events on a2, the last one setting app: and user: keys."""
+    order, then three events on a2, the last one setting app: and user: keys.
+    Labels: env:prod on a1 and b1, team:x on b1 too."""
     if request.param == "sqlite":
         url = f"sqlite+aiosqlite:///{tmp_path / 'ops.db'}"
     else:
@@ -104,6 +106,19 @@ def test_apps_lists_each_app_with_its_live_sessions(stored):
     header, *rows = table.stdout.strip().splitlines()
     assert header.split() == ["APP", "SESSIONS", "USERS", "LAST", "UPDATE", "(UTC)"]
     assert [row.split()[:3] for row in rows] == [["ops", "3", "2"], ["shop", "1", "1"]]
+
+    # An app's users (one fixture's setup serves both: it starts a server).
+    result = _cli("users", "--app", "ops", "--json", database_url=stored)
+    assert result.returncode == 0, result.stderr
+    users = json.loads(result.stdout)["users"]
+    assert [(user["userId"], user["sessionCount"]) for user in users] == [("ann", 2), ("bob", 1)]
+    labelled = _listed("--label", "env:prod", "--label", "team", database_url=stored)
+    assert [(s["id"], s["labels"]) for s in labelled["sessions"]] == [
+        ("b1", {"env": "prod", "team": "x"})
+    ]
+    refused = _cli("sessions", "list", "--label", "Env", database_url=stored)
+    assert refused.returncode != 0 and "--label: label filter 'Env'" in refused.stderr
+    assert refused.stderr.count("\n") == 1
 
 
 def test_list_without_app_lists_every_app_newest_first(stored):
@@ -150,14 +165,14 @@ def test_list_filters_by_user_and_prints_a_table(stored):
     assert result.returncode == 0, result.stderr
     header, *rows = result.stdout.strip().splitlines()
     assert header.split() == [
-        "APP", "USER", "SESSION", "UPDATED", "(UTC)", "REVISION", "STATE", "KEYS",
+        "APP", "USER", "SESSION", "UPDATED", "(UTC)", "REVISION", "STATE", "KEYS", "LABELS",
     ]  # fmt: skip
     # Oldest first, the API's order: a2 was written last.
     assert [row.split()[2] for row in rows] == ["a1", "a2"]
     # a2: three events; its state as a read merges it: k, app:m, user:n.
     assert rows[1].split()[5:] == ["3", "3"]
-    # a1 shares ann's user: key and the app's app: key.
-    assert rows[0].split()[5:] == ["0", "3"]
+    # a1 shares ann's user: key and the app's app: key; its labels last.
+    assert rows[0].split()[5:] == ["0", "3", "env:prod"]
 
 
 def test_expired_sessions_are_not_listed(stored):

@@ -50,7 +50,13 @@ async def fill(http: httpx.AsyncClient) -> None:
     fork, memories of both kinds and a forgotten one, a second app."""
     ada = f"{APP}/users/ada/sessions"
     created = await http.post(
-        ada, json={"sessionId": "trip", "state": {"stage": "new", "user:n": 1, "app:v": 1.0}}
+        ada,
+        json={
+            "sessionId": "trip",
+            "state": {"stage": "new", "user:n": 1, "app:v": 1.0},
+            # Labels travel with their session (and its fork copies them).
+            "labels": {"env": "prod", "team": ""},
+        },
     )
     assert created.status_code == 201
     for step in range(5):
@@ -67,9 +73,8 @@ async def fill(http: httpx.AsyncClient) -> None:
             },
         )
         assert answer.status_code == 201
-    assert (
-        await http.post(f"{ada}/trip/fork", json={"sessionId": "trip-b", "upToEventId": "e2"})
-    ).status_code == 201
+    forked = await http.post(f"{ada}/trip/fork", json={"sessionId": "trip-b", "upToEventId": "e2"})
+    assert forked.json()["labels"] == {"env": "prod", "team": ""}
     assert (await http.post(ada, json={"sessionId": "kept", "ttlSeconds": 3600})).status_code == 201
     assert (
         await http.post(f"{APP}/users/bob/sessions", json={"sessionId": "empty"})
@@ -469,6 +474,15 @@ END = '{"kind":"end","counts":{}}\n'
                 + END
             ).encode(),
             "line 2: the session's events repeat an event id",
+        ),
+        (
+            (
+                HEADER
+                + SESSION.replace('"events":1', '"events":1,"labels":{"Env":"x"}')
+                + EVENT
+                + END
+            ).encode(),
+            "line 2: session.labels: label key 'Env'",
         ),
         ((HEADER + SESSION + EVENT + END + END).encode(), "line 5: a line after the end line"),
         ((HEADER + SESSION + EVENT).encode(), "ends without its end line"),

@@ -1,5 +1,7 @@
 """API keys checked once per request, before routing and validation, for every
-path under /apps/{app_name}; health, readiness, metrics and docs stay open.
+path under /apps/{app_name}, and for GET /apps (which lists the apps the key
+may use: put in the request's state as `visible_apps`); health, readiness,
+metrics and docs stay open.
 
 The app name is decoded from its own segment of the path as sent
 (app.api.encoded_paths runs first): a key for 'team' is not a key for
@@ -13,6 +15,9 @@ from .encoded_paths import decode_segment
 from .problems import service_error_response
 
 PROTECTED_PREFIX = "/apps/"
+APPS_PATH = "/apps"
+# request.state.visible_apps: the apps GET /apps may show (None: all).
+VISIBLE_APPS = "visible_apps"
 _AUTHORIZATION = b"authorization"
 
 
@@ -33,6 +38,15 @@ class ApiKeyMiddleware:
         self.api_keys = api_keys
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["path"] == APPS_PATH:
+            try:
+                visible = self.api_keys.visible_apps(_bearer_token(scope))
+            except ServiceError as error:
+                await service_error_response(error)(scope, receive, send)
+                return
+            scope.setdefault("state", {})[VISIBLE_APPS] = visible
+            await self.app(scope, receive, send)
+            return
         if (
             scope["type"] == "http"
             and self.api_keys.enabled
@@ -59,7 +73,7 @@ def document_bearer_security(schema: dict[str, object]) -> dict[str, object]:
     paths = schema.get("paths", {})
     assert isinstance(paths, dict)
     for path, operations in paths.items():
-        if path.startswith(PROTECTED_PREFIX):
+        if path.startswith(PROTECTED_PREFIX) or path == APPS_PATH:
             for operation in operations.values():
                 operation["security"] = [{"ApiKey": []}]
     return schema

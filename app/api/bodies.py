@@ -10,6 +10,7 @@ from pydantic import BaseModel, ValidationError
 
 from .. import json_codec
 from ..errors import BadRequest, FieldError, InvalidInput
+from ..events import UNKNOWN_FIELD_MESSAGE
 from ..json_rules import depth_message, find_unstorable
 from ..limits import OFFLOAD_BODY_BYTES, Limits
 from .examples import media_examples
@@ -56,7 +57,13 @@ def validate_body(model: type[ModelT], document: Any) -> ModelT:
         return model.model_validate(document)
     except ValidationError as error:
         raise InvalidInput(
-            [FieldError(["body", *item["loc"]], item["msg"]) for item in error.errors()]
+            [
+                FieldError(
+                    ["body", *item["loc"]],
+                    UNKNOWN_FIELD_MESSAGE if item["type"] == "extra_forbidden" else item["msg"],
+                )
+                for item in error.errors()
+            ]
         ) from None
 
 

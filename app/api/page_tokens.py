@@ -4,7 +4,7 @@ here, so the rules only ever see a well-formed cursor."""
 
 from typing import Any
 
-from ..domain import SessionCursor, SessionKey, SortOrder
+from ..domain import ALL_SESSIONS, SessionCursor, SessionKey, SessionQuery, SortOrder
 from ..errors import BadRequest
 from ..identifiers import IDENTIFIER_MAX_LENGTH
 from ..json_rules import text_problem
@@ -12,23 +12,38 @@ from ..limits import MAX_INT64
 from ..pagination import INVALID_TOKEN, decode_token, encode_token
 
 SESSIONS_TOKEN = "sessions"
+APPS_TOKEN = "apps"
+USERS_TOKEN = "users"
 EVENTS_TOKEN = "events"
 
 
-def _sessions_list(app_name: str, user_id: str | None) -> tuple[str, ...]:
-    return (app_name, user_id or "")
+def _sessions_list(app_name: str, user_id: str | None, query: SessionQuery) -> tuple[str, ...]:
+    # The filter and the order are the list's: a token of one filter is
+    # foreign to another (includeState changes what is shown, not which).
+    labels = query.labels
+    return (
+        app_name,
+        user_id or "",
+        ",".join(f"{key}:{value}" for key, value in sorted(labels.equal.items())),
+        ",".join(labels.present),
+        repr(query.updated_after),
+        repr(query.updated_before),
+        query.order,
+    )
 
 
 def _events_list(key: SessionKey, order: SortOrder) -> tuple[str, ...]:
     return (key.app_name, key.user_id, key.session_id, order)
 
 
-def session_cursor(token: str | None, app_name: str, user_id: str | None) -> SessionCursor | None:
+def session_cursor(
+    token: str | None, app_name: str, user_id: str | None, query: SessionQuery = ALL_SESSIONS
+) -> SessionCursor | None:
     """Where a sessions page token's page starts: a finite time and two
     identifiers. BadRequest for anything else, or another list's token."""
     if token is None:
         return None
-    position = decode_token(token, SESSIONS_TOKEN, _sessions_list(app_name, user_id))
+    position = decode_token(token, SESSIONS_TOKEN, _sessions_list(app_name, user_id, query))
     if len(position) != 3:
         raise BadRequest(INVALID_TOKEN)
     update_time, user, session_id = position
@@ -43,10 +58,15 @@ def session_cursor(token: str | None, app_name: str, user_id: str | None) -> Ses
     return (float(update_time), user, session_id)
 
 
-def sessions_token(after: SessionCursor | None, app_name: str, user_id: str | None) -> str | None:
+def sessions_token(
+    after: SessionCursor | None,
+    app_name: str,
+    user_id: str | None,
+    query: SessionQuery = ALL_SESSIONS,
+) -> str | None:
     if after is None:
         return None
-    return encode_token(SESSIONS_TOKEN, _sessions_list(app_name, user_id), list(after))
+    return encode_token(SESSIONS_TOKEN, _sessions_list(app_name, user_id, query), list(after))
 
 
 def event_cursor(token: str | None, key: SessionKey, order: SortOrder) -> int | None:
@@ -64,6 +84,24 @@ def events_token(after_seq: int | None, key: SessionKey, order: SortOrder) -> st
     if after_seq is None:
         return None
     return encode_token(EVENTS_TOKEN, _events_list(key, order), [order, after_seq])
+
+
+def name_cursor(token: str | None, kind: str, app_name: str = "") -> str | None:
+    """The name (app or user) a page of apps or of an app's users starts
+    after; `kind` is APPS_TOKEN or USERS_TOKEN."""
+    if token is None:
+        return None
+    position = decode_token(token, kind, (app_name,))
+    if not (len(position) == 1 and _is_identifier(position[0])):
+        raise BadRequest(INVALID_TOKEN)
+    after: str = position[0]
+    return after
+
+
+def name_token(after: str | None, kind: str, app_name: str = "") -> str | None:
+    if after is None:
+        return None
+    return encode_token(kind, (app_name,), [after])
 
 
 def _is_int64(value: Any) -> bool:

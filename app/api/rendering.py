@@ -39,6 +39,8 @@ def session_json(session: SessionView) -> bytes:
             # Only a session that expires has the field: ADK's six stay as they are.
             b"" if session.expire_time is None else b',"expireTime":',
             b"" if session.expire_time is None else dumps(session.expire_time),
+            # Labels too: only a session that has some.
+            b',"labels":' + dumps(session.labels) if session.labels else b"",
             b"}",
         )
     )

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from ..domain import Expiry, ForkSource, SessionKey
+from ..labels import Labels
 from ..state import StateDict
 from .store import ForkOutcome
 
@@ -21,6 +22,7 @@ class LockedSource:
     state: StateDict
     revision: int
     initial_state: StateDict | None
+    labels: Labels | None = None
 
 
 class ForkStatements(Protocol):
@@ -41,9 +43,10 @@ class ForkStatements(Protocol):
         revision: int,
         now: float,
         expiry: Expiry,
+        labels: Labels,
     ) -> bool:
-        """Inserts the new session holding `revision` events, with `state` and
-        the source's initial state; False when its id is taken."""
+        """Inserts the new session holding `revision` events, with `state`,
+        the source's initial state and `labels`; False when its id is taken."""
         ...
 
     async def delete_if_expired(self, key: SessionKey, now: float, with_memories: bool) -> bool:
@@ -81,11 +84,12 @@ async def fork_session(
         return "source_changed"
     up_to = found.revision if source.up_to_seq is None else source.up_to_seq
     state = found.state if source.state is None else source.state
+    labels = (found.labels or {}) if source.labels is None else source.labels
     target = SessionKey(origin.app_name, origin.user_id, session_id)
-    if not await statements.insert_fork(target, found, state, up_to, now, expiry):
+    if not await statements.insert_fork(target, found, state, up_to, now, expiry, labels):
         if not await statements.delete_if_expired(target, now, forget_expired_memories):
             return "id_taken"
-        await statements.insert_fork(target, found, state, up_to, now, expiry)
+        await statements.insert_fork(target, found, state, up_to, now, expiry, labels)
     for start in range(0, up_to, FORK_BATCH_EVENTS):
         await statements.copy_events(
             origin, session_id, start, min(start + FORK_BATCH_EVENTS, up_to)

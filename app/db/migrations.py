@@ -11,7 +11,7 @@ from alembic.script import ScriptDirectory
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from .tables import SEARCH_INDEX_OBJECTS
+from .tables import LABELS_INDEX, SEARCH_INDEX_OBJECTS
 
 
 def _migrations_directory() -> Path:
@@ -43,9 +43,10 @@ class UnknownRevision(ValueError):
 def include_object(
     _object: object, name: str | None, _type: str, _reflected: bool, _compare_to: object
 ) -> bool:
-    """For autogenerate: the dialect-specific full-text index is written by
-    hand in the migration, and is not part of the shared models."""
-    return name not in SEARCH_INDEX_OBJECTS
+    """For autogenerate: the dialect-specific full-text and labels indexes
+    are written by hand in the migrations, and are not part of the shared
+    models."""
+    return name not in SEARCH_INDEX_OBJECTS and name != LABELS_INDEX
 
 
 def alembic_config(database_url: str | None = None) -> Config:

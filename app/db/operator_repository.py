@@ -13,6 +13,7 @@ from typing import Any
 from sqlalchemy import ColumnElement, ScalarSelect, distinct, func, select, tuple_
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from ..domain import ALL_SESSIONS, SessionQuery
 from .operator_store import AppSummary, ListedSession, SessionPosition
 from .sqlite_statements import not_expired
 from .tables import app_states, sessions, user_states
@@ -53,11 +54,12 @@ async def page_sessions(
     after: SessionPosition | None,
     limit: int,
     now: float,
+    where: SessionQuery = ALL_SESSIONS,
 ) -> tuple[list[ListedSession], bool]:
     """A page of live sessions by last update (then app, user, id), and
-    whether more follow."""
+    whether more follow; of those `where` selects (labels, update times)."""
     order = (sessions.c.update_time, sessions.c.app_name, sessions.c.user_id, sessions.c.id)
-    conditions: list[ColumnElement[bool]] = [not_expired(now)]
+    conditions: list[ColumnElement[bool]] = [not_expired(now), *_selected_by(where)]
     if app_name is not None:
         conditions.append(sessions.c.app_name == app_name)
     if user_id is not None:
@@ -70,6 +72,7 @@ async def page_sessions(
             *order,
             sessions.c.revision,
             sessions.c.expire_time,
+            sessions.c.labels,
             _session_key_count(connection.dialect.name).label("session_keys"),
         )
         .where(*conditions)
@@ -92,10 +95,27 @@ async def page_sessions(
             state_keys=row.session_keys
             + app_keys.get(row.app_name, 0)
             + user_keys.get((row.app_name, row.user_id), 0),
+            labels=row.labels or {},
         )
         for row in rows
     ]
     return page, more
+
+
+def _selected_by(where: SessionQuery) -> list[ColumnElement[bool]]:
+    """`where`'s conditions, the same SQL on both backends (`->>` on
+    PostgreSQL, json_extract on SQLite): the operator's list is not the API's
+    hot path, whose filters use the labels index."""
+    conditions: list[ColumnElement[bool]] = []
+    for key, value in where.labels.equal.items():
+        conditions.append(sessions.c.labels[key].as_string() == value)
+    for key in where.labels.present:
+        conditions.append(sessions.c.labels[key].as_string().is_not(None))
+    if where.updated_after is not None:
+        conditions.append(sessions.c.update_time >= where.updated_after)
+    if where.updated_before is not None:
+        conditions.append(sessions.c.update_time < where.updated_before)
+    return conditions
 
 
 async def _app_key_counts(connection: AsyncConnection, apps: set[str]) -> dict[str, int]:

@@ -8,10 +8,11 @@ docs/design.md ("The operator's storage interface")."""
 
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from ..domain import NewEvent, SessionKey, StoredEvent
+from ..domain import ALL_SESSIONS, NewEvent, SessionKey, SessionQuery, StoredEvent
+from ..labels import Labels
 from ..state import StateDict
 
 # Where a page of `sessions list` starts: after this (update_time, app_name,
@@ -37,6 +38,7 @@ class ListedSession:
     expire_time: float | None
     # Keys of the merged state a read returns: session, app: and user: keys.
     state_keys: int
+    labels: Labels = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -63,6 +65,8 @@ class SessionRecord:
     update_time: float
     expire_time: float | None
     ttl_seconds: float | None
+    # None: the session has none (the column is NULL).
+    labels: Labels | None = None
 
     @property
     def key(self) -> SessionKey:
@@ -246,9 +250,11 @@ class OperatorStore(Protocol):
         after: SessionPosition | None,
         limit: int,
         now: float,
+        where: SessionQuery = ALL_SESSIONS,
     ) -> tuple[list[ListedSession], bool]:
         """A page of live sessions by last update (then app, user, id), and
-        whether more follow."""
+        whether more follow; of those `where` selects (its order is not
+        read: `newest_first` is)."""
         ...
 
     # -- export: every row of the app (and user) when given, in key order ----

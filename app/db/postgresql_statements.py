@@ -8,8 +8,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .directory_listing import apps_sql, apps_variants, users_sql
 from .memory_repository import TAKE_WHAT_FITS
-from .session_listing import listing_sql
+from .session_listing import ListingDialect, listing_sql, listing_variants
 
 # -- parameters by name ------------------------------------------------------
 
@@ -353,7 +354,7 @@ SELECT shared.app_bytes, shared.user_bytes FROM shared_bytes AS shared
 # first (from the TOAST pointers, without reading the texts): when it passes
 # $6 the texts are not joined at all, so no read can ask for a gigabyte.
 SNAPSHOT = f"""
-SELECT s.state, s.revision, s.update_time, s.expire_time,
+SELECT s.state, s.revision, s.update_time, s.expire_time, s.labels,
        (SELECT jsonb_object_agg(a.key, a.value) FROM app_states AS a
          WHERE a.app_name = $1) AS app_state,
        (SELECT jsonb_object_agg(u.key, u.value) FROM user_states AS u
@@ -384,7 +385,7 @@ SELECT s.state, s.revision, s.update_time, s.expire_time,
 
 # An expired session ($4 is now) is missing.
 READ_SESSION = f"""
-SELECT state, revision, update_time, expire_time FROM sessions
+SELECT state, revision, update_time, expire_time, labels FROM sessions
  WHERE app_name = $1 AND user_id = $2 AND id = $3
    AND {not_expired("$4::float8")}
 """
@@ -393,8 +394,8 @@ READ_SESSION_FOR_SHARE = READ_SESSION + " FOR SHARE"
 
 INSERT_SESSION = """
 INSERT INTO sessions (app_name, user_id, id, state, initial_state, state_bytes, revision,
-                      create_time, update_time, expire_time, ttl_seconds)
-VALUES ($1, $2, $3, $4, $4, $5, 0, $6, $6, $7, $8)
+                      create_time, update_time, expire_time, ttl_seconds, labels)
+VALUES ($1, $2, $3, $4, $4, $5, 0, $6, $6, $7, $8, $9)
 ON CONFLICT DO NOTHING
 RETURNING revision
 """
@@ -422,21 +423,26 @@ DELETE FROM sessions WHERE app_name = $1 AND user_id = $2 AND id = $3
 """
 
 
-def _listing(*, one_user: bool, after_cursor: bool) -> tuple[str, list[str]]:
-    names = ["app_name", "now", "candidates", "per_session", "max_bytes"]
-    if one_user:
-        names.append("user_id")
-    if after_cursor:
-        names += ["after_time", "after_user", "after_id"]
-    return _positional(listing_sql(one_user=one_user, after_cursor=after_cursor), names), names
+# Containment and "has every key" are what the GIN index on labels answers.
+_LISTING_DIALECT = ListingDialect(
+    has_labels="s.labels @> CAST(:label_equal AS jsonb)"
+    " AND s.labels ?& CAST(:label_keys AS text[])",
+    labels_bytes="coalesce(octet_length(CAST(s.labels AS text)), 0)",
+)
 
-
-# The same statement as the SQLite store's, numbered for asyncpg; with the
-# parameter names in their order.
+# The same statements as the SQLite store's, numbered for asyncpg, by
+# (one_user, after_cursor, descending, labelled) (session_listing.listing_key).
 LISTINGS = {
-    (one_user, after_cursor): _listing(one_user=one_user, after_cursor=after_cursor)
-    for one_user in (False, True)
-    for after_cursor in (False, True)
+    variant: Statement.of(
+        listing_sql(
+            _LISTING_DIALECT,
+            one_user=variant[0],
+            after_cursor=variant[1],
+            descending=variant[2],
+            labelled=variant[3],
+        )
+    )
+    for variant in listing_variants()
 }
 
 # A session's expiry replaced ($5: the idle timeout, $6: the time it gives
@@ -450,19 +456,43 @@ UPDATE sessions SET ttl_seconds = $5, expire_time = $6
 RETURNING revision
 """
 
+# A session's labels replaced ($5; NULL: none) and, when $6 is true, its
+# expiry too ($7, $8 as SET_EXPIRY's $5, $6); the rest as SET_EXPIRY.
+SET_LABELS = f"""
+UPDATE sessions SET labels = $5,
+       ttl_seconds = CASE WHEN $6::boolean THEN $7 ELSE ttl_seconds END,
+       expire_time = CASE WHEN $6::boolean THEN $8 ELSE expire_time END
+ WHERE app_name = $1 AND user_id = $2 AND id = $3
+   AND {not_expired("$4::float8")}
+   AND ($9::bigint IS NULL OR revision = $9::bigint)
+RETURNING revision
+"""
+
+# GET /apps and GET /apps/{app}/users, by (restricted, after_cursor) and after_cursor.
+APPS = {
+    (restricted, after_cursor): Statement.of(
+        apps_sql(
+            "s.app_name = ANY(CAST(:allowed AS text[]))" if restricted else None,
+            after_cursor=after_cursor,
+        )
+    )
+    for restricted, after_cursor in apps_variants()
+}
+USERS = {after: Statement.of(users_sql(after_cursor=after)) for after in (False, True)}
+
 # -- fork --------------------------------------------------------------------
 
 # The source of a fork, kept from being deleted until the copy commits.
 FORK_SOURCE = f"""
-SELECT state, revision, initial_state FROM sessions
+SELECT state, revision, initial_state, labels FROM sessions
  WHERE app_name = $1 AND user_id = $2 AND id = $3
    AND {not_expired("$4::float8")}
  FOR SHARE
 """
 INSERT_FORK = """
 INSERT INTO sessions (app_name, user_id, id, state, initial_state, state_bytes, revision,
-                      create_time, update_time, expire_time, ttl_seconds)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8, $9, $10)
+                      create_time, update_time, expire_time, ttl_seconds, labels)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8, $9, $10, $11)
 ON CONFLICT DO NOTHING
 RETURNING revision
 """

@@ -18,16 +18,20 @@ from .. import json_codec
 from ..config import Settings
 from ..database_url import parse_postgresql_url
 from ..domain import (
+    ALL_SESSIONS,
     AppendNotApplied,
     Erased,
     EventsRemoved,
     Expiry,
     ForkSource,
+    ListedApp,
+    ListedUser,
     MemoryRecord,
     NewEvent,
     SessionCursor,
     SessionKey,
     SessionListing,
+    SessionQuery,
     SessionRow,
     SessionSnapshot,
     SharedScopes,
@@ -36,6 +40,7 @@ from ..domain import (
     Swept,
 )
 from ..errors import DatabaseUnavailable
+from ..labels import Labels
 from ..metrics import DB_POOL_IN_USE
 from ..state import ScopedDelta, StateDict
 from . import forking, migrations, poolers
@@ -49,9 +54,10 @@ from .database_errors import (
     loses_server,
     raise_as_domain_error,
 )
+from .directory_listing import directory_parameters
 from .event_windows import ERASE_CANDIDATES, events_batch, events_within
 from .migrations import SchemaNotCurrent
-from .session_listing import LISTED_SESSION_OVERHEAD_BYTES
+from .session_listing import listing_key, listing_parameters
 from .state_sizes import entry_sizes, session_state_bytes, state_past_limit, state_too_large
 from .store import ForkOutcome, MemoriesOf
 
@@ -319,12 +325,14 @@ class PostgresStore:
         max_state_bytes: int,
         *,
         forget_expired_memories: bool,
+        labels: Labels | None = None,
     ) -> SharedScopes | None:
         size = session_state_bytes(delta.session)
         if size > max_state_bytes:
             raise state_too_large("session", size, max_state_bytes)
         session = (key.app_name, key.user_id, key.session_id)
-        values = (delta.session, size, now, expiry.time_after(now), expiry.ttl_seconds)
+        expires = (expiry.time_after(now), expiry.ttl_seconds)
+        values = (delta.session, size, now, *expires, labels or None)
         async with self._transaction() as connection:
             created = await connection.fetchval(sql.INSERT_SESSION, *session, *values)
             if created is None:
@@ -366,10 +374,17 @@ class PostgresStore:
             )
         if row is None:
             return None
-        state, revision, update_time, expire_time, app_state, user_state = row[:6]
-        events_bytes, events_json = row[6:]
+        state, revision, update_time, expire_time, labels, app_state, user_state = row[:7]
+        events_bytes, events_json = row[7:]
         session = SessionRow(
-            key.app_name, key.user_id, key.session_id, state, revision, update_time, expire_time
+            key.app_name,
+            key.user_id,
+            key.session_id,
+            state,
+            revision,
+            update_time,
+            expire_time,
+            labels or {},
         )
         if events_bytes <= max_events_bytes:
             events_json = events_json or ""
@@ -385,35 +400,52 @@ class PostgresStore:
         limit: int,
         max_bytes: int,
         now: float,
+        query: SessionQuery = ALL_SESSIONS,
     ) -> SessionListing:
-        statement, names = sql.LISTINGS[(user_id is not None, after is not None)]
-        values: dict[str, Any] = {
-            "app_name": app_name,
-            "now": now,
-            "candidates": limit + 1,
-            "per_session": LISTED_SESSION_OVERHEAD_BYTES,
-            "max_bytes": max_bytes,
-            "user_id": user_id,
-        }
-        if after is not None:
-            values.update(after_time=after[0], after_user=after[1], after_id=after[2])
+        statement = sql.LISTINGS[listing_key(user_id, after, query)]
+        values = listing_parameters(app_name, user_id, after, query, limit, max_bytes, now)
         async with self._connection() as connection:
-            rows = await connection.fetch(statement, *(values[name] for name in names))
+            rows = await connection.fetch(statement.text, *statement.arguments(values))
             page = [
-                SessionRow(app_name, row[0], row[1], row[2], row[3], row[4], row[5]) for row in rows
+                SessionRow(app_name, row[0], row[1], row[2], row[3], row[4], row[5], row[6] or {})
+                for row in rows
             ]
-            fetched = rows[-1][6] if rows else 0
+            fetched = rows[-1][7] if rows else 0
             if len(page) > limit:
                 page, more = page[:limit], True
             else:
                 # Fewer rows than candidates: the budget cut the page.
                 more = fetched > len(page)
+            if not query.include_state:
+                return SessionListing(page, {}, {}, more)
             users = sorted({row.user_id for row in page})
             user_states: dict[str, StateDict] = {user: {} for user in users}
             for user, name, value in await connection.fetch(sql.READ_USER_STATES, app_name, users):
                 user_states[user][name] = value
             app_state = await self._app_state(connection, app_name)
         return SessionListing(page, app_state, user_states, more)
+
+    async def page_apps(
+        self, allowed: frozenset[str] | None, after: str | None, limit: int, now: float
+    ) -> tuple[list[ListedApp], bool]:
+        statement = sql.APPS[(allowed is not None, after is not None)]
+        values = directory_parameters(now, limit, after_app=after)
+        if allowed is not None:
+            values["allowed"] = sorted(allowed)
+        async with self._connection() as connection:
+            rows = await connection.fetch(statement.text, *statement.arguments(values))
+        apps = [ListedApp(row[0], int(row[1])) for row in rows]
+        return apps[:limit], len(apps) > limit
+
+    async def page_users(
+        self, app_name: str, after: str | None, limit: int, now: float
+    ) -> tuple[list[ListedUser], bool]:
+        statement = sql.USERS[after is not None]
+        values = directory_parameters(now, limit, app_name=app_name, after_user=after)
+        async with self._connection() as connection:
+            rows = await connection.fetch(statement.text, *statement.arguments(values))
+        users = [ListedUser(row[0], int(row[1]), float(row[2])) for row in rows]
+        return users[:limit], len(users) > limit
 
     async def delete_session(self, key: SessionKey, *, with_memories: bool, now: float) -> bool:
         session = (key.app_name, key.user_id, key.session_id)
@@ -550,6 +582,29 @@ class PostgresStore:
                 now,
                 expiry.ttl_seconds,
                 expiry.time_after(now),
+                expected_revision,
+            )
+        return None if revision is None else int(revision)
+
+    async def set_labels(
+        self,
+        key: SessionKey,
+        labels: Labels,
+        expiry: Expiry | None,
+        expected_revision: int | None,
+        now: float,
+    ) -> int | None:
+        async with self._connection() as connection:
+            revision = await connection.fetchval(
+                sql.SET_LABELS,
+                key.app_name,
+                key.user_id,
+                key.session_id,
+                now,
+                labels or None,
+                expiry is not None,
+                None if expiry is None else expiry.ttl_seconds,
+                None if expiry is None else expiry.time_after(now),
                 expected_revision,
             )
         return None if revision is None else int(revision)
@@ -835,7 +890,9 @@ async def _read_session(
     row = await connection.fetchrow(statement, key.app_name, key.user_id, key.session_id, now)
     if row is None:
         return None
-    return SessionRow(key.app_name, key.user_id, key.session_id, row[0], row[1], row[2], row[3])
+    return SessionRow(
+        key.app_name, key.user_id, key.session_id, row[0], row[1], row[2], row[3], row[4] or {}
+    )
 
 
 @dataclass(frozen=True)
@@ -859,10 +916,16 @@ class _ForkStatements:
         revision: int,
         now: float,
         expiry: Expiry,
+        labels: Labels,
     ) -> bool:
         values = (state, source.initial_state, session_state_bytes(state), revision, now)
         created = await self.connection.fetchval(
-            sql.INSERT_FORK, *_session_of(key), *values, expiry.time_after(now), expiry.ttl_seconds
+            sql.INSERT_FORK,
+            *_session_of(key),
+            *values,
+            expiry.time_after(now),
+            expiry.ttl_seconds,
+            labels or None,
         )
         return created is not None
 

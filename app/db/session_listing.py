@@ -2,33 +2,69 @@
 `:parameters`; PostgreSQL's statements number them), and what a listed
 session is counted for besides its state."""
 
+import itertools
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from ..domain import SessionCursor, SessionQuery
+
 # What a session in a list adds besides its state (ids, field names, time).
 LISTED_SESSION_OVERHEAD_BYTES = 512
 
 
-def listing_sql(*, one_user: bool, after_cursor: bool) -> str:
-    """The page statement (both stores run it), static text so that nothing
-    is built per request (docs/performance.md, "The session listing")."""
-    conditions = ["s.app_name = :app_name", "(s.expire_time IS NULL OR s.expire_time > :now)"]
+@dataclass(frozen=True)
+class ListingDialect:
+    """What a store's SQL says differently: the label filter (sessions
+    holding every pair of :label_equal, a JSON object, and every key of
+    :label_keys) and a session's labels' size in bytes."""
+
+    has_labels: str
+    labels_bytes: str
+
+
+def listing_sql(
+    dialect: ListingDialect,
+    *,
+    one_user: bool,
+    after_cursor: bool,
+    descending: bool,
+    labelled: bool,
+) -> str:
+    """The page statement (both stores run it), static text per variant so
+    that nothing is built per request (docs/performance.md, "The session
+    listing"). Time bounds are always bound (infinite when not asked for):
+    a range on the order index costs nothing and halves the variants."""
+    conditions = [
+        "s.app_name = :app_name",
+        "(s.expire_time IS NULL OR s.expire_time > :now)",
+        "s.update_time >= :updated_after",
+        "s.update_time < :updated_before",
+    ]
     if one_user:
         conditions.append("s.user_id = :user_id")
     if after_cursor:
+        beyond = "<" if descending else ">"
         conditions.append(
-            "(s.update_time, s.user_id, s.id) > (:after_time, :after_user, :after_id)"
+            f"(s.update_time, s.user_id, s.id) {beyond} (:after_time, :after_user, :after_id)"
         )
+    if labelled:
+        conditions.append(dialect.has_labels)
     user_of_row = ":user_id" if one_user else "candidates.user_id"
+    direction = "DESC" if descending else "ASC"
+    order = ", ".join(f"{{0}}{name} {direction}" for name in ("update_time", "user_id", "id"))
     return f"""
         WITH candidates AS (
             SELECT s.user_id, s.id, s.state, s.revision, s.update_time, s.expire_time,
-                   s.state_bytes
+                   s.labels, s.state_bytes + {dialect.labels_bytes} AS listed_bytes
               FROM sessions AS s
              WHERE {" AND ".join(conditions)}
-             ORDER BY s.update_time, s.user_id, s.id
+             ORDER BY {order.format("s.")}
              LIMIT :candidates
         ), windowed AS (
             SELECT candidates.*,
                    row_number() OVER listed AS position,
-                   CAST(sum(candidates.state_bytes + :per_session
+                   CAST(sum(candidates.listed_bytes + :per_session
                             + (SELECT coalesce(sum(u.size), 0) FROM user_states AS u
                                 WHERE u.app_name = :app_name AND u.user_id = {user_of_row}))
                         OVER listed AS BIGINT)
@@ -37,10 +73,56 @@ def listing_sql(*, one_user: bool, after_cursor: bool) -> str:
                          WHERE a.app_name = :app_name) AS running,
                    count(*) OVER () AS fetched
               FROM candidates
-            WINDOW listed AS (ORDER BY candidates.update_time, candidates.user_id, candidates.id)
+            WINDOW listed AS (ORDER BY {order.format("candidates.")})
         )
-        SELECT user_id, id, state, revision, update_time, expire_time, fetched
+        SELECT user_id, id, state, revision, update_time, expire_time, labels, fetched
           FROM windowed
          WHERE position = 1 OR running <= :max_bytes
          ORDER BY position
         """
+
+
+def listing_variants() -> list[tuple[bool, bool, bool, bool]]:
+    """(one_user, after_cursor, descending, labelled), every combination."""
+    return [
+        (one_user, after_cursor, descending, labelled)
+        for one_user, after_cursor, descending, labelled in itertools.product(
+            (False, True), repeat=4
+        )
+    ]
+
+
+def listing_parameters(
+    app_name: str,
+    user_id: str | None,
+    after: SessionCursor | None,
+    query: SessionQuery,
+    limit: int,
+    max_bytes: int,
+    now: float,
+) -> dict[str, Any]:
+    """The statement's parameters, by name (`listing_key` picks the
+    statement); the label filter's as Python values."""
+    parameters: dict[str, Any] = {
+        "app_name": app_name,
+        "now": now,
+        "candidates": limit + 1,
+        "per_session": LISTED_SESSION_OVERHEAD_BYTES,
+        "max_bytes": max_bytes,
+        "updated_after": -math.inf if query.updated_after is None else query.updated_after,
+        "updated_before": math.inf if query.updated_before is None else query.updated_before,
+    }
+    if user_id is not None:
+        parameters["user_id"] = user_id
+    if after is not None:
+        parameters.update(after_time=after[0], after_user=after[1], after_id=after[2])
+    if not query.labels.empty:
+        parameters.update(label_equal=query.labels.equal, label_keys=list(query.labels.present))
+    return parameters
+
+
+def listing_key(
+    user_id: str | None, after: SessionCursor | None, query: SessionQuery
+) -> tuple[bool, bool, bool, bool]:
+    """Which variant of the statement a list runs (`listing_variants`)."""
+    return (user_id is not None, after is not None, query.order == "desc", not query.labels.empty)

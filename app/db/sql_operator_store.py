@@ -17,7 +17,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from ..config import Settings
-from ..domain import NewEvent, SessionKey, StoredEvent
+from ..domain import ALL_SESSIONS, NewEvent, SessionKey, SessionQuery, StoredEvent
 from ..setup_problems import SetupProblem
 from . import langgraph_transfer_repository as lg_sql
 from . import migrations, operator_repository, sqlite_append, sqlite_statements
@@ -97,6 +97,7 @@ class SqlOperatorStore:
         after: SessionPosition | None,
         limit: int,
         now: float,
+        where: SessionQuery = ALL_SESSIONS,
     ) -> tuple[list[ListedSession], bool]:
         async with self.engine.connect() as connection:
             return await operator_repository.page_sessions(
@@ -107,6 +108,7 @@ class SqlOperatorStore:
                 after=after,
                 limit=limit,
                 now=now,
+                where=where,
             )
 
     # -- export --------------------------------------------------------------

@@ -18,6 +18,7 @@ from sqlalchemy import (
     delete,
     func,
     literal,
+    null,
     or_,
     select,
     text,
@@ -28,19 +29,32 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql.elements import ColumnElement
 from sqlalchemy.sql.selectable import TextualSelect
 
+from .. import json_codec
 from ..domain import (
+    ALL_SESSIONS,
     EventsRemoved,
     Expiry,
+    ListedApp,
+    ListedUser,
     SessionCursor,
     SessionKey,
+    SessionQuery,
     SessionRow,
     SessionSnapshot,
     SortOrder,
     StoredEvent,
 )
+from ..labels import Labels
 from ..state import StateDict
+from .directory_listing import apps_sql, apps_variants, directory_parameters, users_sql
 from .event_windows import ERASE_CANDIDATES, events_within
-from .session_listing import LISTED_SESSION_OVERHEAD_BYTES, listing_sql
+from .session_listing import (
+    ListingDialect,
+    listing_key,
+    listing_parameters,
+    listing_sql,
+    listing_variants,
+)
 from .state_sizes import session_state_bytes
 from .tables import JsonDocument, app_states, events, sessions, user_states
 
@@ -144,6 +158,7 @@ async def insert_session(
     *,
     revision: int = 0,
     initial_state: StateDict | None = None,
+    labels: Labels | None = None,
 ) -> bool:
     """Inserts the session (a new one, or with `revision` a fork holding
     that many events); False when the id is already taken."""
@@ -159,6 +174,8 @@ async def insert_session(
             revision=revision,
             create_time=now,
             update_time=now,
+            # SQL NULL, not JSON null, for none (the filters test IS NOT NULL).
+            labels=labels or null(),
             **expiry_columns(expiry, now),
         )
         .on_conflict_do_nothing()
@@ -173,13 +190,17 @@ async def read_session(
 ) -> SessionRow | None:
     """The session row; None when it is missing or expired at `now`."""
     statement = select(
-        sessions.c.state, sessions.c.revision, sessions.c.update_time, sessions.c.expire_time
+        sessions.c.state,
+        sessions.c.revision,
+        sessions.c.update_time,
+        sessions.c.expire_time,
+        sessions.c.labels,
     ).where(*session_is(key), not_expired(now))
     result = await connection.execute(statement)
     row = result.first()
     if row is None:
         return None
-    return SessionRow(key.app_name, key.user_id, key.session_id, *row)
+    return SessionRow(key.app_name, key.user_id, key.session_id, *row[:4], row[4] or {})
 
 
 async def delete_session(connection: AsyncConnection, key: SessionKey, now: float) -> bool | None:
@@ -233,23 +254,64 @@ async def set_expiry(
     return None if row is None else int(row[0])
 
 
-def _listing_statement(*, one_user: bool, after_cursor: bool) -> TextualSelect:
-    return text(listing_sql(one_user=one_user, after_cursor=after_cursor)).columns(
+async def set_labels(
+    connection: AsyncConnection,
+    key: SessionKey,
+    labels: Labels,
+    expiry: Expiry | None,
+    expected_revision: int | None,
+    now: float,
+) -> int | None:
+    """Replaces the session's labels (and, when given, its expiry); as
+    set_expiry otherwise."""
+    conditions = [*session_is(key), not_expired(now)]
+    if expected_revision is not None:
+        conditions.append(sessions.c.revision == expected_revision)
+    columns: dict[str, Any] = {"labels": labels or null()}
+    if expiry is not None:
+        columns.update(expiry_columns(expiry, now))
+    result = await connection.execute(
+        sessions.update().where(*conditions).values(**columns).returning(sessions.c.revision)
+    )
+    row = result.first()
+    return None if row is None else int(row[0])
+
+
+# SQLite has no containment operator: every pair asked for must be the
+# session's, every key asked for present. Keys are checked label keys
+# (app.labels), so they are safe inside a JSON path's quotes.
+_LISTING_DIALECT = ListingDialect(
+    has_labels="s.labels IS NOT NULL"
+    " AND NOT EXISTS (SELECT 1 FROM json_each(:label_equal) AS f"
+    " WHERE json_extract(s.labels, '$.\"' || f.key || '\"') IS NOT f.value)"
+    " AND NOT EXISTS (SELECT 1 FROM json_each(:label_keys) AS k"
+    " WHERE json_type(s.labels, '$.\"' || k.value || '\"') IS NULL)",
+    labels_bytes="coalesce(length(s.labels), 0)",
+)
+
+
+def _listing_statement(variant: tuple[bool, bool, bool, bool]) -> TextualSelect:
+    one_user, after_cursor, descending, labelled = variant
+    sql = listing_sql(
+        _LISTING_DIALECT,
+        one_user=one_user,
+        after_cursor=after_cursor,
+        descending=descending,
+        labelled=labelled,
+    )
+    return text(sql).columns(
         column("user_id", String),
         column("id", String),
         column("state", JsonDocument),
         column("revision", BigInteger),
         column("update_time", Double),
         column("expire_time", Double),
+        column("labels", JsonDocument),
         column("fetched", BigInteger),
     )
 
 
-_LISTINGS = {
-    (one_user, after_cursor): _listing_statement(one_user=one_user, after_cursor=after_cursor)
-    for one_user in (False, True)
-    for after_cursor in (False, True)
-}
+_LISTINGS = {variant: _listing_statement(variant) for variant in listing_variants()}
 
 
 async def page_sessions(
@@ -260,34 +322,69 @@ async def page_sessions(
     limit: int,
     max_bytes: int,
     now: float,
+    query: SessionQuery = ALL_SESSIONS,
 ) -> tuple[list[SessionRow], bool]:
     """A page in ADK's order (lastUpdateTime, userId, id), read from an index,
     of at most `limit` sessions whose merged state (each session's size
     bound, the app's and the user's sizes) comes to at most `max_bytes`
     (always at least one session); and whether more follow. One statement:
     the database cuts the page before any state leaves it."""
-    parameters: dict[str, Any] = {
-        "app_name": app_name,
-        "now": now,
-        "candidates": limit + 1,
-        "per_session": LISTED_SESSION_OVERHEAD_BYTES,
-        "max_bytes": max_bytes,
-    }
-    if user_id is not None:
-        parameters["user_id"] = user_id
-    if after is not None:
-        parameters.update(after_time=after[0], after_user=after[1], after_id=after[2])
-    statement = _LISTINGS[(user_id is not None, after is not None)]
+    parameters = listing_parameters(app_name, user_id, after, query, limit, max_bytes, now)
+    if "label_equal" in parameters:
+        parameters["label_equal"] = json_codec.dumps_text(parameters["label_equal"])
+        parameters["label_keys"] = json_codec.dumps_text(parameters["label_keys"])
+    statement = _LISTINGS[listing_key(user_id, after, query)]
     result = await connection.execute(statement, parameters)
     rows: list[SessionRow] = []
     fetched = 0
     for row in result:
-        rows.append(SessionRow(app_name, *row[:6]))
-        fetched = row[6]
+        user, session_id, state, revision, update_time, expire_time, labels = row[:7]
+        rows.append(
+            SessionRow(
+                app_name, user, session_id, state, revision, update_time, expire_time, labels or {}
+            )
+        )
+        fetched = row[7]
     if len(rows) > limit:
         return rows[:limit], True
     # Fewer rows than candidates: the budget cut the page.
     return rows, fetched > len(rows)
+
+
+_APPS = {
+    (restricted, after_cursor): text(
+        apps_sql(
+            "s.app_name IN (SELECT value FROM json_each(:allowed))" if restricted else None,
+            after_cursor=after_cursor,
+        )
+    )
+    for restricted, after_cursor in apps_variants()
+}
+_USERS = {after: text(users_sql(after_cursor=after)) for after in (False, True)}
+
+
+async def page_apps(
+    connection: AsyncConnection,
+    allowed: frozenset[str] | None,
+    after: str | None,
+    limit: int,
+    now: float,
+) -> tuple[list[ListedApp], bool]:
+    parameters = directory_parameters(now, limit, after_app=after)
+    if allowed is not None:
+        parameters["allowed"] = json_codec.dumps_text(sorted(allowed))
+    result = await connection.execute(_APPS[(allowed is not None, after is not None)], parameters)
+    apps = [ListedApp(row[0], int(row[1])) for row in result]
+    return apps[:limit], len(apps) > limit
+
+
+async def page_users(
+    connection: AsyncConnection, app_name: str, after: str | None, limit: int, now: float
+) -> tuple[list[ListedUser], bool]:
+    parameters = directory_parameters(now, limit, app_name=app_name, after_user=after)
+    result = await connection.execute(_USERS[after is not None], parameters)
+    users = [ListedUser(row[0], int(row[1]), float(row[2])) for row in result]
+    return users[:limit], len(users) > limit
 
 
 # -- events ----------------------------------------------------------------
@@ -558,15 +655,16 @@ async def read_events_after(
 
 async def fork_source(
     connection: AsyncConnection, key: SessionKey, now: float
-) -> tuple[StateDict, int, StateDict | None] | None:
-    """The source's state, revision and initial state; None if it is missing."""
+) -> tuple[StateDict, int, StateDict | None, Labels] | None:
+    """The source's state, revision, initial state and labels; None if it
+    is missing."""
     result = await connection.execute(
-        select(sessions.c.state, sessions.c.revision, sessions.c.initial_state).where(
-            *session_is(key), not_expired(now)
-        )
+        select(
+            sessions.c.state, sessions.c.revision, sessions.c.initial_state, sessions.c.labels
+        ).where(*session_is(key), not_expired(now))
     )
     row = result.first()
-    return None if row is None else (row[0], row[1], row[2])
+    return None if row is None else (row[0], row[1], row[2], row[3] or {})
 
 
 async def read_initial_state(

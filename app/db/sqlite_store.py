@@ -16,15 +16,19 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from ..domain import (
+    ALL_SESSIONS,
     Erased,
     EventsRemoved,
     Expiry,
     ForkSource,
+    ListedApp,
+    ListedUser,
     MemoryRecord,
     NewEvent,
     SessionCursor,
     SessionKey,
     SessionListing,
+    SessionQuery,
     SessionRow,
     SessionSnapshot,
     SharedScopes,
@@ -33,6 +37,7 @@ from ..domain import (
     Swept,
 )
 from ..errors import DatabaseUnavailable
+from ..labels import Labels
 from ..state import ScopedDelta, StateDict
 from . import forking, memory_repository, sqlite_append
 from . import sqlite_statements as sql
@@ -141,6 +146,17 @@ class SqliteStore:
         async with self._write() as connection:
             return await sql.set_expiry(connection, key, expiry, expected_revision, now)
 
+    async def set_labels(
+        self,
+        key: SessionKey,
+        labels: Labels,
+        expiry: Expiry | None,
+        expected_revision: int | None,
+        now: float,
+    ) -> int | None:
+        async with self._write() as connection:
+            return await sql.set_labels(connection, key, labels, expiry, expected_revision, now)
+
     async def read_snapshot(
         self,
         key: SessionKey,
@@ -165,15 +181,18 @@ class SqliteStore:
         max_state_bytes: int,
         *,
         forget_expired_memories: bool,
+        labels: Labels | None = None,
     ) -> SharedScopes | None:
         refused = state_past_limit(max_state_bytes, session=session_state_bytes(delta.session))
         if refused is not None:
             raise refused
         async with self._write() as connection:
-            if not await sql.insert_session(connection, key, delta.session, now, expiry):
+            if not await sql.insert_session(
+                connection, key, delta.session, now, expiry, labels=labels
+            ):
                 if not await _delete_if_expired(connection, key, now, forget_expired_memories):
                     return None
-                await sql.insert_session(connection, key, delta.session, now, expiry)
+                await sql.insert_session(connection, key, delta.session, now, expiry, labels=labels)
             await sqlite_append.write_shared_state(connection, key, delta, max_state_bytes)
             return SharedScopes(
                 await sql.read_app_state(connection, key.app_name),
@@ -188,16 +207,31 @@ class SqliteStore:
         limit: int,
         max_bytes: int,
         now: float,
+        query: SessionQuery = ALL_SESSIONS,
     ) -> SessionListing:
         async with self._read() as connection:
             page, more = await sql.page_sessions(
-                connection, app_name, user_id, after, limit, max_bytes, now
+                connection, app_name, user_id, after, limit, max_bytes, now, query
             )
+            if not query.include_state:
+                return SessionListing(page, {}, {}, more)
             app_state = await sql.read_app_state(connection, app_name)
             user_states = await sql.read_user_states(
                 connection, app_name, sorted({row.user_id for row in page})
             )
         return SessionListing(page, app_state, user_states, more)
+
+    async def page_apps(
+        self, allowed: frozenset[str] | None, after: str | None, limit: int, now: float
+    ) -> tuple[list[ListedApp], bool]:
+        async with self._read() as connection:
+            return await sql.page_apps(connection, allowed, after, limit, now)
+
+    async def page_users(
+        self, app_name: str, after: str | None, limit: int, now: float
+    ) -> tuple[list[ListedUser], bool]:
+        async with self._read() as connection:
+            return await sql.page_users(connection, app_name, after, limit, now)
 
     async def delete_session(self, key: SessionKey, *, with_memories: bool, now: float) -> bool:
         async with self._write() as connection:
@@ -439,6 +473,7 @@ class _ForkStatements:
         revision: int,
         now: float,
         expiry: Expiry,
+        labels: Labels,
     ) -> bool:
         return await sql.insert_session(
             self.connection,
@@ -448,6 +483,7 @@ class _ForkStatements:
             expiry,
             revision=revision,
             initial_state=source.initial_state,
+            labels=labels,
         )
 
     async def delete_if_expired(self, key: SessionKey, now: float, with_memories: bool) -> bool:

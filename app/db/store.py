@@ -11,15 +11,19 @@ from collections.abc import Callable, Sequence
 from typing import Literal, Protocol
 
 from ..domain import (
+    ALL_SESSIONS,
     Erased,
     EventsRemoved,
     Expiry,
     ForkSource,
+    ListedApp,
+    ListedUser,
     MemoryRecord,
     NewEvent,
     SessionCursor,
     SessionKey,
     SessionListing,
+    SessionQuery,
     SessionRow,
     SessionSnapshot,
     SharedScopes,
@@ -27,6 +31,7 @@ from ..domain import (
     StoredEvent,
     Swept,
 )
+from ..labels import Labels
 from ..state import ScopedDelta, StateDict
 
 # What memory keeps of a batch of a session's stored events.
@@ -50,8 +55,10 @@ class Store(Protocol):
         max_state_bytes: int,
         *,
         forget_expired_memories: bool,
+        labels: Labels | None = None,
     ) -> SharedScopes | None:
-        """Creates the session with the delta's three scopes written; None
+        """Creates the session with the delta's three scopes written (and
+        its labels, checked by the caller); None
         (nothing written) when its id is taken. An expired session of that id
         is deleted first, with its events (and, if asked, its memories).
         StateTooLarge when a scope would pass `max_state_bytes`."""
@@ -78,9 +85,25 @@ class Store(Protocol):
         limit: int,
         max_bytes: int,
         now: float,
+        query: SessionQuery = ALL_SESSIONS,
     ) -> SessionListing:
-        """Sessions in ADK's order (update time, user id, id) after the
-        cursor: at most `limit` and, after the first, `max_bytes` of state."""
+        """The sessions `query` selects, in its order (update time, user id,
+        id; ADK's when ascending) after the cursor: at most `limit` and,
+        after the first, `max_bytes` of state and labels. Without
+        `query.include_state` the app's and users' state are not read."""
+        ...
+
+    async def page_apps(
+        self, allowed: frozenset[str] | None, after: str | None, limit: int, now: float
+    ) -> tuple[list[ListedApp], bool]:
+        """The apps with live sessions (of `allowed` only, unless None) named
+        after `after`, by name: at most `limit`, and whether more follow."""
+        ...
+
+    async def page_users(
+        self, app_name: str, after: str | None, limit: int, now: float
+    ) -> tuple[list[ListedUser], bool]:
+        """The app's users with live sessions after `after`, by id."""
         ...
 
     async def delete_session(self, key: SessionKey, *, with_memories: bool, now: float) -> bool:
@@ -154,6 +177,19 @@ class Store(Protocol):
     ) -> int | None:
         """Replaces the session's expiry; its revision, or None (nothing
         written) when it is missing or not at `expected_revision`."""
+        ...
+
+    async def set_labels(
+        self,
+        key: SessionKey,
+        labels: Labels,
+        expiry: Expiry | None,
+        expected_revision: int | None,
+        now: float,
+    ) -> int | None:
+        """Replaces the session's labels ({}: none) and, when `expiry` is
+        given, its expiry, in one write that moves neither its revision nor
+        its update time; as set_expiry otherwise."""
         ...
 
     async def find_event(self, key: SessionKey, event_id: str) -> StoredEvent | None: ...

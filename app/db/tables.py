@@ -106,6 +106,9 @@ sessions = Table(
     # after any event from it and the events' deltas (NULL for sessions that
     # had events before migration 0007).
     Column("initial_state", JsonDocument, nullable=True),
+    # The session's labels (app.labels); NULL when it has none. Its index,
+    # one per dialect, is the migration's (0011; LABELS_INDEX).
+    Column("labels", JsonDocument, nullable=True),
     # Keyset pagination in ADK's order, for one app and for one user of an app.
     Index("ix_sessions_app_order", "app_name", "update_time", "user_id", "id"),
     Index("ix_sessions_app_user_order", "app_name", "user_id", "update_time", "id"),
@@ -178,6 +181,10 @@ forgotten_memories = Table(
     Column("user_id", String(IDENTIFIER_LENGTH), primary_key=True),
     Column("memory_id", String(IDENTIFIER_LENGTH), primary_key=True),
 )
+
+# The index label filters use: GIN on the labels on PostgreSQL, the app's
+# labelled sessions in list order on SQLite (migration 0011).
+LABELS_INDEX = "ix_sessions_labels"
 
 SEARCH_INDEX_OBJECTS = frozenset(
     {

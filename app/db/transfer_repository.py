@@ -7,7 +7,7 @@ transactions the caller owns."""
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import Row, Table, insert, or_, select, tuple_
+from sqlalchemy import Row, Table, insert, null, or_, select, tuple_
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from .. import json_codec
@@ -28,6 +28,7 @@ SESSION_COLUMNS = (
     "update_time",
     "expire_time",
     "ttl_seconds",
+    "labels",
 )
 MEMORY_COLUMNS = (
     "app_name",
@@ -130,6 +131,8 @@ async def find_session(connection: AsyncConnection, key: SessionKey) -> SessionR
 
 async def insert_session(connection: AsyncConnection, session: SessionRecord) -> None:
     values = {name: getattr(session, name) for name in SESSION_COLUMNS}
+    # SQL NULL for none: the JSON type would write a JSON null.
+    values["labels"] = session.labels or null()
     await connection.execute(
         insert(sessions).values(**values, state_bytes=session_state_bytes(session.state))
     )

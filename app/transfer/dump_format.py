@@ -24,6 +24,7 @@ from ..checkpoints.schemas import MAX_TEXT_LENGTH, decode_base64
 from ..config import MAX_TTL_SECONDS
 from ..identifiers import name_problem, session_id_problem
 from ..json_rules import find_unstorable
+from ..labels import labels_problem
 from ..langgraph_store.schemas import ItemNamespace, Key
 from ..limits import MAX_INT64
 from ..state import APP_PREFIX, TEMP_PREFIX, USER_PREFIX
@@ -57,6 +58,15 @@ def _session_scope_only(state: dict[str, Any]) -> dict[str, Any]:
     return state
 
 
+def _labels(labels: dict[str, str]) -> dict[str, str]:
+    problem = labels_problem(labels)
+    if problem is not None:
+        raise PydanticCustomError("labels", problem.msg)
+    return labels
+
+
+# As the API takes them (app.labels); an empty object is no labels.
+SessionLabels = Annotated[dict[str, str], AfterValidator(_labels)]
 # A session's own keys: app: and user: keys live in their scopes' lines,
 # temp: keys are never stored.
 SessionState = Annotated[dict[str, Any], AfterValidator(_session_scope_only)]
@@ -129,6 +139,9 @@ class Session(_Line):
     ttl_seconds: Ttl | None
     # How many event lines follow, in seq order.
     events: Count
+    # Left out of the line when the session has none (dumps of unlabelled
+    # sessions stay readable by versions before labels).
+    labels: SessionLabels | None = None
 
 
 class Event(_Line):
@@ -231,7 +244,10 @@ class DumpError(ValueError):
 
 
 def encode(line: _Line) -> str:
-    return json_codec.dumps_text(line.model_dump(by_alias=True)) + "\n"
+    document = line.model_dump(by_alias=True)
+    if isinstance(line, Session) and not line.labels:
+        del document["labels"]
+    return json_codec.dumps_text(document) + "\n"
 
 
 def parse_header(text: str) -> Header:

@@ -115,6 +115,7 @@ class Exporter:
                     expire_time=session.expire_time,
                     ttl_seconds=session.ttl_seconds,
                     events=count,
+                    labels=session.labels or None,
                 )
             )
             self.counts.sessions += 1

@@ -215,6 +215,7 @@ class Importer:
             update_time=line.update_time,
             expire_time=line.expire_time,
             ttl_seconds=line.ttl_seconds,
+            labels=line.labels or None,
         )
         key = session.key
         try:

@@ -43,6 +43,8 @@ __all__ = [
     "APIStatusError",
     "APITimeoutError",
     "AlreadyExistsError",
+    "AppInfo",
+    "AppPage",
     "AppendResult",
     "AsyncSessionStateClient",
     "AuthenticationError",
@@ -68,5 +70,7 @@ __all__ = [
     "SessionStateClient",
     "SessionStateError",
     "StaleSessionError",
+    "UserInfo",
+    "UserPage",
     "ValidationError",
 ]

@@ -22,6 +22,8 @@ from session_state_client._client import (
 from session_state_client._constants import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT
 from session_state_client._models import (
     AppendResult,
+    AppInfo,
+    AppPage,
     BatchAppendResult,
     EventPage,
     MemoryEntriesResult,
@@ -31,6 +33,8 @@ from session_state_client._models import (
     SearchMemoryResponse,
     Session,
     SessionPage,
+    UserInfo,
+    UserPage,
 )
 from session_state_client._requests import Answer, Call
 from session_state_client._revisions import SeenRevisions
@@ -104,12 +108,31 @@ class AsyncSessionStateClient:
         state: Mapping[str, Any] | None = None,
         ttl_seconds: float | None = None,
         expire_time: float | None = None,
+        labels: Mapping[str, str] | None = None,
     ) -> Session:
         """Creates a session; AlreadyExistsError if the id is taken. It
         expires `ttl_seconds` after its last event, or at `expire_time`
-        (epoch seconds); neither: the server's default for the app."""
+        (epoch seconds); neither: the server's default for the app.
+        `labels`: GCP's label rules (ValidationError naming a bad one)."""
         return await self._send(
-            _requests.create_session(app_name, user_id, session_id, state, ttl_seconds, expire_time)
+            _requests.create_session(
+                app_name, user_id, session_id, state, ttl_seconds, expire_time, labels
+            )
+        )
+
+    async def set_labels(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        labels: Mapping[str, str] | None,
+        if_match: int | None = None,
+    ) -> Session:
+        """Replaces the session's labels whole (None or {}: none); no event
+        is written and the revision does not move."""
+        return await self._send(
+            _requests.set_labels(app_name, user_id, session_id, labels, if_match)
         )
 
     async def set_expiry(
@@ -138,10 +161,12 @@ class AsyncSessionStateClient:
         up_to_event_id: str | None = None,
         ttl_seconds: float | None = None,
         expire_time: float | None = None,
+        labels: Mapping[str, str] | None = None,
     ) -> Session:
         """A new session of the same user with copies of the events up to and
         including `up_to_event_id` (all when None) and the state they leave;
-        returned without events. AlreadyExistsError if the new id is taken."""
+        returned without events. AlreadyExistsError if the new id is taken.
+        `labels`: the fork's (None: the source's; {}: none)."""
         return await self._send(
             _requests.fork_session(
                 app_name,
@@ -151,6 +176,7 @@ class AsyncSessionStateClient:
                 up_to_event_id,
                 ttl_seconds,
                 expire_time,
+                labels,
             )
         )
 
@@ -175,21 +201,88 @@ class AsyncSessionStateClient:
         user_id: str | None = None,
         page_size: int | None = None,
         page_token: str | None = None,
+        labels: Mapping[str, str | None] | None = None,
+        updated_after: float | None = None,
+        updated_before: float | None = None,
+        order: Order | None = None,
+        include_state: bool | None = None,
     ) -> SessionPage:
-        """One page of sessions (no events), of one user or of the whole app."""
-        return await self._send(_requests.list_sessions(app_name, user_id, page_size, page_token))
+        """One page of sessions (no events), of one user or of the whole app:
+        those holding every label of `labels` (a value of None: the key,
+        any value), last updated in [updated_after, updated_before), by last
+        update time ("asc", the default, or "desc"). `include_state=False`:
+        states left out. A page token is only good with the same filter."""
+        where = _requests.SessionFilter(labels, updated_after, updated_before, order, include_state)
+        return await self._send(
+            _requests.list_sessions(app_name, user_id, page_size, page_token, where)
+        )
 
     async def iter_sessions(
-        self, *, app_name: str, user_id: str | None = None, page_size: int | None = None
+        self,
+        *,
+        app_name: str,
+        user_id: str | None = None,
+        page_size: int | None = None,
+        labels: Mapping[str, str | None] | None = None,
+        updated_after: float | None = None,
+        updated_before: float | None = None,
+        order: Order | None = None,
+        include_state: bool | None = None,
     ) -> AsyncIterator[Session]:
-        """Every session, page after page."""
+        """Every session list_sessions selects, page after page."""
         token: str | None = None
         while True:
             page = await self.list_sessions(
-                app_name=app_name, user_id=user_id, page_size=page_size, page_token=token
+                app_name=app_name,
+                user_id=user_id,
+                page_size=page_size,
+                page_token=token,
+                labels=labels,
+                updated_after=updated_after,
+                updated_before=updated_before,
+                order=order,
+                include_state=include_state,
             )
             for session in page.sessions:
                 yield session
+            if page.next_page_token is None:
+                return
+            token = page.next_page_token
+
+    async def list_apps(
+        self, *, page_size: int | None = None, page_token: str | None = None
+    ) -> AppPage:
+        """One page of the apps this client's key may use that have live
+        sessions, by name, with their session counts."""
+        return await self._send(_requests.list_apps(page_size, page_token))
+
+    async def iter_apps(self, *, page_size: int | None = None) -> AsyncIterator[AppInfo]:
+        """Every app list_apps gives, page after page."""
+        token: str | None = None
+        while True:
+            page = await self.list_apps(page_size=page_size, page_token=token)
+            for app in page.apps:
+                yield app
+            if page.next_page_token is None:
+                return
+            token = page.next_page_token
+
+    async def list_users(
+        self, *, app_name: str, page_size: int | None = None, page_token: str | None = None
+    ) -> UserPage:
+        """One page of the app's users that have live sessions, by id, with
+        their session counts and latest update."""
+        return await self._send(_requests.list_users(app_name, page_size, page_token))
+
+    async def iter_users(
+        self, *, app_name: str, page_size: int | None = None
+    ) -> AsyncIterator[UserInfo]:
+        """Every user list_users gives, page after page."""
+        token: str | None = None
+        while True:
+            page = await self.list_users(app_name=app_name, page_size=page_size, page_token=token)
+            for user in page.users:
+                yield user
             if page.next_page_token is None:
                 return
             token = page.next_page_token

@@ -6,6 +6,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 __all__ = [
+    "AppInfo",
+    "AppPage",
     "AppendResult",
     "BatchAppendResult",
     "EventPage",
@@ -17,6 +19,8 @@ __all__ = [
     "SearchMemoryResponse",
     "Session",
     "SessionPage",
+    "UserInfo",
+    "UserPage",
 ]
 
 EventJSON = dict[str, Any]
@@ -38,11 +42,37 @@ class Session(_Wire):
     expire_time: float | None = Field(
         default=None, description="When the session expires (epoch seconds); None: never."
     )
+    labels: dict[str, str] = Field(default_factory=dict, description="Empty: none.")
     revision: int | None = None
 
 
 class SessionPage(_Wire):
     sessions: list[Session]
+    next_page_token: str | None = None
+
+
+class AppInfo(_Wire):
+    """An app with live sessions (GET /apps)."""
+
+    app_name: str
+    session_count: int
+
+
+class AppPage(_Wire):
+    apps: list[AppInfo]
+    next_page_token: str | None = None
+
+
+class UserInfo(_Wire):
+    """A user of an app with live sessions, and the latest update among them."""
+
+    user_id: str
+    session_count: int
+    last_update_time: float
+
+
+class UserPage(_Wire):
+    users: list[UserInfo]
     next_page_token: str | None = None
 
 

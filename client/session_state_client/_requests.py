@@ -5,7 +5,7 @@ import random
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeAlias, TypeVar
+from typing import Any, Generic, Literal, TypeAlias, TypeVar
 from urllib.parse import quote
 
 import httpx
@@ -20,6 +20,7 @@ from session_state_client._constants import (
 from session_state_client._exceptions import error_from_response
 from session_state_client._models import (
     AppendResult,
+    AppPage,
     BatchAppendResult,
     EventPage,
     MemoryEntriesResult,
@@ -29,6 +30,7 @@ from session_state_client._models import (
     SearchMemoryResponse,
     Session,
     SessionPage,
+    UserPage,
 )
 from session_state_client._revisions import RevisionUse, SeenRevisions
 
@@ -176,8 +178,11 @@ def create_session(
     state: Mapping[str, Any] | None,
     ttl_seconds: float | None = None,
     expire_time: float | None = None,
+    labels: Mapping[str, str] | None = None,
 ) -> Call[Session]:
     body: dict[str, Any] = _expiry(ttl_seconds, expire_time)
+    if labels:
+        body["labels"] = dict(labels)
     if session_id is not None:
         body["sessionId"] = session_id
     if state is not None:
@@ -220,10 +225,13 @@ def fork_session(
     up_to_event_id: str | None,
     ttl_seconds: float | None,
     expire_time: float | None,
+    labels: Mapping[str, str] | None = None,
 ) -> Call[Session]:
     body = _expiry(ttl_seconds, expire_time) | _params(
         sessionId=new_session_id, upToEventId=up_to_event_id
     )
+    if labels is not None:  # {}: the fork has none; None: the source's
+        body["labels"] = dict(labels)
     return Call("POST", f"{_session_path(app_name, user_id, session_id)}/fork", _session, json=body)
 
 
@@ -241,17 +249,91 @@ def get_session(
     )
 
 
+def set_labels(
+    app_name: str,
+    user_id: str,
+    session_id: str,
+    labels: Mapping[str, str] | None,
+    if_match: int | None,
+) -> Call[Session]:
+    session = _session_path(app_name, user_id, session_id)
+    return Call(
+        "PATCH",
+        session,
+        _session,
+        json={"labels": dict(labels or {})},
+        headers=_if_match(if_match),
+        # Setting the same labels again changes nothing (the revision does not move).
+        repeatable=True,
+        session=session,
+        revision_use="note",
+    )
+
+
+@dataclass(frozen=True)
+class SessionFilter:
+    """What a session list keeps (GET .../sessions query parameters)."""
+
+    labels: Mapping[str, str | None] | None = None
+    updated_after: float | None = None
+    updated_before: float | None = None
+    order: Literal["asc", "desc"] | None = None
+    include_state: bool | None = None
+
+    def params(self) -> dict[str, Any]:
+        # label=key:value, or label=key (has the key) for a value of None.
+        labels = [
+            key if value is None else f"{key}:{value}" for key, value in (self.labels or {}).items()
+        ]
+        include = None if self.include_state is None else str(self.include_state).lower()
+        return _params(
+            label=labels or None,
+            updatedAfter=self.updated_after,
+            updatedBefore=self.updated_before,
+            order=self.order,
+            includeState=include,
+        )
+
+
 def list_sessions(
-    app_name: str, user_id: str | None, page_size: int | None, page_token: str | None
+    app_name: str,
+    user_id: str | None,
+    page_size: int | None,
+    page_token: str | None,
+    where: SessionFilter | None = None,
 ) -> Call[SessionPage]:
     path = f"/apps/{_segment(app_name)}/sessions"
     if user_id is not None:
         path = f"/apps/{_segment(app_name)}/users/{_segment(user_id)}/sessions"
     params = _params(pageSize=page_size, pageToken=page_token)
+    if where is not None:
+        params.update(where.params())
     return Call(
         "GET",
         path,
         lambda response: SessionPage.model_validate(_json(response)),
+        params,
+        repeatable=True,
+    )
+
+
+def list_apps(page_size: int | None, page_token: str | None) -> Call[AppPage]:
+    params = _params(pageSize=page_size, pageToken=page_token)
+    return Call(
+        "GET",
+        "/apps",
+        lambda response: AppPage.model_validate(_json(response)),
+        params,
+        repeatable=True,
+    )
+
+
+def list_users(app_name: str, page_size: int | None, page_token: str | None) -> Call[UserPage]:
+    params = _params(pageSize=page_size, pageToken=page_token)
+    return Call(
+        "GET",
+        f"/apps/{_segment(app_name)}/users",
+        lambda response: UserPage.model_validate(_json(response)),
         params,
         repeatable=True,
     )

@@ -312,7 +312,8 @@ class AiohttpTransport:
         async with session.request(
             method,
             URL(url, encoded=True),
-            params=params or None,
+            # Repeated parameters (label=...) as pairs: aiohttp takes no lists.
+            params=_query_pairs(params) or None,
             data=data,
             headers=request_headers,
         ) as response:
@@ -392,3 +393,14 @@ def _let_go_at_exit() -> None:
     for transport in list(_open_transports):
         with transport._lock:
             transport._forget_closed_loops()
+
+
+def _query_pairs(params: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    """The query as (name, value) pairs, a list value giving a pair each."""
+    pairs: list[tuple[str, Any]] = []
+    for name, value in params.items():
+        if isinstance(value, list | tuple):
+            pairs.extend((name, item) for item in value)
+        else:
+            pairs.append((name, value))
+    return pairs

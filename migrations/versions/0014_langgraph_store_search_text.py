@@ -7,7 +7,7 @@ Adds lg_store_items.search_text and fills it for the items stored before,
 in batches, with the frozen copy of searchable_text below.
 
 Revision ID: 0014
-Revises: 0010
+Revises: 0011
 Create Date: 2026-11-26
 """
 
@@ -20,7 +20,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0014"
-down_revision: str | None = "0010"
+down_revision: str | None = "0011"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -213,6 +213,45 @@ def test_iterators_walk_every_page(client, app_name):
     assert [event["id"] for event in backward] == [f"e{step}" for step in reversed(range(5))]
 
 
+def test_labels_filters_apps_and_users(client, app_name):
+    created = client.create_session(
+        app_name=app_name, user_id="ada", session_id="a", labels={"env": "prod", "team": "x"}
+    )
+    assert created.labels == {"env": "prod", "team": "x"}
+    client.create_session(app_name=app_name, user_id="bob", session_id="b", labels={"env": "dev"})
+    client.create_session(app_name=app_name, user_id="bob", session_id="c")
+    forked = client.fork_session(
+        app_name=app_name, user_id="ada", session_id="a", new_session_id="f", labels={}
+    )
+    assert forked.labels == {}
+    relabelled = client.set_labels(
+        app_name=app_name, user_id="bob", session_id="c", labels={"env": "prod"}, if_match=0
+    )
+    assert relabelled.labels == {"env": "prod"} and relabelled.revision == 0
+    prod = client.list_sessions(app_name=app_name, labels={"env": "prod"}, include_state=False)
+    assert [session.id for session in prod.sessions] == ["a", "c"]
+    with_team = client.iter_sessions(app_name=app_name, labels={"env": None, "team": None})
+    assert [session.id for session in with_team] == ["a"]
+    newest = client.iter_sessions(
+        app_name=app_name, labels={"env": "prod"}, order="desc", page_size=1
+    )
+    assert [session.id for session in newest] == ["c", "a"]
+    after = client.list_sessions(
+        app_name=app_name, user_id="bob", updated_after=created.last_update_time + 1e9
+    )
+    assert after.sessions == []
+    apps = {app.app_name: app.session_count for app in client.iter_apps(page_size=1)}
+    assert apps[app_name] == 4
+    page = client.list_apps(page_size=1000)
+    assert app_name in [app.app_name for app in page.apps]
+    users = list(client.iter_users(app_name=app_name, page_size=1))
+    assert [(user.user_id, user.session_count) for user in users] == [("ada", 2), ("bob", 2)]
+    first = client.list_users(app_name=app_name, page_size=1)
+    assert first.users[0].user_id == "ada" and first.next_page_token is not None
+    with pytest.raises(ValidationError):
+        client.set_labels(app_name=app_name, user_id="ada", session_id="a", labels={"A": "b"})
+
+
 # The same failure is the same exception, with the same status and code, on both.
 ERRORS = [
     ("get missing", NotFoundError, 404, "session_not_found"),
@@ -349,7 +388,7 @@ def test_every_public_method_is_exercised_on_both_clients():
     }
     # close: called as each `with` block of the tests ends.
     assert public - {"close"} <= called, sorted(public - {"close"} - called)
-    assert len(public) == 24
+    assert len(public) == 29
 
 
 # -- both clients side by side ---------------------------------------------------

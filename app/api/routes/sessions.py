@@ -2,13 +2,14 @@
 
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Query, Request, Response
+from fastapi import APIRouter, Depends, Query, Request, Response
 from fastapi.routing import APIRoute
 
-from ...domain import SessionKey
+from ...domain import SessionKey, SessionQuery
 from ...errors import FieldError, InvalidInput
 from ...identifiers import IDENTIFIER_MAX_LENGTH
 from ...json_rules import text_problem
+from ...labels import LABEL_SYNTAX, MAX_LABEL_FILTERS, parse_label_filters
 from ...limits import MAX_INT64, MAX_RETURNED_REMOVED_EVENTS
 from ...schemas import (
     CreateSessionRequest,
@@ -89,6 +90,53 @@ MinRevision = Annotated[
         "write sees it when reads are served by replicas (docs/api.md, Read-your-writes).",
     ),
 ]
+
+
+def session_filters(
+    label: Annotated[
+        list[str],
+        Query(
+            max_length=MAX_LABEL_FILTERS,
+            description="`key:value` (has that label) or `key` (has the key); repeatable, "
+            f"all must match (at most {MAX_LABEL_FILTERS}). As labels are: {LABEL_SYNTAX}.",
+        ),
+    ] = [],  # noqa: B006 (FastAPI copies the default)
+    updated_after: Annotated[
+        float | None,
+        Query(
+            alias="updatedAfter",
+            allow_inf_nan=False,
+            description="Only sessions last updated at or after this time (epoch s).",
+        ),
+    ] = None,
+    updated_before: Annotated[
+        float | None,
+        Query(
+            alias="updatedBefore",
+            allow_inf_nan=False,
+            description="Only sessions last updated before this time (epoch s).",
+        ),
+    ] = None,
+    order: Annotated[
+        Literal["asc", "desc"],
+        Query(description="By lastUpdateTime (then userId, id): asc (oldest first) or desc."),
+    ] = "asc",
+    include_state: Annotated[
+        bool,
+        Query(
+            alias="includeState",
+            description="false: each session's state is {} and not read (pages are cheaper).",
+        ),
+    ] = True,
+) -> SessionQuery:
+    """A list's filter, order and shape, checked; 422 naming a bad one."""
+    labels = parse_label_filters(label)
+    if isinstance(labels, FieldError):
+        raise InvalidInput([labels])
+    return SessionQuery(labels, updated_after, updated_before, order, include_state)
+
+
+SessionFilters = Annotated[SessionQuery, Depends(session_filters)]
 
 
 # The hot routes first: routes are matched in order, and matching each costs.
@@ -283,7 +331,7 @@ async def create_session(app_name: AppName, user_id: UserId, request: Request) -
         else validate_body(CreateSessionRequest, document)
     )
     session = await service.create_session(
-        app_name, user_id, body.session_id, body.state, body.requested_expiry()
+        app_name, user_id, body.session_id, body.state, body.requested_expiry(), body.labels
     )
     return rendering.session_response(session, status_code=201)
 
@@ -310,7 +358,7 @@ async def fork_session(
     body = ForkSessionRequest() if document is None else validate_body(ForkSessionRequest, document)
     key = SessionKey(app_name, user_id, session_id)
     session = await service_of(request).fork_session(
-        key, body.session_id, body.up_to_event_id, body.requested_expiry()
+        key, body.session_id, body.up_to_event_id, body.requested_expiry(), body.requested_labels()
     )
     return rendering.session_response(session, status_code=201)
 
@@ -319,18 +367,19 @@ async def fork_session(
     "/apps/{app_name}/users/{user_id}/sessions",
     response_model=SessionList,
     responses=problem_responses(400),
-    summary="List a user's sessions (without events)",
+    summary="List a user's sessions (without events), filtered and ordered",
 )
 async def list_user_sessions(
     app_name: AppName,
     user_id: UserId,
     request: Request,
+    query: SessionFilters,
     page_size: PageSize = DEFAULT_PAGE_SIZE,
     page_token: PageToken = None,
 ) -> Response:
-    after = page_tokens.session_cursor(page_token, app_name, user_id)
-    page = await service_of(request).list_sessions(app_name, user_id, page_size, after)
-    token = page_tokens.sessions_token(page.next_after, app_name, user_id)
+    after = page_tokens.session_cursor(page_token, app_name, user_id, query)
+    page = await service_of(request).list_sessions(app_name, user_id, page_size, after, query)
+    token = page_tokens.sessions_token(page.next_after, app_name, user_id, query)
     return rendering.session_list_response(page.sessions, token)
 
 
@@ -338,17 +387,18 @@ async def list_user_sessions(
     "/apps/{app_name}/sessions",
     response_model=SessionList,
     responses=problem_responses(400),
-    summary="List the sessions of every user of an app (without events)",
+    summary="List the sessions of every user of an app (without events), filtered and ordered",
 )
 async def list_app_sessions(
     app_name: AppName,
     request: Request,
+    query: SessionFilters,
     page_size: PageSize = DEFAULT_PAGE_SIZE,
     page_token: PageToken = None,
 ) -> Response:
-    after = page_tokens.session_cursor(page_token, app_name, None)
-    page = await service_of(request).list_sessions(app_name, None, page_size, after)
-    token = page_tokens.sessions_token(page.next_after, app_name, None)
+    after = page_tokens.session_cursor(page_token, app_name, None, query)
+    page = await service_of(request).list_sessions(app_name, None, page_size, after, query)
+    token = page_tokens.sessions_token(page.next_after, app_name, None, query)
     return rendering.session_list_response(page.sessions, token)
 
 
@@ -391,7 +441,7 @@ async def patch_session(
     revision = expected_revision(if_match)
     body = validate_body(PatchSessionRequest, await read_json(request))
     session = await service_of(request).patch_session(
-        key, body.state_delta, body.requested_expiry(), revision
+        key, body.state_delta, body.requested_expiry(), revision, body.requested_labels()
     )
     return rendering.session_response(session)
 

@@ -1,0 +1,199 @@
+"""A filtered page of sessions against an unfiltered one (issue 29).
+
+`sessions` sessions of one app (100 users) are written straight into the
+tables (a migrated database: the indexes are the migrations'), a fifth of
+them labelled env:prod, one in a hundred rare:yes, the rest env:dev or no
+labels; then GET /apps/{app}/sessions?pageSize=100 is timed through the ASGI
+app, unfiltered and filtered (a common label, a rare one, the newest first),
+first page and a deep page, on SQLite and PostgreSQL. p50 and p95 of
+`rounds` requests each; the goal is a filtered p50 within 2x of the
+unfiltered one.
+
+    python -m bench.labels [--sessions 100000] [--rounds 30] [--backends sqlite,postgresql]
+"""
+
+import argparse
+import asyncio
+import json
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+from sqlalchemy import insert, text
+from sqlalchemy.ext.asyncio import create_async_engine
+
+from session_state.config import Settings
+from session_state.db.tables import sessions
+from tests.conftest import (
+    asgi_client,
+    create_postgres_database,
+    drop_postgres_database,
+    migrate,
+)
+
+APP = "bench-labels"
+RESULTS = Path(__file__).parent / "results" / "labels.json"
+BATCH = 5000
+
+
+def _labels(index: int) -> dict[str, str] | None:
+    if index % 100 == 0:
+        return {"env": "prod", "rare": "yes"}
+    if index % 5 == 0:
+        return {"env": "prod", "team": f"t{index % 7}"}
+    if index % 2 == 0:
+        return {"env": "dev"}
+    return None
+
+
+async def seed(url: str, count: int) -> None:
+    engine = create_async_engine(url)
+    start = 1_700_000_000.0
+    try:
+        for first in range(0, count, BATCH):
+            rows: list[dict[str, Any]] = []
+            for index in range(first, min(first + BATCH, count)):
+                labels = _labels(index)
+                rows.append(
+                    {
+                        "app_name": APP,
+                        "user_id": f"u{index % 100:03d}",
+                        "id": f"s{index:07d}",
+                        "state": {"n": index},
+                        "initial_state": {"n": index},
+                        "state_bytes": 12,
+                        "revision": 0,
+                        "create_time": start + index,
+                        "update_time": start + index,
+                        "labels": labels,
+                    }
+                )
+            async with engine.begin() as connection:
+                await connection.execute(insert(sessions), rows)
+        async with engine.begin() as connection:
+            # SQL NULL for no labels, as the API stores them (the JSON type
+            # wrote a JSON null).
+            typeof = "jsonb_typeof" if url.startswith("postgresql") else "json_type"
+            await connection.execute(
+                text(f"UPDATE sessions SET labels = NULL WHERE {typeof}(labels) = 'null'")
+            )
+            await connection.execute(text("ANALYZE"))
+    finally:
+        await engine.dispose()
+
+
+async def measure(url: str, rounds: int) -> dict[str, dict[str, float]]:
+    figures: dict[str, dict[str, float]] = {}
+    settings = Settings(database_url=url, sweep_interval_seconds=0)
+    async with asgi_client(settings) as http:
+        path = f"/apps/{APP}/sessions"
+        deep_token: dict[str, str | None] = {}
+        cases: dict[str, dict[str, Any]] = {
+            "unfiltered": {},
+            "label env:prod (20%)": {"label": "env:prod"},
+            "label rare (1%)": {"label": "rare:yes"},
+            "label env:prod, desc": {"label": "env:prod", "order": "desc"},
+            "labels env:prod + team (20%)": {"label": ["env:prod", "team"]},
+        }
+        for name, params in cases.items():
+            # A deep page: the 50th page's token (keyset: costs as the first).
+            token = None
+            for _ in range(50):
+                page = (
+                    await http.get(
+                        path,
+                        params={
+                            **params,
+                            "pageSize": 100,
+                            **({"pageToken": token} if token else {}),
+                        },
+                    )
+                ).json()
+                token = page["nextPageToken"]
+                if token is None:
+                    break
+            deep_token[name] = token
+            for label, extra in (("first page", {}), ("page 51", {"pageToken": token})):
+                if label == "page 51" and token is None:
+                    continue
+                timings = []
+                for _ in range(rounds):
+                    began = time.perf_counter()
+                    answer = await http.get(path, params={**params, "pageSize": 100, **extra})
+                    timings.append((time.perf_counter() - began) * 1000)
+                    assert answer.status_code == 200, answer.text
+                    assert len(answer.json()["sessions"]) == 100
+                timings.sort()
+                figures[f"{name}, {label}"] = {
+                    "p50_ms": round(statistics.median(timings), 2),
+                    "p95_ms": round(timings[int(len(timings) * 0.95) - 1], 2),
+                }
+    return figures
+
+
+async def run_backend(backend: str, count: int, rounds: int) -> dict[str, Any]:
+    if backend == "sqlite":
+        directory = tempfile.mkdtemp(prefix="labels-bench-")
+        url = f"sqlite+aiosqlite:///{directory}/bench.db"
+        migrate(url)
+        began = time.perf_counter()
+        await seed(url, count)
+        seeded = time.perf_counter() - began
+        return {"seed_seconds": round(seeded, 1), "pages": await measure(url, rounds)}
+    name = create_postgres_database("labels_bench")
+    url = f"postgresql+asyncpg://postgres@127.0.0.1:5432/{name}"
+    try:
+        migrate(url)
+        began = time.perf_counter()
+        await seed(url, count)
+        seeded = time.perf_counter() - began
+        plan = await _plan(url)
+        return {
+            "seed_seconds": round(seeded, 1),
+            "pages": await measure(url, rounds),
+            "rare_label_plan": plan,
+        }
+    finally:
+        drop_postgres_database(name)
+
+
+async def _plan(url: str) -> str:
+    connection = await asyncpg.connect(url.replace("postgresql+asyncpg://", "postgresql://"))
+    try:
+        rows = await connection.fetch(
+            "EXPLAIN SELECT id FROM sessions WHERE app_name = $1 AND labels @> $2::jsonb"
+            " ORDER BY update_time, user_id, id LIMIT 101",
+            APP,
+            json.dumps({"rare": "yes"}),
+        )
+    finally:
+        await connection.close()
+    return " | ".join(row[0].strip() for row in rows[:4])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--sessions", type=int, default=100_000)
+    parser.add_argument("--rounds", type=int, default=30)
+    parser.add_argument("--backends", default="sqlite,postgresql")
+    arguments = parser.parse_args()
+    results: dict[str, Any] = {"sessions": arguments.sessions, "rounds": arguments.rounds}
+    for backend in arguments.backends.split(","):
+        results[backend] = asyncio.run(run_backend(backend, arguments.sessions, arguments.rounds))
+        pages = results[backend]["pages"]
+        base = pages["unfiltered, first page"]["p50_ms"]
+        print(f"{backend}: seeded {arguments.sessions} in {results[backend]['seed_seconds']} s")
+        for case, figure in pages.items():
+            ratio = figure["p50_ms"] / base
+            p50, p95 = figure["p50_ms"], figure["p95_ms"]
+            print(f"  {case:45s} p50 {p50:8.2f} ms  p95 {p95:8.2f} ms  x{ratio:.2f}")
+    RESULTS.parent.mkdir(exist_ok=True)
+    RESULTS.write_text(json.dumps(results, indent=2) + "\n")
+    print(f"written to {RESULTS}")
+
+
+if __name__ == "__main__":
+    main()

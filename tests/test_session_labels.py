@@ -1,0 +1,157 @@
+"""Labels on sessions (issue 29): GCP's label rules, set at create, copied by a
+fork unless given, replaced by PATCH (null clears), in a session's JSON only
+when it has some; and request bodies that refuse fields the API does not
+define. On SQLite and PostgreSQL (the `client` fixture runs each on both)."""
+
+APP = "/apps/travel"
+SESSIONS = f"{APP}/users/ada/sessions"
+SIX_FIELDS = {"id", "appName", "userId", "state", "events", "lastUpdateTime"}
+
+
+async def create(client, session_id, **body):
+    response = await client.post(SESSIONS, json={"sessionId": session_id, **body})
+    assert response.status_code == 201, response.text
+    return response.json()
+
+
+async def test_labels_set_at_create_are_in_the_session_json_and_absent_when_empty(client):
+    labelled = await create(client, "a", labels={"env": "prod", "team": "", "cost-centre_7": "x"})
+    assert labelled["labels"] == {"env": "prod", "team": "", "cost-centre_7": "x"}
+    assert (await client.get(f"{SESSIONS}/a")).json()["labels"] == labelled["labels"]
+    listed = (await client.get(SESSIONS)).json()["sessions"]
+    assert listed[0]["labels"] == labelled["labels"]
+    # No labels, empty labels or null: ADK's six fields exactly.
+    for session_id, body in (("b", {}), ("c", {"labels": {}}), ("d", {"labels": None})):
+        assert set(await create(client, session_id, **body)) == SIX_FIELDS
+        assert set((await client.get(f"{SESSIONS}/{session_id}")).json()) == SIX_FIELDS
+
+
+async def test_patch_replaces_labels_whole_and_null_clears_without_an_event(client):
+    await create(client, "s", labels={"env": "prod", "team": "a"})
+    patched = await client.patch(f"{SESSIONS}/s", json={"labels": {"env": "dev"}})
+    assert patched.status_code == 200, patched.text
+    assert patched.json()["labels"] == {"env": "dev"}
+    # Labels are metadata: no event, the revision and the update time stay.
+    assert patched.headers["etag"] == '"0"'
+    assert patched.json()["events"] == []
+    created_time = patched.json()["lastUpdateTime"]
+    # If-Match is honoured, against the revision that labels do not move.
+    stale = await client.patch(f"{SESSIONS}/s", json={"labels": {}}, headers={"If-Match": '"3"'})
+    assert stale.status_code == 412
+    cleared = await client.patch(
+        f"{SESSIONS}/s", json={"labels": None}, headers={"If-Match": '"0"'}
+    )
+    assert cleared.status_code == 200, cleared.text
+    assert "labels" not in cleared.json()
+    assert cleared.json()["lastUpdateTime"] == created_time
+    # With an expiry: one write.
+    both = await client.patch(f"{SESSIONS}/s", json={"labels": {"x": "1"}, "ttlSeconds": 60})
+    assert both.json()["labels"] == {"x": "1"} and "expireTime" in both.json()
+    missing = await client.patch(f"{SESSIONS}/nope", json={"labels": {"x": "1"}})
+    assert missing.status_code == 404
+
+
+async def test_labels_with_a_state_delta_are_refused_and_nothing_is_written(client):
+    await create(client, "s", labels={"env": "prod"})
+    refused = await client.patch(
+        f"{SESSIONS}/s", json={"labels": {"env": "dev"}, "stateDelta": {"k": 1}}
+    )
+    assert refused.status_code == 422
+    assert "labels" in refused.json()["detail"]
+    session = (await client.get(f"{SESSIONS}/s")).json()
+    assert session["labels"] == {"env": "prod"} and session["events"] == []
+
+
+async def test_a_fork_copies_the_labels_unless_given(client):
+    await create(client, "s", labels={"env": "prod"})
+    await client.post(f"{SESSIONS}/s/events", json={"author": "user", "id": "e1"})
+    copied = await client.post(f"{SESSIONS}/s/fork", json={"sessionId": "f1"})
+    assert copied.json()["labels"] == {"env": "prod"}
+    partial = await client.post(f"{SESSIONS}/s/fork", json={"sessionId": "f2", "upToEventId": "e1"})
+    assert partial.json()["labels"] == {"env": "prod"}
+    given = await client.post(f"{SESSIONS}/s/fork", json={"sessionId": "f3", "labels": {"a": "b"}})
+    assert given.json()["labels"] == {"a": "b"}
+    cleared = await client.post(f"{SESSIONS}/s/fork", json={"sessionId": "f4", "labels": None})
+    assert "labels" not in cleared.json()
+    # The fork's labels are its own.
+    await client.patch(f"{SESSIONS}/f1", json={"labels": {"env": "test"}})
+    assert (await client.get(f"{SESSIONS}/s")).json()["labels"] == {"env": "prod"}
+
+
+HOSTILE_LABELS = {
+    "uppercase key": ({"Env": "x"}, "'Env'"),
+    "key starting with a digit": ({"1env": "x"}, "'1env'"),
+    "empty key": ({"": "x"}, "''"),
+    "64-character key": ({"k" * 64: "x"}, "'kkkk"),
+    "dot in key": ({"a.b": "x"}, "'a.b'"),
+    "unicode key": ({"é": "x"}, "'é'"),
+    "uppercase value": ({"env": "Prod"}, "'env'"),
+    "64-character value": ({"env": "v" * 64}, "'env'"),
+    "space in value": ({"env": "a b"}, "'env'"),
+    "number value": ({"env": 1}, "'env'"),
+    "null value": ({"env": None}, "'env'"),
+    "object value": ({"env": {"a": "b"}}, "'env'"),
+    "65 labels": ({f"k{i}": "" for i in range(65)}, "65 labels"),
+    "megabyte key": ({"k" * 1_000_000: "x"}, "'kkkk"),
+    "not an object": (["env"], "dictionary"),
+    "newline-terminated key": ({"env\n": "x"}, "'env\\n'"),
+}
+
+
+async def test_a_bad_label_is_422_naming_it_everywhere_labels_are_taken(client):
+    await create(client, "s")
+    for case, (labels, named) in HOSTILE_LABELS.items():
+        for method, path, body in (
+            ("POST", SESSIONS, {"sessionId": "new", "labels": labels}),
+            ("PATCH", f"{SESSIONS}/s", {"labels": labels}),
+            ("POST", f"{SESSIONS}/s/fork", {"sessionId": "f", "labels": labels}),
+        ):
+            response = await client.request(method, path, json=body)
+            assert response.status_code == 422, (case, method, path, response.text)
+            problem = response.json()
+            assert problem["code"] == "validation_error"
+            assert problem["errors"][0]["loc"] == ["body", "labels"], case
+            assert named in problem["errors"][0]["msg"], case
+            assert len(response.content) < 10_000, case  # a long key is named, not echoed
+    # Nothing was written.
+    assert [s["id"] for s in (await client.get(SESSIONS)).json()["sessions"]] == ["s"]
+    assert "labels" not in (await client.get(f"{SESSIONS}/s")).json()
+
+
+async def test_64_labels_of_the_longest_keys_and_values_are_taken(client):
+    labels = {f"k{i:02d}" + "x" * 60: "v" * 63 for i in range(64)}
+    assert (await create(client, "s", labels=labels))["labels"] == labels
+
+
+UNKNOWN_FIELDS = {
+    "create": ("POST", "", {"sessionId": "n", "lables": {"a": "b"}}, "lables"),
+    "create snake and camel": ("POST", "", {"session_id": "n", "stat": {}}, "stat"),
+    "patch": ("PATCH", "/s", {"stateDelta": {"a": 1}, "ttl": 5}, "ttl"),
+    "fork": ("POST", "/s/fork", {"sessionId": "f", "upTo": "e1"}, "upTo"),
+    "batch wrapper": ("POST", "/s/events/batch", {"events": [{"author": "u"}], "x": 1}, "x"),
+}
+
+
+async def test_an_unknown_body_field_is_422_naming_it(client):
+    await create(client, "s")
+    for case, (method, suffix, body, field) in UNKNOWN_FIELDS.items():
+        response = await client.request(method, f"{SESSIONS}{suffix}", json=body)
+        assert response.status_code == 422, (case, response.text)
+        problem = response.json()
+        assert ["body", field] in [error["loc"] for error in problem["errors"]], case
+        assert f"body.{field}: is not a field of this request" in problem["detail"], case
+    session = (await client.get(f"{SESSIONS}/s")).json()
+    assert session["events"] == [] and session["state"] == {}
+    assert [s["id"] for s in (await client.get(SESSIONS)).json()["sessions"]] == ["s"]
+
+
+async def test_an_event_keeps_adk_s_open_shape_and_is_stored_verbatim(client):
+    """ADK's Event ignores fields it does not define (extra="ignore"), and a
+    newer ADK adds fields: an event's unknown fields are stored as sent."""
+    await create(client, "s")
+    event = {"author": "u", "id": "e1", "futureField": {"a": 1}, "customMetadata": {"k": [1]}}
+    stored = await client.post(f"{SESSIONS}/s/events", json=event)
+    assert stored.status_code == 201, stored.text
+    assert stored.json()["futureField"] == {"a": 1}
+    read = (await client.get(f"{SESSIONS}/s")).json()["events"][0]
+    assert read["futureField"] == {"a": 1} and read["customMetadata"] == {"k": [1]}
