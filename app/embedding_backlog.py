@@ -72,7 +72,7 @@ class EmbeddingBacklog:
         self,
         app_name: str | None = None,
         user_id: str | None = None,
-        progress: Callable[[int], None] | None = None,
+        progress: Callable[[int], object] | None = None,
     ) -> int:
         """Embeds every memory not embedded by the current model (of one app
         or user when given), in id order; returns how many. EmbedderFailed
