@@ -311,19 +311,6 @@ def components_of(stored: Sequence[bytes]) -> Vectors:
     return unit
 
 
-def hamming_order(query_bits: bytes, bits: Sequence[bytes], keep: int) -> list[int]:
-    """Positions of the `keep` bit strings nearest the query's."""
-    if not bits:
-        return []
-    width = len(query_bits)
-    matrix = np.frombuffer(b"".join(bits), dtype=np.uint8).reshape(len(bits), width)
-    distances = np.bitwise_count(matrix ^ np.frombuffer(query_bits, dtype=np.uint8)).sum(axis=1)
-    if keep >= len(bits):
-        return [int(position) for position in np.argsort(distances, kind="stable")]
-    nearest = np.argpartition(distances, keep)[:keep]
-    return [int(position) for position in nearest[np.argsort(distances[nearest], kind="stable")]]
-
-
 def fuse(rankings: Sequence[Sequence[int]], weights: Sequence[float], k: float) -> list[int]:
     """Reciprocal rank fusion: each id scores the sum of weight / (k + rank)
     over the rankings it appears in (rank 1 first); best first, ties by the

@@ -14,7 +14,7 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from ..domain import MemoryRecord, SessionKey, VectorQuery
-from ..embedding import StoredVector, hamming_order
+from ..embedding import StoredVector
 from ..memory import fts5_queries
 from ..search_text import query_terms, search_text
 from .tables import forgotten_memories, memories
@@ -246,26 +246,20 @@ async def keyword_ids(
 async def nearest(
     connection: AsyncConnection, app_name: str, user_id: str, query: VectorQuery
 ) -> list[tuple[int, bytes]]:
-    """The `query.keep` memories nearest by sign bits (compared in numpy:
-    SQLite has no bit count), with their components."""
+    """The `query.keep` memories nearest by sign bits (`hamming`, a function
+    app.db.engine gives every connection), with their components."""
     result = await connection.execute(
-        select(memories.c.id, memories.c.embedding_bits).where(
+        select(memories.c.id, memories.c.embedding)
+        .where(
             memories.c.app_name == app_name,
             memories.c.user_id == user_id,
             memories.c.embedding_model == query.model,
             func.length(memories.c.embedding_bits) == len(query.bits),
         )
+        .order_by(func.hamming(memories.c.embedding_bits, query.bits), memories.c.id)
+        .limit(query.keep)
     )
-    rows = result.all()
-    order = hamming_order(query.bits, [row[1] for row in rows], query.keep)
-    kept = [rows[position][0] for position in order]
-    if not kept:
-        return []
-    found = await connection.execute(
-        select(memories.c.id, memories.c.embedding).where(memories.c.id.in_(kept))
-    )
-    components = {row[0]: row[1] for row in found}
-    return [(identifier, components[identifier]) for identifier in kept if identifier in components]
+    return [(row[0], row[1]) for row in result]
 
 
 async def read_memories(
