@@ -299,7 +299,17 @@ def stored_vector(vector: npt.NDArray[np.float32]) -> StoredVector:
 
 
 def stored_vectors(vectors: Vectors) -> list[StoredVector]:
-    return [stored_vector(row) for row in vectors]
+    """stored_vector of each row, computed for all rows at once."""
+    if len(vectors) == 0:
+        return []
+    peaks = np.abs(vectors).max(axis=1, keepdims=True)
+    scales = np.divide(127.0, peaks, out=np.zeros_like(peaks), where=peaks > 0)
+    components = np.round(vectors * scales).astype(np.int8)
+    bits = np.packbits(vectors > 0, axis=1)
+    return [
+        StoredVector(row.tobytes(), row_bits.tobytes())
+        for row, row_bits in zip(components, bits, strict=True)
+    ]
 
 
 def components_of(stored: Sequence[bytes]) -> Vectors:
