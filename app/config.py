@@ -1,6 +1,7 @@
 """Settings, read from environment variables prefixed with ``SESSION_STATE_``."""
 
 import ipaddress
+import re
 from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Literal, Self
@@ -207,7 +208,10 @@ class Settings(SettingNamePolicy):
         "http://localhost:11434/v1 (Ollama).",
     )
     memory_embedder_model: str = Field(
-        default="text-embedding-3-small", description="openai: the model asked for."
+        default="text-embedding-3-small",
+        min_length=1,
+        max_length=200,
+        description="openai: the model asked for.",
     )
     memory_embedder_api_key: SecretStr | None = Field(
         default=None, description="openai: the API key (sent as a bearer token)."
@@ -341,6 +345,25 @@ class Settings(SettingNamePolicy):
                 "(SQLite has no replicas)"
             )
         return self
+
+    @field_validator("memory_embedder_url")
+    @classmethod
+    def _refuse_what_is_no_base_url(cls, url: str | None) -> str | None:
+        if url is not None and not url.startswith(("http://", "https://")):
+            raise ValueError(
+                "write the API's base URL with its scheme, such as https://api.openai.com/v1"
+            )
+        return url
+
+    @field_validator("memory_embedder_api_key")
+    @classmethod
+    def _refuse_a_key_no_header_can_carry(cls, key: SecretStr | None) -> SecretStr | None:
+        # The refusal names the rule, never the key.
+        if key is not None and not re.fullmatch(r"[\x21-\x7e]+", key.get_secret_value()):
+            raise ValueError(
+                "must be printable ASCII without spaces (it is sent as a bearer token)"
+            )
+        return key
 
     @model_validator(mode="after")
     def _remote_embedder_needs_a_url(self) -> Self:

@@ -122,7 +122,7 @@ async def add_events(app_name: AppName, user_id: UserId, request: Request) -> Re
     "/apps/{app_name}/users/{user_id}/memory/entries",
     response_model=AddMemoriesResponse,
     responses=problem_responses(400),
-    openapi_extra=documented_body(AddMemoriesRequest, required=True),
+    openapi_extra=documented_body(AddMemoriesRequest, required=True, example=examples.ADD_MEMORIES),
     summary="Write memory entries directly (ADK's add_memory)",
 )
 async def add_memories(app_name: AppName, user_id: UserId, request: Request) -> Response:
