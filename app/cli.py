@@ -184,6 +184,16 @@ def sweep(arguments: argparse.Namespace) -> int:
     return exit_code
 
 
+def memory(arguments: argparse.Namespace) -> int:
+    from . import operator_commands
+    from .db.sql_operator_store import require_existing_database
+
+    settings = _settings_from(arguments)
+    require_existing_database(settings)
+    exit_code: int = asyncio.run(operator_commands.reindex_memory(settings, arguments))
+    return exit_code
+
+
 def export(arguments: argparse.Namespace) -> int:
     from .transfer import commands
 
@@ -276,6 +286,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sweep_parser.add_argument("--database-url", help="overrides SESSION_STATE_DATABASE_URL")
     sweep_parser.set_defaults(handler=sweep)
+
+    memory_parser = commands.add_parser("memory", help="long-term memory's vectors")
+    memory_actions = memory_parser.add_subparsers(dest="memory_command", required=True)
+    reindex_parser = memory_actions.add_parser(
+        "reindex",
+        help="embed the memories not embedded by the configured embedder (resumable, with "
+        "progress)",
+    )
+    reindex_parser.add_argument("--app", help="only this app's memories")
+    reindex_parser.add_argument("--user", help="only this user's memories (of any app)")
+    reindex_parser.add_argument("--database-url", help="overrides SESSION_STATE_DATABASE_URL")
+    reindex_parser.set_defaults(handler=memory)
 
     _add_transfer_parsers(commands)
 

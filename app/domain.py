@@ -201,6 +201,33 @@ class MemoryRecord:
     # stored before migration 0005 (and no metadata for event memories).
     content: str | None = None
     custom_metadata: str | None = None
+    # Its vector (app.embedding.StoredVector) and the model that made it;
+    # None: waiting to be embedded.
+    embedding_model: str | None = None
+    embedding: bytes | None = None
+    embedding_bits: bytes | None = None
+
+
+@dataclass(frozen=True)
+class VectorQuery:
+    """A question's vector for a search by meaning: only memories embedded
+    by `model` (with bits of the same length) are compared; the `keep`
+    nearest by Hamming distance of the sign bits are returned with their
+    components, for an exact rescoring."""
+
+    model: str
+    bits: bytes
+    keep: int
+
+
+@dataclass(frozen=True)
+class MemoryCandidates:
+    """Row ids of the best keyword matches, best first, each with whether it
+    holds every term of the question; and the nearest memories by sign bits
+    with their int8 components."""
+
+    keyword: list[tuple[int, bool]]
+    nearest: list[tuple[int, bytes]]
 
 
 @dataclass(frozen=True)

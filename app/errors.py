@@ -127,6 +127,32 @@ class PayloadTooLarge(ServiceError):
         )
 
 
+class SemanticSearchOff(ServiceError):
+    status = 400
+    code = "semantic_search_off"
+    title = "Search by meaning is off"
+
+    @classmethod
+    def of(cls) -> Self:
+        return cls(
+            "mode=semantic needs an embedder, and this service has none "
+            "(SESSION_STATE_MEMORY_EMBEDDER=none): search with mode=keyword or hybrid"
+        )
+
+
+class EmbedderUnavailable(ServiceError):
+    status = 503
+    code = "embedder_unavailable"
+    title = "The embedder is unavailable"
+
+    @classmethod
+    def of(cls) -> Self:
+        return cls(
+            "the question could not be embedded in time (the embedder is slow, down or answered "
+            "what cannot be used): search with mode=hybrid or keyword, or try again later"
+        )
+
+
 class DatabaseUnavailable(ServiceError):
     status = 503
     code = "database_unavailable"

@@ -25,6 +25,8 @@ from .db.checkpoint_stores import checkpoint_store_for
 from .db.replica import Replica
 from .db.store_item_storages import item_storage_for
 from .db.stores import open_store
+from .embedding import open_embedder
+from .embedding_backlog import EmbeddingBacklog
 from .expiry import ExpiryDefaults
 from .langgraph_store.service import StoreService
 from .limits import Limits
@@ -65,7 +67,18 @@ def create_app(
             forget_expired_memories=forget_expired_memories,
             replica=replica,
         )
-        app.state.memory = MemoryService(store, limits, clock=clock, replica=replica)
+        embedder = open_embedder(settings)
+        backlog = None if embedder is None else EmbeddingBacklog(store, embedder)
+        app.state.memory = MemoryService(
+            store,
+            limits,
+            clock=clock,
+            replica=replica,
+            embedder=embedder,
+            min_similarity=settings.memory_min_similarity,
+            backlog=backlog,
+        )
+        app.state.memory_backlog = backlog
         app.state.checkpoints = CheckpointService(checkpoint_store_for(store), limits, clock=clock)
         app.state.store = StoreService(item_storage_for(store), limits, clock=clock)
         app.state.sweeper = Sweeper(
@@ -77,13 +90,17 @@ def create_app(
         sweeping = None
         if settings.sweep_interval_seconds > 0:
             sweeping = asyncio.create_task(app.state.sweeper.run(settings.sweep_interval_seconds))
+        embedding = None if backlog is None else asyncio.create_task(backlog.run())
         try:
             yield
         finally:
-            if sweeping is not None:
-                sweeping.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await sweeping
+            for task in (sweeping, embedding):
+                if task is not None:
+                    task.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await task
+            if embedder is not None:
+                await embedder.close()
             if replica is not None:
                 await replica.close()
             await store.close()

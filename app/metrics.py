@@ -86,6 +86,21 @@ SESSIONS_EXPIRED_WAITING = Gauge(
     multiprocess_mode="livemax",
 )
 
+MEMORY_EMBEDDING_BACKLOG = Gauge(
+    "session_state_memory_embedding_backlog",
+    "Memories waiting for a vector of the current embedder (counted after each pass).",
+    multiprocess_mode="livemax",
+)
+MEMORY_EMBEDDINGS = Counter(
+    "session_state_memory_embeddings_total",
+    "Memories given a vector in the background, by outcome: embedded, failed (tried again later).",
+    ["outcome"],
+)
+MEMORY_SEARCH_FALLBACKS = Counter(
+    "session_state_memory_search_fallbacks_total",
+    "Searches ranked by keywords alone because the question could not be embedded in time.",
+)
+
 
 def render_metrics() -> tuple[bytes, str]:
     directory = os.environ.get("PROMETHEUS_MULTIPROC_DIR")

@@ -262,6 +262,46 @@ async def sweep(settings: Settings) -> int:
     return 0
 
 
+async def reindex_memory(settings: Settings, arguments: argparse.Namespace) -> int:
+    """Embeds every memory not embedded by the configured embedder (of one
+    app or user when given), showing progress; stopped anywhere, it goes on
+    where it was when run again. Prints what it did as JSON."""
+
+    from tqdm import tqdm
+
+    from .db.stores import open_store
+    from .embedding import open_embedder
+    from .embedding_backlog import EmbeddingBacklog
+
+    app_name = name_option("--app", arguments.app)
+    user_id = name_option("--user", arguments.user)
+    embedder = open_embedder(settings)
+    if embedder is None:
+        raise SetupProblem(
+            "SESSION_STATE_MEMORY_EMBEDDER is none: there is nothing to embed memories with"
+        )
+    store = await open_store(settings)
+    started = time.monotonic()
+    try:
+        backlog = EmbeddingBacklog(store, embedder)
+        waiting = await store.count_memories_to_embed(embedder.model_id, app_name, user_id)
+        with tqdm(
+            total=waiting, desc="embedding", unit=" memories", file=sys.stderr, disable=None
+        ) as progress:
+            embedded = await backlog.embed_waiting(app_name, user_id, progress.update)
+    finally:
+        await store.close()
+        await embedder.close()
+    _print_json(
+        {
+            "embedder": embedder.model_id,
+            "embedded": embedded,
+            "seconds": round(time.monotonic() - started, 3),
+        }
+    )
+    return 0
+
+
 class _Session(Protocol):
     @property
     def app_name(self) -> str: ...

@@ -419,8 +419,23 @@ class SearchMemoryResponse(WireModel):
     memories: list[MemoryEntry]
 
 
+class MemoryEmbeddingStatus(WireModel):
+    embedder: str = Field(description="The model id stored with every vector.")
+    waiting: int | None = Field(
+        description="Memories waiting for a vector, as last counted (None: not counted yet)."
+    )
+    last_error: str | None = Field(
+        description="Why the last embedding pass failed (None: it succeeded)."
+    )
+
+
 class Health(WireModel):
     status: str
+    memory_embedding: MemoryEmbeddingStatus | None = Field(
+        default=None,
+        description="/readyz: the backlog of memories waiting for a vector (absent when "
+        "search by meaning is off).",
+    )
 
 
 class FieldProblem(BaseModel):

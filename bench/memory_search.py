@@ -1,15 +1,19 @@
 # ruff: noqa: RUF001 (CJK text holds full-width punctuation on purpose)
 """Memory ingest and search on both backends, for one or two checkouts of the
-server: 10,000 memories (English, with Japanese, Chinese, Korean and Russian
-mixed in) stored in batches of 500, then 100 questions, each timed.
+server: N memories of one user (English, with Japanese, Chinese, Korean and
+Russian mixed in) stored in batches of 500, then 100 questions, each timed,
+at each size of --sizes (default 1,000 and 10,000; 100,000 on request).
 
     git archive HEAD | tar -x -C /tmp/before      # the code to compare with
-    python -m bench.memory_search --before /tmp/before
+    python -m bench.memory_search --before /tmp/before --sizes 1000,10000,100000
 
-Prints medians and writes bench/results/memory_search.json. Each checkout is
-measured in a process of its own (its `app` on PYTHONPATH), through its
-repository functions (no HTTP), on a fresh database migrated by its own
-migrations.
+A checkout with search by meaning (app/embedding.py) embeds each batch with
+its default embedder before storing it (as its write path does), and its
+searches are timed in each mode (keyword, hybrid, semantic) through its
+MemoryService; an older one is timed through its store's keyword search.
+Prints p50/p99 and writes bench/results/memory_search.json. Each checkout is
+measured in a process of its own (its `app` on PYTHONPATH), without HTTP, on
+a fresh database migrated by its own migrations.
 """
 
 import argparse
@@ -31,7 +35,7 @@ RESULTS = ROOT / "bench" / "results"
 ADMIN_DSN = os.environ.get(
     "SESSION_STATE_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
 )
-MEMORIES = 10_000
+SIZES = (1_000, 10_000)
 BATCH = 500
 QUERIES = 100
 
@@ -54,9 +58,9 @@ OTHER = [
 NAMES = ["太郎", "花子", "上海", "서울", "부산", "Иван", "Ольга", "小白"]
 
 
-def corpus(rng: random.Random) -> list[str]:
+def corpus(rng: random.Random, size: int) -> list[str]:
     texts = []
-    for index in range(MEMORIES):
+    for index in range(size):
         if index % 10 < 7:
             words = rng.choices(ENGLISH, k=4) + rng.choices(FILLER, k=8)
             rng.shuffle(words)
@@ -76,26 +80,43 @@ def questions(rng: random.Random) -> list[str]:
     return found
 
 
-async def measure(url: str) -> dict[str, float]:
+def _percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(len(ordered) * share))] * 1000
+
+
+async def measure(url: str, size: int) -> dict[str, float]:
     """Run inside the checkout's process: its app, its migrations."""
     from sqlalchemy.ext.asyncio import create_async_engine
 
+    import session_state
     from session_state.config import Settings
     from session_state.db import migrations
     from session_state.db.stores import open_store
     from session_state.domain import MemoryRecord
 
+    # Asked of the checkout's own files: the installed (editable) package
+    # would answer any import the checkout lacks.
+    embedder = None
+    if (Path(session_state.__file__).parent / "embedding.py").exists():
+        from session_state import memory_service
+        from session_state.embedding import WordLlamaEmbedder
+
+        embedder = WordLlamaEmbedder()
+        await embedder.prepare()
+
     rng = random.Random(11)
-    texts = corpus(rng)
+    texts = corpus(rng, size)
     engine = create_async_engine(url)
     try:
         await migrations.upgrade(engine)
     finally:
         await engine.dispose()
     store = await open_store(Settings(database_url=url))
+    figures: dict[str, float] = {}
     try:
         batch_times = []
-        for start in range(0, MEMORIES, BATCH):
+        for start in range(0, size, BATCH):
             records = [
                 MemoryRecord(
                     session_id=f"s{index // 100}",
@@ -105,30 +126,47 @@ async def measure(url: str) -> dict[str, float]:
                     timestamp=1_700_000_000 + index,
                     text=texts[index],
                 )
-                for index in range(start, start + BATCH)
+                for index in range(start, min(size, start + BATCH))
             ]
             began = time.perf_counter()
+            if embedder is not None:
+                vectors = await embedder.embed([record.text for record in records])
+                records = memory_service._attach(records, embedder.model_id, vectors)
             await store.add_memories("bench", "ada", records)
             batch_times.append(time.perf_counter() - began)
-        search_times, results = [], []
+        figures["ingest_batch_ms_median"] = statistics.median(batch_times) * 1000
+        figures["ingest_total_s"] = sum(batch_times)
         if url.startswith("postgresql"):
             await _admin_in(url, "ANALYZE memories")
-        for question in questions(rng):
-            began = time.perf_counter()
-            found = await store.search_memories(
-                "bench", "ada", question, limit=10, budget=1_000_000
-            )
-            search_times.append(time.perf_counter() - began)
-            results.append(len(found))
+        asked = questions(rng)
+        if embedder is None:
+            modes: dict[str, Any] = {
+                "keyword": lambda question: store.search_memories(
+                    "bench", "ada", question, limit=10, budget=1_000_000
+                )
+            }
+        else:
+            service = memory_service.MemoryService(store, embedder=embedder)
+            modes = {
+                mode: (
+                    lambda question, mode=mode: service.search("bench", "ada", question, 10, mode)
+                )
+                for mode in ("keyword", "hybrid", "semantic")
+            }
+        for mode, search in modes.items():
+            await search(asked[0])  # warm
+            search_times, results = [], []
+            for question in asked:
+                began = time.perf_counter()
+                found = await search(question)
+                search_times.append(time.perf_counter() - began)
+                results.append(len(found))
+            figures[f"{mode}_ms_p50"] = statistics.median(search_times) * 1000
+            figures[f"{mode}_ms_p99"] = _percentile(search_times, 0.99)
+            figures[f"{mode}_answered"] = sum(count > 0 for count in results)
     finally:
         await store.close()
-    return {
-        "ingest_batch_ms_median": statistics.median(batch_times) * 1000,
-        "ingest_total_s": sum(batch_times),
-        "search_ms_median": statistics.median(search_times) * 1000,
-        "search_ms_p95": sorted(search_times)[int(len(search_times) * 0.95)] * 1000,
-        "questions_answered": sum(count > 0 for count in results),
-    }
+    return figures
 
 
 async def _admin_in(url: str, sql: str) -> None:
@@ -151,10 +189,25 @@ async def _admin(sql: str) -> None:
         await connection.close()
 
 
-def run_checkout(source: Path, backend: str) -> dict[str, float]:
+def _importable(source: Path, folder: Path) -> Path:
+    """A folder holding the checkout as the package it installs as
+    (session_state: its app/, with its migrations/ inside), to put first on
+    PYTHONPATH: the installed (editable) package is this repository's."""
+    package = folder / "packages" / "session_state"
+    package.mkdir(parents=True)
+    for entry in (source / "app").iterdir():
+        (package / entry.name).symlink_to(entry)
+    (package / "migrations").symlink_to(source / "migrations")
+    return package.parent
+
+
+def run_checkout(source: Path, backend: str, size: int) -> dict[str, float]:
     """The figures of one checkout on one backend, measured in a child process."""
     with tempfile.TemporaryDirectory() as folder:
-        database = f"bench_memory_{uuid.uuid4().hex[:8]}"
+        packages = _importable(source, Path(folder))
+        database = (
+            f"{os.environ.get('BENCH_DATABASE_PREFIX', 'bench')}_memory_{uuid.uuid4().hex[:8]}"
+        )
         if backend == "sqlite":
             url = f"sqlite+aiosqlite:///{folder}/memory.db"
         else:
@@ -163,8 +216,15 @@ def run_checkout(source: Path, backend: str) -> dict[str, float]:
             url = f"{base}/{database}"
         try:
             child = subprocess.run(
-                [sys.executable, str(Path(__file__).resolve()), "--child", url],
-                env={**os.environ, "PYTHONPATH": str(source)},
+                [
+                    sys.executable,
+                    str(Path(__file__).resolve()),
+                    "--child",
+                    url,
+                    "--size",
+                    str(size),
+                ],
+                env={**os.environ, "PYTHONPATH": f"{packages}{os.pathsep}{source}"},
                 cwd=source,
                 check=True,
                 capture_output=True,
@@ -181,23 +241,35 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--before", type=Path, help="a checkout to compare with")
     parser.add_argument("--name", default="memory_search")
+    parser.add_argument(
+        "--sizes", default=",".join(map(str, SIZES)), help="memories of the one user, per run"
+    )
     parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser.add_argument("--size", type=int, help=argparse.SUPPRESS)
     arguments = parser.parse_args(argv)
     if arguments.child:
-        print(json.dumps(asyncio.run(measure(arguments.child))))
+        print(json.dumps(asyncio.run(measure(arguments.child, arguments.size))))
         return 0
+    sizes = [int(size) for size in arguments.sizes.split(",")]
     checkouts = {"after": ROOT} | ({"before": arguments.before} if arguments.before else {})
-    report: dict[str, Any] = {"memories": MEMORIES, "batch": BATCH, "queries": QUERIES}
-    for backend in ("sqlite", "postgresql"):
-        for label, source in checkouts.items():
-            figures = run_checkout(source, backend)
-            report.setdefault(backend, {})[label] = figures
-            print(
-                f"{backend:<10} {label:<6} ingest {figures['ingest_batch_ms_median']:7.1f} ms "
-                f"per {BATCH} (total {figures['ingest_total_s']:.2f} s), search median "
-                f"{figures['search_ms_median']:6.2f} ms, p95 {figures['search_ms_p95']:6.2f} ms, "
-                f"answered {figures['questions_answered']}/{QUERIES}"
-            )
+    report: dict[str, Any] = {"batch": BATCH, "queries": QUERIES}
+    for size in sizes:
+        for backend in ("sqlite", "postgresql"):
+            for label, source in checkouts.items():
+                figures = run_checkout(source, backend, size)
+                report.setdefault(str(size), {}).setdefault(backend, {})[label] = figures
+                searches = ", ".join(
+                    f"{mode} p50 {figures[f'{mode}_ms_p50']:.2f} "
+                    f"p99 {figures[f'{mode}_ms_p99']:.2f}"
+                    for mode in ("keyword", "hybrid", "semantic")
+                    if f"{mode}_ms_p50" in figures
+                )
+                print(
+                    f"{size:>7} {backend:<10} {label:<6} ingest "
+                    f"{figures['ingest_batch_ms_median']:7.1f} ms per {BATCH}; search ms: "
+                    f"{searches}",
+                    flush=True,
+                )
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / f"{arguments.name}.json").write_text(json.dumps(report, indent=2) + "\n")
     return 0

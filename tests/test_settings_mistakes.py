@@ -62,6 +62,15 @@ BAD_VALUES = {
     "expired_session_memories": ["drop"],
     "sweep_interval_seconds": ["-1", "inf"],
     "allow_unknown_settings": ["DATABSE_URL"],
+    "memory_embedder": ["bert", "openai"],
+    "memory_embedder_url": ["localhost:11434", "ftp://models"],
+    "memory_embedder_model": ["", "m" * 201],
+    "memory_embedder_api_key": ["two words", "tab\tkey"],
+    "memory_embedder_api_key_file": ["/nonexistent-folder/key"],
+    "memory_embedder_dimensions": ["0", "100000"],
+    "memory_embedder_batch_size": ["0", "5000"],
+    "memory_embedder_timeout_seconds": ["0", "inf", "1000"],
+    "memory_min_similarity": ["2", "nan", "high"],
 }
 
 
@@ -123,6 +132,7 @@ REQUIRED_ARGUMENTS = {
     "export": lambda tmp_path: ["--output", str(tmp_path / "dump.jsonl")],
     "import": lambda tmp_path: [str(tmp_path / "dump.jsonl")],
     "import-adk": lambda tmp_path: ["--from", f"sqlite:///{tmp_path / 'adk.db'}"],
+    "memory": lambda tmp_path: ["reindex"],
 }
 
 

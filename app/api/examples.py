@@ -25,6 +25,16 @@ APPEND_EVENT: dict[str, Any] = {
 PATCH_STATE: dict[str, Any] = {"stateDelta": {"stage": "paid"}}
 INGEST_MEMORY: dict[str, Any] = {"sessionId": "trip-1"}
 FORK: dict[str, Any] = {"sessionId": "trip-1-retry", "upToEventId": "e1"}
+# The README's memory search by meaning: a paraphrase finds "dog".
+ADD_MEMORIES: dict[str, Any] = {
+    "memories": [
+        {
+            "id": "dog",
+            "content": {"parts": [{"text": "I adopted a golden retriever puppy last spring."}]},
+        },
+        {"id": "trip", "content": {"parts": [{"text": "My flight to Lisbon leaves on Tuesday."}]}},
+    ]
+}
 
 
 def media_examples(value: dict[str, Any]) -> dict[str, Any]:

@@ -9,11 +9,12 @@ serialised, as the PostgreSQL store's advisory lock serialises them."""
 import json
 from collections.abc import Sequence
 
-from sqlalchemy import delete, select, text
+from sqlalchemy import ColumnElement, bindparam, delete, func, or_, select, text, update
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from ..domain import MemoryRecord, SessionKey
+from ..domain import MemoryRecord, SessionKey, VectorQuery
+from ..embedding import StoredVector
 from ..memory import fts5_queries
 from ..search_text import query_terms, search_text
 from .tables import forgotten_memories, memories
@@ -49,6 +50,9 @@ async def insert_memories(
                 "text": record.text,
                 "content": record.content,
                 "custom_metadata": record.custom_metadata,
+                "embedding_model": record.embedding_model,
+                "embedding": record.embedding,
+                "embedding_bits": record.embedding_bits,
                 **_search_columns(record.text),
             }
             for record in records
@@ -146,8 +150,7 @@ TAKE_WHAT_FITS = """
 # One FTS5 query per term (see app.memory.fts5_queries); a memory's score is
 # the sum of its terms' bm25, as for an OR of them. MATERIALIZED: bm25 is
 # only allowed where the query planner keeps the full-text scan as written.
-_SQLITE_SEARCH = text(
-    """
+_KEYWORD_TOP = """
     WITH hit AS MATERIALIZED (
         SELECT memories_fts.rowid AS id, bm25(memories_fts) AS score
           FROM json_each(:queries) AS term
@@ -162,8 +165,36 @@ _SQLITE_SEARCH = text(
          GROUP BY m.id
          ORDER BY matched DESC, rank_order, m.timestamp DESC, m.id
          LIMIT :limit
+"""
+_SQLITE_SEARCH = text(_KEYWORD_TOP + TAKE_WHAT_FITS)
+# The same ranking, ids only (the keyword side of a hybrid search).
+# With each id, whether the memory holds every term of the question (:terms).
+KEYWORD_IDS = """
+) SELECT id, matched >= :terms FROM top ORDER BY matched DESC, rank_order, timestamp DESC, id"""
+_SQLITE_KEYWORD_IDS = text(_KEYWORD_TOP + KEYWORD_IDS)
+
+# Memories by row id, in the order given, as many as fit in `budget` bytes
+# (always the first), as TAKE_WHAT_FITS takes them.
+_READ_MEMORIES = text(
     """
-    + TAKE_WHAT_FITS
+    WITH wanted AS (
+        SELECT CAST(value AS INTEGER) AS id, key AS position FROM json_each(:ids)
+    ), sized AS (
+        SELECT m.id, wanted.position,
+               length(CAST(m.text AS BLOB)) + coalesce(length(CAST(m.content AS BLOB)), 0)
+               + coalesce(length(CAST(m.custom_metadata AS BLOB)), 0) AS size
+          FROM wanted JOIN memories AS m ON m.id = wanted.id
+         WHERE m.app_name = :app_name AND m.user_id = :user_id
+    ), ranked AS (
+        SELECT id, row_number() OVER best AS position, sum(size) OVER best AS running
+          FROM sized WINDOW best AS (ORDER BY position)
+    )
+    SELECT m.session_id, m.event_id, m.author, m.role, m.timestamp, m.text,
+           m.content, m.custom_metadata
+      FROM ranked JOIN memories AS m ON m.id = ranked.id
+     WHERE ranked.position = 1 OR ranked.running <= :budget
+     ORDER BY ranked.position
+"""
 )
 
 
@@ -188,6 +219,118 @@ async def search(
     parameters["queries"] = json.dumps(fts5_queries(terms))
     result = await connection.execute(_SQLITE_SEARCH, parameters)
     return [MemoryRecord(*row) for row in result]
+
+
+async def keyword_ids(
+    connection: AsyncConnection, app_name: str, user_id: str, question: str, limit: int
+) -> list[tuple[int, bool]]:
+    """Row ids of the best keyword matches, best first (as `search` ranks),
+    each with whether it holds every term of the question."""
+    terms = query_terms(question)
+    if not terms or limit == 0:
+        return []
+    queries = fts5_queries(terms)
+    result = await connection.execute(
+        _SQLITE_KEYWORD_IDS,
+        {
+            "app_name": app_name,
+            "user_id": user_id,
+            "limit": limit,
+            "queries": json.dumps(queries),
+            "terms": len(queries),
+        },
+    )
+    return [(row[0], bool(row[1])) for row in result]
+
+
+async def nearest(
+    connection: AsyncConnection, app_name: str, user_id: str, query: VectorQuery
+) -> list[tuple[int, bytes]]:
+    """The `query.keep` memories nearest by sign bits (`hamming`, a function
+    app.db.engine gives every connection), with their components."""
+    result = await connection.execute(
+        select(memories.c.id, memories.c.embedding)
+        .where(
+            memories.c.app_name == app_name,
+            memories.c.user_id == user_id,
+            memories.c.embedding_model == query.model,
+            func.length(memories.c.embedding_bits) == len(query.bits),
+        )
+        .order_by(func.hamming(memories.c.embedding_bits, query.bits), memories.c.id)
+        .limit(query.keep)
+    )
+    return [(row[0], row[1]) for row in result]
+
+
+async def read_memories(
+    connection: AsyncConnection, app_name: str, user_id: str, ids: Sequence[int], budget: int
+) -> list[MemoryRecord]:
+    if not ids:
+        return []
+    result = await connection.execute(
+        _READ_MEMORIES,
+        {"ids": json.dumps(list(ids)), "app_name": app_name, "user_id": user_id, "budget": budget},
+    )
+    return [MemoryRecord(*row) for row in result]
+
+
+def _waiting(model: str, app_name: str | None, user_id: str | None) -> list[ColumnElement[bool]]:
+    conditions = [or_(memories.c.embedding_model.is_(None), memories.c.embedding_model != model)]
+    if app_name is not None:
+        conditions.append(memories.c.app_name == app_name)
+    if user_id is not None:
+        conditions.append(memories.c.user_id == user_id)
+    return conditions
+
+
+async def memories_to_embed(
+    connection: AsyncConnection,
+    model: str,
+    after_id: int,
+    limit: int,
+    app_name: str | None,
+    user_id: str | None,
+) -> list[tuple[int, str]]:
+    """Memories not embedded by `model`, after a row id, in id order."""
+    result = await connection.execute(
+        select(memories.c.id, memories.c.text)
+        .where(memories.c.id > after_id, *_waiting(model, app_name, user_id))
+        .order_by(memories.c.id)
+        .limit(limit)
+    )
+    return [(row[0], row[1]) for row in result]
+
+
+async def count_memories_to_embed(
+    connection: AsyncConnection, model: str, app_name: str | None, user_id: str | None
+) -> int:
+    result = await connection.execute(
+        select(func.count()).select_from(memories).where(*_waiting(model, app_name, user_id))
+    )
+    return int(result.scalar_one())
+
+
+async def store_embeddings(
+    connection: AsyncConnection, model: str, vectors: Sequence[tuple[int, StoredVector]]
+) -> None:
+    """Sets the vectors of these rows (a row deleted meanwhile is skipped).
+    An UPDATE leaves the full-text index as it is (its triggers follow
+    inserts and deletes)."""
+    if not vectors:
+        return
+    await connection.execute(
+        update(memories)
+        .where(memories.c.id == bindparam("row_id"))
+        .values(
+            embedding_model=model,
+            embedding=bindparam("components"),
+            embedding_bits=bindparam("bits"),
+        ),
+        [
+            {"row_id": identifier, "components": vector.components, "bits": vector.bits}
+            for identifier, vector in vectors
+        ],
+    )
 
 
 async def delete_session_memories(connection: AsyncConnection, key: SessionKey) -> int:

@@ -6,7 +6,8 @@ from collections.abc import Sequence
 
 import asyncpg
 
-from ..domain import MemoryRecord
+from ..domain import MemoryRecord, VectorQuery
+from ..embedding import StoredVector
 from ..search_text import query_terms, search_text
 from . import postgresql_statements as sql
 
@@ -46,6 +47,9 @@ async def insert_memories(
         [record.custom_metadata for record in kept],
         [index.words for index in indexed],
         [index.grams for index in indexed],
+        [record.embedding_model for record in kept],
+        [record.embedding for record in kept],
+        [_bit_string(record.embedding_bits) for record in kept],
     )
     return len(inserted)
 
@@ -101,3 +105,78 @@ async def delete_user_memories(connection: asyncpg.Connection, app_name: str, us
     """Everything of the user's memory, the ids it forgot included."""
     await connection.execute(sql.DELETE_USER_MEMORIES, app_name, user_id)
     await connection.execute(sql.DELETE_USER_FORGOTTEN, app_name, user_id)
+
+
+def _bit_string(bits: bytes | None) -> asyncpg.BitString | None:
+    return None if bits is None else asyncpg.BitString.frombytes(bits, len(bits) * 8)
+
+
+async def keyword_ids(
+    connection: asyncpg.Connection, app_name: str, user_id: str, question: str, limit: int
+) -> list[tuple[int, bool]]:
+    """Row ids of the best keyword matches, best first (as `search` ranks),
+    each with whether it holds every term of the question."""
+    terms = query_terms(question)
+    if not terms or limit == 0:
+        return []
+    rows = await connection.fetch(
+        sql.KEYWORD_MEMORY_IDS,
+        app_name,
+        user_id,
+        list(terms.words),
+        list(terms.grams),
+        list(terms.prefixes),
+        limit,
+    )
+    return [(row[0], row[1]) for row in rows]
+
+
+async def nearest(
+    connection: asyncpg.Connection, app_name: str, user_id: str, query: VectorQuery
+) -> list[tuple[int, bytes]]:
+    rows = await connection.fetch(
+        sql.NEAREST_MEMORIES, app_name, user_id, query.model, _bit_string(query.bits), query.keep
+    )
+    return [(row[0], bytes(row[1])) for row in rows]
+
+
+async def read_memories(
+    connection: asyncpg.Connection, app_name: str, user_id: str, ids: Sequence[int], budget: int
+) -> list[MemoryRecord]:
+    if not ids:
+        return []
+    rows = await connection.fetch(sql.READ_MEMORIES, app_name, user_id, list(ids), budget)
+    return [MemoryRecord(*row) for row in rows]
+
+
+async def memories_to_embed(
+    connection: asyncpg.Connection,
+    model: str,
+    after_id: int,
+    limit: int,
+    app_name: str | None,
+    user_id: str | None,
+) -> list[tuple[int, str]]:
+    rows = await connection.fetch(sql.MEMORIES_TO_EMBED, model, app_name, user_id, after_id, limit)
+    return [(row[0], row[1]) for row in rows]
+
+
+async def count_memories_to_embed(
+    connection: asyncpg.Connection, model: str, app_name: str | None, user_id: str | None
+) -> int:
+    count: int = await connection.fetchval(sql.COUNT_MEMORIES_TO_EMBED, model, app_name, user_id)
+    return count
+
+
+async def store_embeddings(
+    connection: asyncpg.Connection, model: str, vectors: Sequence[tuple[int, StoredVector]]
+) -> None:
+    if not vectors:
+        return
+    await connection.execute(
+        sql.STORE_EMBEDDINGS,
+        model,
+        [identifier for identifier, _ in vectors],
+        [vector.components for _, vector in vectors],
+        [_bit_string(vector.bits) for _, vector in vectors],
+    )

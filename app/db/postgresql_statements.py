@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .directory_listing import apps_sql, apps_variants, users_sql
-from .memory_repository import TAKE_WHAT_FITS
+from .memory_repository import KEYWORD_IDS, TAKE_WHAT_FITS
 from .session_listing import ListingDialect, listing_sql, listing_variants
 
 # -- parameters by name ------------------------------------------------------
@@ -660,13 +660,16 @@ SELECT memory_id FROM forgotten_memories
 # skipped by the unique index, not by a list of known ids in memory.
 INSERT_MEMORIES = """
 INSERT INTO memories (app_name, user_id, session_id, event_id, author, role, timestamp, text,
-                      content, custom_metadata, search_words, search_grams)
+                      content, custom_metadata, search_words, search_grams, embedding_model,
+                      embedding, embedding_bits)
 SELECT $1, $2, m.session_id, m.event_id, m.author, m.role, m.timestamp, m.text, m.content,
-       m.custom_metadata, m.search_words, m.search_grams
+       m.custom_metadata, m.search_words, m.search_grams, m.embedding_model, m.embedding,
+       m.embedding_bits
   FROM unnest($3::text[], $4::text[], $5::text[], $6::text[], $7::float8[], $8::text[],
-              $9::text[], $10::text[], $11::text[], $12::text[])
+              $9::text[], $10::text[], $11::text[], $12::text[], $13::text[], $14::bytea[],
+              $15::varbit[])
        AS m(session_id, event_id, author, role, timestamp, text, content, custom_metadata,
-            search_words, search_grams)
+            search_words, search_grams, embedding_model, embedding, embedding_bits)
 ON CONFLICT (app_name, user_id, session_id, event_id) DO NOTHING
 RETURNING id
 """
@@ -695,8 +698,7 @@ DELETE_USER_FORGOTTEN = "DELETE FROM forgotten_memories WHERE app_name = $1 AND 
 # memory holds (stemming may make two words one). The best `limit` matches
 # are taken with their sizes first, then the texts of those that fit in the
 # response ($7 bytes; always the first).
-SEARCH_MEMORIES = (
-    """
+_KEYWORD_TOP = """
 WITH term AS (
     SELECT DISTINCT query FROM (
         SELECT plainto_tsquery('english', word) AS query FROM unnest($3::text[]) AS word
@@ -720,9 +722,56 @@ WITH term AS (
      ORDER BY matched DESC, rank_order, m.timestamp DESC, m.id
      LIMIT $6
 """
-    # What fits in the response ($7 bytes), as in the SQLite store's search.
-    + TAKE_WHAT_FITS.replace(":budget", "$7")
+# What fits in the response ($7 bytes), as in the SQLite store's search.
+SEARCH_MEMORIES = _KEYWORD_TOP + TAKE_WHAT_FITS.replace(":budget", "$7")
+# The same ranking, ids only (the keyword side of a hybrid search).
+KEYWORD_MEMORY_IDS = _KEYWORD_TOP + KEYWORD_IDS.replace(":terms", "(SELECT count(*) FROM term)")
+
+# The memories nearest the question's sign bits ($4) among those embedded by
+# its model ($3): the first pass of a search by meaning, rescored exactly by
+# the caller from the components.
+NEAREST_MEMORIES = """
+SELECT id, embedding FROM memories
+ WHERE app_name = $1 AND user_id = $2 AND embedding_model = $3
+   AND length(embedding_bits) = length($4::varbit)
+ ORDER BY bit_count(embedding_bits # $4::varbit), id
+ LIMIT $5
+"""
+# Memories by row id, in the order given, as many as fit in $4 bytes (always
+# the first), as TAKE_WHAT_FITS takes them.
+READ_MEMORIES = """
+WITH sized AS (
+    SELECT m.id, wanted.position,
+           octet_length(m.text) + coalesce(octet_length(m.content), 0)
+           + coalesce(octet_length(m.custom_metadata), 0) AS size
+      FROM unnest($3::bigint[]) WITH ORDINALITY AS wanted(id, position)
+      JOIN memories AS m ON m.id = wanted.id
+     WHERE m.app_name = $1 AND m.user_id = $2
+), ranked AS (
+    SELECT id, row_number() OVER best AS position, sum(size) OVER best AS running
+      FROM sized WINDOW best AS (ORDER BY position)
 )
+SELECT m.session_id, m.event_id, m.author, m.role, m.timestamp, m.text,
+       m.content, m.custom_metadata
+  FROM ranked JOIN memories AS m ON m.id = ranked.id
+ WHERE ranked.position = 1 OR ranked.running <= $4
+ ORDER BY ranked.position
+"""
+# Memories not embedded by the model $1 (of app $2 and user $3 when given),
+# after row id $4, in id order.
+_WAITING = """
+ WHERE (embedding_model IS NULL OR embedding_model <> $1)
+   AND ($2::text IS NULL OR app_name = $2::text) AND ($3::text IS NULL OR user_id = $3::text)
+"""
+MEMORIES_TO_EMBED = "SELECT id, text FROM memories" + _WAITING + " AND id > $4 ORDER BY id LIMIT $5"
+COUNT_MEMORIES_TO_EMBED = "SELECT count(*) FROM memories" + _WAITING
+# A row deleted meanwhile is skipped.
+STORE_EMBEDDINGS = """
+UPDATE memories AS m
+   SET embedding_model = $1, embedding = v.embedding, embedding_bits = v.bits
+  FROM unnest($2::bigint[], $3::bytea[], $4::varbit[]) AS v(id, embedding, bits)
+ WHERE m.id = v.id
+"""
 
 # -- erasure -----------------------------------------------------------------
 

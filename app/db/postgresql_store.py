@@ -26,6 +26,7 @@ from ..domain import (
     ForkSource,
     ListedApp,
     ListedUser,
+    MemoryCandidates,
     MemoryRecord,
     NewEvent,
     SessionCursor,
@@ -38,7 +39,9 @@ from ..domain import (
     SortOrder,
     StoredEvent,
     Swept,
+    VectorQuery,
 )
+from ..embedding import StoredVector
 from ..errors import DatabaseUnavailable
 from ..labels import Labels
 from ..metrics import DB_POOL_IN_USE
@@ -779,6 +782,52 @@ class PostgresStore:
     async def forget_user_memories(self, app_name: str, user_id: str) -> None:
         async with self._memory_write(app_name, user_id) as connection:
             await memory.delete_user_memories(connection, app_name, user_id)
+
+    async def memory_candidates(
+        self,
+        app_name: str,
+        user_id: str,
+        question: str,
+        keyword_limit: int,
+        query: VectorQuery | None,
+    ) -> MemoryCandidates:
+        async with (
+            self._connection() as connection,
+            connection.transaction(isolation="repeatable_read", readonly=True),
+        ):
+            keyword = await memory.keyword_ids(
+                connection, app_name, user_id, question, keyword_limit
+            )
+            nearest = (
+                [] if query is None else await memory.nearest(connection, app_name, user_id, query)
+            )
+        return MemoryCandidates(keyword, nearest)
+
+    async def read_memories(
+        self, app_name: str, user_id: str, ids: Sequence[int], budget: int
+    ) -> list[MemoryRecord]:
+        async with self._connection() as connection:
+            return await memory.read_memories(connection, app_name, user_id, ids, budget)
+
+    async def memories_to_embed(
+        self, model: str, after_id: int, limit: int, app_name: str | None, user_id: str | None
+    ) -> list[tuple[int, str]]:
+        async with self._connection() as connection:
+            return await memory.memories_to_embed(
+                connection, model, after_id, limit, app_name, user_id
+            )
+
+    async def count_memories_to_embed(
+        self, model: str, app_name: str | None, user_id: str | None
+    ) -> int:
+        async with self._connection() as connection:
+            return await memory.count_memories_to_embed(connection, model, app_name, user_id)
+
+    async def store_embeddings(
+        self, model: str, vectors: Sequence[tuple[int, StoredVector]]
+    ) -> None:
+        async with self._connection() as connection:
+            await memory.store_embeddings(connection, model, vectors)
 
     # -- erasure -------------------------------------------------------------
 

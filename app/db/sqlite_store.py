@@ -23,6 +23,7 @@ from ..domain import (
     ForkSource,
     ListedApp,
     ListedUser,
+    MemoryCandidates,
     MemoryRecord,
     NewEvent,
     SessionCursor,
@@ -35,7 +36,9 @@ from ..domain import (
     SortOrder,
     StoredEvent,
     Swept,
+    VectorQuery,
 )
+from ..embedding import StoredVector
 from ..errors import DatabaseUnavailable
 from ..labels import Labels
 from ..state import ScopedDelta, StateDict
@@ -367,6 +370,53 @@ class SqliteStore:
     async def forget_user_memories(self, app_name: str, user_id: str) -> None:
         async with self._write() as connection:
             await memory_repository.delete_user_memories(connection, app_name, user_id)
+
+    async def memory_candidates(
+        self,
+        app_name: str,
+        user_id: str,
+        question: str,
+        keyword_limit: int,
+        query: VectorQuery | None,
+    ) -> MemoryCandidates:
+        async with self._read() as connection:
+            keyword = await memory_repository.keyword_ids(
+                connection, app_name, user_id, question, keyword_limit
+            )
+            nearest = (
+                []
+                if query is None
+                else await memory_repository.nearest(connection, app_name, user_id, query)
+            )
+        return MemoryCandidates(keyword, nearest)
+
+    async def read_memories(
+        self, app_name: str, user_id: str, ids: Sequence[int], budget: int
+    ) -> list[MemoryRecord]:
+        async with self._read() as connection:
+            return await memory_repository.read_memories(connection, app_name, user_id, ids, budget)
+
+    async def memories_to_embed(
+        self, model: str, after_id: int, limit: int, app_name: str | None, user_id: str | None
+    ) -> list[tuple[int, str]]:
+        async with self._read() as connection:
+            return await memory_repository.memories_to_embed(
+                connection, model, after_id, limit, app_name, user_id
+            )
+
+    async def count_memories_to_embed(
+        self, model: str, app_name: str | None, user_id: str | None
+    ) -> int:
+        async with self._read() as connection:
+            return await memory_repository.count_memories_to_embed(
+                connection, model, app_name, user_id
+            )
+
+    async def store_embeddings(
+        self, model: str, vectors: Sequence[tuple[int, StoredVector]]
+    ) -> None:
+        async with self._write() as connection:
+            await memory_repository.store_embeddings(connection, model, vectors)
 
     # -- erasure -------------------------------------------------------------
 

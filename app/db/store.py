@@ -18,6 +18,7 @@ from ..domain import (
     ForkSource,
     ListedApp,
     ListedUser,
+    MemoryCandidates,
     MemoryRecord,
     NewEvent,
     SessionCursor,
@@ -30,7 +31,9 @@ from ..domain import (
     SortOrder,
     StoredEvent,
     Swept,
+    VectorQuery,
 )
+from ..embedding import StoredVector
 from ..labels import Labels
 from ..state import ScopedDelta, StateDict
 
@@ -288,6 +291,44 @@ class Store(Protocol):
     ) -> list[MemoryRecord]: ...
 
     async def forget_user_memories(self, app_name: str, user_id: str) -> None: ...
+
+    # -- search by meaning (app.embedding) -------------------------------------
+
+    async def memory_candidates(
+        self,
+        app_name: str,
+        user_id: str,
+        question: str,
+        keyword_limit: int,
+        query: VectorQuery | None,
+    ) -> MemoryCandidates:
+        """The best keyword matches' row ids (at most `keyword_limit`) and,
+        for a vector query, the memories nearest it, read as of one snapshot."""
+        ...
+
+    async def read_memories(
+        self, app_name: str, user_id: str, ids: Sequence[int], budget: int
+    ) -> list[MemoryRecord]:
+        """The user's memories of these row ids in that order, as many as fit
+        in `budget` bytes (always the first); ids gone meanwhile are skipped."""
+        ...
+
+    async def memories_to_embed(
+        self, model: str, after_id: int, limit: int, app_name: str | None, user_id: str | None
+    ) -> list[tuple[int, str]]:
+        """(row id, text) of memories not embedded by `model`, after
+        `after_id`, in id order: of one app, or one user, when given."""
+        ...
+
+    async def count_memories_to_embed(
+        self, model: str, app_name: str | None, user_id: str | None
+    ) -> int: ...
+
+    async def store_embeddings(
+        self, model: str, vectors: Sequence[tuple[int, StoredVector]]
+    ) -> None:
+        """Sets these rows' vectors (rows deleted meanwhile are skipped)."""
+        ...
 
     # -- erasure -------------------------------------------------------------
     # Sessions go with their events in transactions of at most `batch_events`

@@ -14,6 +14,7 @@ from sqlalchemy import (
     ForeignKeyConstraint,
     Index,
     Integer,
+    LargeBinary,
     MetaData,
     String,
     Table,
@@ -21,7 +22,7 @@ from sqlalchemy import (
     UniqueConstraint,
     text,
 )
-from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.dialects.postgresql import BIT, JSONB
 from sqlalchemy.engine import Dialect
 from sqlalchemy.types import TypeDecorator
 
@@ -31,6 +32,8 @@ from ..identifiers import IDENTIFIER_MAX_LENGTH
 # Column widths of app names, user ids, session ids and event ids: the API's
 # identifier limit (the migrations keep the number they were written with).
 IDENTIFIER_LENGTH = IDENTIFIER_MAX_LENGTH
+# An embedder's model id as stored with its vectors ("openai/<model>@<dimensions>").
+EMBEDDING_MODEL_LENGTH = 300
 
 
 class JsonText(TypeDecorator[Any]):
@@ -168,6 +171,15 @@ memories = Table(
     # words, and pairs of characters of the scripts written without spaces.
     Column("search_words", Text, nullable=False, server_default=""),
     Column("search_grams", Text, nullable=False, server_default=""),
+    # Search by meaning (app.embedding, migration 0012): the embedder's model
+    # id, the vector's int8 components and its sign bits (a varbit on
+    # PostgreSQL, for bit_count of an XOR). NULL, or another model's id:
+    # waiting to be embedded (app.embedding_backlog).
+    Column("embedding_model", String(EMBEDDING_MODEL_LENGTH), nullable=True),
+    Column("embedding", LargeBinary, nullable=True),
+    Column(
+        "embedding_bits", LargeBinary().with_variant(BIT(varying=True), "postgresql"), nullable=True
+    ),
     UniqueConstraint("app_name", "user_id", "session_id", "event_id"),
     Index("ix_memories_app_user", "app_name", "user_id"),
 )

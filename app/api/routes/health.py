@@ -26,4 +26,14 @@ async def readyz(request: Request) -> Response:
         await request.app.state.service.store.check_ready()
     except DatabaseUnavailable as error:
         return service_error_response(error)
-    return rendering.json_response({"status": "ready"})
+    answer: dict[str, object] = {"status": "ready"}
+    backlog = request.app.state.memory_backlog
+    if backlog is not None:
+        # Waiting memories do not make the service unready: they are stored
+        # and found by keywords meanwhile.
+        answer["memoryEmbedding"] = {
+            "embedder": backlog.embedder.model_id,
+            "waiting": backlog.status.waiting,
+            "lastError": backlog.status.last_error,
+        }
+    return rendering.json_response(answer)

@@ -11,7 +11,7 @@ from ...errors import FieldError, InvalidInput
 from ...json_rules import text_problem
 from ...limits import MAX_TIMESTAMP, MIN_TIMESTAMP
 from ...memory import event_text, iso_timestamp, parse_iso_timestamp
-from ...memory_service import MemoryService
+from ...memory_service import MemoryService, SearchMode
 from ...schemas import (
     AddMemoriesRequest,
     AddMemoriesResponse,
@@ -56,7 +56,7 @@ async def ingest_session(app_name: AppName, user_id: UserId, request: Request) -
     "/apps/{app_name}/users/{user_id}/memory",
     response_model=SearchMemoryResponse,
     responses=problem_responses(),
-    summary="Search the user's memory: best matches first",
+    summary="Search the user's memory by keywords and meaning: best matches first",
 )
 async def search_memory(
     app_name: AppName,
@@ -67,12 +67,20 @@ async def search_memory(
         Query(max_length=2000, description="A question; an empty or blank one finds nothing."),
     ],
     limit: Annotated[int, Query(ge=1, le=MAX_RESULTS)] = DEFAULT_RESULTS,
+    mode: Annotated[
+        SearchMode,
+        Query(
+            description="hybrid (the default): by keywords and by meaning, fused; keyword: "
+            "by words only; semantic: by meaning only (400 semantic_search_off without an "
+            "embedder, 503 embedder_unavailable when the question cannot be embedded)."
+        ),
+    ] = "hybrid",
 ) -> Response:
     if (problem := text_problem(query)) is not None:
         raise InvalidInput([FieldError(["query", "query"], problem)])
     if not query.strip():
         return rendering.json_response({"memories": []})
-    found = await memory_of(request).search(app_name, user_id, query, limit)
+    found = await memory_of(request).search(app_name, user_id, query, limit, mode)
     return rendering.json_response({"memories": [_memory_entry(record) for record in found]})
 
 
@@ -114,7 +122,7 @@ async def add_events(app_name: AppName, user_id: UserId, request: Request) -> Re
     "/apps/{app_name}/users/{user_id}/memory/entries",
     response_model=AddMemoriesResponse,
     responses=problem_responses(400),
-    openapi_extra=documented_body(AddMemoriesRequest, required=True),
+    openapi_extra=documented_body(AddMemoriesRequest, required=True, example=examples.ADD_MEMORIES),
     summary="Write memory entries directly (ADK's add_memory)",
 )
 async def add_memories(app_name: AppName, user_id: UserId, request: Request) -> Response:

@@ -1,0 +1,338 @@
+"""Embedders: what turns memory text into vectors for search by meaning.
+
+`wordllama` (the default) is a static word-embedding model that installs
+with the server (its 16 MB weights and tokenizer are inside the PyPI
+wheel): nothing is downloaded, it is loaded once per process on first use,
+and it embeds a short text in some 20 microseconds. `openai` calls an
+OpenAI-compatible `POST {url}/embeddings` (OpenAI, Ollama, vLLM, TEI,
+LiteLLM). `none` turns search by meaning off.
+
+Every vector is stored with its embedder's model id, and a ranking only
+ever compares vectors of the current id. Answers that are not a vector per
+text, of the expected length, of finite numbers, are refused
+(`EmbedderFailed`) and logged without the text.
+"""
+
+import asyncio
+import logging
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+import httpx
+import numpy as np
+import numpy.typing as npt
+
+from .config import MAX_EMBEDDING_DIMENSIONS
+
+if TYPE_CHECKING:
+    from .config import Settings
+
+logger = logging.getLogger("session_state")
+
+Vectors = npt.NDArray[np.float32]
+
+# A memory's text is embedded from its first characters (a 4 MiB text would
+# cost seconds and say little more than its opening); a question is bounded
+# by the route (2,000 characters).
+MAX_EMBEDDED_CHARACTERS = 8_000
+MAX_EMBEDDED_TOKENS = 2_048
+# More texts than this are embedded off the event loop (64 short texts take
+# some 4 ms).
+INLINE_TEXTS = 64
+
+
+class EmbedderFailed(Exception):
+    """The embedder could not answer, or answered what cannot be used. The
+    message never holds the texts."""
+
+
+class Embedder(Protocol):
+    # Stored with every vector: vectors of another id are never compared.
+    model_id: str
+    # Cheap enough to run inside a request (a write embeds before storing,
+    # with `embed_inline` once `prepare` has run).
+    inline: bool
+
+    async def prepare(self) -> None:
+        """Loads what the embedder needs (once per process)."""
+        ...
+
+    def embed_inline(self, texts: Sequence[str]) -> Vectors:
+        """`embed`, synchronously: for an inline embedder only."""
+        ...
+
+    async def embed(self, texts: Sequence[str]) -> Vectors:
+        """One unit-length float32 vector per text, in order."""
+        ...
+
+    async def close(self) -> None: ...
+
+
+def checked_vectors(vectors: object, count: int, dimensions: int | None, *, source: str) -> Vectors:
+    """`vectors` as a (count, dimensions) float32 array of unit rows, or
+    EmbedderFailed naming what is wrong (never the texts). A zero vector
+    (a text of no known token) stays zero: it is similar to nothing."""
+    try:
+        array = np.asarray(vectors, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise EmbedderFailed(f"{source} answered something that is not a list of vectors") from None
+    if array.ndim != 2 or array.shape[0] != count:
+        got = array.shape[0] if array.ndim >= 1 else 0
+        raise EmbedderFailed(f"{source} answered {got} vectors for {count} texts")
+    if array.shape[1] == 0 or array.shape[1] > MAX_EMBEDDING_DIMENSIONS:
+        raise EmbedderFailed(f"{source} answered vectors of {array.shape[1]} dimensions")
+    if dimensions is not None and array.shape[1] != dimensions:
+        raise EmbedderFailed(
+            f"{source} answered vectors of {array.shape[1]} dimensions, not {dimensions}"
+        )
+    if not np.isfinite(array).all():
+        raise EmbedderFailed(f"{source} answered a vector holding NaN or infinity")
+    norms = np.linalg.norm(array, axis=1, keepdims=True)
+    unit: Vectors = np.divide(array, norms, out=np.zeros_like(array), where=norms > 0).astype(
+        np.float32
+    )
+    return unit
+
+
+def embedded_text(text: str) -> str:
+    return text[:MAX_EMBEDDED_CHARACTERS]
+
+
+# -- the local model ---------------------------------------------------------
+
+WORDLLAMA_MODEL = "l2_supercat_256"
+_wordllama_lock = threading.Lock()
+_wordllama: "_WordLlamaModel | None" = None
+
+
+@dataclass(frozen=True)
+class _WordLlamaModel:
+    table: Vectors  # one row per token
+    tokenizer: Any  # tokenizers.Tokenizer
+
+
+def _load_wordllama() -> _WordLlamaModel:
+    """The model of the installed `wordllama` package, loaded once per
+    process. Its loader looks for the bundled tokenizer beside its cache
+    folder and would then download it: pointed at the package's own folder,
+    with downloads off, it finds both files offline."""
+    global _wordllama
+    with _wordllama_lock:
+        if _wordllama is None:
+            root = logging.getLogger()
+            handlers, level = list(root.handlers), root.level
+            # Imported on first use (half a second, 16 MB); it ships no type hints.
+            import wordllama  # type: ignore[import-untyped]
+
+            # wordllama calls logging.basicConfig at import; the service owns logging.
+            root.handlers[:] = handlers
+            root.setLevel(level)
+            folder = Path(wordllama.__file__).parent
+            model = wordllama.WordLlama.load(cache_dir=folder, disable_download=True)
+            tokenizer = model.tokenizer
+            tokenizer.no_padding()
+            tokenizer.enable_truncation(max_length=MAX_EMBEDDED_TOKENS)
+            _wordllama = _WordLlamaModel(np.ascontiguousarray(model.embedding), tokenizer)
+        return _wordllama
+
+
+def wordllama_vectors(texts: Sequence[str]) -> Vectors:
+    """Mean of the texts' token vectors (as WordLlama's `embed`), without
+    padding every text of a batch to the longest one."""
+    model = _load_wordllama()
+    if not texts:
+        return np.zeros((0, model.table.shape[1]), dtype=np.float32)
+    encodings = model.tokenizer.encode_batch(
+        [embedded_text(text) for text in texts], add_special_tokens=False
+    )
+    lengths = np.array([len(encoding.ids) for encoding in encodings])
+    ids = np.fromiter(
+        (token for encoding in encodings for token in encoding.ids),
+        dtype=np.int64,
+        count=int(lengths.sum()),
+    )
+    np.clip(ids, 0, model.table.shape[0] - 1, out=ids)
+    sums = np.zeros((len(texts), model.table.shape[1]), dtype=np.float32)
+    held = lengths > 0
+    if held.any():
+        starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+        sums[held] = np.add.reduceat(model.table[ids], starts[held], axis=0)
+    return checked_vectors(sums, len(texts), None, source="wordllama")
+
+
+class WordLlamaEmbedder:
+    model_id = f"wordllama/{WORDLLAMA_MODEL}"
+    inline = True
+
+    async def prepare(self) -> None:
+        if _wordllama is None:
+            # The first load reads files for half a second: not on the loop.
+            await asyncio.to_thread(_load_wordllama)
+
+    def embed_inline(self, texts: Sequence[str]) -> Vectors:
+        return wordllama_vectors(texts)
+
+    async def embed(self, texts: Sequence[str]) -> Vectors:
+        await self.prepare()
+        if len(texts) > INLINE_TEXTS:
+            return await asyncio.to_thread(wordllama_vectors, texts)
+        return wordllama_vectors(texts)
+
+    async def close(self) -> None:
+        return None
+
+
+# -- an OpenAI-compatible endpoint -------------------------------------------
+
+
+class RemoteEmbedder:
+    """`POST {url}/embeddings` with `{"model", "input": [...], "dimensions"}`,
+    batches of `batch_size` texts, a timeout per call. Never called inside a
+    write: memories wait in the backlog (app.embedding_backlog)."""
+
+    inline = False
+
+    def __init__(
+        self,
+        url: str,
+        model: str,
+        *,
+        api_key: str | None,
+        dimensions: int | None,
+        batch_size: int,
+        timeout_seconds: float,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self.url = url.rstrip("/") + "/embeddings"
+        self.model = model
+        self.dimensions = dimensions
+        self.batch_size = batch_size
+        self.model_id = f"openai/{model}" + (f"@{dimensions}" if dimensions else "")
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self.http = httpx.AsyncClient(headers=headers, timeout=timeout_seconds, transport=transport)
+
+    async def prepare(self) -> None:
+        return None
+
+    def embed_inline(self, texts: Sequence[str]) -> Vectors:
+        raise EmbedderFailed("a remote embedder is not called inside a request")
+
+    async def embed(self, texts: Sequence[str]) -> Vectors:
+        parts = [
+            await self._embed_batch(texts[start : start + self.batch_size])
+            for start in range(0, len(texts), self.batch_size)
+        ]
+        if not parts:
+            return np.zeros((0, self.dimensions or 1), dtype=np.float32)
+        if len({part.shape[1] for part in parts}) > 1:
+            raise EmbedderFailed("the embedder answered vectors of different lengths")
+        return np.concatenate(parts)
+
+    async def _embed_batch(self, texts: Sequence[str]) -> Vectors:
+        body: dict[str, Any] = {
+            "model": self.model,
+            "input": [embedded_text(text) for text in texts],
+            "encoding_format": "float",
+        }
+        if self.dimensions:
+            body["dimensions"] = self.dimensions
+        try:
+            response = await self.http.post(self.url, json=body)
+        except httpx.TimeoutException:
+            raise EmbedderFailed("the embedder did not answer in time") from None
+        except httpx.HTTPError as error:
+            raise EmbedderFailed(f"the embedder is unreachable ({type(error).__name__})") from None
+        if response.status_code != 200:
+            raise EmbedderFailed(f"the embedder answered HTTP {response.status_code}")
+        try:
+            data = response.json()["data"]
+            ordered = sorted(data, key=lambda item: item["index"])
+            vectors = [item["embedding"] for item in ordered]
+        except (ValueError, KeyError, TypeError):
+            raise EmbedderFailed("the embedder's answer is not an embeddings list") from None
+        if len(vectors) != len(texts):
+            raise EmbedderFailed(f"the embedder answered {len(vectors)} vectors for {len(texts)}")
+        return checked_vectors(vectors, len(texts), self.dimensions, source="the embedder")
+
+    async def close(self) -> None:
+        await self.http.aclose()
+
+
+def open_embedder(settings: "Settings") -> Embedder | None:
+    """The configured embedder; None for `none`."""
+    if settings.memory_embedder == "none":
+        return None
+    if settings.memory_embedder == "wordllama":
+        return WordLlamaEmbedder()
+    assert settings.memory_embedder_url is not None  # checked by Settings
+    return RemoteEmbedder(
+        settings.memory_embedder_url,
+        settings.memory_embedder_model,
+        api_key=settings.memory_embedder_api_key_value(),
+        dimensions=settings.memory_embedder_dimensions,
+        batch_size=settings.memory_embedder_batch_size,
+        timeout_seconds=settings.memory_embedder_timeout_seconds,
+    )
+
+
+# -- stored form and ranking --------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StoredVector:
+    """A vector as stored: int8 components (the unit vector scaled so its
+    largest component is 127: cosine does not depend on scale) and its sign
+    bits, packed (the first pass compares them by Hamming distance)."""
+
+    components: bytes
+    bits: bytes
+
+
+def stored_vector(vector: npt.NDArray[np.float32]) -> StoredVector:
+    peak = float(np.abs(vector).max()) if vector.size else 0.0
+    scale = 127.0 / peak if peak > 0 else 0.0
+    components = np.round(vector * scale).astype(np.int8)
+    return StoredVector(components.tobytes(), np.packbits(vector > 0).tobytes())
+
+
+def stored_vectors(vectors: Vectors) -> list[StoredVector]:
+    """stored_vector of each row, computed for all rows at once."""
+    if len(vectors) == 0:
+        return []
+    peaks = np.abs(vectors).max(axis=1, keepdims=True)
+    scales = np.divide(127.0, peaks, out=np.zeros_like(peaks), where=peaks > 0)
+    components = np.round(vectors * scales).astype(np.int8)
+    bits = np.packbits(vectors > 0, axis=1)
+    return [
+        StoredVector(row.tobytes(), row_bits.tobytes())
+        for row, row_bits in zip(components, bits, strict=True)
+    ]
+
+
+def components_of(stored: Sequence[bytes]) -> Vectors:
+    """Unit float32 rows of stored int8 components (all of one length)."""
+    array = np.frombuffer(b"".join(stored), dtype=np.int8).reshape(len(stored), -1)
+    as_float = array.astype(np.float32)
+    norms = np.linalg.norm(as_float, axis=1, keepdims=True)
+    unit: Vectors = np.divide(as_float, norms, out=np.zeros_like(as_float), where=norms > 0)
+    return unit
+
+
+def fuse(rankings: Sequence[Sequence[int]], weights: Sequence[float], k: float) -> list[int]:
+    """Reciprocal rank fusion: each id scores the sum of weight / (k + rank)
+    over the rankings it appears in (rank 1 first); best first, ties by the
+    first ranking's order."""
+    scores: dict[int, float] = {}
+    for ranking, weight in zip(rankings, weights, strict=True):
+        for rank, identifier in enumerate(ranking, start=1):
+            scores[identifier] = scores.get(identifier, 0.0) + weight / (k + rank)
+    order = {
+        identifier: position
+        for position, identifier in enumerate(
+            dict.fromkeys(identifier for ranking in rankings for identifier in ranking)
+        )
+    }
+    return sorted(scores, key=lambda identifier: (-scores[identifier], order[identifier]))

@@ -1,0 +1,187 @@
+"""Memory that finds by meaning, on both backends, with the local model
+(wordllama, the default): a labelled set of paraphrase questions (no content
+word shared with their fact), exact-term questions and distractors, in
+English and four other languages, ranked by hybrid, keyword-only and
+semantic search, beside ADK's InMemoryMemoryService in the same test."""
+
+import asyncio
+
+from google.adk.events import Event
+from google.adk.memory import InMemoryMemoryService
+from google.adk.sessions import Session
+from google.genai import types
+
+from session_state.config import Settings
+from session_state.embedding import WordLlamaEmbedder
+from tests.conftest import asgi_client
+from tests.memory_labelled_set import DISTRACTORS, EXACT_TERMS, FACTS, PARAPHRASES
+
+APP, USER = "semantic", "ada"
+MEMORY = f"/apps/{APP}/users/{USER}/memory"
+
+
+async def _remember_the_set(client) -> None:
+    memories = [
+        {"id": fact_id, "content": {"role": "user", "parts": [{"text": text}]}}
+        for fact_id, text in FACTS.items()
+    ] + [
+        {"id": f"distractor{index}", "content": {"role": "user", "parts": [{"text": text}]}}
+        for index, text in enumerate(DISTRACTORS)
+    ]
+    written = await client.post(f"{MEMORY}/entries", json={"memories": memories})
+    assert written.status_code == 200, written.text
+
+
+async def _ids(client, query: str, mode: str | None = None, **params) -> list[str]:
+    sent = {"query": query, **params} | ({"mode": mode} if mode else {})
+    response = await client.get(MEMORY, params=sent)
+    assert response.status_code == 200, response.text
+    return [memory["id"] for memory in response.json()["memories"]]
+
+
+def _hits(rankings: dict[str, list[str]], questions) -> tuple[int, int]:
+    at_1 = sum(rankings[question][:1] == [fact] for question, fact in questions)
+    at_3 = sum(fact in rankings[question][:3] for question, fact in questions)
+    return at_1, at_3
+
+
+async def _adk_rankings(questions) -> dict[str, list[str]]:
+    memory = InMemoryMemoryService()
+    texts = {**FACTS, **{f"distractor{i}": text for i, text in enumerate(DISTRACTORS)}}
+    events = [
+        Event(
+            id=memory_id,
+            author="user",
+            invocation_id="inv",
+            timestamp=1_700_000_000 + index,
+            content=types.Content(role="user", parts=[types.Part(text=text)]),
+        )
+        for index, (memory_id, text) in enumerate(texts.items())
+    ]
+    await memory.add_session_to_memory(
+        Session(id="s", app_name=APP, user_id=USER, events=events, state={})
+    )
+    found = {}
+    for question, _ in questions:
+        result = await memory.search_memory(app_name=APP, user_id=USER, query=question)
+        found[question] = [entry.id for entry in result.memories]
+    return found
+
+
+async def test_hybrid_finds_paraphrases_that_keywords_and_adk_miss(client):
+    await _remember_the_set(client)
+    questions = PARAPHRASES
+    rankings = {
+        mode: {question: await _ids(client, question, mode) for question, _ in questions}
+        for mode in ("hybrid", "keyword", "semantic")
+    }
+    figures = {mode: _hits(found, questions) for mode, found in rankings.items()}
+    figures["adk"] = _hits(await _adk_rankings(questions), questions)
+    print(f"paraphrases, (hit@1, hit@3) of {len(questions)}: {figures}")
+    hybrid_at_1, hybrid_at_3 = figures["hybrid"]
+    assert hybrid_at_3 >= len(questions) - 2, figures
+    assert hybrid_at_1 >= len(questions) // 2, figures
+    assert hybrid_at_1 > figures["keyword"][0] and hybrid_at_1 > figures["adk"][0], figures
+    assert figures["semantic"][1] >= len(questions) - 2, figures
+
+
+async def test_exact_rare_terms_stay_first(client):
+    await _remember_the_set(client)
+    for mode in ("hybrid", "keyword", "semantic"):
+        for question, fact in EXACT_TERMS:
+            found = await _ids(client, question, mode)
+            assert found[:1] == [fact], (mode, question, found)
+    # A rare term inside a question in other words.
+    assert (await _ids(client, "when do I leave for Lisbon?"))[:1] == ["flight"]
+    assert (await _ids(client, "status of order KX-48213"))[:1] == ["order"]
+    # What holds no meaning near any memory finds nothing.
+    assert await _ids(client, "zxqv") == []
+    assert await _ids(client, "quantum chromodynamics lattice", "semantic") == []
+
+
+async def test_each_vector_is_stored_with_its_model_and_others_are_never_ranked(client, settings):
+    await _remember_the_set(client)
+    question = "What kind of dog does the user own?"
+    assert (await _ids(client, question, "semantic"))[:1] == ["dog"]
+    # Another embedder's vectors (same length) are not compared with ours.
+    other = settings.model_copy(update={"sweep_interval_seconds": 0})
+    async with asgi_client(other) as second:
+        state = second._transport.app.state  # type: ignore[attr-defined]
+        backlog = state.memory_backlog
+        # The background task's first pass is over (it found nothing waiting).
+        for _ in range(200):
+            if backlog.status.waiting is not None:
+                break
+            await asyncio.sleep(0.01)
+        assert backlog.status.waiting == 0
+        second_app_memory = state.memory
+        second_app_memory.embedder.model_id = "wordllama/another-model"
+        try:
+            assert await _ids(second, question, "semantic") == []
+            # Keyword search still finds by words meanwhile.
+            assert await _ids(second, "Lisbon", "hybrid") == ["flight"]
+            assert await backlog.count_waiting() == len(FACTS) + len(DISTRACTORS)
+            assert await backlog.embed_waiting() == len(FACTS) + len(DISTRACTORS)
+            assert await backlog.count_waiting() == 0
+            assert (await _ids(second, question, "semantic"))[:1] == ["dog"]
+        finally:
+            second_app_memory.embedder.model_id = WordLlamaEmbedder.model_id
+
+
+async def test_a_deleted_or_forgotten_memory_is_not_found_by_meaning(client):
+    await _remember_the_set(client)
+    question = "What kind of dog does the user own?"
+    assert (await _ids(client, question))[:1] == ["dog"]
+    assert (await client.delete(f"{MEMORY}/dog")).status_code == 204
+    assert "dog" not in await _ids(client, question)
+    assert "dog" not in await _ids(client, question, "semantic")
+    assert (await client.delete(MEMORY)).status_code == 204
+    assert await _ids(client, question, "semantic") == []
+
+
+async def test_ingested_sessions_and_added_events_are_embedded(client):
+    created = await client.post(f"/apps/{APP}/users/{USER}/sessions", json={"sessionId": "s1"})
+    assert created.status_code == 201
+    appended = await client.post(
+        f"/apps/{APP}/users/{USER}/sessions/s1/events",
+        json={"author": "user", "content": {"parts": [{"text": FACTS["dog"]}]}},
+    )
+    assert appended.status_code == 201
+    assert (await client.post(MEMORY, json={"sessionId": "s1"})).json()["memoriesAdded"] == 1
+    events = [{"id": "e2", "author": "user", "content": {"parts": [{"text": FACTS["coffee"]}]}}]
+    added = await client.post(f"{MEMORY}/events", json={"sessionId": "s2", "events": events})
+    assert added.json() == {"memoriesAdded": 1}
+    assert await _ids(client, "What kind of dog does the user own?", "semantic") != []
+    assert await _ids(client, "How much coffee does the user have a day?", "semantic") == ["e2"]
+    ready = await client.get("/readyz")
+    assert ready.json()["memoryEmbedding"]["embedder"] == WordLlamaEmbedder.model_id
+
+
+async def test_an_unknown_mode_is_refused(client):
+    for mode in ("fuzzy", "", "HYBRID"):
+        response = await client.get(MEMORY, params={"query": "dog", "mode": mode})
+        assert response.status_code == 422, response.text
+        assert "mode" in response.text
+
+
+async def test_without_an_embedder_hybrid_is_keyword_and_semantic_is_refused(database_url):
+    settings = Settings(database_url=database_url, memory_embedder="none")
+    async with asgi_client(settings) as client:
+        await _remember_the_set(client)
+        assert await _ids(client, "Lisbon") == ["flight"]
+        assert await _ids(client, "What kind of dog does the user own?") == []
+        refused = await client.get(MEMORY, params={"query": "dog", "mode": "semantic"})
+        assert refused.status_code == 400
+        assert refused.json()["code"] == "semantic_search_off"
+        assert "memoryEmbedding" not in (await client.get("/readyz")).json()
+
+
+async def test_a_long_question_and_a_long_memory_are_embedded_in_bounded_time(client):
+    text = "golden retriever " * 60_000  # 1 MB: only its opening is embedded
+    written = await client.post(
+        f"{MEMORY}/entries",
+        json={"memories": [{"id": "long", "content": {"parts": [{"text": text}]}}]},
+    )
+    assert written.status_code == 200, written.text
+    question = "puppy dog " * 199
+    assert await _ids(client, question, "semantic") == ["long"]
