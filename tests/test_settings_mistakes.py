@@ -133,6 +133,7 @@ REQUIRED_ARGUMENTS = {
     "import": lambda tmp_path: [str(tmp_path / "dump.jsonl")],
     "import-adk": lambda tmp_path: ["--from", f"sqlite:///{tmp_path / 'adk.db'}"],
     "memory": lambda tmp_path: ["reindex"],
+    "users": lambda tmp_path: ["--app", "a"],
 }
 
 
