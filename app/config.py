@@ -248,6 +248,44 @@ class Settings(SettingNamePolicy):
         "besides localhost and the bound address; '*' accepts any.",
     )
 
+    stream_heartbeat_seconds: float = Field(
+        default=15.0,
+        gt=0,
+        le=15,
+        description="Live streams: a comment line goes out after this long without a "
+        "message, and storage is read again (a lost change notification costs at most this).",
+    )
+    stream_send_timeout_seconds: float = Field(
+        default=30.0,
+        gt=0,
+        le=3600,
+        description="Live streams: a reader that takes no data for this long, its "
+        "connection's buffer full, is cut off (it resumes with Last-Event-ID).",
+    )
+    cors_origins: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="Origins (comma-separated, as https://ui.example.com) allowed to call "
+        "the API from a browser (CORS); in open mode they also pass the browser guard.",
+    )
+
+    @field_validator("cors_origins", mode="before")
+    @classmethod
+    def _split_origins(cls, value: object) -> object:
+        origins = _comma_separated(value)
+        return [origin.rstrip("/") for origin in origins] if isinstance(origins, list) else origins
+
+    @field_validator("cors_origins")
+    @classmethod
+    def _refuse_what_is_no_origin(cls, origins: list[str]) -> list[str]:
+        for origin in origins:
+            scheme, separator, rest = origin.partition("://")
+            if scheme not in ("http", "https") or not separator or not rest or "/" in rest:
+                raise ValueError(
+                    f"{origin!r} is not an origin: write scheme://host[:port], as "
+                    "https://ui.example.com, comma-separated"
+                )
+        return origins
+
     @field_validator("database_url")
     @classmethod
     def _refuse_unsupported_driver(cls, url: str) -> str:

@@ -154,6 +154,37 @@ class EventsRemoved:
     count: int
 
 
+@dataclass(frozen=True)
+class Removal:
+    """A stored removal of events: the revision it made and the ids of the
+    events it removed, oldest first."""
+
+    revision: int
+    event_ids: list[str]
+
+
+@dataclass(frozen=True)
+class SessionChanges:
+    """What changed in a session after a revision, read in one snapshot: its
+    revision and expiry time, its events after that revision (in order, a
+    bounded batch: `more` when more follow) and its removals up to `up_to`,
+    the revision the reader has then seen all changes of."""
+
+    revision: int
+    expire_time: float | None
+    events: list[StoredEvent]
+    removals: list[Removal]
+    more: bool
+
+    @property
+    def up_to(self) -> int:
+        return self.events[-1].seq if self.more else max(self.revision, self._last_seq)
+
+    @property
+    def _last_seq(self) -> int:
+        return self.events[-1].seq if self.events else 0
+
+
 class _Counts:
     """Counts that add up field by field (a sweep's or an erasure's batches)."""
 

@@ -28,6 +28,23 @@ from uvicorn.server import ServerState
 
 from .config import get_settings
 
+CONNECTION_CONTROL = "session_state.connection"
+
+
+class ConnectionControl:
+    """What an app may do to its request's connection, beyond ASGI."""
+
+    __slots__ = ("shutting_down", "transport")
+
+    def __init__(self, transport: asyncio.Transport) -> None:
+        self.transport = transport
+        self.shutting_down = asyncio.Event()
+
+    def abort(self) -> None:
+        """Closes at once, dropping what is buffered (close() would wait
+        to send it to a reader that does not read)."""
+        self.transport.abort()
+
 
 class RequestHeadTimeoutProtocol(HttpToolsProtocol):
     def __init__(
@@ -41,6 +58,7 @@ class RequestHeadTimeoutProtocol(HttpToolsProtocol):
         self.request_head_timeout = get_settings().request_head_timeout_seconds
         self.head_started: float | None = None  # loop time; None once the head is in
         self.head_timer: asyncio.TimerHandle | None = None
+        self.control: ConnectionControl | None = None  # the current request's
 
     def _head_begins(self) -> None:
         self.head_started = self.loop.time()
@@ -73,7 +91,18 @@ class RequestHeadTimeoutProtocol(HttpToolsProtocol):
 
     def on_headers_complete(self) -> None:
         self.head_started = None
+        # A long response (a live stream) is told of a graceful shutdown, and
+        # may cut a reader that takes nothing (app.api.event_stream).
+        control = ConnectionControl(self.transport)
+        extensions: dict[str, object] = self.scope.setdefault("extensions", {})  # type: ignore[assignment]  # uvicorn types extensions as dict[str, dict[object, object]]
+        extensions[CONNECTION_CONTROL] = control
+        self.control = control
         HttpToolsProtocol.on_headers_complete(self)
+
+    def shutdown(self) -> None:
+        if self.control is not None:
+            self.control.shutting_down.set()
+        super().shutdown()
 
     def connection_lost(self, exc: Exception | None) -> None:
         if self.head_timer is not None:

@@ -17,11 +17,23 @@ from .api.browser_guard import BrowserGuardMiddleware
 from .api.encoded_paths import EncodedPathMiddleware
 from .api.middleware import RequestContextMiddleware
 from .api.problems import install_problem_handlers
-from .api.routes import directory, erasure, health, memory, operations, sessions, store, threads
+from .api.routes import (
+    directory,
+    erasure,
+    health,
+    memory,
+    operations,
+    sessions,
+    store,
+    streams,
+    threads,
+)
 from .auth import ApiKeys
+from .changes import ChangeHub, PostgresChangeRelay
 from .checkpoints.service import CheckpointService
 from .config import Settings, get_settings
 from .db.checkpoint_stores import checkpoint_store_for
+from .db.postgresql_store import asyncpg_dsn
 from .db.replica import Replica
 from .db.store_item_storages import item_storage_for
 from .db.stores import open_store
@@ -53,6 +65,13 @@ def create_app(
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         store = await open_store(settings)
+        changes = ChangeHub()
+        if not settings.is_sqlite:
+            relay = PostgresChangeRelay(
+                changes, asyncpg_dsn(settings.database_url), settings.db_timeout_seconds
+            )
+            relay.start()
+            changes.relay = relay
         try:
             replica = await Replica.connect(settings) if settings.read_database_url else None
         except BaseException:
@@ -66,6 +85,7 @@ def create_app(
             expiry_defaults=ExpiryDefaults(settings.default_ttl_seconds, settings.app_ttl_seconds),
             forget_expired_memories=forget_expired_memories,
             replica=replica,
+            changes=changes,
         )
         embedder = open_embedder(settings)
         backlog = None if embedder is None else EmbeddingBacklog(store, embedder)
@@ -101,6 +121,7 @@ def create_app(
                         await task
             if embedder is not None:
                 await embedder.close()
+            await changes.close()
             if replica is not None:
                 await replica.close()
             await store.close()
@@ -114,7 +135,9 @@ def create_app(
         redoc_url=None,
     )
     app.state.limits = limits
+    app.state.settings = settings
     install_problem_handlers(app)
+    app.include_router(streams.router)
     app.include_router(sessions.router)
     app.include_router(directory.router)
     app.include_router(memory.router)

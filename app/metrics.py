@@ -110,3 +110,14 @@ def render_metrics() -> tuple[bytes, str]:
         multiprocess.MultiProcessCollector(registry, path=directory)  # type: ignore[no-untyped-call]
         return generate_latest(registry), CONTENT_TYPE_LATEST
     return generate_latest(), CONTENT_TYPE_LATEST
+
+
+STREAMS_OPEN = Gauge(
+    "session_state_live_streams",
+    "Live streams (Server-Sent Events) open.",
+    multiprocess_mode="livesum",
+)
+STREAMS_CUT = Counter(
+    "session_state_live_streams_cut_total",
+    "Live streams cut off because their reader took nothing for stream_send_timeout_seconds.",
+)

@@ -11,6 +11,7 @@ from dataclasses import asdict
 from typing import Any
 
 from . import history, json_codec
+from .changes import Change, ChangeHub, ChangeKind
 from .config import RESPONSE_OVERHEAD_BYTES
 from .db.replica import ReadRouting, Replica
 from .db.store import Store
@@ -81,11 +82,14 @@ class SessionService:
         expiry_defaults: ExpiryDefaults | None = None,
         forget_expired_memories: bool = False,
         replica: Replica | None = None,
+        changes: ChangeHub | None = None,
     ) -> None:
         """Writes, and reads that need the latest truth, go to `store`;
         session reads, lists and event pages to `replica` when it may
         answer them (app.db.replica)."""
         self.store = store
+        # Told of each committed change, for live streams (app.streams).
+        self.changes = changes or ChangeHub()
         self.reads = ReadRouting(store, replica)
         self.erase_batch_events = erase_batch_events
         self.expiry_defaults = expiry_defaults or ExpiryDefaults()
@@ -129,6 +133,7 @@ class SessionService:
         )
         if shared is None:
             raise SessionAlreadyExists.of(key)
+        self._published(key, "created", 0)
         return SessionView(
             id=key.session_id,
             app_name=app_name,
@@ -245,6 +250,7 @@ class SessionService:
             key, with_memories=delete_memories, now=self.clock()
         ):
             raise SessionNotFound.of(key)
+        self._published(key, "deleted", None)
 
     async def append_event(
         self,
@@ -318,6 +324,7 @@ class SessionService:
                     return retried
                 continue
             EVENTS_STORED.inc(len(prepared))
+            self._published(key, "appended", revision)
             return BatchOutcome([event.record.data for event in prepared], revision, created=True)
         raise StaleSession.kept_changing(while_doing)
 
@@ -400,6 +407,7 @@ class SessionService:
             state = await history.state_after(self.store, key, cut, now) if state_changed else None
             removed = await self.store.remove_events(key, cut, revision, state, now)
             if removed is not None:
+                self._published(key, "removed", removed.revision)
                 return RemovalOutcome(
                     await self._latest_session(key, num_recent_events=0),
                     removed.count,
@@ -476,8 +484,11 @@ class SessionService:
         self, key: SessionKey, expiry: Expiry, expected_revision: int | None
     ) -> None:
         now = self.clock()
-        if await self.store.set_expiry(key, expiry, expected_revision, now) is None:
+        revision = await self.store.set_expiry(key, expiry, expected_revision, now)
+        if revision is None:
             raise await self._why_not_written(key)
+        # No message: streams learn the new expiry time.
+        self._published(key, "changed", revision)
 
     async def _why_not_written(self, key: SessionKey) -> SessionNotFound | StaleSession:
         """Why a conditional write wrote nothing: the session is gone, or it
@@ -520,7 +531,9 @@ class SessionService:
             raise InvalidInput.no_such_event(["body", "upToEventId"], key)
         if outcome == "id_taken":
             raise SessionAlreadyExists.of(new_key)
-        return await self._latest_session(new_key, num_recent_events=0)
+        forked = await self._latest_session(new_key, num_recent_events=0)
+        self._published(new_key, "created", forked.revision)
+        return forked
 
     async def _fork_point(
         self, source: SessionRow, event_id: str, now: float, labels: Labels | None
@@ -566,14 +579,19 @@ class SessionService:
     async def erase_user(self, app_name: str, user_id: str) -> Erased:
         """Everything of the user in the app; nothing when there is nothing."""
         erased = await self.store.erase_user(app_name, user_id, self.erase_batch_events)
+        self.changes.publish(Change(app_name, user_id, None, "deleted"))
         _log_erasure(erased, app=app_name, user=user_id)
         return erased
 
     async def erase_app(self, app_name: str) -> Erased:
         """Everything of the app, every user's included."""
         erased = await self.store.erase_app(app_name, self.erase_batch_events)
+        self.changes.publish(Change(app_name, None, None, "deleted"))
         _log_erasure(erased, app=app_name)
         return erased
+
+    def _published(self, key: SessionKey, kind: ChangeKind, revision: int | None) -> None:
+        self.changes.publish(Change(key.app_name, key.user_id, key.session_id, kind, revision))
 
     async def get_user_state(self, app_name: str, user_id: str) -> StateDict:
         return await self.store.read_user_state(app_name, user_id)

@@ -30,6 +30,8 @@ TABLES = {
     "lg_writes",
     # LangGraph's long-term store (0010).
     "lg_store_items",
+    # Removals of events, for live streams (0013).
+    "event_removals",
 }
 
 

@@ -568,9 +568,39 @@ WITH bumped AS (
 ), removed AS (
     DELETE FROM events AS e USING bumped
      WHERE e.app_name = $1 AND e.user_id = $2 AND e.session_id = $3 AND e.seq > $4::bigint
- RETURNING 1
+ RETURNING e.id, e.seq
+), recorded AS (
+    INSERT INTO event_removals (app_name, user_id, session_id, revision, event_ids)
+    SELECT $1, $2, $3, bumped.revision,
+           (SELECT coalesce(json_agg(id ORDER BY seq), '[]'::json)::text FROM removed)
+      FROM bumped
 )
 SELECT bumped.revision, (SELECT count(*) FROM removed) FROM bumped
+"""
+# A session's revision and expiry time; no row when it is missing ($4 is now).
+READ_REVISION = f"""
+SELECT revision, expire_time FROM sessions
+ WHERE app_name = $1 AND user_id = $2 AND id = $3
+   AND {not_expired("$4::float8")}
+"""
+# A session's events after seq $4 (at most $5): their JSON while the bytes
+# before them are under $6 (the first always), NULL past that.
+CHANGED_EVENTS = """
+SELECT seq, CASE WHEN before = 0 OR before < $6 THEN data END FROM (
+    SELECT seq, data,
+           sum(octet_length(data)) OVER (ORDER BY seq) - octet_length(data) AS before
+      FROM (SELECT seq, data FROM events
+             WHERE app_name = $1 AND user_id = $2 AND session_id = $3 AND seq > $4
+             ORDER BY seq
+             LIMIT $5) AS first_rows
+) AS running
+ ORDER BY seq
+"""
+# A session's removals with $4 < revision <= $5 (app.streams reads them).
+READ_REMOVALS = """
+SELECT revision, event_ids FROM event_removals
+ WHERE app_name = $1 AND user_id = $2 AND session_id = $3 AND revision > $4 AND revision <= $5
+ ORDER BY revision
 """
 
 # -- the sweeper -------------------------------------------------------------

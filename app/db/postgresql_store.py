@@ -29,6 +29,8 @@ from ..domain import (
     MemoryCandidates,
     MemoryRecord,
     NewEvent,
+    Removal,
+    SessionChanges,
     SessionCursor,
     SessionKey,
     SessionListing,
@@ -572,6 +574,36 @@ class PostgresStore:
         async with self._connection() as connection:
             rows = await connection.fetch(statement.text, *statement.columns(values))
         return [None if row[4] else row[:4] for row in rows]
+
+    async def read_changes(
+        self, key: SessionKey, after_revision: int, limit: int, max_bytes: int, now: float
+    ) -> SessionChanges | None:
+        session = (key.app_name, key.user_id, key.session_id)
+        # One snapshot: the events and removals agree with the revision.
+        async with (
+            self._connection() as connection,
+            connection.transaction(isolation="repeatable_read", readonly=True),
+        ):
+            found = await connection.fetchrow(sql.READ_REVISION, *session, now)
+            if found is None:
+                return None
+            rows = await connection.fetch(
+                sql.CHANGED_EVENTS, *session, after_revision, limit + 1, max_bytes
+            )
+            changed = [StoredEvent(seq, data) for seq, data in rows[:limit] if data is not None]
+            changes = SessionChanges(int(found[0]), found[1], changed, [], len(rows) > len(changed))
+            if changes.up_to - after_revision == len(changed):  # all were events
+                return changes
+            removals = await connection.fetch(
+                sql.READ_REMOVALS, *session, after_revision, changes.up_to
+            )
+        return SessionChanges(
+            changes.revision,
+            changes.expire_time,
+            changed,
+            [Removal(int(row[0]), json_codec.loads(row[1])) for row in removals],
+            changes.more,
+        )
 
     async def set_expiry(
         self, key: SessionKey, expiry: Expiry, expected_revision: int | None, now: float

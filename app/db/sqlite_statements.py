@@ -36,6 +36,8 @@ from ..domain import (
     Expiry,
     ListedApp,
     ListedUser,
+    Removal,
+    SessionChanges,
     SessionCursor,
     SessionKey,
     SessionQuery,
@@ -56,7 +58,7 @@ from .session_listing import (
     listing_variants,
 )
 from .state_sizes import session_state_bytes
-from .tables import JsonDocument, app_states, events, sessions, user_states
+from .tables import JsonDocument, app_states, event_removals, events, sessions, user_states
 
 
 def _byte_length(column: Any) -> ColumnElement[int]:
@@ -621,10 +623,93 @@ async def remove_events(
     revision = bumped.scalar_one_or_none()
     if revision is None:
         return None
+    removed = await connection.execute(
+        select(events.c.id).where(*events_of(key), events.c.seq > after_seq).order_by(events.c.seq)
+    )
+    await connection.execute(
+        event_removals.insert().values(
+            app_name=key.app_name,
+            user_id=key.user_id,
+            session_id=key.session_id,
+            revision=revision,
+            event_ids=json_codec.dumps_text([row[0] for row in removed]),
+        )
+    )
     deleted = await connection.execute(
         delete(events).where(*events_of(key), events.c.seq > after_seq)
     )
     return EventsRemoved(revision, deleted.rowcount)
+
+
+async def read_changes(
+    connection: AsyncConnection,
+    key: SessionKey,
+    after_revision: int,
+    limit: int,
+    max_bytes: int,
+    now: float,
+) -> SessionChanges | None:
+    found = await connection.execute(
+        select(sessions.c.revision, sessions.c.expire_time).where(
+            *session_is(key), not_expired(now)
+        )
+    )
+    session = found.first()
+    if session is None:
+        return None
+    rows = await connection.execute(
+        text(CHANGED_EVENTS),
+        {
+            "app_name": key.app_name,
+            "user_id": key.user_id,
+            "session_id": key.session_id,
+            "after": after_revision,
+            "limit": limit + 1,
+            "max_bytes": max_bytes,
+        },
+    )
+    found_rows = rows.all()
+    changed = [StoredEvent(int(seq), data) for seq, data in found_rows[:limit] if data is not None]
+    more = len(found_rows) > len(changed)
+    changes = SessionChanges(int(session[0]), session[1], changed, [], more)
+    if changes.up_to - after_revision != len(changed):  # not all were events
+        removals = await read_removals(connection, key, after_revision, changes.up_to)
+        changes = SessionChanges(changes.revision, changes.expire_time, changed, removals, more)
+    return changes
+
+
+# A session's events after :after (at most :limit): their JSON while the bytes
+# before them are under :max_bytes (the first always), NULL past that.
+CHANGED_EVENTS = """
+SELECT seq, CASE WHEN before = 0 OR before < :max_bytes THEN data END FROM (
+    SELECT seq, data,
+           sum(length(CAST(data AS BLOB))) OVER (ORDER BY seq) - length(CAST(data AS BLOB))
+               AS before
+      FROM (SELECT seq, data FROM events
+             WHERE app_name = :app_name AND user_id = :user_id AND session_id = :session_id
+               AND seq > :after
+             ORDER BY seq
+             LIMIT :limit)
+)
+ ORDER BY seq
+"""
+
+
+async def read_removals(
+    connection: AsyncConnection, key: SessionKey, after_revision: int, up_to_revision: int
+) -> list[Removal]:
+    result = await connection.execute(
+        select(event_removals.c.revision, event_removals.c.event_ids)
+        .where(
+            event_removals.c.app_name == key.app_name,
+            event_removals.c.user_id == key.user_id,
+            event_removals.c.session_id == key.session_id,
+            event_removals.c.revision > after_revision,
+            event_removals.c.revision <= up_to_revision,
+        )
+        .order_by(event_removals.c.revision)
+    )
+    return [Removal(int(revision), json_codec.loads(ids)) for revision, ids in result]
 
 
 async def event_at_seq(connection: AsyncConnection, key: SessionKey, seq: int) -> bool:

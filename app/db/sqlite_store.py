@@ -26,6 +26,7 @@ from ..domain import (
     MemoryCandidates,
     MemoryRecord,
     NewEvent,
+    SessionChanges,
     SessionCursor,
     SessionKey,
     SessionListing,
@@ -142,6 +143,12 @@ class SqliteStore:
             return await sql.remove_events(
                 connection, key, after_seq, expected_revision, state, now
             )
+
+    async def read_changes(
+        self, key: SessionKey, after_revision: int, limit: int, max_bytes: int, now: float
+    ) -> SessionChanges | None:
+        async with self._read() as connection:
+            return await sql.read_changes(connection, key, after_revision, limit, max_bytes, now)
 
     async def set_expiry(
         self, key: SessionKey, expiry: Expiry, expected_revision: int | None, now: float

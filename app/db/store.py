@@ -21,6 +21,7 @@ from ..domain import (
     MemoryCandidates,
     MemoryRecord,
     NewEvent,
+    SessionChanges,
     SessionCursor,
     SessionKey,
     SessionListing,
@@ -173,6 +174,16 @@ class Store(Protocol):
         `expected_revision`: one transaction, counted as one change (revision
         one up, update time `now`, an idle timeout restarted). None, with
         nothing written, when the session is missing or has moved on."""
+        ...
+
+    async def read_changes(
+        self, key: SessionKey, after_revision: int, limit: int, max_bytes: int, now: float
+    ) -> SessionChanges | None:
+        """The session's changes after `after_revision`, in one snapshot: at
+        most `limit` events and, after the first, `max_bytes` of event JSON,
+        and the removals of events (stored with their ids by remove_events)
+        up to the last event read or, when no more follow, the revision;
+        None when there is no such session."""
         ...
 
     async def set_expiry(

@@ -147,6 +147,24 @@ events = Table(
     ),
 )
 
+# Each removal of events (migration 0013): the revision it made and the ids of
+# the events it removed, as a JSON array. A live stream resuming after an
+# earlier revision reads removals here, since the events themselves are gone.
+event_removals = Table(
+    "event_removals",
+    metadata,
+    Column("app_name", String(IDENTIFIER_LENGTH), primary_key=True),
+    Column("user_id", String(IDENTIFIER_LENGTH), primary_key=True),
+    Column("session_id", String(IDENTIFIER_LENGTH), primary_key=True),
+    Column("revision", BigInteger, primary_key=True),
+    Column("event_ids", Text, nullable=False),
+    ForeignKeyConstraint(
+        ["app_name", "user_id", "session_id"],
+        ["sessions.app_name", "sessions.user_id", "sessions.id"],
+        ondelete="CASCADE",
+    ),
+)
+
 # Long-term memory: the text of ingested events, one row per event. The search
 # index is dialect-specific and created by the migration only (a generated
 # tsvector column with a GIN index on PostgreSQL, an FTS5 table on SQLite,

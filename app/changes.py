@@ -1,0 +1,252 @@
+"""Who is told when a session changes: the live streams waiting on it.
+
+A `ChangeHub` per process keeps, for each session followed, the wake-up flags
+of its streams. A write, once committed, publishes a `Change`: the hub sets
+the flags of the streams it concerns, and a relay (PostgreSQL: `NOTIFY` on one
+connection per process, `PostgresChangeRelay`) tells the other processes'
+hubs. A change is only a hint: a woken stream reads what changed from storage
+by revision, so a lost or repeated hint loses or repeats nothing (a stream
+also reads storage at each heartbeat, and every stream is woken when the
+relay's connection comes back).
+"""
+
+import asyncio
+import contextlib
+import logging
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+import asyncpg
+
+from . import json_codec
+
+logger = logging.getLogger("session_state.changes")
+
+ChangeKind = Literal["created", "appended", "removed", "deleted", "expired", "changed"]
+# The channel every process of a database listens on.
+CHANNEL = "session_state_changes"
+# Pending hints sent in one NOTIFY round trip, at most.
+NOTIFY_BATCH = 500
+# How long the relay waits before connecting again after losing its connection.
+RECONNECT_DELAY_SECONDS = 1.0
+
+
+@dataclass(frozen=True)
+class Change:
+    """Something committed about a session: `user_id` None is every user of
+    the app, `session_id` None every session of the user (an erasure)."""
+
+    app_name: str
+    user_id: str | None
+    session_id: str | None
+    kind: ChangeKind
+    revision: int | None = None
+
+
+class Waiter:
+    """One stream's wake-up flag, and what it last heard (for user streams)."""
+
+    __slots__ = ("changes", "flag")
+
+    def __init__(self, keep_changes: bool = False) -> None:
+        self.flag = asyncio.Event()
+        # Only a user stream keeps the changes it was woken for; bounded by
+        # the stream, which reads them at once (app.streams).
+        self.changes: list[Change] | None = [] if keep_changes else None
+
+
+class Relay(Protocol):
+    def send(self, change: Change) -> None: ...
+
+    async def close(self) -> None: ...
+
+
+WatchKey = tuple[str, str | None, str | None]
+
+
+class ChangeHub:
+    def __init__(self) -> None:
+        self._waiters: dict[WatchKey, set[Waiter]] = {}
+        self.relay: Relay | None = None
+
+    @contextlib.contextmanager
+    def watch(
+        self, app_name: str, user_id: str, session_id: str | None, *, keep_changes: bool = False
+    ) -> Iterator[Waiter]:
+        """A flag set at each change of the session (`session_id` None: of
+        any session of the user) published from now on."""
+        key = (app_name, user_id, session_id)
+        waiter = Waiter(keep_changes)
+        self._waiters.setdefault(key, set()).add(waiter)
+        try:
+            yield waiter
+        finally:
+            waiters = self._waiters.get(key)
+            if waiters is not None:
+                waiters.discard(waiter)
+                if not waiters:
+                    del self._waiters[key]
+
+    @property
+    def watching(self) -> int:
+        return sum(len(waiters) for waiters in self._waiters.values())
+
+    def publish(self, change: Change) -> None:
+        """Wakes this process's streams the change concerns and, through the
+        relay, the other processes'. Never blocks, never raises."""
+        self.wake(change)
+        if self.relay is not None:
+            self.relay.send(change)
+
+    def wake(self, change: Change) -> None:
+        if change.user_id is None or change.session_id is None:
+            self._wake_matching(change)
+            return
+        for key in (
+            (change.app_name, change.user_id, change.session_id),
+            (change.app_name, change.user_id, None),
+        ):
+            for waiter in self._waiters.get(key, ()):
+                _set(waiter, change)
+
+    def _wake_matching(self, change: Change) -> None:
+        for (app_name, user_id, _), waiters in self._waiters.items():
+            if app_name == change.app_name and change.user_id in (None, user_id):
+                for waiter in waiters:
+                    _set(waiter, change)
+
+    def wake_all(self) -> None:
+        """Every stream reads storage again (hints may have been lost)."""
+        for waiters in self._waiters.values():
+            for waiter in waiters:
+                waiter.flag.set()
+                if waiter.changes is not None:
+                    waiter.changes.append(Change("", None, None, "changed"))
+
+    async def close(self) -> None:
+        if self.relay is not None:
+            await self.relay.close()
+            self.relay = None
+
+
+def _set(waiter: Waiter, change: Change) -> None:
+    waiter.flag.set()
+    if waiter.changes is not None:
+        waiter.changes.append(change)
+
+
+def encode_change(change: Change, origin: str) -> str:
+    return json_codec.dumps_text(
+        [
+            origin,
+            change.app_name,
+            change.user_id,
+            change.session_id,
+            change.kind,
+            change.revision,
+        ]
+    )
+
+
+def decode_change(payload: str) -> tuple[str, Change] | None:
+    try:
+        origin, app_name, user_id, session_id, kind, revision = json_codec.loads(payload)
+    except ValueError:
+        return None
+    return origin, Change(app_name, user_id, session_id, kind, revision)
+
+
+class PostgresChangeRelay:
+    """One connection per process that LISTENs for the other processes'
+    changes and NOTIFYs its own, after their commit, batched, off the
+    request's path (an append does not wait for it)."""
+
+    def __init__(self, hub: ChangeHub, dsn: str, timeout: float) -> None:
+        self.hub = hub
+        self.dsn = dsn
+        self.timeout = timeout
+        # Told apart from other processes' hints (our own need no relaying back).
+        self.origin = f"{os.getpid()}-{id(self):x}"
+        self._pending: list[str] = []
+        self._have_pending = asyncio.Event()
+        self._connection: asyncpg.Connection | None = None
+        self._task: asyncio.Task[None] | None = None
+        self.connected = asyncio.Event()
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._run())
+
+    def send(self, change: Change) -> None:
+        if len(self._pending) >= 10 * NOTIFY_BATCH:
+            # The database is away: the hints are dropped, and the streams
+            # of other processes find the changes at their next heartbeat.
+            return
+        self._pending.append(encode_change(change, self.origin))
+        self._have_pending.set()
+
+    def _received(self, _connection: object, _pid: int, _channel: str, payload: str) -> None:
+        decoded = decode_change(payload)
+        if decoded is None:
+            return
+        origin, change = decoded
+        if origin != self.origin:
+            self.hub.wake(change)
+
+    async def _run(self) -> None:
+        while True:
+            try:
+                await self._serve_connection()
+            except asyncio.CancelledError:
+                raise
+            except Exception as error:  # the database went away: connect again
+                logger.warning("change relay disconnected: %s", type(error).__name__)
+            self.connected.clear()
+            await asyncio.sleep(RECONNECT_DELAY_SECONDS)
+
+    async def _serve_connection(self) -> None:
+        connection = await asyncpg.connect(
+            self.dsn,
+            timeout=self.timeout,
+            server_settings={"application_name": "session-state changes"},
+        )
+        self._connection = connection
+        lost = asyncio.Event()
+        connection.add_termination_listener(lambda _connection: lost.set())
+        try:
+            await connection.add_listener(CHANNEL, self._received)
+            self.connected.set()
+            # Hints sent while no connection listened are lost: every stream
+            # of this process reads storage again.
+            self.hub.wake_all()
+            while not lost.is_set():
+                if not self._pending:
+                    waiting = asyncio.create_task(self._have_pending.wait())
+                    losing = asyncio.create_task(lost.wait())
+                    try:
+                        await asyncio.wait({waiting, losing}, return_when=asyncio.FIRST_COMPLETED)
+                    finally:
+                        waiting.cancel()
+                        losing.cancel()
+                while self._pending and not lost.is_set():
+                    batch = self._pending[:NOTIFY_BATCH]
+                    del self._pending[:NOTIFY_BATCH]
+                    await connection.execute(
+                        "SELECT pg_notify($1, payload) FROM unnest($2::text[]) AS payload",
+                        CHANNEL,
+                        batch,
+                        timeout=self.timeout,
+                    )
+                self._have_pending.clear()
+        finally:
+            self._connection = None
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(connection.close(), self.timeout)
+
+    async def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
