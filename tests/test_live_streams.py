@@ -1,0 +1,261 @@
+"""Live session streams (GET .../events/stream, Server-Sent Events): every
+change once, in revision order, with ids equal to the append ETags; resume
+without gap or repeat; removals and deletion; across two server processes on
+PostgreSQL; a slow reader cut off and resuming whole; the browser guard and
+API keys as for reads."""
+
+import asyncio
+import json
+import socket
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import httpx
+import pytest
+
+from session_state.config import Settings
+
+from .conftest import ServerProcess, asgi_client
+
+STREAM_ENV = {
+    "SESSION_STATE_STREAM_HEARTBEAT_SECONDS": "1",
+    "SESSION_STATE_STREAM_SEND_TIMEOUT_SECONDS": "2",
+}
+
+
+@dataclass(frozen=True)
+class Message:
+    event: str
+    data: str
+    id: int | None
+
+
+async def messages(response: httpx.Response) -> AsyncIterator[Message]:
+    """The stream's messages (comments and retry lines skipped)."""
+    fields: dict[str, str] = {}
+    async for line in response.aiter_lines():
+        if line == "":
+            if "event" in fields:
+                identifier = fields.get("id")
+                yield Message(
+                    fields["event"], fields["data"], int(identifier) if identifier else None
+                )
+            fields = {}
+        elif not line.startswith(":"):
+            name, _, value = line.partition(": ")
+            fields[name] = value
+
+
+@pytest.fixture(scope="module")
+def streaming_servers(
+    postgres_url: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[dict[str, list[ServerProcess]]]:
+    """One server on SQLite; two server processes on one PostgreSQL database."""
+    sqlite_url = f"sqlite+aiosqlite:///{tmp_path_factory.mktemp('streams') / 'streams.db'}"
+    started = [ServerProcess(url, **STREAM_ENV) for url in (sqlite_url, postgres_url, postgres_url)]
+    try:
+        # Started side by side: each takes seconds on a loaded machine.
+        with ThreadPoolExecutor(len(started)) as pool:
+            list(pool.map(ServerProcess.start, started))
+        yield {"sqlite": started[:1], "postgresql": started[1:]}
+    finally:
+        for process in started:
+            process.stop()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def servers(
+    request: pytest.FixtureRequest, streaming_servers: dict[str, list[ServerProcess]]
+) -> list[ServerProcess]:
+    return streaming_servers[request.param]
+
+
+async def new_session(http: httpx.AsyncClient) -> str:
+    path = f"/apps/live/users/u{uuid.uuid4().hex[:8]}/sessions"
+    created = await http.post(path, json={})
+    assert created.status_code == 201
+    return f"{path}/{created.json()['id']}"
+
+
+async def append(http: httpx.AsyncClient, session: str, count: int = 1) -> list[int]:
+    """Appends `count` events (one batch when more than one); the ETags."""
+    if count == 1:
+        answer = await http.post(f"{session}/events", json={"author": "user", "invocationId": "i"})
+        assert answer.status_code == 201
+        return [int(answer.headers["etag"].strip('"'))]
+    events = [{"author": "user", "invocationId": "i"} for _ in range(count)]
+    answer = await http.post(f"{session}/events/batch", json={"events": events})
+    assert answer.status_code == 201
+    last = int(answer.headers["etag"].strip('"'))
+    return list(range(last - count + 1, last + 1))
+
+
+async def collect(
+    http: httpx.AsyncClient, session: str, until: int, **headers: str
+) -> list[Message]:
+    """The stream's messages until one with id `until` (or `deleted`)."""
+    got: list[Message] = []
+    params = {}
+    if "after" in headers:
+        params["after"] = headers.pop("after")
+    async with http.stream(
+        "GET", f"{session}/events/stream", headers=headers, params=params
+    ) as response:
+        assert response.status_code == 200, await response.aread()
+        assert response.headers["content-type"].startswith("text/event-stream")
+        async for message in messages(response):
+            got.append(message)
+            if message.event == "deleted" or (message.id is not None and message.id >= until):
+                break
+    return got
+
+
+async def test_every_event_arrives_once_in_revision_order_with_the_append_etags(servers):
+    first, last = servers[0], servers[-1]  # two processes on PostgreSQL
+    async with (
+        httpx.AsyncClient(base_url=first.base_url, timeout=30) as reader,
+        httpx.AsyncClient(base_url=last.base_url, timeout=30) as writer,
+    ):
+        session = await new_session(writer)
+        etags: list[int] = []
+
+        async def write() -> None:
+            for round_number in range(12):
+                etags.extend(await append(writer, session, 1 + round_number % 3))
+
+        async def read() -> list[Message]:
+            # 24 events: 12 rounds of 1, 2 or 3.
+            return await collect(reader, session, until=24)
+
+        reading = asyncio.create_task(read())
+        await asyncio.sleep(0.3)  # the stream is open (it starts at revision 0)
+        await write()
+        got = await asyncio.wait_for(reading, 30)
+    assert [m.id for m in got] == etags == list(range(1, 25))
+    assert all(m.event == "appended" for m in got)
+    stored = [json.loads(m.data)["id"] for m in got]
+    assert len(set(stored)) == 24
+
+
+async def test_a_resume_mid_stream_while_appends_continue_misses_and_repeats_nothing(servers):
+    first, last = servers[0], servers[-1]
+    async with (
+        httpx.AsyncClient(base_url=first.base_url, timeout=30) as reader,
+        httpx.AsyncClient(base_url=last.base_url, timeout=30) as writer,
+    ):
+        session = await new_session(writer)
+        appending = asyncio.create_task(_append_for(writer, session, 40))
+        part = await collect(reader, session, until=10, after="0")
+        assert part[-1].id == 10
+        # Disconnected; appends go on; resume as EventSource would.
+        rest = await collect(reader, session, until=40, **{"Last-Event-ID": "10"})
+        await appending
+    ids = [m.id for m in part] + [m.id for m in rest]
+    assert ids == list(range(1, 41))
+
+
+async def _append_for(http: httpx.AsyncClient, session: str, count: int) -> None:
+    for _ in range(count):
+        await append(http, session)
+        await asyncio.sleep(0.01)
+
+
+async def test_removals_and_deletion_arrive_and_a_resume_after_them_sees_them(servers):
+    first, last = servers[0], servers[-1]
+    async with (
+        httpx.AsyncClient(base_url=first.base_url, timeout=30) as reader,
+        httpx.AsyncClient(base_url=last.base_url, timeout=30) as writer,
+    ):
+        session = await new_session(writer)
+        await append(writer, session, 3)  # revisions 1-3
+        stored = (await writer.get(f"{session}/events")).json()["events"]
+        removed = await writer.delete(f"{session}/events", params={"last": 2})
+        assert removed.headers["etag"] == '"4"'
+        await append(writer, session)  # 5
+        # A stream resuming after revision 3 reads the removal from storage.
+        got = await collect(reader, session, until=5, after="3")
+        assert [(m.event, m.id) for m in got] == [("removed", 4), ("appended", 5)]
+        assert json.loads(got[0].data) == {
+            "removedEventIds": [stored[1]["id"], stored[2]["id"]],
+            "revision": 4,
+        }
+        deleting = asyncio.create_task(collect(reader, session, until=10**9))
+        await asyncio.sleep(0.3)
+        assert (await writer.delete(session)).status_code == 204
+        ended = await asyncio.wait_for(deleting, 10)
+    assert [m.event for m in ended] == ["deleted"]
+
+
+async def test_an_unknown_session_or_a_bad_resume_point_is_a_problem_before_streaming(servers):
+    async with httpx.AsyncClient(base_url=servers[0].base_url, timeout=10) as http:
+        missing = await http.get("/apps/live/users/u/sessions/nope/events/stream")
+        assert missing.status_code == 404
+        assert missing.headers["content-type"] == "application/problem+json"
+        session = await new_session(http)
+        bad = await http.get(f"{session}/events/stream", headers={"Last-Event-ID": "0x10"})
+        assert bad.status_code == 400
+        assert "Last-Event-ID" in bad.json()["detail"]
+        ahead = await http.get(f"{session}/events/stream", params={"after": 7})
+        assert ahead.status_code == 422
+        assert "revision 0" in ahead.text
+
+
+async def test_a_slow_reader_is_cut_off_and_resumes_whole(streaming_servers):
+    server = streaming_servers["postgresql"][0]
+    async with httpx.AsyncClient(base_url=server.base_url, timeout=30) as http:
+        session = await new_session(http)
+        host, port = server.base_url.removeprefix("http://").split(":")
+        slow = socket.socket()
+        slow.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        slow.connect((host, int(port)))
+        slow.sendall(f"GET {session}/events/stream HTTP/1.1\r\nHost: {host}\r\n\r\n".encode())
+        await asyncio.sleep(0.3)
+        big = "x" * 60_000
+        batches = 36  # ~8.6 MB: more than the socket buffers on loopback hold
+        for _ in range(batches):
+            events = [{"author": "user", "invocationId": "i", "customMetadata": {"t": big}}] * 4
+            answer = await http.post(f"{session}/events/batch", json={"events": events})
+            assert answer.status_code == 201
+        # Nothing read for longer than the send timeout (2 s): the server cuts
+        # the reader off (what it had sent may still be read, then the end).
+        await asyncio.sleep(4)
+        slow.settimeout(5)
+        cut = False
+        try:
+            while slow.recv(1 << 20):
+                pass
+            cut = True
+        except ConnectionResetError:
+            cut = True
+        except TimeoutError:
+            pass
+        slow.close()
+        assert cut
+        got = await collect(http, session, until=4 * batches, after="0")
+    assert [m.id for m in got] == list(range(1, 4 * batches + 1))
+
+
+async def test_a_foreign_origin_is_refused_in_open_mode(tmp_path):
+    settings = Settings(database_url=f"sqlite+aiosqlite:///{tmp_path / 'guard.db'}")
+    async with asgi_client(settings) as http:
+        session = await new_session(http)
+        refused = await http.get(
+            f"{session}/events/stream", headers={"Origin": "https://evil.example"}
+        )
+    assert refused.status_code == 403
+
+
+async def test_api_key_scopes_hold_for_streams(tmp_path):
+    settings = Settings(
+        database_url=f"sqlite+aiosqlite:///{tmp_path / 'keys.db'}",
+        api_keys={"k-live-0123456789abcdef": ["live"], "k-other-0123456789abcdef": ["other"]},
+    )
+    async with asgi_client(settings) as http:
+        allowed = {"Authorization": "Bearer k-live-0123456789abcdef"}
+        created = await http.post("/apps/live/users/u/sessions", json={}, headers=allowed)
+        path = f"/apps/live/users/u/sessions/{created.json()['id']}/events/stream"
+        assert (await http.get(path)).status_code == 401
+        other = await http.get(path, headers={"Authorization": "Bearer k-other-0123456789abcdef"})
+        assert other.status_code == 403
