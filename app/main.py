@@ -8,6 +8,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from fastapi import FastAPI
+from starlette.middleware.cors import CORSMiddleware
 
 from . import __version__
 from .api.append_fast_path import AppendFastPath
@@ -155,6 +156,15 @@ def create_app(
     app.add_middleware(EncodedPathMiddleware)
     app.add_middleware(BrowserGuardMiddleware, api_keys=api_keys, settings=settings)
     app.add_middleware(RequestContextMiddleware)
+    if settings.cors_origins:
+        # Outermost: a preflight is answered before the guard and the keys.
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=settings.cors_origins,
+            allow_methods=["GET", "POST", "PATCH", "PUT", "DELETE"],
+            allow_headers=["Authorization", "Content-Type", "If-Match", "Last-Event-ID"],
+            expose_headers=["ETag", "X-Request-ID", "Session-State-Removed-Events"],
+        )
     operations.install_offline_docs(app)
 
     def openapi_with_security() -> dict[str, Any]:

@@ -41,6 +41,7 @@ POSTGRES_ADMIN_URL = os.environ.get(
 )
 TABLES = (
     "events",
+    "event_removals",
     "sessions",
     "user_states",
     "app_states",

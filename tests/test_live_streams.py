@@ -259,3 +259,26 @@ async def test_api_key_scopes_hold_for_streams(tmp_path):
         assert (await http.get(path)).status_code == 401
         other = await http.get(path, headers={"Authorization": "Bearer k-other-0123456789abcdef"})
         assert other.status_code == 403
+
+
+async def test_an_origin_configured_for_cors_may_follow_a_stream(tmp_path):
+    settings = Settings(
+        database_url=f"sqlite+aiosqlite:///{tmp_path / 'cors.db'}",
+        cors_origins=["https://ui.example"],
+    )
+    async with asgi_client(settings) as http:
+        session = await new_session(http)
+        preflight = await http.options(
+            f"{session}/events/stream",
+            headers={
+                "Origin": "https://ui.example",
+                "Access-Control-Request-Method": "GET",
+                "Access-Control-Request-Headers": "last-event-id",
+            },
+        )
+        assert preflight.status_code == 200
+        assert preflight.headers["access-control-allow-origin"] == "https://ui.example"
+        other = await http.get(
+            f"{session}/events/stream", headers={"Origin": "https://evil.example"}
+        )
+        assert other.status_code == 403

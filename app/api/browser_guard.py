@@ -123,6 +123,8 @@ class BrowserGuardMiddleware:
             allowed.add(_configured_name(settings.host))
         self.allowed_hosts = frozenset(allowed)
         self._host_verdicts: dict[bytes, HostVerdict] = {}
+        # Origins the operator serves a UI from (SESSION_STATE_CORS_ORIGINS).
+        self.cors_origins = frozenset(settings.cors_origins)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if self.enabled and scope["type"] == "http" and not self._exempt(scope):
@@ -165,6 +167,8 @@ class BrowserGuardMiddleware:
             self._host_verdicts[hosts[0]] = verdict
         if isinstance(verdict, str):
             return verdict
+        if origins and all(o.decode("latin-1") in self.cors_origins for o in origins):
+            return None  # a UI the operator allowed (CORS)
         for site in sites:
             text = site.decode("latin-1")
             if text.strip().lower() not in SAME_ORIGIN_SITES:
