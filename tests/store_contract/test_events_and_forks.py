@@ -4,7 +4,7 @@ forking a session from its history."""
 import pytest
 
 from session_state.db.store import Store
-from session_state.domain import EventsRemoved, Expiry, ForkSource, StoredEvent
+from session_state.domain import EventsRemoved, Expiry, ForkSource, Removal, StoredEvent
 from session_state.errors import ResponseTooLarge
 
 from .scenes import LIMIT, NOW, append, create, event, key, memories_of, outcome_of
@@ -54,6 +54,27 @@ async def test_events_are_read_between_two_positions_in_bounded_batches(store: S
     assert await store.read_events(key(), 1, 4, 10) == stored[1:4]
     assert await store.read_events(key(), 0, 5, 2) == stored[:2]
     assert await store.read_events(key("none"), 0, 5, 2) == []
+
+
+async def test_changes_after_a_revision_are_events_and_removals_in_one_read(store: Store):
+    stored = await _five_events(store)
+    await store.remove_events(key(), 3, 5, None, NOW)  # revision 6 removes e4, e5
+    last = event("e7", timestamp=NOW + 7)
+    await append(store, key(), last)  # revision 7
+
+    changes = await store.read_changes(key(), 2, 10, LIMIT, NOW)
+    assert changes is not None
+    assert (changes.revision, changes.more, changes.up_to) == (7, False, 7)
+    assert changes.events == [stored[2], StoredEvent(7, last.data)]
+    assert changes.removals == [Removal(6, ["e4", "e5"])]
+    # A batch that stops at its count or its bytes says so, and has read up to its last event.
+    first = await store.read_changes(key(), 0, 2, LIMIT, NOW)
+    assert first is not None
+    assert (first.events, first.more, first.up_to, first.removals) == (stored[:2], True, 2, [])
+    one = await store.read_changes(key(), 0, 10, 1, NOW)
+    assert one is not None and (one.events, one.more) == (stored[:1], True)
+    assert await store.read_changes(key(), 7, 10, LIMIT, NOW) is not None
+    assert await store.read_changes(key("none"), 0, 10, LIMIT, NOW) is None
 
 
 async def test_where_to_cut_to_remove_the_newest_events(store: Store):
