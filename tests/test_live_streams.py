@@ -5,6 +5,7 @@ PostgreSQL; a slow reader cut off and resuming whole; the browser guard and
 API keys as for reads."""
 
 import asyncio
+import contextlib
 import json
 import socket
 import uuid
@@ -16,6 +17,7 @@ import httpx
 import pytest
 
 from session_state.config import Settings
+from session_state_client import AsyncSessionStateClient, SessionStateClient, StreamMessage
 
 from .conftest import ServerProcess, asgi_client
 
@@ -282,3 +284,92 @@ async def test_an_origin_configured_for_cors_may_follow_a_stream(tmp_path):
             f"{session}/events/stream", headers={"Origin": "https://evil.example"}
         )
         assert other.status_code == 403
+
+
+class DroppingProxy:
+    """A TCP proxy in front of a server whose connections the test drops."""
+
+    def __init__(self, port: int) -> None:
+        self.port = port
+        self.writers: list[asyncio.StreamWriter] = []
+        self.connections = 0
+
+    async def start(self) -> str:
+        self.server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        return f"http://127.0.0.1:{self.server.sockets[0].getsockname()[1]}"
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.connections += 1
+        upstream_reader, upstream_writer = await asyncio.open_connection("127.0.0.1", self.port)
+        self.writers += [writer, upstream_writer]
+
+        async def pipe(source: asyncio.StreamReader, target: asyncio.StreamWriter) -> None:
+            with contextlib.suppress(OSError):
+                while data := await source.read(65536):
+                    target.write(data)
+                    await target.drain()
+            target.close()
+
+        await asyncio.gather(pipe(reader, upstream_writer), pipe(upstream_reader, writer))
+
+    def drop(self) -> None:
+        for writer in self.writers:
+            writer.transport.abort()
+        self.writers = []
+
+    async def close(self) -> None:
+        self.drop()
+        self.server.close()
+
+
+@pytest.mark.parametrize("flavour", ["async", "sync"])
+async def test_the_clients_follow_a_session_and_resume_by_themselves_after_a_drop(
+    streaming_servers, flavour
+):
+    first, last = streaming_servers["postgresql"]
+    proxy = DroppingProxy(first.port)
+    proxied = await proxy.start()
+    async with httpx.AsyncClient(base_url=last.base_url, timeout=30) as writer:
+        session = await new_session(writer)
+        app_name, user_id, session_id = session.split("/")[2::2]
+        where = {"app_name": app_name, "user_id": user_id, "session_id": session_id}
+        await append(writer, session, 5)
+        appending = asyncio.create_task(_append_for(writer, session, 25))
+
+        def on_tenth(count: int) -> None:
+            if count == 10:
+                asyncio.run_coroutine_threadsafe(_dropped(proxy), loop)
+
+        loop = asyncio.get_running_loop()
+        if flavour == "async":
+            client = AsyncSessionStateClient(base_url=proxied)
+            got = []
+            async for message in client.stream_events(**where, after=0):
+                got.append(message)
+                if len(got) == 10:
+                    proxy.drop()
+                if message.revision == 30:
+                    break
+            await client.aclose()
+        else:
+
+            def follow() -> list[StreamMessage]:
+                messages = []
+                with SessionStateClient(base_url=proxied) as client:
+                    for message in client.stream_events(**where, after=0):
+                        messages.append(message)
+                        on_tenth(len(messages))
+                        if message.revision == 30:
+                            break
+                return messages
+
+            got = await asyncio.to_thread(follow)
+        await appending
+        await proxy.close()
+    assert [m.revision for m in got] == list(range(1, 31))
+    assert all(m.event == "appended" and m.data["id"] for m in got)
+    assert proxy.connections >= 2  # it did reconnect
+
+
+async def _dropped(proxy: DroppingProxy) -> None:
+    proxy.drop()

@@ -34,6 +34,7 @@ from session_state_client._models import (
     Session,
     SessionPage,
 )
+from session_state_client._streams import StreamMessage
 from session_state_client._sync_client import SessionStateClient
 
 __version__ = "0.1.0"
@@ -70,6 +71,7 @@ __all__ = [
     "SessionStateClient",
     "SessionStateError",
     "StaleSessionError",
+    "StreamMessage",
     "UserInfo",
     "UserPage",
     "ValidationError",

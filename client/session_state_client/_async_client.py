@@ -19,7 +19,12 @@ from session_state_client._client import (
     Timeout,
     client_settings,
 )
-from session_state_client._constants import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT
+from session_state_client._constants import (
+    DEFAULT_MAX_RETRIES,
+    DEFAULT_TIMEOUT,
+    RETRYABLE_STATUSES,
+)
+from session_state_client._exceptions import APIStatusError, NotFoundError
 from session_state_client._models import (
     AppendResult,
     AppInfo,
@@ -38,6 +43,7 @@ from session_state_client._models import (
 )
 from session_state_client._requests import Answer, Call
 from session_state_client._revisions import SeenRevisions
+from session_state_client._streams import StreamMessage, StreamReader
 from session_state_client._transport import AIOHTTP_ERRORS, AiohttpTransport, aiohttp_failure
 
 __all__ = ["AsyncSessionStateClient"]
@@ -383,6 +389,50 @@ class AsyncSessionStateClient:
                 app_name, user_id, session_id, order, page_size, page_token, after_timestamp
             )
         )
+
+    async def stream_events(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        after: int | None = None,
+    ) -> AsyncIterator[StreamMessage]:
+        """Follows the session: its changes after revision `after` (None: from
+        now on), then each as it is stored, by any server process, until it
+        is deleted. A dropped connection is resumed by itself after the last
+        revision received, so nothing is missed or repeated (connection
+        failures in a row: at most `max_retries` before the error is raised).
+        NotFoundError if the session does not exist; leave the loop to stop.
+        """
+        path = _requests.event_stream_path(app_name, user_id, session_id)
+        reader = StreamReader(after)
+        attempt = 0
+        while True:
+            reader.restart()
+            try:
+                async for line in self._http.stream_lines(path, reader.headers()):
+                    reader.opened = True
+                    message = reader.feed(line)
+                    if message is None:
+                        continue
+                    attempt = 0
+                    yield message
+                    if message.event == "deleted":
+                        return
+            except AIOHTTP_ERRORS as error:
+                if attempt >= self.max_retries:
+                    raise aiohttp_failure(error, "GET", self._http.url_of(path))[0] from error
+            except NotFoundError:
+                if not reader.opened:
+                    raise
+                yield reader.deleted_while_away(session_id)  # deleted while we were away
+                return
+            except APIStatusError as error:
+                if attempt >= self.max_retries or error.status_code not in RETRYABLE_STATUSES:
+                    raise
+            await asyncio.sleep(_requests.retry_delay(attempt, None))
+            attempt += 1
 
     async def iter_events(
         self,

@@ -126,6 +126,10 @@ def _session_path(app_name: str, user_id: str, session_id: str) -> str:
     return f"/apps/{_segment(app_name)}/users/{_segment(user_id)}/sessions/{_segment(session_id)}"
 
 
+def event_stream_path(app_name: str, user_id: str, session_id: str) -> str:
+    return _session_path(app_name, user_id, session_id) + "/events/stream"
+
+
 def _params(**values: Any) -> dict[str, Any]:
     return {key: value for key, value in values.items() if value is not None}
 

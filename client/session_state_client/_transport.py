@@ -20,7 +20,7 @@ import os
 import re
 import threading
 import weakref
-from collections.abc import AsyncGenerator, Callable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Mapping
 from typing import Any
 
 import aiohttp
@@ -28,8 +28,13 @@ import httpx
 from aiohttp.helpers import get_env_proxy_for_url
 from yarl import URL
 
-from session_state_client._exceptions import APIConnectionError, APITimeoutError
+from session_state_client._exceptions import (
+    APIConnectionError,
+    APITimeoutError,
+    error_from_response,
+)
 from session_state_client._requests import WireAnswer
+from session_state_client._streams import STREAM_CONNECT_TIMEOUT, STREAM_READ_TIMEOUT
 
 MAX_CONNECTIONS = 100  # as httpx's default pool
 # Below uvicorn's default keep-alive of 5 s, so that a connection is not reused
@@ -164,6 +169,16 @@ class HttpxTransport:
 
     def url_of(self, path: str) -> str:
         return str(self._client.base_url).rstrip("/") + path
+
+    def stream_lines(self, path: str, headers: Mapping[str, str]) -> Iterator[str]:
+        """The lines of a text/event-stream answer; the error of any other.
+        Closing the iterator closes the connection."""
+        timeout = httpx.Timeout(STREAM_READ_TIMEOUT, connect=STREAM_CONNECT_TIMEOUT)
+        with self._client.stream("GET", path, headers=headers, timeout=timeout) as response:
+            if response.status_code != 200:
+                response.read()
+                raise error_from_response(response)
+            yield from response.iter_lines()
 
     def close(self) -> None:
         """Closes the connections of the client made here (not a caller's)."""
@@ -329,6 +344,31 @@ class AiohttpTransport:
 
     def url_of(self, path: str) -> str:
         return self._base_url + path
+
+    async def stream_lines(self, path: str, headers: Mapping[str, str]) -> AsyncIterator[str]:
+        """The lines of a text/event-stream answer; the error of any other.
+        Closing the iterator closes the connection."""
+        session = await self._session()
+        request_headers = headers if self._given_session is None else {**self._headers, **headers}
+        timeout = aiohttp.ClientTimeout(
+            total=None, sock_connect=STREAM_CONNECT_TIMEOUT, sock_read=STREAM_READ_TIMEOUT
+        )
+        async with session.get(
+            URL(self._base_url + path, encoded=True), headers=request_headers, timeout=timeout
+        ) as response:
+            if response.status != 200:
+                content = await response.read()
+                answer = WireAnswer(
+                    response.status,
+                    response.headers,
+                    content,
+                    reason=response.reason,
+                    method="GET",
+                    url=response.url,
+                )
+                raise error_from_response(answer.to_httpx())
+            async for line in response.content:
+                yield line.decode()
 
     async def aclose(self) -> None:
         """Closes the connections of every loop: this loop's awaited, those
