@@ -1,0 +1,207 @@
+"""Live streams (issue 30): delivery latency across processes, memory per
+idle stream, and append latency with idle subscribers.
+
+Two `serve` processes on one PostgreSQL database (one machine): readers
+follow sessions on process A while writers append through process B, so
+every message crosses processes by LISTEN/NOTIFY.
+
+- delivery: 4 sessions appended to concurrently (each append answered, then
+  the next), one reader per session; latency is from the append's answer to
+  the message with its revision arriving at the reader (p50, p99).
+- idle memory: process A's RSS before and after `--idle` streams are opened
+  (raw sockets, nothing sent after the request), per stream.
+- append latency: p50/p99 of sequential appends answered by process A with
+  0, 200 and 1000 idle streams open on it (following another session).
+
+    python -m bench.streams [--appends 200] [--idle 1000]
+
+Figures go to bench/results/streams.json.
+"""
+
+import argparse
+import asyncio
+import json
+import socket
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from tests.conftest import (
+    ServerProcess,
+    _async_url,
+    create_postgres_database,
+    drop_postgres_database,
+    migrate,
+)
+
+RESULTS = Path(__file__).parent / "results" / "streams.json"
+EVENT = {"author": "agent", "invocationId": "bench", "content": {"parts": [{"text": "step"}]}}
+
+
+def _percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
+
+
+def _rss_kib(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    raise LookupError("VmRSS")
+
+
+async def _session(http: httpx.AsyncClient, user: str) -> str:
+    created = await http.post(f"/apps/bench-streams/users/{user}/sessions", json={})
+    created.raise_for_status()
+    return f"/apps/bench-streams/users/{user}/sessions/{created.json()['id']}"
+
+
+async def _delivery(reader_url: str, writer_url: str, appends: int) -> dict[str, float]:
+    answered: dict[tuple[int, int], float] = {}
+    arrived: dict[tuple[int, int], float] = {}
+    async with (
+        httpx.AsyncClient(base_url=reader_url, timeout=60) as reader,
+        httpx.AsyncClient(base_url=writer_url, timeout=60) as writer,
+    ):
+        sessions = [await _session(writer, f"delivery-{n}") for n in range(4)]
+        ready = asyncio.Event()
+        opened = 0
+
+        async def follow(index: int, session: str) -> None:
+            nonlocal opened
+            async with reader.stream("GET", f"{session}/events/stream") as response:
+                opened += 1
+                if opened == len(sessions):
+                    ready.set()
+                async for line in response.aiter_lines():
+                    if line.startswith("id: "):
+                        revision = int(line[4:])
+                        arrived[(index, revision)] = time.perf_counter()
+                        if revision == appends:
+                            return
+
+        async def write(index: int, session: str) -> None:
+            await ready.wait()
+            for _ in range(appends):
+                answer = await writer.post(f"{session}/events", json=EVENT)
+                answered[(index, int(answer.headers["etag"].strip('"')))] = time.perf_counter()
+
+        await asyncio.gather(
+            *(follow(n, s) for n, s in enumerate(sessions)),
+            *(write(n, s) for n, s in enumerate(sessions)),
+        )
+    # A message may arrive before its append's answer is read: 0 then.
+    latencies = [max(0.0, arrived[key] - answered[key]) for key in answered]
+    return {
+        "messages": len(arrived),
+        "p50_ms": 1000 * statistics.median(latencies),
+        "p99_ms": 1000 * _percentile(latencies, 0.99),
+    }
+
+
+def _open_idle(base_url: str, session: str, count: int) -> list[socket.socket]:
+    host, port = base_url.removeprefix("http://").split(":")
+    sockets = []
+    for _ in range(count):
+        connection = socket.create_connection((host, int(port)))
+        connection.sendall(f"GET {session}/events/stream HTTP/1.1\r\nHost: {host}\r\n\r\n".encode())
+        sockets.append(connection)
+    for connection in sockets:  # every stream answered (its opening read)
+        connection.settimeout(30)
+        assert connection.recv(4096).startswith(b"HTTP/1.1 200")
+    return sockets
+
+
+async def _append_latency(base_url: str, session: str, appends: int) -> dict[str, float]:
+    times = []
+    async with httpx.AsyncClient(base_url=base_url, timeout=60) as http:
+        for _ in range(appends):
+            started = time.perf_counter()
+            (await http.post(f"{session}/events", json=EVENT)).raise_for_status()
+            times.append(time.perf_counter() - started)
+    return {"p50_ms": 1000 * statistics.median(times), "p99_ms": 1000 * _percentile(times, 0.99)}
+
+
+def measure(appends: int, idle: int) -> dict[str, Any]:
+    database = create_postgres_database("streams_bench")
+    url = _async_url(database)
+    servers: list[ServerProcess] = []
+    try:
+        migrate(url)
+        env = {"SESSION_STATE_SWEEP_INTERVAL_SECONDS": "0", "SESSION_STATE_LOG_LEVEL": "warning"}
+        servers = [ServerProcess(url, **env).start(), ServerProcess(url, **env).start()]
+        reader, writer = servers
+        results: dict[str, Any] = {
+            "delivery": asyncio.run(_delivery(reader.base_url, writer.base_url, appends))
+        }
+
+        async def sessions() -> tuple[str, str]:
+            async with httpx.AsyncClient(base_url=reader.base_url) as http:
+                return await _session(http, "idle"), await _session(http, "appended")
+
+        idle_session, appended = asyncio.run(sessions())
+        assert reader.process is not None
+        pid = reader.process.pid
+        rows = []
+        opened: list[socket.socket] = []
+        before = 0
+        for subscribers in (0, 200, 1000):
+            opened += _open_idle(reader.base_url, idle_session, subscribers - len(opened))
+            time.sleep(1)
+            if subscribers == 0:
+                before = _rss_kib(pid)
+            rows.append(
+                {
+                    "idle_streams": subscribers,
+                    **asyncio.run(_append_latency(reader.base_url, appended, appends)),
+                }
+            )
+        results["append_latency"] = rows
+        opened += _open_idle(reader.base_url, idle_session, max(idle - len(opened), 0))
+        time.sleep(2)
+        after = _rss_kib(pid)
+        results["idle_memory"] = {
+            "streams_open": len(opened),
+            "rss_without_streams_kib": before,
+            "rss_with_streams_kib": after,
+            "kib_per_stream": (after - before) / max(len(opened), 1),
+        }
+        for connection in opened:
+            connection.close()
+    finally:
+        for server in servers:
+            server.stop()
+        drop_postgres_database(database)
+    return results
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--appends", type=int, default=200)
+    parser.add_argument("--idle", type=int, default=2000)
+    arguments = parser.parse_args(argv)
+    results = measure(arguments.appends, arguments.idle)
+    delivery = results["delivery"]
+    print(
+        f"delivery (4 sessions, cross-process): p50 {delivery['p50_ms']:.1f} ms, "
+        f"p99 {delivery['p99_ms']:.1f} ms over {delivery['messages']} messages"
+    )
+    print("| idle streams | append p50 ms | append p99 ms |")
+    print("| --- | --- | --- |")
+    for row in results["append_latency"]:
+        print(f"| {row['idle_streams']} | {row['p50_ms']:.2f} | {row['p99_ms']:.2f} |")
+    memory = results["idle_memory"]
+    print(
+        f"idle memory: {memory['kib_per_stream']:.1f} KiB RSS per stream, "
+        f"{memory['streams_open']} open: {memory['rss_with_streams_kib'] / 1024:.0f} MiB "
+        f"(without streams {memory['rss_without_streams_kib'] / 1024:.0f} MiB)"
+    )
+    RESULTS.write_text(json.dumps(results, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
