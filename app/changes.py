@@ -67,9 +67,12 @@ WatchKey = tuple[str, str | None, str | None]
 
 
 class ChangeHub:
-    def __init__(self) -> None:
+    def __init__(self, max_reads_at_once: int = 4) -> None:
         self._waiters: dict[WatchKey, set[Waiter]] = {}
         self.relay: Relay | None = None
+        # Streams of this process reading storage at once: a change followed
+        # by thousands must not take every pooled connection from the writes.
+        self.reads = asyncio.Semaphore(max_reads_at_once)
 
     @contextlib.contextmanager
     def watch(
@@ -131,9 +134,14 @@ class ChangeHub:
             self.relay = None
 
 
+# Hints a user stream keeps between two reads of storage (only deletions
+# matter: storage has the rest); past it, deletions are not reported.
+MAX_KEPT_CHANGES = 1000
+
+
 def _set(waiter: Waiter, change: Change) -> None:
     waiter.flag.set()
-    if waiter.changes is not None:
+    if waiter.changes is not None and len(waiter.changes) < MAX_KEPT_CHANGES:
         waiter.changes.append(change)
 
 

@@ -66,7 +66,7 @@ def create_app(
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         store = await open_store(settings)
-        changes = ChangeHub()
+        changes = ChangeHub(max_reads_at_once=max(1, settings.db_pool_size // 2))
         if not settings.is_sqlite:
             relay = PostgresChangeRelay(
                 changes, asyncpg_dsn(settings.database_url), settings.db_timeout_seconds

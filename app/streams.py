@@ -12,23 +12,27 @@ can be missed.
 """
 
 import asyncio
+import logging
+import random
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Literal
 
 from . import json_codec
-from .changes import ChangeHub, Waiter
+from .changes import Change, ChangeHub, Waiter
 from .db.store import Store
 from .domain import SessionChanges, SessionKey
-from .errors import FieldError, InvalidInput, SessionNotFound
+from .errors import DatabaseUnavailable, FieldError, InvalidInput, SessionNotFound
+
+logger = logging.getLogger("session_state.streams")
 
 # Events read from storage at once, and their JSON bytes (after the first):
 # what one stream holds in memory while its reader takes them.
 READ_BATCH_EVENTS = 100
 READ_BATCH_BYTES = 1024 * 1024
 
-MessageKind = Literal["appended", "removed", "deleted"]
+MessageKind = Literal["appended", "removed", "deleted", "created"]
 
 
 @dataclass(frozen=True)
@@ -39,6 +43,8 @@ class StreamMessage:
     event: MessageKind
     data: str
     id: int | None = None
+    # A user stream's id: the update time its reader has every change up to.
+    cursor: float | None = None
 
 
 # A heartbeat is due: the stream sends a comment line.
@@ -106,21 +112,25 @@ class SessionStream:
         waiter = self._waiter
         assert waiter is not None, "open() first"
         try:
-            heartbeat_at = time.monotonic() + self.heartbeat_seconds
+            heartbeat_at = _next_heartbeat(self.heartbeat_seconds)
             while True:
                 waiter.flag.clear()  # a hint arriving while we read wakes us again
                 sent = False
-                async for message in self._read():
-                    sent = True
-                    yield message
-                    if message.event == "deleted":
-                        return
+                try:
+                    async for message in self._read():
+                        sent = True
+                        yield message
+                        if message.event == "deleted":
+                            return
+                except DatabaseUnavailable:
+                    # Read again at the next heartbeat; nothing is lost meanwhile.
+                    _log_unavailable()
                 if sent:
-                    heartbeat_at = time.monotonic() + self.heartbeat_seconds
+                    heartbeat_at = _next_heartbeat(self.heartbeat_seconds)
                 woken = await self._wait(waiter, heartbeat_at)
                 if not woken and time.monotonic() >= heartbeat_at:
                     yield HEARTBEAT
-                    heartbeat_at = time.monotonic() + self.heartbeat_seconds
+                    heartbeat_at = _next_heartbeat(self.heartbeat_seconds)
         finally:
             self.close()
 
@@ -138,9 +148,10 @@ class SessionStream:
     async def _read(self) -> AsyncIterator[StreamMessage]:
         more = True
         while more:
-            changes = await self.store.read_changes(
-                self.key, self.last, READ_BATCH_EVENTS, READ_BATCH_BYTES, self.clock()
-            )
+            async with self.hub.reads:
+                changes = await self.store.read_changes(
+                    self.key, self.last, READ_BATCH_EVENTS, READ_BATCH_BYTES, self.clock()
+                )
             if changes is None or changes.revision < self.last:
                 # Deleted, expired or erased (or deleted and created again).
                 yield StreamMessage("deleted", json_codec.dumps_text(self._deleted()))
@@ -155,6 +166,24 @@ class SessionStream:
 
     def _deleted(self) -> dict[str, object]:
         return {"sessionId": self.key.session_id, "revision": self.last}
+
+
+_last_logged = 0.0
+LOG_EVERY_SECONDS = 10.0
+
+
+def _log_unavailable() -> None:
+    """Once in a while, not once per stream: thousands may fail together."""
+    global _last_logged
+    if time.monotonic() - _last_logged >= LOG_EVERY_SECONDS:
+        _last_logged = time.monotonic()
+        logger.warning("live streams: database unavailable, they read again at their heartbeat")
+
+
+def _next_heartbeat(interval: float) -> float:
+    """When the next heartbeat is due: within the interval, spread so that
+    streams opened together do not all read storage at the same moment."""
+    return time.monotonic() + interval * random.uniform(0.5, 1.0)
 
 
 def _in_revision_order(changes: SessionChanges) -> list[StreamMessage]:
@@ -181,4 +210,116 @@ def event_stream_bytes(item: StreamItem) -> bytes:
     head = f"event: {item.event}\n"
     if item.id is not None:
         head = f"id: {item.id}\n" + head
+    elif item.cursor is not None:
+        head = f"id: {item.cursor!r}\n" + head
     return (head + f"data: {item.data}\n\n").encode()
+
+
+# A user stream reads sessions changed since its cursor less this much: a
+# change committed late with an earlier update time (writers' clocks differ,
+# a transaction took long) is still found. Summaries within it may repeat
+# after a reconnection; they say where a session is, so a repeat is harmless.
+USER_STREAM_LOOKBACK_SECONDS = 5.0
+USER_STREAM_BATCH = 100
+
+
+class UserStream:
+    """One reader following every session of a user: summaries read from
+    storage in update-time order (`created`, `appended`, `removed`), and
+    `deleted` as this process hears of it (live only)."""
+
+    def __init__(
+        self,
+        store: Store,
+        hub: ChangeHub,
+        app_name: str,
+        user_id: str,
+        *,
+        heartbeat_seconds: float,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.store = store
+        self.hub = hub
+        self.app_name = app_name
+        self.user_id = user_id
+        self.heartbeat_seconds = heartbeat_seconds
+        self.clock = clock
+        self._watch = hub.watch(app_name, user_id, None, keep_changes=True)
+        self._waiter: Waiter | None = None
+        self.cursor = 0.0  # an update time: summaries of changes after it
+        # Revisions sent of sessions changed within the lookback.
+        self._sent: dict[str, tuple[float, int]] = {}
+
+    def open(self, cursor: float | None) -> None:
+        self._waiter = self._watch.__enter__()
+        self.cursor = self.clock() if cursor is None else cursor
+
+    def close(self) -> None:
+        if self._waiter is not None:
+            self._waiter = None
+            self._watch.__exit__(None, None, None)
+
+    async def messages(self) -> AsyncGenerator[StreamItem, None]:
+        waiter = self._waiter
+        assert waiter is not None, "open() first"
+        try:
+            heartbeat_at = _next_heartbeat(self.heartbeat_seconds)
+            while True:
+                waiter.flag.clear()
+                hints = waiter.changes or []
+                waiter.changes = []
+                sent = False
+                try:
+                    async for message in self._read(hints):
+                        sent = True
+                        yield message
+                except DatabaseUnavailable:
+                    _log_unavailable()
+                if sent:
+                    heartbeat_at = _next_heartbeat(self.heartbeat_seconds)
+                try:
+                    timeout = max(heartbeat_at - time.monotonic(), 0.0)
+                    await asyncio.wait_for(waiter.flag.wait(), timeout)
+                except TimeoutError:
+                    if time.monotonic() >= heartbeat_at:
+                        yield HEARTBEAT
+                        heartbeat_at = _next_heartbeat(self.heartbeat_seconds)
+        finally:
+            self.close()
+
+    async def _read(self, hints: list[Change]) -> AsyncIterator[StreamMessage]:
+        kinds = {(h.session_id, h.revision): h.kind for h in hints if h.session_id is not None}
+        for hint in hints:
+            if hint.kind == "deleted":
+                self._sent.pop(hint.session_id or "", None)
+                yield StreamMessage(
+                    "deleted", json_codec.dumps_text({"sessionId": hint.session_id})
+                )
+        start = self.cursor - USER_STREAM_LOOKBACK_SECONDS
+        after: tuple[float, str, str] | None = (start, "", "")
+        while after is not None:
+            async with self.hub.reads:
+                listing = await self.store.page_sessions(
+                    self.app_name, self.user_id, after, USER_STREAM_BATCH, 1 << 20, self.clock()
+                )
+            for row in listing.sessions:
+                seen = self._sent.get(row.id)
+                if seen is not None and seen[1] >= row.revision:
+                    continue
+                self._sent[row.id] = (row.update_time, row.revision)
+                kind = kinds.get((row.id, row.revision))
+                event: MessageKind = "created" if row.revision == 0 else "appended"
+                if kind == "removed":
+                    event = "removed"
+                self.cursor = max(self.cursor, row.update_time)
+                summary = {
+                    "sessionId": row.id,
+                    "revision": row.revision,
+                    "updateTime": row.update_time,
+                }
+                yield StreamMessage(event, json_codec.dumps_text(summary), None, self.cursor)
+            last = listing.sessions[-1] if listing.sessions else None
+            after = (last.update_time, last.user_id, last.id) if listing.more and last else None
+        # What is older than the lookback will not be read again.
+        horizon = self.cursor - USER_STREAM_LOOKBACK_SECONDS
+        self._sent = {k: v for k, v in self._sent.items() if v[0] >= horizon}

@@ -32,6 +32,7 @@ class Message:
     event: str
     data: str
     id: int | None
+    raw_id: str = ""
 
 
 async def messages(response: httpx.Response) -> AsyncIterator[Message]:
@@ -40,10 +41,9 @@ async def messages(response: httpx.Response) -> AsyncIterator[Message]:
     async for line in response.aiter_lines():
         if line == "":
             if "event" in fields:
-                identifier = fields.get("id")
-                yield Message(
-                    fields["event"], fields["data"], int(identifier) if identifier else None
-                )
+                identifier = fields.get("id", "")
+                number = int(identifier) if identifier.isdigit() else None
+                yield Message(fields["event"], fields["data"], number, identifier)
             fields = {}
         elif not line.startswith(":"):
             name, _, value = line.partition(": ")
@@ -373,3 +373,45 @@ async def test_the_clients_follow_a_session_and_resume_by_themselves_after_a_dro
 
 async def _dropped(proxy: DroppingProxy) -> None:
     proxy.drop()
+
+
+async def test_a_user_stream_summarises_each_change_and_resumes_by_its_cursor(servers):
+    first, last = servers[0], servers[-1]
+    user = f"/apps/live/users/dash{uuid.uuid4().hex[:8]}"
+    async with (
+        httpx.AsyncClient(base_url=first.base_url, timeout=30) as reader,
+        httpx.AsyncClient(base_url=last.base_url, timeout=30) as writer,
+        reader.stream("GET", f"{user}/sessions/stream") as response,
+    ):
+        assert response.status_code == 200
+        received = messages(response)
+        session = f"{user}/sessions/s1"
+        assert (await writer.post(f"{user}/sessions", json={"sessionId": "s1"})).status_code == 201
+        created = await anext(received)
+        assert (created.event, json.loads(created.data)["sessionId"]) == ("created", "s1")
+        await append(writer, session, 2)
+        appended = await anext(received)
+        assert (appended.event, json.loads(appended.data)["revision"]) == ("appended", 2)
+        assert (await writer.delete(f"{session}/events", params={"last": 1})).status_code == 200
+        removed = await anext(received)
+        assert (removed.event, json.loads(removed.data)["revision"]) == ("removed", 3)
+        assert (await writer.delete(session)).status_code == 204
+        deleted = await anext(received)
+        assert (deleted.event, json.loads(deleted.data)) == ("deleted", {"sessionId": "s1"})
+        cursor = created.raw_id
+    # A resume from the cursor of `created` finds what changed since.
+    await writer_post_session(last.base_url, user, "s2")
+    async with (
+        httpx.AsyncClient(base_url=first.base_url, timeout=30) as reader,
+        reader.stream(
+            "GET", f"{user}/sessions/stream", headers={"Last-Event-ID": cursor}
+        ) as response,
+    ):
+        resumed = await anext(messages(response))
+    assert (resumed.event, json.loads(resumed.data)["sessionId"]) == ("created", "s2")
+
+
+async def writer_post_session(base_url: str, user: str, session_id: str) -> None:
+    async with httpx.AsyncClient(base_url=base_url, timeout=30) as http:
+        created = await http.post(f"{user}/sessions", json={"sessionId": session_id})
+        assert created.status_code == 201

@@ -8,7 +8,7 @@ from starlette.responses import Response
 from ...domain import SessionKey
 from ...errors import BadRequest
 from ...limits import MAX_INT64
-from ...streams import SessionStream
+from ...streams import SessionStream, UserStream
 from ..dependencies import AppName, SessionId, UserId, service_of
 from ..event_stream import EVENT_STREAM_MEDIA_TYPE, EventStreamResponse
 from .sessions import problem_responses
@@ -89,6 +89,78 @@ async def stream_session_events(
         await stream.open(_revision(last_event_id), after_field=["header", "Last-Event-ID"])
     else:
         await stream.open(after, after_field=["query", "after"])
+    return EventStreamResponse(
+        stream.messages(),
+        send_timeout=settings.stream_send_timeout_seconds,
+        on_close=stream.close,
+    )
+
+
+USER_STREAM_PATH = "/apps/{app_name}/users/{user_id}/sessions/stream"
+CURSOR_MESSAGE = "Last-Event-ID of a user stream must be an id it sent, such as 1795708099.99"
+
+_USER_STREAM_DESCRIPTION = """\
+Summaries of every change to the user's sessions, for dashboards: `created`,
+`appended` (also any other change but a removal) and `removed`, each with
+`data:` `{"sessionId", "revision", "updateTime"}` and `id:` a cursor (an
+update time), read from storage; `deleted` (`{"sessionId"}`; null: all of
+the user's, an erasure) as the serving process hears of it, live only.
+Resume with `Last-Event-ID` or `?after=<cursor>`: the sessions changed since,
+one summary each at its newest revision; summaries may repeat after a
+reconnection, deletions and expiries while away are not replayed (list the
+sessions again). This path takes the place of GET of a session whose id is
+`stream` (docs/api.md, "Live streams")."""
+
+
+def _cursor(text: str) -> float:
+    try:
+        value = float(text.strip())
+    except ValueError:
+        raise BadRequest(CURSOR_MESSAGE) from None
+    if not 0 <= value < 1e12:  # NaN and infinities included
+        raise BadRequest(CURSOR_MESSAGE)
+    return value
+
+
+@router.get(
+    USER_STREAM_PATH,
+    response_class=Response,
+    responses={
+        200: {
+            "description": "The stream (text/event-stream)",
+            "content": {EVENT_STREAM_MEDIA_TYPE: {"schema": {"type": "string"}}},
+        },
+        **problem_responses(400),
+    },
+    summary="Follow changes to every session of a user (Server-Sent Events)",
+    description=_USER_STREAM_DESCRIPTION,
+)
+async def stream_user_sessions(
+    app_name: AppName,
+    user_id: UserId,
+    request: Request,
+    after: Annotated[
+        float | None,
+        Query(
+            ge=0,
+            lt=1e12,
+            allow_inf_nan=False,
+            description="Start after this cursor (an id the stream sent); Last-Event-ID wins.",
+        ),
+    ] = None,
+    last_event_id: LastEventId = None,
+) -> Response:
+    service = service_of(request)
+    settings = request.app.state.settings
+    stream = UserStream(
+        service.store,
+        service.changes,
+        app_name,
+        user_id,
+        heartbeat_seconds=settings.stream_heartbeat_seconds,
+        clock=service.clock,
+    )
+    stream.open(_cursor(last_event_id) if last_event_id is not None else after)
     return EventStreamResponse(
         stream.messages(),
         send_timeout=settings.stream_send_timeout_seconds,
