@@ -8,6 +8,7 @@ import asyncio
 import contextlib
 import json
 import socket
+import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -415,3 +416,21 @@ async def writer_post_session(base_url: str, user: str, session_id: str) -> None
     async with httpx.AsyncClient(base_url=base_url, timeout=30) as http:
         created = await http.post(f"{user}/sessions", json={"sessionId": session_id})
         assert created.status_code == 201
+
+
+async def test_a_graceful_shutdown_ends_streams_cleanly(streaming_servers):
+    server = streaming_servers["sqlite"][0]
+    async with httpx.AsyncClient(base_url=server.base_url, timeout=30) as http:
+        session = await new_session(http)
+        async with http.stream("GET", f"{session}/events/stream") as response:
+            assert response.status_code == 200
+            started = time.monotonic()
+            stopping = asyncio.create_task(asyncio.to_thread(server.stop))
+            # The body ends as a body ends (no protocol error), long before
+            # uvicorn's 30 s grace would have run out.
+            rest = [line async for line in response.aiter_lines()]
+            ended_after = time.monotonic() - started
+    await stopping
+    server.start()  # for any test after this one
+    assert not [line for line in rest if line.startswith("event:")]
+    assert ended_after < 10

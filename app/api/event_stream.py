@@ -93,6 +93,10 @@ class EventStreamResponse(Response):
             logger.info("live stream cut off: its reader took nothing for %ss", self.send_timeout)
             if control is not None:
                 control.abort()
+                # Its connection_lost runs soon: then the server sees the
+                # reader gone, not a response left unfinished.
+                for _ in range(3):
+                    await asyncio.sleep(0)
             return
         # The stream ended (deleted) or the server is shutting down.
         with contextlib.suppress(TimeoutError):
