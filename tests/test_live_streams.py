@@ -64,15 +64,19 @@ def streaming_servers(
             list(pool.map(ServerProcess.start, started))
         yield {"sqlite": started[:1], "postgresql": started[1:]}
     finally:
-        for process in started:
-            process.stop()
+        with ThreadPoolExecutor(len(started)) as pool:
+            list(pool.map(ServerProcess.stop, started))
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
 def servers(
     request: pytest.FixtureRequest, streaming_servers: dict[str, list[ServerProcess]]
 ) -> list[ServerProcess]:
-    return streaming_servers[request.param]
+    chosen = streaming_servers[request.param]
+    for process in chosen:
+        if process.process is None:  # stopped by the shutdown test
+            process.start()
+    return chosen
 
 
 async def new_session(http: httpx.AsyncClient) -> str:
@@ -431,6 +435,5 @@ async def test_a_graceful_shutdown_ends_streams_cleanly(streaming_servers):
             rest = [line async for line in response.aiter_lines()]
             ended_after = time.monotonic() - started
     await stopping
-    server.start()  # for any test after this one
     assert not [line for line in rest if line.startswith("event:")]
     assert ended_after < 10
