@@ -365,6 +365,12 @@ def test_a_refused_large_body_leaves_the_client_usable(kind, tmp_path):
         server.stop()
 
 
+def test_a_stream_of_a_missing_session_is_not_found_on_both_clients(client, app_name):
+    # Following live sessions: tests/test_live_streams.py (both clients, a drop resumed).
+    with pytest.raises(NotFoundError):
+        list(client.stream_events(app_name=app_name, user_id="u", session_id="missing"))
+
+
 def test_every_public_method_is_exercised_on_both_clients():
     """Every method of the clients is called above by a test that runs on
     both (a test taking `client` or opening one by `kind`)."""
@@ -388,7 +394,7 @@ def test_every_public_method_is_exercised_on_both_clients():
     }
     # close: called as each `with` block of the tests ends.
     assert public - {"close"} <= called, sorted(public - {"close"} - called)
-    assert len(public) == 29
+    assert len(public) == 30
 
 
 # -- both clients side by side ---------------------------------------------------
