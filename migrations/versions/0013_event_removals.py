@@ -4,7 +4,7 @@ live stream resuming after an earlier revision can tell its reader which
 events went (app.streams). Rows go with their session.
 
 Revision ID: 0013
-Revises: 0010
+Revises: 0012
 Create Date: 2026-11-26
 """
 
@@ -14,7 +14,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0013"
-down_revision: str | None = "0010"
+down_revision: str | None = "0012"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
