@@ -242,26 +242,30 @@ class MemoryService:
         stored = stored_vector(question_vector)
         query = VectorQuery(self.embedder.model_id, stored.bits, max(RESCORED_CANDIDATES, limit))
         keyword_limit = max(KEYWORD_CANDIDATES, limit) if mode == "hybrid" else 0
-        candidates = await self.reads.read(
-            lambda store: store.memory_candidates(app_name, user_id, question, keyword_limit, query)
-        )
-        keyword = [identifier for identifier, _ in candidates.keyword]
-        if candidates.keyword and candidates.keyword[0][1]:
-            # A memory holds every word of the question (a name, a number, a
-            # code): the keyword ranking stands, as ADK's search would give it.
-            ids = keyword[:limit]
-        else:
-            by_meaning = self._by_meaning(question_vector, candidates.nearest, limit)
-            ids = (
-                by_meaning[:limit]
-                if mode == "semantic"
-                else fuse([keyword, by_meaning], [KEYWORD_WEIGHT, SEMANTIC_WEIGHT], FUSION_K)[
-                    :limit
-                ]
+
+        async def rank_and_read(store: Store) -> list[MemoryRecord]:
+            # One read of one database (a replica or the primary): the rows
+            # ranked are the rows read back.
+            candidates = await store.memory_candidates(
+                app_name, user_id, question, keyword_limit, query
             )
-        return await self.reads.read(
-            lambda store: store.read_memories(app_name, user_id, ids, budget)
-        )
+            keyword = [identifier for identifier, _ in candidates.keyword]
+            if candidates.keyword and candidates.keyword[0][1]:
+                # A memory holds every word of the question (a name, a number,
+                # a code): the keyword ranking stands, as ADK's search gives it.
+                ids = keyword[:limit]
+            else:
+                by_meaning = self._by_meaning(question_vector, candidates.nearest, limit)
+                ids = (
+                    by_meaning[:limit]
+                    if mode == "semantic"
+                    else fuse([keyword, by_meaning], [KEYWORD_WEIGHT, SEMANTIC_WEIGHT], FUSION_K)[
+                        :limit
+                    ]
+                )
+            return await store.read_memories(app_name, user_id, ids, budget)
+
+        return await self.reads.read(rank_and_read)
 
     async def _question_vector(self, mode: SearchMode, question: str) -> Vectors | None:
         if self.embedder is None:

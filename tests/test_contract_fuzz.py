@@ -74,7 +74,14 @@ def test_every_operation_answers_as_its_spec_says(api_schema, sqlite_server):
     # Schemathesis' own pytest plugin does not run under this pytest; the
     # same generation and checks, driven per operation with Hypothesis.
     failures = []
-    operations = [result.ok() for result in api_schema.get_all_operations()]
+    # The live streams answer a valid request with a stream that does not end,
+    # which a generated case would wait on until its timeout:
+    # tests/test_live_streams.py sends them their bad requests.
+    operations = [
+        operation
+        for operation in (result.ok() for result in api_schema.get_all_operations())
+        if not operation.path.endswith("/stream")
+    ]
     assert len(operations) >= 14
     for operation in operations:
 

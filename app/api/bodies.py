@@ -68,14 +68,18 @@ def validate_body(model: type[ModelT], document: Any) -> ModelT:
 
 
 def documented_body(
-    model: type[BaseModel], *, required: bool, example: dict[str, Any] | None = None
+    model: type[BaseModel],
+    *,
+    required: bool,
+    example: dict[str, Any] | None = None,
+    labelled_example: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """openapi_extra describing a JSON body of `model`, with the example (one
     of `examples.py`'s) that Swagger UI's "Try it out" starts from."""
     schema = _inlined(model.model_json_schema(by_alias=True, mode="validation"))
     media: dict[str, Any] = {"schema": schema}
     if example is not None:
-        media["examples"] = media_examples(example)
+        media["examples"] = media_examples(example, labelled_example)
     return {"requestBody": {"required": required, "content": {"application/json": media}}}
 
 

@@ -23,6 +23,12 @@ APPEND_EVENT: dict[str, Any] = {
     },
 }
 PATCH_STATE: dict[str, Any] = {"stateDelta": {"stage": "paid"}}
+# The README's labels: a labelled session, and its labels replaced.
+CREATE_LABELLED_SESSION: dict[str, Any] = {
+    "sessionId": "trip-2",
+    "labels": {"env": "prod", "team": "lisbon"},
+}
+REPLACE_LABELS: dict[str, Any] = {"labels": {"env": "prod", "team": "porto"}}
 INGEST_MEMORY: dict[str, Any] = {"sessionId": "trip-1"}
 FORK: dict[str, Any] = {"sessionId": "trip-1-retry", "upToEventId": "e1"}
 # The README's memory search by meaning: a paraphrase finds "dog".
@@ -37,6 +43,10 @@ ADD_MEMORIES: dict[str, Any] = {
 }
 
 
-def media_examples(value: dict[str, Any]) -> dict[str, Any]:
-    """The `examples` of a JSON request body's media type."""
-    return {"readme": {"summary": "The README's quick start", "value": value}}
+def media_examples(value: dict[str, Any], labelled: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The `examples` of a JSON request body's media type: the quick start's,
+    and the labels section's where it sends one to the same endpoint."""
+    found = {"readme": {"summary": "The README's quick start", "value": value}}
+    if labelled is not None:
+        found["labels"] = {"summary": "The README's labels", "value": labelled}
+    return found

@@ -318,7 +318,10 @@ async def get_session(
     response_model=Session,
     responses={201: {"headers": _ETAG_HEADER}, **problem_responses(400, 409)},
     openapi_extra=documented_body(
-        CreateSessionRequest, required=False, example=examples.CREATE_SESSION
+        CreateSessionRequest,
+        required=False,
+        example=examples.CREATE_SESSION,
+        labelled_example=examples.CREATE_LABELLED_SESSION,
     ),
     summary="Create a session",
 )
@@ -427,7 +430,12 @@ async def delete_session(
     "/apps/{app_name}/users/{user_id}/sessions/{session_id}",
     response_model=Session,
     responses={200: {"headers": _ETAG_HEADER}, **problem_responses(400, 404, 412)},
-    openapi_extra=documented_body(PatchSessionRequest, required=True, example=examples.PATCH_STATE),
+    openapi_extra=documented_body(
+        PatchSessionRequest,
+        required=True,
+        example=examples.PATCH_STATE,
+        labelled_example=examples.REPLACE_LABELS,
+    ),
     summary="Change state (recorded as an event) or expiry without running an agent",
 )
 async def patch_session(
