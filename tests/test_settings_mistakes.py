@@ -71,6 +71,9 @@ BAD_VALUES = {
     "memory_embedder_batch_size": ["0", "5000"],
     "memory_embedder_timeout_seconds": ["0", "inf", "1000"],
     "memory_min_similarity": ["2", "nan", "high"],
+    "stream_heartbeat_seconds": ["0", "60", "nan"],
+    "stream_send_timeout_seconds": ["-1", "inf"],
+    "cors_origins": ["ui.example.com", "https://ui.example.com/app", "*"],
 }
 
 
