@@ -435,8 +435,7 @@ class Run:
 
     @staticmethod
     async def _deep_token(database: str, offset: int) -> str:
-        from session_state.api.page_tokens import SESSIONS_TOKEN
-        from session_state.pagination import encode_token
+        from session_state.api.page_tokens import sessions_token
 
         connection = await asyncpg.connect(dsn(database))
         try:
@@ -447,9 +446,10 @@ class Run:
             )
         finally:
             await connection.close()
-        # The token of the app-wide list ("listing", all users).
-        position = [row["update_time"], row["user_id"], row["id"]]
-        return encode_token(SESSIONS_TOKEN, ("listing", ""), position)
+        # The token of the app-wide list ("listing", all users, no filter).
+        token = sessions_token((row["update_time"], row["user_id"], row["id"]), "listing", None)
+        assert token is not None
+        return token
 
 
 def summarise(raw: dict[str, dict[str, list[dict[str, float]]]]) -> dict[str, Any]:
