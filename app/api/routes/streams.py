@@ -1,6 +1,6 @@
 """Live streams: a session's changes as Server-Sent Events (app.streams)."""
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Header, Query, Request
 from starlette.responses import Response
@@ -48,6 +48,17 @@ LastEventId = Annotated[
 ]
 
 
+def _stream_responses(*problem_statuses: int) -> dict[int | str, dict[str, Any]]:
+    """The OpenAPI answers of a stream route: the stream, or a problem."""
+    return {
+        200: {
+            "description": "The stream (text/event-stream)",
+            "content": {EVENT_STREAM_MEDIA_TYPE: {"schema": {"type": "string"}}},
+        },
+        **problem_responses(*problem_statuses),
+    }
+
+
 def _revision(last_event_id: str) -> int:
     text = last_event_id.strip()
     if not (text.isascii() and text.isdigit() and len(text) <= 19) or int(text) > MAX_INT64:
@@ -58,13 +69,7 @@ def _revision(last_event_id: str) -> int:
 @router.get(
     STREAM_PATH,
     response_class=Response,
-    responses={
-        200: {
-            "description": "The stream (text/event-stream)",
-            "content": {EVENT_STREAM_MEDIA_TYPE: {"schema": {"type": "string"}}},
-        },
-        **problem_responses(400, 404),
-    },
+    responses=_stream_responses(400, 404),
     summary="Follow a session's changes as they are stored (Server-Sent Events)",
     description=_STREAM_DESCRIPTION,
 )
@@ -125,13 +130,7 @@ def _cursor(text: str) -> float:
 @router.get(
     USER_STREAM_PATH,
     response_class=Response,
-    responses={
-        200: {
-            "description": "The stream (text/event-stream)",
-            "content": {EVENT_STREAM_MEDIA_TYPE: {"schema": {"type": "string"}}},
-        },
-        **problem_responses(400),
-    },
+    responses=_stream_responses(400),
     summary="Follow changes to every session of a user (Server-Sent Events)",
     description=_USER_STREAM_DESCRIPTION,
 )
