@@ -185,6 +185,32 @@ class SessionChanges:
         return self.events[-1].seq if self.events else 0
 
 
+TombstoneKind = Literal["deleted", "expired", "erased"]
+
+
+@dataclass(frozen=True)
+class Tombstone:
+    """A session that left a user's sessions: `seq` counts per user, in
+    commit order; `session_id` None for an erasure (every session)."""
+
+    seq: int
+    session_id: str | None
+    kind: TombstoneKind
+    time: float
+
+
+@dataclass(frozen=True)
+class UserChanges:
+    """What a user stream reads in one snapshot: the tombstones after its
+    sequence number (at most a batch, in order), the user's newest sequence
+    number, and a page of the user's sessions changed after its cursor."""
+
+    tombstones: list[Tombstone]
+    newest_seq: int
+    sessions: list["SessionRow"]
+    more_sessions: bool
+
+
 class _Counts:
     """Counts that add up field by field (a sweep's or an erasure's batches)."""
 

@@ -107,6 +107,7 @@ def create_app(
             clock=clock,
             with_memories=forget_expired_memories,
             also_sweep=_both(app.state.checkpoints.sweep_expired, app.state.store.sweep_expired),
+            changes=app.state.service.changes,
         )
         sweeping = None
         if settings.sweep_interval_seconds > 0:

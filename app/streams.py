@@ -15,7 +15,7 @@ import asyncio
 import logging
 import random
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
@@ -32,7 +32,7 @@ logger = logging.getLogger("session_state.streams")
 READ_BATCH_EVENTS = 100
 READ_BATCH_BYTES = 1024 * 1024
 
-MessageKind = Literal["appended", "removed", "deleted", "created"]
+MessageKind = Literal["appended", "removed", "deleted", "created", "expired", "reset"]
 
 
 @dataclass(frozen=True)
@@ -43,8 +43,8 @@ class StreamMessage:
     event: MessageKind
     data: str
     id: int | None = None
-    # A user stream's id: the update time its reader has every change up to.
-    cursor: float | None = None
+    # A user stream's id: its cursor (UserCursor.text).
+    cursor: str | None = None
 
 
 # A heartbeat is due: the stream sends a comment line.
@@ -211,7 +211,7 @@ def event_stream_bytes(item: StreamItem) -> bytes:
     if item.id is not None:
         head = f"id: {item.id}\n" + head
     elif item.cursor is not None:
-        head = f"id: {item.cursor!r}\n" + head
+        head = f"id: {item.cursor}\n" + head
     return (head + f"data: {item.data}\n\n").encode()
 
 
@@ -221,12 +221,33 @@ def event_stream_bytes(item: StreamItem) -> bytes:
 # after a reconnection; they say where a session is, so a repeat is harmless.
 USER_STREAM_LOOKBACK_SECONDS = 5.0
 USER_STREAM_BATCH = 100
+# Tombstones (deletions, expiries, erasures) are kept this long: a user
+# stream resumed from an older cursor may have missed some, and is told to
+# start over (`reset`). The sweeper prunes them (docs/api.md, "Live streams").
+TOMBSTONE_RETENTION_SECONDS = 7 * 24 * 3600.0
+# Past any tombstone number: a read of tombstones that only wants the newest.
+_NO_TOMBSTONES_AFTER = 1 << 62
+
+
+@dataclass(frozen=True)
+class UserCursor:
+    """Where a user stream's reader is: every session change up to `time`
+    (an update time) and every tombstone up to `seq` (None: unknown, a
+    cursor of the former form, a bare update time)."""
+
+    time: float
+    seq: int | None
+
+    def text(self) -> str:
+        return f"{self.time!r}:{self.seq}"
 
 
 class UserStream:
     """One reader following every session of a user: summaries read from
     storage in update-time order (`created`, `appended`, `removed`), and
-    `deleted` as this process hears of it (live only)."""
+    tombstones in their order (`deleted`, `expired`), each read in one
+    snapshot with the tombstones first; `reset` when the tombstones after
+    the reader's cursor were pruned (it lists the sessions again)."""
 
     def __init__(
         self,
@@ -247,12 +268,40 @@ class UserStream:
         self._watch = hub.watch(app_name, user_id, None, keep_changes=True)
         self._waiter: Waiter | None = None
         self.cursor = 0.0  # an update time: summaries of changes after it
+        self.seq = 0  # the last tombstone sent
+        self._reset_reason: str | None = None
         # Revisions sent of sessions changed within the lookback.
         self._sent: dict[str, tuple[float, int]] = {}
 
-    def open(self, cursor: float | None) -> None:
+    async def open(self, cursor: UserCursor | None, *, cursor_field: list[str | int]) -> None:
+        """Raises InvalidInput when the cursor is past the user's newest
+        tombstone (made up, or of another database)."""
         self._waiter = self._watch.__enter__()
-        self.cursor = self.clock() if cursor is None else cursor
+        try:
+            now = self.clock()
+            newest = (
+                await self.store.read_user_changes(
+                    self.app_name, self.user_id, _NO_TOMBSTONES_AFTER, (now + 1e9, "", ""), 1, now
+                )
+            ).newest_seq
+            if cursor is not None and cursor.seq is not None and cursor.seq > newest:
+                raise InvalidInput(
+                    [FieldError(cursor_field, "the cursor is not one this user's stream sent")]
+                )
+        except BaseException:
+            self.close()
+            raise
+        if cursor is None:
+            self.cursor, self.seq = now, newest
+        elif cursor.seq is None:
+            self._start_over(now, newest, "the cursor is of a former form")
+        else:
+            self.cursor, self.seq = cursor.time, cursor.seq
+
+    def _start_over(self, now: float, newest: int, reason: str) -> None:
+        self.cursor, self.seq = now, newest
+        self._sent.clear()
+        self._reset_reason = reason
 
     def close(self) -> None:
         if self._waiter is not None:
@@ -270,6 +319,9 @@ class UserStream:
                 waiter.changes = []
                 sent = False
                 try:
+                    if self._reset_reason is not None:
+                        sent = True
+                        yield self._reset()
                     async for message in self._read(hints):
                         sent = True
                         yield message
@@ -287,28 +339,49 @@ class UserStream:
         finally:
             self.close()
 
+    def _reset(self) -> StreamMessage:
+        data = {"reason": self._reset_reason}
+        self._reset_reason = None
+        return self._message("reset", data)
+
+    def _message(self, event: MessageKind, data: Mapping[str, object]) -> StreamMessage:
+        return StreamMessage(
+            event, json_codec.dumps_text(data), None, UserCursor(self.cursor, self.seq).text()
+        )
+
     async def _read(self, hints: list[Change]) -> AsyncIterator[StreamMessage]:
         kinds = {(h.session_id, h.revision): h.kind for h in hints if h.session_id is not None}
-        for hint in hints:
-            if hint.kind == "deleted":
-                self._sent.pop(hint.session_id or "", None)
-                yield StreamMessage(
-                    "deleted", json_codec.dumps_text({"sessionId": hint.session_id})
-                )
         start = self.cursor - USER_STREAM_LOOKBACK_SECONDS
-        after: tuple[float, str, str] | None = (start, "", "")
-        while after is not None:
+        after: tuple[float, str, str] = (start, "", "")
+        more = True
+        while more:
             async with self.hub.reads:
-                listing = await self.store.page_sessions(
-                    self.app_name, self.user_id, after, USER_STREAM_BATCH, 1 << 20, self.clock()
+                changes = await self.store.read_user_changes(
+                    self.app_name, self.user_id, self.seq, after, USER_STREAM_BATCH, self.clock()
                 )
-            for row in listing.sessions:
+            gone = changes.tombstones
+            if gone and gone[0].seq != self.seq + 1 and gone[0].kind != "erased":
+                # Tombstones after the reader's were pruned: it missed some.
+                self._start_over(
+                    self.clock(), changes.newest_seq, "the cursor is older than the tombstones kept"
+                )
+                yield self._reset()
+                return
+            for tombstone in gone:
+                self.seq = tombstone.seq
+                if tombstone.session_id is None:
+                    self._sent.clear()
+                else:
+                    self._sent.pop(tombstone.session_id, None)
+                event: MessageKind = "expired" if tombstone.kind == "expired" else "deleted"
+                yield self._message(event, {"sessionId": tombstone.session_id})
+            for row in changes.sessions:
                 seen = self._sent.get(row.id)
                 if seen is not None and seen[1] >= row.revision:
                     continue
                 self._sent[row.id] = (row.update_time, row.revision)
                 kind = kinds.get((row.id, row.revision))
-                event: MessageKind = "created" if row.revision == 0 else "appended"
+                event = "created" if row.revision == 0 else "appended"
                 if kind == "removed":
                     event = "removed"
                 self.cursor = max(self.cursor, row.update_time)
@@ -317,9 +390,11 @@ class UserStream:
                     "revision": row.revision,
                     "updateTime": row.update_time,
                 }
-                yield StreamMessage(event, json_codec.dumps_text(summary), None, self.cursor)
-            last = listing.sessions[-1] if listing.sessions else None
-            after = (last.update_time, last.user_id, last.id) if listing.more and last else None
+                yield self._message(event, summary)
+            last = changes.sessions[-1] if changes.sessions else None
+            if changes.more_sessions and last is not None:
+                after = (last.update_time, last.user_id, last.id)
+            more = changes.more_sessions or len(gone) == USER_STREAM_BATCH
         # What is older than the lookback will not be read again.
         horizon = self.cursor - USER_STREAM_LOOKBACK_SECONDS
         self._sent = {k: v for k, v in self._sent.items() if v[0] >= horizon}

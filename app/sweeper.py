@@ -16,8 +16,9 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass
 
+from .changes import Change, ChangeHub
 from .db.store import Store
-from .domain import Swept
+from .domain import SessionKey, Swept
 from .errors import DatabaseUnavailable
 from .metrics import (
     ROWS_SWEPT,
@@ -28,6 +29,7 @@ from .metrics import (
 )
 from .observability import trace_without_data
 from .service import ERASE_BATCH_EVENTS
+from .streams import TOMBSTONE_RETENTION_SECONDS
 
 logger = logging.getLogger("session_state")
 
@@ -51,6 +53,7 @@ class Sweeper:
         with_memories: bool = False,
         batch_events: int = ERASE_BATCH_EVENTS,
         also_sweep: Callable[[float], Awaitable[int]] | None = None,
+        changes: ChangeHub | None = None,
     ) -> None:
         """`also_sweep`: what else expires by the same clock (LangGraph's
         threads), swept after the sessions in each pass."""
@@ -59,17 +62,27 @@ class Sweeper:
         self.clock = clock
         self.with_memories = with_memories
         self.batch_events = batch_events
+        # Told of each session swept: user streams announce it (`expired`).
+        self.changes = changes
 
     async def sweep_once(self) -> SweepReport:
         """One pass over everything expired now. DatabaseUnavailable when the
         database cannot serve (what was committed before stays deleted)."""
         started = time.monotonic()
+        expired: list[SessionKey] = []
         try:
-            swept = await self.store.sweep_expired(
-                self.clock(), self.batch_events, with_memories=self.with_memories
-            )
+            try:
+                swept = await self.store.sweep_expired(
+                    self.clock(),
+                    self.batch_events,
+                    with_memories=self.with_memories,
+                    expired=expired,
+                )
+            finally:
+                self._announce(expired)
             if self.also_sweep is not None:
                 await self.also_sweep(self.clock())
+            await self.store.prune_tombstones(self.clock() - TOMBSTONE_RETENTION_SECONDS)
         except DatabaseUnavailable:
             SWEEPS.labels("failed").inc()
             raise
@@ -88,6 +101,12 @@ class Sweeper:
         waiting = await self.store.count_expired(self.clock())
         SESSIONS_EXPIRED_WAITING.set(waiting)
         return SweepReport(swept, waiting, seconds)
+
+    def _announce(self, expired: list[SessionKey]) -> None:
+        if self.changes is None:
+            return
+        for key in expired:
+            self.changes.publish(Change(key.app_name, key.user_id, key.session_id, "expired"))
 
     async def run(self, interval_seconds: float) -> None:
         """Sweeps every `interval_seconds` until cancelled; a pass that fails

@@ -42,6 +42,7 @@ POSTGRES_ADMIN_URL = os.environ.get(
 TABLES = (
     "events",
     "event_removals",
+    "session_tombstones",
     "sessions",
     "user_states",
     "app_states",

@@ -18,6 +18,7 @@ import httpx
 import pytest
 
 from session_state.config import Settings
+from session_state.db.stores import open_store
 from session_state_client import AsyncSessionStateClient, SessionStateClient, StreamMessage
 
 from .conftest import ServerProcess, asgi_client
@@ -25,6 +26,8 @@ from .conftest import ServerProcess, asgi_client
 STREAM_ENV = {
     "SESSION_STATE_STREAM_HEARTBEAT_SECONDS": "1",
     "SESSION_STATE_STREAM_SEND_TIMEOUT_SECONDS": "2",
+    # Expired sessions are swept (and their expiry announced) within a second.
+    "SESSION_STATE_SWEEP_INTERVAL_SECONDS": "1",
 }
 
 
@@ -404,16 +407,11 @@ async def test_a_user_stream_summarises_each_change_and_resumes_by_its_cursor(se
         deleted = await anext(received)
         assert (deleted.event, json.loads(deleted.data)) == ("deleted", {"sessionId": "s1"})
         cursor = created.raw_id
-    # A resume from the cursor of `created` finds what changed since.
+    # A resume from the cursor of `created` finds what changed since: the
+    # deletion, then the session created after it.
     await writer_post_session(last.base_url, user, "s2")
-    async with (
-        httpx.AsyncClient(base_url=first.base_url, timeout=30) as reader,
-        reader.stream(
-            "GET", f"{user}/sessions/stream", headers={"Last-Event-ID": cursor}
-        ) as response,
-    ):
-        resumed = await anext(messages(response))
-    assert (resumed.event, json.loads(resumed.data)["sessionId"]) == ("created", "s2")
+    resumed = await _user_messages(first, user, 2, cursor)
+    assert [_summary(m) for m in resumed] == [("deleted", "s1"), ("created", "s2")]
 
 
 async def writer_post_session(base_url: str, user: str, session_id: str) -> None:
@@ -437,3 +435,123 @@ async def test_a_graceful_shutdown_ends_streams_cleanly(streaming_servers):
     await stopping
     assert not [line for line in rest if line.startswith("event:")]
     assert ended_after < 10
+
+
+def _summary(message: Message) -> tuple[str, str | None]:
+    return message.event, json.loads(message.data).get("sessionId")
+
+
+async def _swept_total(servers: list[ServerProcess]) -> float:
+    total = 0.0
+    async with httpx.AsyncClient(timeout=30) as http:
+        for server in servers:
+            text = (await http.get(f"{server.base_url}/metrics")).text
+            total += sum(
+                float(line.rsplit(" ", 1)[1])
+                for line in text.splitlines()
+                if line.startswith("session_state_sessions_swept_total")
+            )
+    return total
+
+
+async def _until_swept(servers: list[ServerProcess], total: float) -> None:
+    deadline = time.monotonic() + 20
+    while await _swept_total(servers) < total:
+        assert time.monotonic() < deadline, "the sweeper did not sweep"
+        await asyncio.sleep(0.2)
+
+
+async def _user_messages(
+    server: ServerProcess, user: str, count: int, cursor: str | None = None
+) -> list[Message]:
+    headers = {} if cursor is None else {"Last-Event-ID": cursor}
+    async with (
+        httpx.AsyncClient(base_url=server.base_url, timeout=30) as reader,
+        reader.stream("GET", f"{user}/sessions/stream", headers=headers) as response,
+    ):
+        assert response.status_code == 200, await response.aread()
+        received = messages(response)
+        return [await asyncio.wait_for(anext(received), 20) for _ in range(count)]
+
+
+async def test_a_user_stream_resumed_replays_deletions_and_expiries_once_in_order(servers):
+    first, last = servers[0], servers[-1]
+    user = f"/apps/live/users/away{uuid.uuid4().hex[:8]}"
+    swept_before = await _swept_total(servers)
+    async with (
+        httpx.AsyncClient(base_url=last.base_url, timeout=30) as writer,
+        httpx.AsyncClient(base_url=first.base_url, timeout=30) as reader,
+        reader.stream("GET", f"{user}/sessions/stream") as response,
+    ):
+        received = messages(response)
+        await writer_post_session(last.base_url, user, "s1")
+        created = await writer.post(f"{user}/sessions", json={"sessionId": "s2", "ttlSeconds": 1})
+        assert created.status_code == 201
+        seen = [await anext(received), await anext(received)]
+        assert [_summary(m) for m in seen] == [("created", "s1"), ("created", "s2")]
+    # Away: s1 deleted on one process, s2 expired and swept, s3 created.
+    async with httpx.AsyncClient(base_url=last.base_url, timeout=30) as writer:
+        assert (await writer.delete(f"{user}/sessions/s1")).status_code == 204
+    await _until_swept(servers, swept_before + 1)
+    await writer_post_session(last.base_url, user, "s3")
+
+    resumed = await _user_messages(first, user, 3, seen[-1].raw_id)
+
+    assert [_summary(m) for m in resumed] == [
+        ("deleted", "s1"),
+        ("expired", "s2"),
+        ("created", "s3"),
+    ]
+    # From the deletion's id: the expiry once more, never the deletion.
+    again = await _user_messages(first, user, 1, resumed[0].raw_id)
+    assert [_summary(m) for m in again] == [("expired", "s2")]
+
+
+async def test_a_user_stream_announces_an_expiry_as_it_is_swept(servers):
+    first, last = servers[0], servers[-1]
+    user = f"/apps/live/users/exp{uuid.uuid4().hex[:8]}"
+    async with (
+        httpx.AsyncClient(base_url=last.base_url, timeout=30) as writer,
+        httpx.AsyncClient(base_url=first.base_url, timeout=30) as reader,
+        reader.stream("GET", f"{user}/sessions/stream") as response,
+    ):
+        received = messages(response)
+        created = await writer.post(f"{user}/sessions", json={"sessionId": "s", "ttlSeconds": 1})
+        assert created.status_code == 201
+        assert _summary(await anext(received)) == ("created", "s")
+        expired = await asyncio.wait_for(anext(received), 20)
+    assert _summary(expired) == ("expired", "s")
+
+
+async def test_a_user_stream_cursor_older_than_the_tombstones_kept_is_told_to_reset(servers):
+    server = servers[0]
+    user = f"/apps/live/users/old{uuid.uuid4().hex[:8]}"
+    cursor = f"{time.time()!r}:0"
+    async with httpx.AsyncClient(base_url=server.base_url, timeout=30) as writer:
+        for name in ("s1", "s2"):
+            await writer_post_session(server.base_url, user, name)
+            assert (await writer.delete(f"{user}/sessions/{name}")).status_code == 204
+        # A made-up cursor, past the user's tombstones, is a problem.
+        refused = await writer.get(
+            f"{user}/sessions/stream", headers={"Last-Event-ID": f"{time.time()!r}:9"}
+        )
+        assert refused.status_code == 422
+    store = await open_store(Settings(database_url=server.database_url))
+    try:
+        # The window passed for the first deletion: only the user's newest is kept.
+        assert await store.prune_tombstones(time.time() + 1) >= 1
+    finally:
+        await store.close()
+
+    reset, *_ = await _user_messages(server, user, 1, cursor)
+    assert (reset.event, json.loads(reset.data)["reason"]) == (
+        "reset",
+        "the cursor is older than the tombstones kept",
+    )
+    # The reset's id is a fresh cursor: from it, only what comes next.
+    await writer_post_session(server.base_url, user, "s3")
+    after_reset = await _user_messages(server, user, 1, reset.raw_id)
+    assert [_summary(m) for m in after_reset] == [("created", "s3")]
+    # A cursor of the former form (a bare update time) is told to reset too.
+    former, *_ = await _user_messages(server, user, 1, reset.raw_id.partition(":")[0])
+    assert former.event == "reset"

@@ -32,6 +32,8 @@ TABLES = {
     "lg_store_items",
     # Removals of events, for live streams (0013).
     "event_removals",
+    # What left a user's sessions, for user streams (0015).
+    "session_tombstones",
 }
 
 

@@ -6,6 +6,7 @@ PostgreSQL store's driver and pool").
 
 import contextlib
 import sys
+import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -41,6 +42,7 @@ from ..domain import (
     SortOrder,
     StoredEvent,
     Swept,
+    UserChanges,
     VectorQuery,
 )
 from ..embedding import StoredVector
@@ -51,6 +53,7 @@ from ..state import ScopedDelta, StateDict
 from . import forking, migrations, poolers
 from . import postgresql_memory as memory
 from . import postgresql_statements as sql
+from . import postgresql_tombstones as tombstones
 from .append_batches import AppendBatcher
 from .database_errors import (
     as_domain_error,
@@ -66,6 +69,8 @@ from .session_listing import listing_key, listing_parameters
 from .state_sizes import entry_sizes, session_state_bytes, state_past_limit, state_too_large
 from .store import ForkOutcome, MemoriesOf
 
+# A user stream's page of sessions: their own rows, no state.
+_SUMMARIES = SessionQuery(include_state=False)
 # Rows per statement when memories are written or a session's events read
 # for memory: a long history is taken in bounded memory.
 MEMORY_BATCH = 500
@@ -462,7 +467,36 @@ class PostgresStore:
             await connection.execute(sql.DELETE_SESSION, *session)
             if with_memories:
                 await connection.execute(sql.DELETE_SESSION_MEMORIES, *session)
+            await tombstones.write(connection, [key], "deleted" if alive else "expired", now)
         return bool(alive)
+
+    async def read_user_changes(
+        self,
+        app_name: str,
+        user_id: str,
+        after_seq: int,
+        after: SessionCursor,
+        limit: int,
+        now: float,
+    ) -> UserChanges:
+        statement = sql.LISTINGS[listing_key(user_id, after, _SUMMARIES)]
+        values = listing_parameters(app_name, user_id, after, _SUMMARIES, limit, 1 << 20, now)
+        # One snapshot: a session listed is newer than every tombstone read.
+        async with (
+            self._connection() as connection,
+            connection.transaction(isolation="repeatable_read", readonly=True),
+        ):
+            gone, newest = await tombstones.read(connection, app_name, user_id, after_seq, limit)
+            rows = await connection.fetch(statement.text, *statement.arguments(values))
+        page = [
+            SessionRow(app_name, row[0], row[1], row[2], row[3], row[4], row[5], row[6] or {})
+            for row in rows
+        ]
+        return UserChanges(gone, newest, page[:limit], len(page) > limit)
+
+    async def prune_tombstones(self, before: float) -> int:
+        async with self._connection() as connection:
+            return _count(await connection.execute(tombstones.PRUNE, before))
 
     async def append_event(
         self,
@@ -866,6 +900,7 @@ class PostgresStore:
     async def erase_user(self, app_name: str, user_id: str, batch_events: int) -> Erased:
         erased = await self._erase_sessions(app_name, user_id, batch_events)
         async with self._memory_write(app_name, user_id) as connection:
+            await tombstones.collapse(connection, app_name, user_id, time.time())
             state_keys = _count(await connection.execute(sql.DELETE_USER_STATE, app_name, user_id))
             memories = _count(await connection.execute(sql.DELETE_USER_MEMORIES, app_name, user_id))
             await connection.execute(sql.DELETE_USER_FORGOTTEN, app_name, user_id)
@@ -874,6 +909,7 @@ class PostgresStore:
     async def erase_app(self, app_name: str, batch_events: int) -> Erased:
         erased = await self._erase_sessions(app_name, None, batch_events)
         async with self._transaction() as connection:
+            await tombstones.collapse(connection, app_name, None, time.time())
             state_keys = _count(await connection.execute(sql.DELETE_APP_STATE, app_name))
             state_keys += _count(await connection.execute(sql.DELETE_APP_USER_STATES, app_name))
             memories = _count(await connection.execute(sql.DELETE_APP_MEMORIES, app_name))
@@ -901,12 +937,19 @@ class PostgresStore:
                     sql.DELETE_EVENTS_OF_SESSIONS, app_name, users, ids
                 )
                 sessions = await connection.execute(sql.DELETE_SESSIONS, app_name, users, ids)
+                erased_keys = [SessionKey(app_name, user, id_) for user, id_ in batch]
+                await tombstones.write(connection, erased_keys, "deleted", time.time())
             erased += Erased(sessions=_count(sessions), events=_count(events))
 
     # -- the sweeper ---------------------------------------------------------
 
     async def sweep_expired(
-        self, now: float, batch_events: int, *, with_memories: bool
+        self,
+        now: float,
+        batch_events: int,
+        *,
+        with_memories: bool,
+        expired: list[SessionKey] | None = None,
     ) -> Swept | None:
         # Each batch's transaction takes the lock that keeps a second process
         # from sweeping; a pass that finds it held stops (skipped if it had
@@ -919,7 +962,10 @@ class PostgresStore:
                 batch = await _sweep_batch(connection, now, batch_events, with_memories)
             if batch is None:
                 return swept or Swept()
-            swept = (swept or Swept()) + batch
+            counts, keys = batch
+            if expired is not None:
+                expired += keys
+            swept = (swept or Swept()) + counts
 
     async def count_expired(self, now: float) -> int:
         async with self._connection() as connection:
@@ -1037,12 +1083,13 @@ async def _delete_if_expired(
     await connection.execute(sql.DELETE_SESSION, *session)
     if with_memories:
         await connection.execute(sql.DELETE_SESSION_MEMORIES, *session)
+    await tombstones.write(connection, [key], "expired", now)
     return True
 
 
 async def _sweep_batch(
     connection: asyncpg.Connection, now: float, batch_events: int, with_memories: bool
-) -> Swept | None:
+) -> tuple[Swept, list[SessionKey]] | None:
     """One transaction's sweep (the caller's): the next expired sessions
     holding at most `batch_events` events (a bigger one alone), deleted
     whole; None when none is left."""
@@ -1057,4 +1104,6 @@ async def _sweep_batch(
     memories = 0
     if with_memories:
         memories = _count(await connection.execute(sql.DELETE_MEMORIES_OF_ANY_SESSIONS, *columns))
-    return Swept(sessions, events, memories)
+    keys = [SessionKey(*key) for key in batch]
+    await tombstones.write(connection, keys, "expired", now)
+    return Swept(sessions, events, memories), keys

@@ -7,6 +7,7 @@ read-modify-write of the session state cannot interleave with another
 writer, in this process or any other, and one user's memory writes are
 serialised without a lock of their own."""
 
+import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -37,6 +38,7 @@ from ..domain import (
     SortOrder,
     StoredEvent,
     Swept,
+    UserChanges,
     VectorQuery,
 )
 from ..embedding import StoredVector
@@ -45,6 +47,7 @@ from ..labels import Labels
 from ..state import ScopedDelta, StateDict
 from . import forking, memory_repository, sqlite_append
 from . import sqlite_statements as sql
+from . import sqlite_tombstones as tombstones
 from .database_errors import database_errors_as_domain_errors
 from .engine import WRITE_OPTION
 from .event_windows import events_batch
@@ -61,6 +64,10 @@ T = TypeVar("T")
 
 def _batches(items: Sequence[T]) -> list[Sequence[T]]:
     return [items[start : start + MEMORY_BATCH] for start in range(0, len(items), MEMORY_BATCH)]
+
+
+# A user stream's page of sessions: their own rows, no state.
+_SUMMARIES = SessionQuery(include_state=False)
 
 
 class SqliteStore:
@@ -250,7 +257,29 @@ class SqliteStore:
                 return False
             if with_memories:
                 await memory_repository.delete_session_memories(connection, key)
+            await tombstones.write(connection, [key], "deleted" if alive else "expired", now)
         return alive
+
+    async def read_user_changes(
+        self,
+        app_name: str,
+        user_id: str,
+        after_seq: int,
+        after: SessionCursor,
+        limit: int,
+        now: float,
+    ) -> UserChanges:
+        # One snapshot: a session listed is newer than every tombstone read.
+        async with self._read() as connection:
+            gone, newest = await tombstones.read(connection, app_name, user_id, after_seq, limit)
+            page, more = await sql.page_sessions(
+                connection, app_name, user_id, after, limit, 1 << 20, now, _SUMMARIES
+            )
+        return UserChanges(gone, newest, page, more)
+
+    async def prune_tombstones(self, before: float) -> int:
+        async with self._write() as connection:
+            return await tombstones.prune(connection, before)
 
     async def find_event(self, key: SessionKey, event_id: str) -> StoredEvent | None:
         async with self._read() as connection:
@@ -430,6 +459,7 @@ class SqliteStore:
     async def erase_user(self, app_name: str, user_id: str, batch_events: int) -> Erased:
         erased = await self._erase_sessions(app_name, user_id, batch_events)
         async with self._write() as connection:
+            await tombstones.collapse(connection, app_name, user_id, time.time())
             state_keys = await sql.delete_scope_state(connection, app_name, user_id)
             memories = await memory_repository.delete_user_memories(connection, app_name, user_id)
         return erased + Erased(state_keys=state_keys, memories=memories)
@@ -437,6 +467,7 @@ class SqliteStore:
     async def erase_app(self, app_name: str, batch_events: int) -> Erased:
         erased = await self._erase_sessions(app_name, None, batch_events)
         async with self._write() as connection:
+            await tombstones.collapse(connection, app_name, None, time.time())
             state_keys = await sql.delete_scope_state(connection, app_name, None)
             memories = await memory_repository.delete_app_memories(connection, app_name)
         return erased + Erased(state_keys=state_keys, memories=memories)
@@ -456,12 +487,19 @@ class SqliteStore:
                 sessions, events = await sql.delete_sessions_with_events(
                     connection, app_name, batch
                 )
+                erased_keys = [SessionKey(app_name, user, id_) for user, id_ in batch]
+                await tombstones.write(connection, erased_keys, "deleted", time.time())
             erased += Erased(sessions=sessions, events=events)
 
     # -- the sweeper ---------------------------------------------------------
 
     async def sweep_expired(
-        self, now: float, batch_events: int, *, with_memories: bool
+        self,
+        now: float,
+        batch_events: int,
+        *,
+        with_memories: bool,
+        expired: list[SessionKey] | None = None,
     ) -> Swept | None:
         # Each batch holds the database's write lock: two processes sweeping
         # one file take turns batch by batch and never delete a row twice.
@@ -477,6 +515,9 @@ class SqliteStore:
                 if with_memories:
                     for key in batch:
                         memories += await memory_repository.delete_session_memories(connection, key)
+                await tombstones.write(connection, batch, "expired", now)
+            if expired is not None:
+                expired += batch
             swept += Swept(sessions, events, memories)
 
     async def count_expired(self, now: float) -> int:
@@ -506,6 +547,7 @@ async def _delete_if_expired(
         return False
     if with_memories:
         await memory_repository.delete_session_memories(connection, key)
+    await tombstones.write(connection, [key], "expired", now)
     return True
 
 

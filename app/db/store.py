@@ -32,6 +32,7 @@ from ..domain import (
     SortOrder,
     StoredEvent,
     Swept,
+    UserChanges,
     VectorQuery,
 )
 from ..embedding import StoredVector
@@ -112,7 +113,28 @@ class Store(Protocol):
 
     async def delete_session(self, key: SessionKey, *, with_memories: bool, now: float) -> bool:
         """False when there was no such session (an expired one is deleted
-        all the same)."""
+        all the same). Leaves a tombstone (`deleted`, or `expired`) in the
+        same transaction, as every write that deletes a session does."""
+        ...
+
+    async def read_user_changes(
+        self,
+        app_name: str,
+        user_id: str,
+        after_seq: int,
+        after: SessionCursor,
+        limit: int,
+        now: float,
+    ) -> UserChanges:
+        """In one snapshot: the user's tombstones after `after_seq` (at most
+        `limit`, in order), the user's newest tombstone number (0: none),
+        and at most `limit` of the user's live sessions after the cursor in
+        update-time order, without state."""
+        ...
+
+    async def prune_tombstones(self, before: float) -> int:
+        """Deletes tombstones written before the time, except each user's
+        newest; how many."""
         ...
 
     async def append_event(
@@ -360,11 +382,17 @@ class Store(Protocol):
     # -- the sweeper ---------------------------------------------------------
 
     async def sweep_expired(
-        self, now: float, batch_events: int, *, with_memories: bool
+        self,
+        now: float,
+        batch_events: int,
+        *,
+        with_memories: bool,
+        expired: list[SessionKey] | None = None,
     ) -> Swept | None:
         """Deletes the sessions expired at `now` with their events (and, if
-        asked, their memories), a transaction per batch as an erasure does;
-        None when another process is sweeping this database."""
+        asked, their memories), a transaction per batch as an erasure does,
+        each leaving an `expired` tombstone (and added to `expired` once
+        committed); None when another process is sweeping this database."""
         ...
 
     async def count_expired(self, now: float) -> int:

@@ -165,6 +165,23 @@ event_removals = Table(
     ),
 )
 
+# What left a user's sessions (migration 0015): a deletion, an expiry swept,
+# an erasure (session_id NULL: every session). `seq` counts per user, written
+# under a per-user lock so that it grows in commit order; a user stream
+# resumes after it. Pruned after a retention window, the user's newest row
+# kept (app.streams, docs/api.md "Live streams").
+session_tombstones = Table(
+    "session_tombstones",
+    metadata,
+    Column("app_name", String(IDENTIFIER_LENGTH), primary_key=True),
+    Column("user_id", String(IDENTIFIER_LENGTH), primary_key=True),
+    Column("seq", BigInteger, primary_key=True),
+    Column("session_id", String(IDENTIFIER_LENGTH), nullable=True),
+    Column("kind", String(16), nullable=False),
+    Column("time", Double, nullable=False),
+    Index("ix_session_tombstones_time", "time"),
+)
+
 # Long-term memory: the text of ingested events, one row per event. The search
 # index is dialect-specific and created by the migration only (a generated
 # tsvector column with a GIN index on PostgreSQL, an FTS5 table on SQLite,

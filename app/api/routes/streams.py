@@ -8,7 +8,7 @@ from starlette.responses import Response
 from ...domain import SessionKey
 from ...errors import BadRequest
 from ...limits import MAX_INT64
-from ...streams import SessionStream, UserStream
+from ...streams import SessionStream, UserCursor, UserStream
 from ..dependencies import AppName, SessionId, UserId, service_of
 from ..event_stream import EVENT_STREAM_MEDIA_TYPE, EventStreamResponse
 from .sessions import problem_responses
@@ -102,29 +102,40 @@ async def stream_session_events(
 
 
 USER_STREAM_PATH = "/apps/{app_name}/users/{user_id}/sessions/stream"
-CURSOR_MESSAGE = "Last-Event-ID of a user stream must be an id it sent, such as 1795708099.99"
+CURSOR_MESSAGE = "a user stream's cursor must be an id it sent, such as 1795708099.99:4"
 
 _USER_STREAM_DESCRIPTION = """\
 Summaries of every change to the user's sessions, for dashboards: `created`,
 `appended` (also any other change but a removal) and `removed`, each with
-`data:` `{"sessionId", "revision", "updateTime"}` and `id:` a cursor (an
-update time), read from storage; `deleted` (`{"sessionId"}`; null: all of
-the user's, an erasure) as the serving process hears of it, live only.
-Resume with `Last-Event-ID` or `?after=<cursor>`: the sessions changed since,
-one summary each at its newest revision; summaries may repeat after a
-reconnection, deletions and expiries while away are not replayed (list the
-sessions again). This path takes the place of GET of a session whose id is
-`stream` (docs/api.md, "Live streams")."""
+`data:` `{"sessionId", "revision", "updateTime"}`; `deleted` and `expired`
+(`{"sessionId"}`; null: all of the user's, an erasure); `reset`
+(`{"reason"}`) when the reader's cursor is older than the deletions kept
+(7 days): list the sessions again. Every message's `id:` is a cursor.
+Resume with `Last-Event-ID` or `?after=<cursor>`: each deletion and expiry
+since, once, in order, then the sessions changed since, one summary each at
+its newest revision (summaries may repeat after a reconnection). This path
+takes the place of GET of a session whose id is `stream` (docs/api.md,
+"Live streams")."""
 
 
-def _cursor(text: str) -> float:
+def _cursor(text: str) -> UserCursor:
+    """`<update time>:<tombstone number>`, or a bare update time (the former
+    form: the stream answers `reset`)."""
+    time_text, colon, seq_text = text.strip().partition(":")
     try:
-        value = float(text.strip())
+        value = float(time_text)
     except ValueError:
         raise BadRequest(CURSOR_MESSAGE) from None
     if not 0 <= value < 1e12:  # NaN and infinities included
         raise BadRequest(CURSOR_MESSAGE)
-    return value
+    if not colon:
+        return UserCursor(value, None)
+    if not (seq_text.isascii() and seq_text.isdigit() and len(seq_text) <= 19):
+        raise BadRequest(CURSOR_MESSAGE)
+    seq = int(seq_text)
+    if seq > MAX_INT64:
+        raise BadRequest(CURSOR_MESSAGE)
+    return UserCursor(value, seq)
 
 
 @router.get(
@@ -139,11 +150,9 @@ async def stream_user_sessions(
     user_id: UserId,
     request: Request,
     after: Annotated[
-        float | None,
+        str | None,
         Query(
-            ge=0,
-            lt=1e12,
-            allow_inf_nan=False,
+            max_length=64,
             description="Start after this cursor (an id the stream sent); Last-Event-ID wins.",
         ),
     ] = None,
@@ -159,7 +168,12 @@ async def stream_user_sessions(
         heartbeat_seconds=settings.stream_heartbeat_seconds,
         clock=service.clock,
     )
-    stream.open(_cursor(last_event_id) if last_event_id is not None else after)
+    if last_event_id is not None:
+        await stream.open(_cursor(last_event_id), cursor_field=["header", "Last-Event-ID"])
+    elif after is not None:
+        await stream.open(_cursor(after), cursor_field=["query", "after"])
+    else:
+        await stream.open(None, cursor_field=["query", "after"])
     return EventStreamResponse(
         stream.messages(),
         send_timeout=settings.stream_send_timeout_seconds,

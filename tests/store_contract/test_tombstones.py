@@ -1,0 +1,69 @@
+"""Store contract: what left a user's sessions is kept as tombstones,
+numbered per user in order, read with the user's sessions in one snapshot,
+collapsed by an erasure and pruned after a window (user streams resume from
+them, app.streams)."""
+
+from session_state.db.store import Store
+from session_state.domain import Expiry, SessionKey, Tombstone
+
+from .scenes import APP, NOW, create, key
+
+FAR = (NOW + 1e9, "", "")  # after every session: tombstones only
+
+
+async def _gone(store: Store, user_id: str = "ada", after_seq: int = 0) -> list[tuple[object, ...]]:
+    changes = await store.read_user_changes(APP, user_id, after_seq, FAR, 100, NOW + 100)
+    return [(t.seq, t.session_id, t.kind) for t in changes.tombstones]
+
+
+async def test_deletions_expiries_and_sweeps_leave_numbered_tombstones(store: Store):
+    await create(store, key("s1"))
+    await create(store, key("s2"), expiry=Expiry(ttl_seconds=10))
+    await create(store, key("s3"), expiry=Expiry(ttl_seconds=10))
+    await create(store, key("b1", "bob"))
+
+    assert await store.delete_session(key("s1"), with_memories=False, now=NOW)
+    swept: list[SessionKey] = []
+    await store.sweep_expired(NOW + 20, 100, with_memories=False, expired=swept)
+    await store.delete_session(key("b1", "bob"), with_memories=False, now=NOW)
+
+    assert sorted(k.session_id for k in swept) == ["s2", "s3"]
+    gone = await _gone(store)
+    assert gone[0] == (1, "s1", "deleted")
+    # One sweep batch: its sessions' order is the database's, their numbers follow.
+    assert [(seq, kind) for seq, _, kind in gone[1:]] == [(2, "expired"), (3, "expired")]
+    assert {session_id for _, session_id, _ in gone[1:]} == {"s2", "s3"}
+    assert await _gone(store, after_seq=1) == gone[1:]
+    assert await _gone(store, "bob") == [(1, "b1", "deleted")]
+
+
+async def test_an_erasure_leaves_one_tombstone_per_user_without_session_ids(store: Store):
+    await create(store, key("s1"))
+    await store.delete_session(key("s1"), with_memories=False, now=NOW)
+    await create(store, key("s2"))
+    await create(store, key("s3"))
+
+    await store.erase_user(APP, "ada", batch_events=1)
+
+    changes = await store.read_user_changes(APP, "ada", 0, FAR, 100, NOW)
+    assert [(t.seq, t.session_id, t.kind) for t in changes.tombstones] == [(4, None, "erased")]
+    assert changes.newest_seq == 4
+
+
+async def test_pruning_keeps_each_users_newest_tombstone(store: Store):
+    for number in range(3):
+        await create(store, key(f"s{number}"))
+        await store.delete_session(key(f"s{number}"), with_memories=False, now=NOW + number)
+
+    assert await store.prune_tombstones(NOW + 10) == 2
+
+    changes = await store.read_user_changes(APP, "ada", 0, FAR, 100, NOW)
+    assert changes.tombstones == [Tombstone(3, "s2", "deleted", NOW + 2)]
+    assert changes.newest_seq == 3
+
+
+async def test_sessions_are_read_with_the_tombstones_without_state(store: Store):
+    await create(store, key("s1"), session={"big": "x"})
+    changes = await store.read_user_changes(APP, "ada", 0, (0.0, "", ""), 100, NOW)
+    assert [row.id for row in changes.sessions] == ["s1"]
+    assert changes.tombstones == [] and changes.newest_seq == 0
