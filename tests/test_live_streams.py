@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import httpx
 import pytest
 
+from session_state.api.routes.streams import asks_for_event_stream
 from session_state.config import Settings
 from session_state.db.stores import open_store
 from session_state_client import AsyncSessionStateClient, SessionStateClient, StreamMessage
@@ -29,6 +30,10 @@ STREAM_ENV = {
     # Expired sessions are swept (and their expiry announced) within a second.
     "SESSION_STATE_SWEEP_INTERVAL_SECONDS": "1",
 }
+
+
+# What EventSource sends; the user stream's path answers only such a GET.
+EVENT_STREAM = {"Accept": "text/event-stream"}
 
 
 @dataclass(frozen=True)
@@ -389,7 +394,7 @@ async def test_a_user_stream_summarises_each_change_and_resumes_by_its_cursor(se
     async with (
         httpx.AsyncClient(base_url=first.base_url, timeout=30) as reader,
         httpx.AsyncClient(base_url=last.base_url, timeout=30) as writer,
-        reader.stream("GET", f"{user}/sessions/stream") as response,
+        reader.stream("GET", f"{user}/sessions/stream", headers=EVENT_STREAM) as response,
     ):
         assert response.status_code == 200
         received = messages(response)
@@ -464,7 +469,7 @@ async def _until_swept(servers: list[ServerProcess], total: float) -> None:
 async def _user_messages(
     server: ServerProcess, user: str, count: int, cursor: str | None = None
 ) -> list[Message]:
-    headers = {} if cursor is None else {"Last-Event-ID": cursor}
+    headers = EVENT_STREAM if cursor is None else {**EVENT_STREAM, "Last-Event-ID": cursor}
     async with (
         httpx.AsyncClient(base_url=server.base_url, timeout=30) as reader,
         reader.stream("GET", f"{user}/sessions/stream", headers=headers) as response,
@@ -481,7 +486,7 @@ async def test_a_user_stream_resumed_replays_deletions_and_expiries_once_in_orde
     async with (
         httpx.AsyncClient(base_url=last.base_url, timeout=30) as writer,
         httpx.AsyncClient(base_url=first.base_url, timeout=30) as reader,
-        reader.stream("GET", f"{user}/sessions/stream") as response,
+        reader.stream("GET", f"{user}/sessions/stream", headers=EVENT_STREAM) as response,
     ):
         received = messages(response)
         await writer_post_session(last.base_url, user, "s1")
@@ -513,7 +518,7 @@ async def test_a_user_stream_announces_an_expiry_as_it_is_swept(servers):
     async with (
         httpx.AsyncClient(base_url=last.base_url, timeout=30) as writer,
         httpx.AsyncClient(base_url=first.base_url, timeout=30) as reader,
-        reader.stream("GET", f"{user}/sessions/stream") as response,
+        reader.stream("GET", f"{user}/sessions/stream", headers=EVENT_STREAM) as response,
     ):
         received = messages(response)
         created = await writer.post(f"{user}/sessions", json={"sessionId": "s", "ttlSeconds": 1})
@@ -533,7 +538,8 @@ async def test_a_user_stream_cursor_older_than_the_tombstones_kept_is_told_to_re
             assert (await writer.delete(f"{user}/sessions/{name}")).status_code == 204
         # A made-up cursor, past the user's tombstones, is a problem.
         refused = await writer.get(
-            f"{user}/sessions/stream", headers={"Last-Event-ID": f"{time.time()!r}:9"}
+            f"{user}/sessions/stream",
+            headers={**EVENT_STREAM, "Last-Event-ID": f"{time.time()!r}:9"},
         )
         assert refused.status_code == 422
     store = await open_store(Settings(database_url=server.database_url))
@@ -555,3 +561,29 @@ async def test_a_user_stream_cursor_older_than_the_tombstones_kept_is_told_to_re
     # A cursor of the former form (a bare update time) is told to reset too.
     former, *_ = await _user_messages(server, user, 1, reset.raw_id.partition(":")[0])
     assert former.event == "reset"
+
+
+async def test_only_a_get_asking_for_an_event_stream_is_the_user_stream(client):
+    """Any other GET of .../sessions/stream reads the session whose id is
+    `stream` (ADK allows that id)."""
+    path = "/apps/live/users/u/sessions/stream"
+    missing = await client.get(path, headers={"Accept": "application/json"})
+    assert missing.status_code == 404
+    assert "Accept: text/event-stream" in missing.json()["detail"]
+    created = await client.post(
+        "/apps/live/users/u/sessions", json={"sessionId": "stream", "state": {"k": 1}}
+    )
+    assert created.status_code == 201
+    for accept in ("application/json", "*/*", "text/event-stream;q=0"):
+        found = await client.get(path, headers={"Accept": accept})
+        assert found.status_code == 200, accept
+        assert (found.json()["id"], found.json()["state"]) == ("stream", {"k": 1})
+        assert found.headers["etag"] == '"0"'
+
+
+def test_event_stream_accept_headers_are_told_apart():
+    assert asks_for_event_stream("text/event-stream")
+    assert asks_for_event_stream("application/json, Text/Event-Stream; q=0.5")
+    assert not asks_for_event_stream("text/event-stream; q=0")
+    assert not asks_for_event_stream("*/*")
+    assert not asks_for_event_stream("")

@@ -168,3 +168,14 @@ async def test_the_async_client_sends_any_name(base_url, app_name, name):
         got = await client.get_session(app_name=name, user_id=app_name, session_id=name)
         assert (got.app_name, got.user_id, got.id) == (name, app_name, name)
         await client.delete_session(app_name=name, user_id=app_name, session_id=name)
+
+
+async def test_a_session_named_stream_is_an_ordinary_session(service, app_name):
+    """The user stream's path (.../sessions/stream) answers only a GET that
+    asks for text/event-stream: ADK's session id "stream" stays a session."""
+    assert await service.get_session(app_name=app_name, user_id="u", session_id="stream") is None
+    created = await service.create_session(
+        app_name=app_name, user_id="u", session_id="stream", state={"k": 1}
+    )
+    found = await service.get_session(app_name=app_name, user_id="u", session_id="stream")
+    assert found is not None and (found.id, found.state) == (created.id, {"k": 1})

@@ -1,16 +1,19 @@
 """Live streams: a session's changes as Server-Sent Events (app.streams)."""
 
+from collections.abc import Awaitable, Callable
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Header, Query, Request
+from fastapi.routing import APIRoute
 from starlette.responses import Response
 
 from ...domain import SessionKey
-from ...errors import BadRequest
+from ...errors import BadRequest, SessionNotFound
 from ...limits import MAX_INT64
 from ...streams import SessionStream, UserCursor, UserStream
 from ..dependencies import AppName, SessionId, UserId, service_of
 from ..event_stream import EVENT_STREAM_MEDIA_TYPE, EventStreamResponse
+from . import sessions
 from .sessions import problem_responses
 
 router = APIRouter(tags=["streams"])
@@ -59,6 +62,21 @@ def _stream_responses(*problem_statuses: int) -> dict[int | str, dict[str, Any]]
     }
 
 
+def _user_stream_responses() -> dict[int | str, dict[str, Any]]:
+    """The stream (Accept: text/event-stream), or the session whose id is
+    `stream` (any other Accept)."""
+    responses = _stream_responses(400, 404, 422)
+    responses[200] = {
+        "description": "The stream (text/event-stream), or, for any other Accept, "
+        "the session whose id is `stream`",
+        "content": {
+            EVENT_STREAM_MEDIA_TYPE: {"schema": {"type": "string"}},
+            "application/json": {"schema": {"$ref": "#/components/schemas/Session"}},
+        },
+    }
+    return responses
+
+
 def _revision(last_event_id: str) -> int:
     text = last_event_id.strip()
     if not (text.isascii() and text.isdigit() and len(text) <= 19) or int(text) > MAX_INT64:
@@ -102,6 +120,7 @@ async def stream_session_events(
 
 
 USER_STREAM_PATH = "/apps/{app_name}/users/{user_id}/sessions/stream"
+SESSION_PATH = "/apps/{app_name}/users/{user_id}/sessions/{session_id}"
 CURSOR_MESSAGE = "a user stream's cursor must be an id it sent, such as 1795708099.99:4"
 
 _USER_STREAM_DESCRIPTION = """\
@@ -113,9 +132,54 @@ Summaries of every change to the user's sessions, for dashboards: `created`,
 (7 days): list the sessions again. Every message's `id:` is a cursor.
 Resume with `Last-Event-ID` or `?after=<cursor>`: each deletion and expiry
 since, once, in order, then the sessions changed since, one summary each at
-its newest revision (summaries may repeat after a reconnection). This path
-takes the place of GET of a session whose id is `stream` (docs/api.md,
-"Live streams")."""
+its newest revision (summaries may repeat after a reconnection). The stream
+answers a GET whose `Accept` names `text/event-stream` (EventSource sends
+it); any other GET of this path reads the session whose id is `stream`
+(docs/api.md, "Live streams")."""
+
+
+def asks_for_event_stream(accept: str) -> bool:
+    """Whether an Accept header names text/event-stream (EventSource always
+    sends it) with a non-zero q; `*/*` does not: such a GET reads the
+    session whose id is `stream`."""
+    for media_range in accept.split(","):
+        media_type, *parameters = (part.strip() for part in media_range.split(";"))
+        if media_type.lower() != EVENT_STREAM_MEDIA_TYPE:
+            continue
+        for parameter in parameters:
+            name, _, value = parameter.partition("=")
+            if name.strip().lower() == "q":
+                try:
+                    return float(value) > 0
+                except ValueError:
+                    return False
+        return True
+    return False
+
+
+_session_handler: Callable[[Request], Awaitable[Response]] | None = None
+
+
+async def _get_session_named_stream(request: Request) -> Response:
+    """GET of the session whose id is `stream` (ADK allows it), answered by
+    the ordinary route, with a hint when it does not exist."""
+    global _session_handler
+    if _session_handler is None:
+        route = next(
+            route
+            for route in sessions.router.routes
+            if isinstance(route, APIRoute)
+            and route.path == SESSION_PATH
+            and "GET" in (route.methods or ())
+        )
+        _session_handler = route.get_route_handler()
+    request.scope["path_params"] = {**request.path_params, "session_id": "stream"}
+    try:
+        return await _session_handler(request)
+    except SessionNotFound as error:
+        raise SessionNotFound(
+            f"{error.detail}; to follow the user's sessions, send Accept: text/event-stream"
+        ) from None
 
 
 def _cursor(text: str) -> UserCursor:
@@ -141,7 +205,7 @@ def _cursor(text: str) -> UserCursor:
 @router.get(
     USER_STREAM_PATH,
     response_class=Response,
-    responses=_stream_responses(400),
+    responses=_user_stream_responses(),
     summary="Follow changes to every session of a user (Server-Sent Events)",
     description=_USER_STREAM_DESCRIPTION,
 )
@@ -158,6 +222,8 @@ async def stream_user_sessions(
     ] = None,
     last_event_id: LastEventId = None,
 ) -> Response:
+    if not asks_for_event_stream(request.headers.get("accept", "")):
+        return await _get_session_named_stream(request)
     service = service_of(request)
     settings = request.app.state.settings
     stream = UserStream(
