@@ -69,6 +69,9 @@ WatchKey = tuple[str, str | None, str | None]
 class ChangeHub:
     def __init__(self, max_reads_at_once: int = 4) -> None:
         self._waiters: dict[WatchKey, set[Waiter]] = {}
+        # Per session followed: how many hints woke its streams so far. A read
+        # started at generation g has seen every change hinted up to g.
+        self._generations: dict[WatchKey, int] = {}
         self.relay: Relay | None = None
         # Streams of this process reading storage at once: a change followed
         # by thousands must not take every pooled connection from the writes.
@@ -91,6 +94,10 @@ class ChangeHub:
                 waiters.discard(waiter)
                 if not waiters:
                     del self._waiters[key]
+                    self._generations.pop(key, None)
+
+    def generation(self, app_name: str, user_id: str, session_id: str) -> int:
+        return self._generations.get((app_name, user_id, session_id), 0)
 
     @property
     def watching(self) -> int:
@@ -111,18 +118,26 @@ class ChangeHub:
             (change.app_name, change.user_id, change.session_id),
             (change.app_name, change.user_id, None),
         ):
+            self._advance(key)
             for waiter in self._waiters.get(key, ()):
                 _set(waiter, change)
 
+    def _advance(self, key: WatchKey) -> None:
+        if key in self._waiters:
+            self._generations[key] = self._generations.get(key, 0) + 1
+
     def _wake_matching(self, change: Change) -> None:
-        for (app_name, user_id, _), waiters in self._waiters.items():
+        for key, waiters in self._waiters.items():
+            app_name, user_id, _ = key
             if app_name == change.app_name and change.user_id in (None, user_id):
+                self._advance(key)
                 for waiter in waiters:
                     _set(waiter, change)
 
     def wake_all(self) -> None:
         """Every stream reads storage again (hints may have been lost)."""
-        for waiters in self._waiters.values():
+        for key, waiters in self._waiters.items():
+            self._advance(key)
             for waiter in waiters:
                 waiter.flag.set()
                 if waiter.changes is not None:

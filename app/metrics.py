@@ -121,3 +121,8 @@ STREAMS_CUT = Counter(
     "session_state_live_streams_cut_total",
     "Live streams cut off because their reader took nothing for stream_send_timeout_seconds.",
 )
+LIVE_STREAM_READS = Counter(
+    "session_state_live_stream_reads_total",
+    "Storage reads by session streams; the streams following one session at one "
+    "revision share a read (app.streams).",
+)

@@ -15,6 +15,7 @@ import asyncio
 import logging
 import random
 import time
+import weakref
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from typing import Literal
@@ -24,6 +25,7 @@ from .changes import Change, ChangeHub, Waiter
 from .db.store import Store
 from .domain import SessionChanges, SessionKey
 from .errors import DatabaseUnavailable, FieldError, InvalidInput, SessionNotFound
+from .metrics import LIVE_STREAM_READS
 
 logger = logging.getLogger("session_state.streams")
 
@@ -64,16 +66,22 @@ class SessionStream:
         *,
         heartbeat_seconds: float,
         clock: Callable[[], float] = time.time,
+        share_reads: bool = True,
     ) -> None:
+        """`share_reads` False: this stream reads alone (bench.streams
+        measures what sharing saves)."""
         self.store = store
         self.hub = hub
         self.key = key
+        self.share_reads = share_reads
         self.heartbeat_seconds = heartbeat_seconds
         self.clock = clock
         self.last = 0
         self.expire_time: float | None = None
-        self._watch = hub.watch(key.app_name, key.user_id, key.session_id)
+        self._watch_key = (key.app_name, key.user_id, key.session_id)
+        self._watch = hub.watch(*self._watch_key)
         self._waiter: Waiter | None = None
+        self._generation = 0
 
     async def open(self, after: int | None, *, after_field: list[str | int]) -> None:
         """Starts after revision `after` (None: the current one). Raises
@@ -115,6 +123,7 @@ class SessionStream:
             heartbeat_at = _next_heartbeat(self.heartbeat_seconds)
             while True:
                 waiter.flag.clear()  # a hint arriving while we read wakes us again
+                self._generation = self.hub.generation(*self._watch_key)
                 sent = False
                 try:
                     async for message in self._read():
@@ -148,10 +157,7 @@ class SessionStream:
     async def _read(self) -> AsyncIterator[StreamMessage]:
         more = True
         while more:
-            async with self.hub.reads:
-                changes = await self.store.read_changes(
-                    self.key, self.last, READ_BATCH_EVENTS, READ_BATCH_BYTES, self.clock()
-                )
+            changes = await self._read_changes()
             if changes is None or changes.revision < self.last:
                 # Deleted, expired or erased (or deleted and created again).
                 yield StreamMessage("deleted", json_codec.dumps_text(self._deleted()))
@@ -164,8 +170,53 @@ class SessionStream:
             self.last = max(self.last, changes.up_to)
             more = changes.more
 
+    async def _read_changes(self) -> SessionChanges | None:
+        """The changes after `last`, read once for every stream of this
+        process following the session from there: a read in flight is joined
+        if it started after the hint that woke this stream (it has seen that
+        change), else a new one replaces it."""
+        if not self.share_reads:
+            return await self._read_once(self.last)
+        reads = _shared_reads.setdefault(self.hub, {})
+        slot = (self.key, self.last)
+        shared = reads.get(slot)
+        if shared is None or shared[0] < self._generation:
+            task = asyncio.ensure_future(self._read_once(self.last))
+            shared = (self.hub.generation(*self._watch_key), task)
+            reads[slot] = shared
+            task.add_done_callback(lambda done: _forget(reads, slot, done))
+        # Shielded: a reader leaving does not cancel the others' read.
+        return await asyncio.shield(shared[1])
+
+    async def _read_once(self, after: int) -> SessionChanges | None:
+        async with self.hub.reads:
+            LIVE_STREAM_READS.inc()
+            return await self.store.read_changes(
+                self.key, after, READ_BATCH_EVENTS, READ_BATCH_BYTES, self.clock()
+            )
+
     def _deleted(self) -> dict[str, object]:
         return {"sessionId": self.key.session_id, "revision": self.last}
+
+
+# Per hub (process): the reads in flight, by session and revision read after.
+_ReadSlot = tuple[SessionKey, int]
+_shared_reads: "weakref.WeakKeyDictionary[ChangeHub, dict[_ReadSlot, _SharedRead]]" = (
+    weakref.WeakKeyDictionary()
+)
+_SharedRead = tuple[int, "asyncio.Future[SessionChanges | None]"]
+
+
+def _forget(
+    reads: dict[_ReadSlot, _SharedRead],
+    slot: _ReadSlot,
+    done: "asyncio.Future[SessionChanges | None]",
+) -> None:
+    if not done.cancelled():
+        done.exception()  # retrieved: each reader gets it from its own await
+    shared = reads.get(slot)
+    if shared is not None and shared[1] is done:
+        del reads[slot]
 
 
 _last_logged = 0.0

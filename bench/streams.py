@@ -12,8 +12,12 @@ every message crosses processes by LISTEN/NOTIFY.
   (raw sockets, nothing sent after the request), per stream.
 - append latency: p50/p99 of sequential appends answered by process A with
   0, 200 and 1000 idle streams open on it (following another session).
+- fan-out: storage reads per change with 50 streams following one session in
+  one process (the app in-process, streams driven directly, appends through
+  its HTTP API), each stream reading alone and then sharing reads, side by
+  side in one run (the counter session_state_live_stream_reads_total).
 
-    python -m bench.streams [--appends 200] [--idle 1000]
+    python -m bench.streams [--appends 200] [--idle 1000] [--fanout-only]
 
 Figures go to bench/results/streams.json.
 """
@@ -125,6 +129,51 @@ async def _append_latency(base_url: str, session: str, appends: int) -> dict[str
     return {"p50_ms": 1000 * statistics.median(times), "p99_ms": 1000 * _percentile(times, 0.99)}
 
 
+async def _reads_per_change(url: str, followers: int, changes: int) -> dict[str, float]:
+    from session_state.config import Settings
+    from session_state.domain import SessionKey
+    from session_state.main import create_app
+    from session_state.metrics import LIVE_STREAM_READS
+    from session_state.streams import SessionStream
+
+    app = create_app(Settings(database_url=url, sweep_interval_seconds=0))
+    figures: dict[str, float] = {}
+    async with (
+        app.router.lifespan_context(app),
+        httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1"
+        ) as http,
+    ):
+        service = app.state.service
+        for shared in (False, True):
+            path = await _session(http, f"fanout-{shared}")
+            _, _, _, _, user, _, session_id = path.split("/")
+            key = SessionKey("bench-streams", user, session_id)
+            streams = [
+                SessionStream(
+                    service.store, service.changes, key, heartbeat_seconds=15, share_reads=shared
+                )
+                for _ in range(followers)
+            ]
+            for stream in streams:
+                await stream.open(None, after_field=["query", "after"])
+
+            async def follow(stream: SessionStream) -> None:
+                async for message in stream.messages():
+                    if message is not None and message.id == changes:
+                        return
+
+            reads_before = LIVE_STREAM_READS._value.get()
+            following = [asyncio.create_task(follow(stream)) for stream in streams]
+            for _ in range(changes):
+                (await http.post(f"{path}/events", json=EVENT)).raise_for_status()
+                await asyncio.sleep(0.02)  # a change at a time, as a chat produces them
+            await asyncio.wait_for(asyncio.gather(*following), 60)
+            reads = LIVE_STREAM_READS._value.get() - reads_before
+            figures["shared" if shared else "alone"] = reads / changes
+    return {"followers": followers, "changes": changes, **figures}
+
+
 def measure(appends: int, idle: int) -> dict[str, Any]:
     database = create_postgres_database("streams_bench")
     url = _async_url(database)
@@ -135,7 +184,8 @@ def measure(appends: int, idle: int) -> dict[str, Any]:
         servers = [ServerProcess(url, **env).start(), ServerProcess(url, **env).start()]
         reader, writer = servers
         results: dict[str, Any] = {
-            "delivery": asyncio.run(_delivery(reader.base_url, writer.base_url, appends))
+            "delivery": asyncio.run(_delivery(reader.base_url, writer.base_url, appends)),
+            "fanout": asyncio.run(_reads_per_change(url, 50, 20)),
         }
 
         async def sessions() -> tuple[str, str]:
@@ -182,8 +232,22 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--appends", type=int, default=200)
     parser.add_argument("--idle", type=int, default=2000)
+    parser.add_argument("--fanout-only", action="store_true")
     arguments = parser.parse_args(argv)
+    if arguments.fanout_only:
+        database = create_postgres_database("streams_bench")
+        try:
+            migrate(_async_url(database))
+            fanout = asyncio.run(_reads_per_change(_async_url(database), 50, 20))
+        finally:
+            drop_postgres_database(database)
+        _print_fanout(fanout)
+        # The other figures of the last full run stay as they were.
+        previous = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
+        RESULTS.write_text(json.dumps({**previous, "fanout": fanout}, indent=2) + "\n")
+        return 0
     results = measure(arguments.appends, arguments.idle)
+    _print_fanout(results["fanout"])
     delivery = results["delivery"]
     print(
         f"delivery (4 sessions, cross-process): p50 {delivery['p50_ms']:.1f} ms, "
@@ -201,6 +265,14 @@ def main(argv: list[str] | None = None) -> int:
     )
     RESULTS.write_text(json.dumps(results, indent=2) + "\n")
     return 0
+
+
+def _print_fanout(fanout: dict[str, float]) -> None:
+    print(
+        f"fan-out ({fanout['followers']:.0f} streams on one session, {fanout['changes']:.0f} "
+        f"changes): {fanout['alone']:.2f} storage reads per change reading alone, "
+        f"{fanout['shared']:.2f} sharing reads"
+    )
 
 
 if __name__ == "__main__":
