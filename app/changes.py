@@ -186,10 +186,22 @@ class PostgresChangeRelay:
     changes and NOTIFYs its own, after their commit, batched, off the
     request's path (an append does not wait for it)."""
 
-    def __init__(self, hub: ChangeHub, dsn: str, timeout: float) -> None:
+    def __init__(
+        self,
+        hub: ChangeHub,
+        dsn: str,
+        timeout: float,
+        *,
+        listen: bool = True,
+        statement_cache_size: int = 100,
+    ) -> None:
+        """`listen` False: only NOTIFY (through a transaction-mode pooler,
+        where a LISTEN would be lost with its server connection)."""
         self.hub = hub
         self.dsn = dsn
         self.timeout = timeout
+        self.listen = listen
+        self.statement_cache_size = statement_cache_size
         # Told apart from other processes' hints (our own need no relaying back).
         self.origin = f"{os.getpid()}-{id(self):x}"
         self._pending: list[str] = []
@@ -232,13 +244,15 @@ class PostgresChangeRelay:
         connection = await asyncpg.connect(
             self.dsn,
             timeout=self.timeout,
+            statement_cache_size=self.statement_cache_size,
             server_settings={"application_name": "session-state changes"},
         )
         self._connection = connection
         lost = asyncio.Event()
         connection.add_termination_listener(lambda _connection: lost.set())
         try:
-            await connection.add_listener(CHANNEL, self._received)
+            if self.listen:
+                await connection.add_listener(CHANNEL, self._received)
             self.connected.set()
             # Hints sent while no connection listened are lost: every stream
             # of this process reads storage again.

@@ -101,6 +101,12 @@ class Settings(SettingNamePolicy):
         description="PostgreSQL only: the read replicas (libpq's URL forms, several hosts "
         "allowed) that serve session reads, lists, event pages and memory search.",
     )
+    listen_database_url: str | None = Field(
+        default=None,
+        description="PostgreSQL only: a direct URL (not through a transaction-mode pooler such "
+        "as PgBouncer, where LISTEN does not work) for the one connection per process that "
+        "hears other processes' changes for live streams. Unset: the database URL.",
+    )
     max_replica_lag_seconds: float = Field(
         default=5.0,
         gt=0,
@@ -307,7 +313,7 @@ class Settings(SettingNamePolicy):
             "must start with sqlite+aiosqlite://, postgresql:// or postgresql+asyncpg://"
         )
 
-    @field_validator("read_database_url")
+    @field_validator("read_database_url", "listen_database_url")
     @classmethod
     def _refuse_a_replica_url_not_postgresql(cls, url: str | None) -> str | None:
         if url is None or not url.strip():
@@ -381,6 +387,11 @@ class Settings(SettingNamePolicy):
             raise ValueError(
                 "SESSION_STATE_READ_DATABASE_URL needs a PostgreSQL SESSION_STATE_DATABASE_URL "
                 "(SQLite has no replicas)"
+            )
+        if self.listen_database_url is not None and self.is_sqlite:
+            raise ValueError(
+                "SESSION_STATE_LISTEN_DATABASE_URL needs a PostgreSQL SESSION_STATE_DATABASE_URL "
+                "(on SQLite, streams follow the changes of their own process)"
             )
         return self
 

@@ -2,6 +2,7 @@
 
 import asyncio
 import contextlib
+import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -53,6 +54,30 @@ DESCRIPTION = (
 )
 
 
+logger = logging.getLogger("session_state")
+
+
+def _change_relay(settings: Settings, changes: ChangeHub) -> PostgresChangeRelay:
+    """The process's one connection for change hints. Through a transaction-
+    mode pooler LISTEN does not work: without a direct listening URL the
+    relay only NOTIFYs, and this process's streams see other processes'
+    changes at their heartbeat."""
+    if settings.listen_database_url is not None:
+        dsn = asyncpg_dsn(settings.listen_database_url)
+        return PostgresChangeRelay(changes, dsn, settings.db_timeout_seconds)
+    dsn = asyncpg_dsn(settings.database_url)
+    if settings.db_pooler != "transaction":
+        return PostgresChangeRelay(changes, dsn, settings.db_timeout_seconds)
+    logger.warning(
+        "live streams: LISTEN does not work through a transaction-mode pooler, so streams "
+        "see changes made by other processes only at their heartbeat; set "
+        "SESSION_STATE_LISTEN_DATABASE_URL to a direct URL of the database"
+    )
+    return PostgresChangeRelay(
+        changes, dsn, settings.db_timeout_seconds, listen=False, statement_cache_size=0
+    )
+
+
 def create_app(
     settings: Settings | None = None, *, clock: Callable[[], float] = time.time
 ) -> FastAPI:
@@ -68,9 +93,7 @@ def create_app(
         store = await open_store(settings)
         changes = ChangeHub(max_reads_at_once=max(1, settings.db_pool_size // 2))
         if not settings.is_sqlite:
-            relay = PostgresChangeRelay(
-                changes, asyncpg_dsn(settings.database_url), settings.db_timeout_seconds
-            )
+            relay = _change_relay(settings, changes)
             relay.start()
             changes.relay = relay
         try:

@@ -182,6 +182,7 @@ class Deployment:
     through_pgbouncer: str
     direct: str
     server: ServerProcess
+    log: Path
 
 
 @pytest.fixture(scope="module")
@@ -212,14 +213,16 @@ def deployment(pgbouncer: PgBouncer, postgres_available: bool) -> Iterator[Deplo
         )
         assert migrated.returncode == 0, migrated.stderr
         assert "created the database" in migrated.stdout
+        log = pgbouncer.directory / f"{name}.log"
         server = ServerProcess(
             through_pgbouncer,
+            log=log,
             SESSION_STATE_SWEEP_INTERVAL_SECONDS="0.5",
             SESSION_STATE_DB_POOL_SIZE="10",
             **POOLER_SETTINGS,
         ).start()
         try:
-            yield Deployment(through_pgbouncer, direct, server)
+            yield Deployment(through_pgbouncer, direct, server, log)
         finally:
             server.stop()
     finally:
@@ -355,3 +358,41 @@ def test_without_the_setting_the_server_refuses_to_start_in_one_line(deployment:
     lines = refused.stderr.strip().splitlines()
     assert len(lines) == 1, refused.stderr
     assert "connection pooler" in lines[0] and "SESSION_STATE_DB_POOLER=transaction" in lines[0]
+
+
+async def test_streams_hear_other_processes_at_once_with_a_direct_listening_url(
+    deployment: Deployment,
+):
+    """LISTEN does not work through PgBouncer's transaction mode: a server
+    without SESSION_STATE_LISTEN_DATABASE_URL says so once at start-up (and
+    still NOTIFYs); one with it hears the other's appends at once, long
+    before its 15 s heartbeat."""
+    warnings = [line for line in deployment.log.read_text().splitlines() if "LISTEN" in line]
+    assert len(warnings) == 1 and "SESSION_STATE_LISTEN_DATABASE_URL" in warnings[0]
+    listening = ServerProcess(
+        deployment.through_pgbouncer,
+        SESSION_STATE_LISTEN_DATABASE_URL=deployment.direct,
+        SESSION_STATE_STREAM_HEARTBEAT_SECONDS="15",
+        SESSION_STATE_SWEEP_INTERVAL_SECONDS="0",
+        **POOLER_SETTINGS,
+    ).start()
+    try:
+        path = "/apps/bouncer-live/users/u/sessions/s"
+        async with (
+            httpx.AsyncClient(base_url=deployment.server.base_url, timeout=30) as writer,
+            httpx.AsyncClient(base_url=listening.base_url, timeout=30) as reader,
+        ):
+            assert (
+                await writer.post(path.rsplit("/", 1)[0], json={"sessionId": "s"})
+            ).status_code == 201
+            async with reader.stream("GET", f"{path}/events/stream") as response:
+                assert response.status_code == 200
+                lines = response.aiter_lines()
+                appended = await writer.post(f"{path}/events", json={"author": "user"})
+                assert appended.status_code == 201
+                started = time.monotonic()
+                while await asyncio.wait_for(anext(lines), 15) != "id: 1":
+                    pass
+                assert time.monotonic() - started < 5
+    finally:
+        listening.stop()

@@ -36,6 +36,12 @@ BAD_VALUES = {
         # Replicas of a SQLite file (the default database URL).
         "postgresql://postgres@replica/x",
     ],
+    "listen_database_url": [
+        "mysql://root@direct/x",
+        "sqlite+aiosqlite:///listen.db",
+        # Listening beside a SQLite file (the default database URL).
+        "postgresql://postgres@direct/x",
+    ],
     "max_replica_lag_seconds": ["0", "inf", "soon"],
     "host": ["0.0.0.0:8000", "http://localhost"],
     "port": ["eighty", "0", "70000"],
