@@ -3,6 +3,8 @@ numbered per user in order, read with the user's sessions in one snapshot,
 collapsed by an erasure and pruned after a window (user streams resume from
 them, app.streams)."""
 
+import asyncio
+
 from session_state.db.store import Store
 from session_state.domain import Expiry, SessionKey, Tombstone
 
@@ -67,3 +69,32 @@ async def test_sessions_are_read_with_the_tombstones_without_state(store: Store)
     changes = await store.read_user_changes(APP, "ada", 0, (0.0, "", ""), 100, NOW)
     assert [row.id for row in changes.sessions] == ["s1"]
     assert changes.tombstones == [] and changes.newest_seq == 0
+
+
+async def test_concurrent_deletions_and_a_sweep_number_tombstones_without_gap_or_repeat(
+    store: Store,
+):
+    """Deletions racing the sweeper over one user's sessions (some expired,
+    deleted by either): each session's tombstone once, numbered 1..n."""
+    for number in range(12):
+        expiry = Expiry(ttl_seconds=10) if number % 2 else Expiry()
+        await create(store, key(f"s{number}"), expiry=expiry)
+    later = NOW + 20
+
+    async def delete(number: int) -> bool:
+        return await store.delete_session(key(f"s{number}"), with_memories=False, now=later)
+
+    deleting = [delete(number) for number in range(0, 12, 3)]
+    swept: list[SessionKey] = []
+    await asyncio.gather(
+        *deleting, store.sweep_expired(later, 100, with_memories=False, expired=swept)
+    )
+
+    changes = await store.read_user_changes(APP, "ada", 0, FAR, 100, later)
+    assert [t.seq for t in changes.tombstones] == list(range(1, len(changes.tombstones) + 1))
+    gone = [t.session_id for t in changes.tombstones]
+    assert len(gone) == len(set(gone))
+    # Every expired session is gone with one tombstone, and each deleted one.
+    expected = {f"s{n}" for n in range(12) if n % 2} | {f"s{n}" for n in range(0, 12, 3)}
+    assert set(gone) == expected
+    assert swept  # the sweep ran beside the deletions
