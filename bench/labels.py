@@ -15,6 +15,7 @@ unfiltered one.
 import argparse
 import asyncio
 import json
+import os
 import statistics
 import tempfile
 import time
@@ -93,10 +94,12 @@ async def measure(url: str, rounds: int) -> dict[str, dict[str, float]]:
         deep_token: dict[str, str | None] = {}
         cases: dict[str, dict[str, Any]] = {
             "unfiltered": {},
+            "unfiltered, includeState=false": {"includeState": "false"},
             "label env:prod (20%)": {"label": "env:prod"},
             "label rare (1%)": {"label": "rare:yes"},
             "label env:prod, desc": {"label": "env:prod", "order": "desc"},
             "labels env:prod + team (20%)": {"label": ["env:prod", "team"]},
+            "label env:prod, includeState=false": {"label": "env:prod", "includeState": "false"},
         }
         for name, params in cases.items():
             # A deep page: the 50th page's token (keyset: costs as the first).
@@ -119,22 +122,28 @@ async def measure(url: str, rounds: int) -> dict[str, dict[str, float]]:
             for label, extra in (("first page", {}), ("page 51", {"pageToken": token})):
                 if label == "page 51" and token is None:
                     continue
-                timings = []
+                timings, cpu = [], []
                 for _ in range(rounds):
-                    began = time.perf_counter()
+                    began, began_cpu = time.perf_counter(), time.process_time()
                     answer = await http.get(path, params={**params, "pageSize": 100, **extra})
                     timings.append((time.perf_counter() - began) * 1000)
+                    cpu.append((time.process_time() - began_cpu) * 1000)
                     assert answer.status_code == 200, answer.text
                     assert len(answer.json()["sessions"]) == 100
                 timings.sort()
                 figures[f"{name}, {label}"] = {
                     "p50_ms": round(statistics.median(timings), 2),
                     "p95_ms": round(timings[int(len(timings) * 0.95) - 1], 2),
+                    # This process's CPU (the app, SQLite's thread, the
+                    # client): steadier than wall time on a shared machine.
+                    "cpu_p50_ms": round(statistics.median(cpu), 2),
                 }
     return figures
 
 
-async def run_backend(backend: str, count: int, rounds: int) -> dict[str, Any]:
+async def run_backend(
+    backend: str, count: int, rounds: int, database_prefix: str = "labels_bench"
+) -> dict[str, Any]:
     if backend == "sqlite":
         directory = tempfile.mkdtemp(prefix="labels-bench-")
         url = f"sqlite+aiosqlite:///{directory}/bench.db"
@@ -143,7 +152,7 @@ async def run_backend(backend: str, count: int, rounds: int) -> dict[str, Any]:
         await seed(url, count)
         seeded = time.perf_counter() - began
         return {"seed_seconds": round(seeded, 1), "pages": await measure(url, rounds)}
-    name = create_postgres_database("labels_bench")
+    name = create_postgres_database(database_prefix)
     url = f"postgresql+asyncpg://postgres@127.0.0.1:5432/{name}"
     try:
         migrate(url)
@@ -179,20 +188,32 @@ def main() -> None:
     parser.add_argument("--sessions", type=int, default=100_000)
     parser.add_argument("--rounds", type=int, default=30)
     parser.add_argument("--backends", default="sqlite,postgresql")
+    parser.add_argument("--database-prefix", default="labels_bench")
+    parser.add_argument("--output", type=Path, default=RESULTS)
     arguments = parser.parse_args()
     results: dict[str, Any] = {"sessions": arguments.sessions, "rounds": arguments.rounds}
     for backend in arguments.backends.split(","):
-        results[backend] = asyncio.run(run_backend(backend, arguments.sessions, arguments.rounds))
+        results[backend] = asyncio.run(
+            run_backend(backend, arguments.sessions, arguments.rounds, arguments.database_prefix)
+        )
+        # The machine's load while it ran: the figures are only comparable
+        # at a like load.
+        results[backend]["load_average_1m"] = round(os.getloadavg()[0], 2)
         pages = results[backend]["pages"]
         base = pages["unfiltered, first page"]["p50_ms"]
         print(f"{backend}: seeded {arguments.sessions} in {results[backend]['seed_seconds']} s")
         for case, figure in pages.items():
             ratio = figure["p50_ms"] / base
             p50, p95 = figure["p50_ms"], figure["p95_ms"]
-            print(f"  {case:45s} p50 {p50:8.2f} ms  p95 {p95:8.2f} ms  x{ratio:.2f}")
-    RESULTS.parent.mkdir(exist_ok=True)
-    RESULTS.write_text(json.dumps(results, indent=2) + "\n")
-    print(f"written to {RESULTS}")
+            cpu = figure["cpu_p50_ms"]
+            print(
+                f"  {case:55s} p50 {p50:8.2f} ms  p95 {p95:8.2f} ms"
+                f"  cpu {cpu:7.2f} ms  x{ratio:.2f}"
+            )
+        print(f"  load average (1 min) {results[backend]['load_average_1m']}")
+    arguments.output.parent.mkdir(exist_ok=True)
+    arguments.output.write_text(json.dumps(results, indent=2) + "\n")
+    print(f"written to {arguments.output}")
 
 
 if __name__ == "__main__":
