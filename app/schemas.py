@@ -156,7 +156,8 @@ class PatchSessionRequest(Expiring):
     labels: SessionLabels | None = Field(
         default=None,
         description=f"{LABELS_DESCRIPTION} Replaces all of them; null or {{}} clears them. "
-        "Not with stateDelta (an event: send it in a PATCH of its own).",
+        "With stateDelta: one write, the event appended and the labels replaced, or "
+        "neither.",
     )
 
     @model_validator(mode="after")
@@ -165,10 +166,6 @@ class PatchSessionRequest(Expiring):
             raise ValueError("give stateDelta, labels, ttlSeconds or expireTime")
         if "state_delta" in self.model_fields_set and self.state_delta is None:
             raise ValueError("stateDelta must be an object")
-        if self.model_fields_set >= {"state_delta", "labels"}:
-            raise ValueError(
-                "give labels without stateDelta: a state change is an event, labels are not"
-            )
         return self
 
     def requested_labels(self) -> dict[str, str] | None:

@@ -39,7 +39,6 @@ from .domain import (
 )
 from .errors import (
     EventIdConflict,
-    FieldError,
     InitialStateUnknown,
     InvalidInput,
     PayloadTooLarge,
@@ -258,8 +257,10 @@ class SessionService:
         document: Any,
         expected_revision: int | None,
         new_expiry: Expiry | None = None,
+        new_labels: Labels | None = None,
     ) -> AppendOutcome:
-        """`new_expiry` replaces the session's expiry with the event, atomically."""
+        """`new_expiry` replaces the session's expiry with the event, and
+        `new_labels` its labels, atomically."""
         prepared = prepare_event(document, self.limits, now=self.clock, new_id=self.new_id)
         if prepared.partial:
             return AppendOutcome(json_codec.dumps_text(document), None, created=False)
@@ -269,7 +270,7 @@ class SessionService:
             [prepared],
             expected_revision,
             lambda now: self.store.append_event(
-                key, record, expected_revision, max_state_bytes, now, new_expiry
+                key, record, expected_revision, max_state_bytes, now, new_expiry, new_labels
             ),
             while_doing="the event was appended",
         )
@@ -452,14 +453,12 @@ class SessionService:
         labels: Labels | None = None,
     ) -> SessionView:
         """Changes the state (recorded as an event, as ADK's own PATCH
-        endpoint does) and/or the expiry, all or nothing; or the labels
-        (`{}` clears them; never with a state change) and the expiry."""
+        endpoint does), the labels (`{}` clears them) and/or the expiry, all
+        or nothing. Labels alone move neither the revision nor the update
+        time; with a state change they are written with its event."""
         if new_expiry is not None:
             check_requested(new_expiry, self.clock())
-        if labels is not None:
-            if state_delta is not None:
-                message = "give labels without stateDelta: a state change is an event"
-                raise InvalidInput([FieldError(["body", "labels"], message)])
+        if labels is not None and state_delta is None:
             now = self.clock()
             written = await self.store.set_labels(key, labels, new_expiry, expected_revision, now)
             if written is None:
@@ -475,7 +474,7 @@ class SessionService:
                 "actions": {"stateDelta": state_delta},
                 "timestamp": self.clock(),
             }
-            await self.append_event(key, event, expected_revision, new_expiry)
+            await self.append_event(key, event, expected_revision, new_expiry, labels)
         elif new_expiry is not None:
             await self._set_expiry(key, new_expiry, expected_revision)
         return await self._latest_session(key)

@@ -3,6 +3,11 @@ fork unless given, replaced by PATCH (null clears), in a session's JSON only
 when it has some; and request bodies that refuse fields the API does not
 define. On SQLite and PostgreSQL (the `client` fixture runs each on both)."""
 
+import asyncio
+
+from session_state.config import Settings
+from tests.conftest import asgi_client
+
 APP = "/apps/travel"
 SESSIONS = f"{APP}/users/ada/sessions"
 SIX_FIELDS = {"id", "appName", "userId", "state", "events", "lastUpdateTime"}
@@ -51,15 +56,69 @@ async def test_patch_replaces_labels_whole_and_null_clears_without_an_event(clie
     assert missing.status_code == 404
 
 
-async def test_labels_with_a_state_delta_are_refused_and_nothing_is_written(client):
-    await create(client, "s", labels={"env": "prod"})
-    refused = await client.patch(
-        f"{SESSIONS}/s", json={"labels": {"env": "dev"}, "stateDelta": {"k": 1}}
-    )
-    assert refused.status_code == 422
-    assert "labels" in refused.json()["detail"]
+async def test_labels_with_a_state_delta_are_one_write_of_both_or_neither(database_url):
+    settings = Settings(database_url=database_url, max_state_bytes=4096)
+    async with asgi_client(settings) as client:
+        await create(client, "s", labels={"env": "prod"})
+        both = await client.patch(
+            f"{SESSIONS}/s", json={"labels": {"env": "dev"}, "stateDelta": {"k": 1}}
+        )
+        assert both.status_code == 200, both.text
+        assert both.json()["labels"] == {"env": "dev"} and both.json()["state"] == {"k": 1}
+        assert both.headers["etag"] == '"1"' and len(both.json()["events"]) == 1
+        listed = await client.get(f"{APP}/sessions", params={"label": "env:dev"})
+        assert [s["id"] for s in listed.json()["sessions"]] == ["s"]
+        # Each refusal writes neither part: a bad label, a stale If-Match, a
+        # state past the limit (found by the store, while writing).
+        refusals = [
+            ({"labels": {"Env": "x"}, "stateDelta": {"k": 2}}, {}, 422),
+            ({"labels": {"env": "x"}, "stateDelta": {"k": 2}}, {"If-Match": '"0"'}, 412),
+            ({"labels": {"env": "x"}, "stateDelta": {"big": "b" * 5000}}, {}, 422),
+        ]
+        for body, headers, status in refusals:
+            refused = await client.patch(f"{SESSIONS}/s", json=body, headers=headers)
+            assert refused.status_code == status, refused.text
+        session = (await client.get(f"{SESSIONS}/s")).json()
+        assert session["labels"] == {"env": "dev"} and session["state"] == {"k": 1}
+        assert len(session["events"]) == 1
+        assert (await client.get(f"{APP}/sessions", params={"label": "env:x"})).json()[
+            "sessions"
+        ] == []
+
+
+async def test_concurrent_patches_of_labels_and_state_lose_nothing(client):
+    """Concurrent PATCHes of state and labels: every event is stored, and the
+    labels are those written with the last event; under one If-Match, one
+    PATCH wins whole and the others write nothing."""
+    await create(client, "s")
+    count = 12
+
+    async def patch(number, headers=None):
+        body = {"labels": {"writer": f"w{number}"}, "stateDelta": {f"k{number}": number}}
+        return await client.patch(f"{SESSIONS}/s", json=body, headers=headers or {})
+
+    answers = await asyncio.gather(*(patch(number) for number in range(count)))
+    assert [answer.status_code for answer in answers] == [200] * count
     session = (await client.get(f"{SESSIONS}/s")).json()
-    assert session["labels"] == {"env": "prod"} and session["events"] == []
+    assert session["state"] == {f"k{number}": number for number in range(count)}
+    assert len(session["events"]) == count
+    last_delta = session["events"][-1]["actions"]["stateDelta"]
+    assert session["labels"] == {"writer": f"w{next(iter(last_delta.values()))}"}
+
+    revision = f'"{count}"'
+    raced = await asyncio.gather(
+        *(patch(number, {"If-Match": revision}) for number in range(count, 2 * count))
+    )
+    won = [answer for answer in raced if answer.status_code == 200]
+    assert len(won) == 1 and all(a.status_code == 412 for a in raced if a not in won)
+    winner = won[0].json()
+    session = (await client.get(f"{SESSIONS}/s")).json()
+    assert len(session["events"]) == count + 1
+    number = int(winner["labels"]["writer"][1:])
+    assert session["labels"] == winner["labels"] and session["state"][f"k{number}"] == number
+    assert not any(
+        f"k{other}" in session["state"] for other in range(count, 2 * count) if other != number
+    )
 
 
 async def test_a_fork_copies_the_labels_unless_given(client):

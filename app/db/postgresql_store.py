@@ -506,12 +506,44 @@ class PostgresStore:
         max_state_bytes: int,
         now: float,
         new_expiry: Expiry | None = None,
+        new_labels: Labels | None = None,
     ) -> int:
         change = _Change(
             key, event.delta, event.timestamp, expected_revision, max_state_bytes, now, new_expiry
         )
+        if new_labels is not None:
+            return await self._append_with_labels(_Append(change, event), new_labels)
         row = await self._appends.submit(_Append(change, event))
         return _applied_revision(row, max_state_bytes)
+
+    async def _append_with_labels(self, append: _Append, labels: Labels) -> int:
+        """The append's statement and the labels' in one transaction (rare:
+        a PATCH of both, so not batched): a refused append rolls back both.
+        The append locks the session row, so the labels land on the revision
+        it made."""
+        statement, change = sql.APPEND, append.change
+        try:
+            async with self._transaction() as connection:
+                row = await connection.fetchrow(
+                    statement.text, *statement.arguments(append.values(_as_is))
+                )
+                revision = _applied_revision(row[:4], change.max_state_bytes)
+                key = change.key
+                await connection.execute(
+                    sql.SET_LABELS,
+                    key.app_name,
+                    key.user_id,
+                    key.session_id,
+                    change.now,
+                    labels or None,
+                    False,
+                    None,
+                    None,
+                    revision,
+                )
+        except asyncpg.UniqueViolationError as error:
+            raise AppendNotApplied("event id already stored") from error
+        return revision
 
     async def append_events(
         self,

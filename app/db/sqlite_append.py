@@ -21,11 +21,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Table, func, select
+from sqlalchemy import Table, func, null, select
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from ..domain import AppendNotApplied, Expiry, NewEvent, SessionKey
+from ..labels import Labels
 from ..state import ScopedDelta, StateDict, apply_delta
 from .sqlite_statements import events_of, expiry_after_write, not_expired, session_is
 from .state_sizes import entry_sizes, session_state_bytes, state_past_limit
@@ -41,9 +42,11 @@ async def append_events(
     max_state_bytes: int,
     now: float,
     new_expiry: Expiry | None = None,
+    new_labels: Labels | None = None,
 ) -> int:
     """Stores the events in order and applies `delta` (their deltas merged);
-    returns the revision after the last. `new_expiry` replaces the expiry."""
+    returns the revision after the last. `new_expiry` replaces the expiry,
+    `new_labels` the labels ({}: none)."""
     found = await connection.execute(
         select(sessions.c.state, sessions.c.revision).where(*session_is(key), not_expired(now))
     )
@@ -67,6 +70,8 @@ async def append_events(
     changes = expiry_after_write(now, new_expiry)
     if state is not None:
         changes.update(state=state, state_bytes=state_bytes)
+    if new_labels is not None:
+        changes["labels"] = new_labels or null()
     await connection.execute(
         sessions.update()
         .where(*session_is(key))

@@ -99,6 +99,7 @@ class SqliteStore:
         max_state_bytes: int,
         now: float,
         new_expiry: Expiry | None = None,
+        new_labels: Labels | None = None,
     ) -> int:
         async with self._write() as connection:
             return await sqlite_append.append_events(
@@ -110,6 +111,7 @@ class SqliteStore:
                 max_state_bytes,
                 now,
                 new_expiry,
+                new_labels,
             )
 
     async def append_events(

@@ -145,9 +145,11 @@ class Store(Protocol):
         max_state_bytes: int,
         now: float,
         new_expiry: Expiry | None = None,
+        new_labels: Labels | None = None,
     ) -> int:
         """Stores the event and applies its delta; returns the new revision.
-        An idle timeout restarts at `now`; `new_expiry` replaces the expiry.
+        An idle timeout restarts at `now`; `new_expiry` replaces the expiry,
+        `new_labels` the labels ({}: none), in the same transaction.
         AppendNotApplied, with nothing written, when the session is missing,
         is not at `expected_revision`, already holds the event's id, or a
         scope would pass `max_state_bytes`."""
