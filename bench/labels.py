@@ -15,10 +15,13 @@ unfiltered one.
 import argparse
 import asyncio
 import json
+import math
 import os
+import sqlite3
 import statistics
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +30,10 @@ from sqlalchemy import insert, text
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from session_state.config import Settings
+from session_state.db import sqlite_statements
+from session_state.db.session_listing import driving_label, listing_sql
 from session_state.db.tables import sessions
+from session_state.labels import LabelFilter
 from tests.conftest import (
     asgi_client,
     create_postgres_database,
@@ -151,7 +157,11 @@ async def run_backend(
         began = time.perf_counter()
         await seed(url, count)
         seeded = time.perf_counter() - began
-        return {"seed_seconds": round(seeded, 1), "pages": await measure(url, rounds)}
+        return {
+            "seed_seconds": round(seeded, 1),
+            "pages": await measure(url, rounds),
+            "statements": statements_side_by_side(f"{directory}/bench.db", rounds),
+        }
     name = create_postgres_database(database_prefix)
     url = f"postgresql+asyncpg://postgres@127.0.0.1:5432/{name}"
     try:
@@ -167,6 +177,64 @@ async def run_backend(
         }
     finally:
         drop_postgres_database(name)
+
+
+STATEMENT_CASES: dict[str, dict[str, Any]] = {
+    "unfiltered": {},
+    "label env:prod": {"equal": {"env": "prod"}},
+    "label rare": {"equal": {"rare": "yes"}},
+    "label env:prod, desc": {"equal": {"env": "prod"}, "descending": True},
+    "labels env:prod + team": {"equal": {"env": "prod"}, "present": ["team"]},
+    "label team (has the key)": {"present": ["team"]},
+}
+
+
+def statements_side_by_side(path: str, rounds: int) -> dict[str, dict[str, float]]:
+    """SQLite's first-page statement, the app-wide list, run directly: walked
+    over the app's labelled sessions (the plan before migration 0016) and
+    over the label rows, interleaved on one database; milliseconds, p50."""
+    dialect = sqlite_statements._LISTING_DIALECT
+    plans = {"label rows": dialect, "labelled sessions": replace(dialect, label_rows=False)}
+    figures: dict[str, dict[str, float]] = {}
+    connection = sqlite3.connect(path)
+    try:
+        for case, spec in STATEMENT_CASES.items():
+            equal, present = spec.get("equal", {}), spec.get("present", [])
+            labels = LabelFilter(equal, tuple(present))
+            parameters: dict[str, Any] = {
+                "app_name": APP,
+                "now": time.time(),
+                "candidates": 101,
+                "per_session": 512,
+                "max_bytes": 10_000_000,
+                "updated_after": -math.inf,
+                "updated_before": math.inf,
+            }
+            if not labels.empty:
+                parameters.update(
+                    label_equal=json.dumps(equal),
+                    label_keys=json.dumps(present),
+                    **driving_label(labels),
+                )
+            timings: dict[str, list[float]] = {name: [] for name in plans}
+            for _ in range(rounds):
+                for name, plan in plans.items():
+                    statement = listing_sql(
+                        plan,
+                        one_user=False,
+                        after_cursor=False,
+                        descending=spec.get("descending", False),
+                        labelled=not labels.empty,
+                        driven_by_value="drive_value" in parameters,
+                    )
+                    began = time.perf_counter()
+                    rows = connection.execute(statement, parameters).fetchall()
+                    timings[name].append((time.perf_counter() - began) * 1000)
+                    assert len(rows) == 101
+            figures[case] = {name: round(statistics.median(t), 2) for name, t in timings.items()}
+    finally:
+        connection.close()
+    return figures
 
 
 async def _plan(url: str) -> str:
@@ -210,6 +278,9 @@ def main() -> None:
                 f"  {case:55s} p50 {p50:8.2f} ms  p95 {p95:8.2f} ms"
                 f"  cpu {cpu:7.2f} ms  x{ratio:.2f}"
             )
+        for case, figure in results[backend].get("statements", {}).items():
+            walks = ", ".join(f"{name} {ms:.2f} ms" for name, ms in figure.items())
+            print(f"  statement, {case:35s} {walks}")
         print(f"  load average (1 min) {results[backend]['load_average_1m']}")
     arguments.output.parent.mkdir(exist_ok=True)
     arguments.output.write_text(json.dumps(results, indent=2) + "\n")

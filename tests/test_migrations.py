@@ -53,7 +53,9 @@ async def _check_upgrade_downgrade_upgrade(url: str) -> None:
     try:
         await migrations.upgrade(engine)
         async with engine.connect() as connection:
-            assert await connection.run_sync(_tables) == TABLES
+            # SQLite's label rows (0016) are kept by triggers, not the models.
+            sqlite_only = {"session_labels"} if url.startswith("sqlite") else set()
+            assert await connection.run_sync(_tables) == TABLES | sqlite_only
             assert await connection.run_sync(_differences) == []
         assert await migrations.current_revision(engine) == migrations.head_revision()
 

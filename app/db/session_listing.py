@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..domain import SessionCursor, SessionQuery
+from ..labels import LabelFilter
 
 # What a session in a list adds besides its state (ids, field names, time).
 LISTED_SESSION_OVERHEAD_BYTES = 512
@@ -21,6 +22,11 @@ class ListingDialect:
 
     has_labels: str
     labels_bytes: str
+    # Whether the store keeps a row per label in list order (SQLite's
+    # session_labels, migration 0016), which an app-wide filtered list
+    # walks from its driving label (:drive_key, and :drive_value when
+    # driven by a value) instead of the app's labelled sessions.
+    label_rows: bool = False
 
 
 def listing_sql(
@@ -30,36 +36,54 @@ def listing_sql(
     after_cursor: bool,
     descending: bool,
     labelled: bool,
+    driven_by_value: bool = False,
 ) -> str:
     """The page statement (both stores run it), static text per variant so
     that nothing is built per request (docs/performance.md, "The session
     listing"). Time bounds are always bound (infinite when not asked for):
     a range on the order index costs nothing and halves the variants."""
+    # Label rows drive the walk (their order is the list's) when the
+    # store has them and the list is the app's (a user's is walked on its
+    # own index, never the app's).
+    by_rows = labelled and dialect.label_rows and not one_user
+    walked = ("l.", "l.user_id", "l.session_id") if by_rows else ("s.", "s.user_id", "s.id")
+    time, user, session = f"{walked[0]}update_time", walked[1], walked[2]
     conditions = [
         "s.app_name = :app_name",
         "(s.expire_time IS NULL OR s.expire_time > :now)",
-        "s.update_time >= :updated_after",
-        "s.update_time < :updated_before",
+        f"{time} >= :updated_after",
+        f"{time} < :updated_before",
     ]
+    source = "sessions AS s"
+    if by_rows:
+        # CROSS JOIN: SQLite keeps the label rows as the outer loop.
+        source = "session_labels AS l CROSS JOIN sessions AS s"
+        conditions[:1] = [
+            "l.app_name = :app_name",
+            "l.label_key = :drive_key",
+            *(["l.label_value = :drive_value"] if driven_by_value else []),
+            "s.app_name = l.app_name AND s.user_id = l.user_id AND s.id = l.session_id",
+        ]
     if one_user:
         conditions.append("s.user_id = :user_id")
     if after_cursor:
         beyond = "<" if descending else ">"
         conditions.append(
-            f"(s.update_time, s.user_id, s.id) {beyond} (:after_time, :after_user, :after_id)"
+            f"({time}, {user}, {session}) {beyond} (:after_time, :after_user, :after_id)"
         )
     if labelled:
         conditions.append(dialect.has_labels)
     user_of_row = ":user_id" if one_user else "candidates.user_id"
     direction = "DESC" if descending else "ASC"
     order = ", ".join(f"{{0}}{name} {direction}" for name in ("update_time", "user_id", "id"))
+    walk_order = ", ".join(f"{name} {direction}" for name in (time, user, session))
     return f"""
         WITH candidates AS (
             SELECT s.user_id, s.id, s.state, s.revision, s.update_time, s.expire_time,
                    s.labels, s.state_bytes + {dialect.labels_bytes} AS listed_bytes
-              FROM sessions AS s
+              FROM {source}
              WHERE {" AND ".join(conditions)}
-             ORDER BY {order.format("s.")}
+             ORDER BY {walk_order}
              LIMIT :candidates
         ), windowed AS (
             SELECT candidates.*,
@@ -117,8 +141,19 @@ def listing_parameters(
     if after is not None:
         parameters.update(after_time=after[0], after_user=after[1], after_id=after[2])
     if not query.labels.empty:
-        parameters.update(label_equal=query.labels.equal, label_keys=list(query.labels.present))
+        labels = query.labels
+        parameters.update(label_equal=labels.equal, label_keys=list(labels.present))
     return parameters
+
+
+def driving_label(labels: LabelFilter) -> dict[str, str]:
+    """The label whose rows a store with label rows walks (`drive_key`,
+    and `drive_value` when driven by a value): a pair when one is asked
+    for (fewer rows), else a key."""
+    if labels.equal:
+        drive_key = min(labels.equal)
+        return {"drive_key": drive_key, "drive_value": labels.equal[drive_key]}
+    return {"drive_key": labels.present[0]}
 
 
 def listing_key(

@@ -52,6 +52,7 @@ from .directory_listing import apps_sql, apps_variants, directory_parameters, us
 from .event_windows import ERASE_CANDIDATES, events_within
 from .session_listing import (
     ListingDialect,
+    driving_label,
     listing_key,
     listing_parameters,
     listing_sql,
@@ -289,10 +290,13 @@ _LISTING_DIALECT = ListingDialect(
     " AND NOT EXISTS (SELECT 1 FROM json_each(:label_keys) AS k"
     " WHERE json_type(s.labels, '$.\"' || k.value || '\"') IS NULL)",
     labels_bytes="coalesce(length(s.labels), 0)",
+    label_rows=True,
 )
 
 
-def _listing_statement(variant: tuple[bool, bool, bool, bool]) -> TextualSelect:
+def _listing_statement(
+    variant: tuple[bool, bool, bool, bool], driven_by_value: bool
+) -> TextualSelect:
     one_user, after_cursor, descending, labelled = variant
     sql = listing_sql(
         _LISTING_DIALECT,
@@ -300,6 +304,7 @@ def _listing_statement(variant: tuple[bool, bool, bool, bool]) -> TextualSelect:
         after_cursor=after_cursor,
         descending=descending,
         labelled=labelled,
+        driven_by_value=driven_by_value,
     )
     return text(sql).columns(
         column("user_id", String),
@@ -313,7 +318,12 @@ def _listing_statement(variant: tuple[bool, bool, bool, bool]) -> TextualSelect:
     )
 
 
-_LISTINGS = {variant: _listing_statement(variant) for variant in listing_variants()}
+# By variant and whether the label rows are walked by a label's value.
+_LISTINGS = {
+    (variant, by_value): _listing_statement(variant, by_value)
+    for variant in listing_variants()
+    for by_value in (False, True)
+}
 
 
 async def page_sessions(
@@ -335,7 +345,10 @@ async def page_sessions(
     if "label_equal" in parameters:
         parameters["label_equal"] = json_codec.dumps_text(parameters["label_equal"])
         parameters["label_keys"] = json_codec.dumps_text(parameters["label_keys"])
-    statement = _LISTINGS[listing_key(user_id, after, query)]
+    if user_id is None and not query.labels.empty:
+        # A user's list walks its own index; an app's, the label rows.
+        parameters.update(driving_label(query.labels))
+    statement = _LISTINGS[listing_key(user_id, after, query), "drive_value" in parameters]
     result = await connection.execute(statement, parameters)
     rows: list[SessionRow] = []
     fetched = 0

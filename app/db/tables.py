@@ -232,6 +232,8 @@ forgotten_memories = Table(
 # The index label filters use: GIN on the labels on PostgreSQL, the app's
 # labelled sessions in list order on SQLite (migration 0011).
 LABELS_INDEX = "ix_sessions_labels"
+# SQLite's label rows, kept by triggers on sessions (migration 0016).
+LABEL_ROWS_OBJECTS = frozenset({"session_labels", "ix_session_labels_key"})
 
 SEARCH_INDEX_OBJECTS = frozenset(
     {

@@ -3,11 +3,11 @@ set_labels), label and time filters and order of a listing, and the apps and
 users with live sessions."""
 
 from session_state.db.store import Store
-from session_state.domain import ALL_SESSIONS, Expiry, ForkSource, SessionQuery
+from session_state.domain import ALL_SESSIONS, AppendNotApplied, Expiry, ForkSource, SessionQuery
 from session_state.labels import LabelFilter
 from session_state.state import ScopedDelta
 
-from .scenes import APP, LIMIT, NOW, create, key
+from .scenes import APP, LIMIT, NOW, create, event, key, outcome_of
 
 
 async def _labelled(store: Store, session_id: str, user_id: str, labels: dict, now: float):
@@ -90,3 +90,36 @@ async def test_apps_and_users_with_live_sessions_are_paged_with_counts(store: St
     ]
     users, more = await store.page_users(APP, "ada", 10, NOW + 5)
     assert ([u.user_id for u in users], more) == (["bob"], False)
+
+
+async def test_a_filtered_listing_follows_every_write_of_labels_and_update_time(store: Store):
+    """The filters answer from what each write left: appends move a session
+    in the order, labels written with an append or alone replace the old
+    ones, a refused append changes nothing, a delete and an erasure take
+    the session (SQLite answers from label rows kept by triggers, 0016)."""
+
+    async def listed(*, present: tuple[str, ...] = (), **options) -> list[str]:
+        query = SessionQuery(LabelFilter({} if present else {"env": "prod"}, present), **options)
+        page = await store.page_sessions(APP, None, None, 10, LIMIT, NOW + 50, query)
+        return [row.id for row in page.sessions]
+
+    for index, labels in enumerate([{"env": "prod"}, {"env": "prod"}, {}]):
+        await _labelled(store, f"s{index + 1}", "ada" if index else "bob", labels, NOW + index)
+    assert await listed() == ["s1", "s2"]
+    await store.append_event(key("s1", "bob"), event("e1", timestamp=NOW + 5), None, LIMIT, NOW)
+    assert await listed() == ["s2", "s1"]
+    assert await listed(order="desc") == ["s1", "s2"]
+    assert await listed(updated_after=NOW + 2) == ["s1"]
+    # Labels with an event: one write; a refused one writes neither.
+    new_labels = {"team": "x"}
+    assert await store.append_event(key("s2"), event("e2", timestamp=NOW + 6), None, LIMIT, NOW,
+                                    new_labels=new_labels) == 1  # fmt: skip
+    assert await listed() == ["s1"] and await listed(present=("team",)) == ["s2"]
+    stale = store.append_event(key("s3"), event("e3"), 4, LIMIT, NOW, new_labels={"env": "prod"})
+    assert isinstance(await outcome_of(stale), AppendNotApplied)
+    assert (await store.read_session(key("s3"), NOW)).labels == {}
+    assert await store.set_labels(key("s3"), {"env": "prod", "team": ""}, None, None, NOW) == 0
+    assert await listed() == ["s3", "s1"] and await listed(present=("team",)) == ["s3", "s2"]
+    assert await store.delete_session(key("s3"), with_memories=False, now=NOW)
+    await store.erase_user(APP, "bob", 100)
+    assert await listed() == [] and await listed(present=("team",)) == ["s2"]
