@@ -2,6 +2,8 @@
 (app.pagination) naming its list. What a token decodes to is checked in full
 here, so the rules only ever see a well-formed cursor."""
 
+import math
+from dataclasses import replace
 from typing import Any
 
 from ..domain import ALL_SESSIONS, SessionCursor, SessionKey, SessionQuery, SortOrder
@@ -41,21 +43,49 @@ def session_cursor(
 ) -> SessionCursor | None:
     """Where a sessions page token's page starts: a finite time and two
     identifiers. BadRequest for anything else, or another list's token."""
+    return _session_position(token, app_name, user_id, query)[0]
+
+
+def session_walk(
+    token: str | None, app_name: str, user_id: str | None, query: SessionQuery, now: float
+) -> tuple[SessionCursor | None, SessionQuery]:
+    """Where a page of a walk starts, and the query it runs: without the
+    caller's `updatedBefore`, the walk's end is pinned at the time its first
+    page was asked for (`now` then, carried by the tokens after it), so that
+    a session an update moves past the walk's position is not listed again
+    (docs/api.md, "Walking a list")."""
+    after, pinned_end = _session_position(token, app_name, user_id, query)
+    if query.updated_before is not None:
+        return after, query
     if token is None:
-        return None
+        # updatedBefore is exclusive: a session written at this very time
+        # was there when the walk began.
+        pinned_end = math.nextafter(now, math.inf)
+    if pinned_end is None:  # a token of before the walk's end was pinned
+        return after, query
+    return after, replace(query, updated_before=pinned_end)
+
+
+def _session_position(
+    token: str | None, app_name: str, user_id: str | None, query: SessionQuery
+) -> tuple[SessionCursor | None, float | None]:
+    if token is None:
+        return None, None
     position = decode_token(token, SESSIONS_TOKEN, _sessions_list(app_name, user_id, query))
-    if len(position) != 3:
+    if len(position) not in (3, 4):
         raise BadRequest(INVALID_TOKEN)
-    update_time, user, session_id = position
+    update_time, user, session_id = position[:3]
+    pinned_end = position[3] if len(position) == 4 else None
     if not (
-        type(update_time) in (int, float)
-        and abs(update_time) <= 1e300
-        and update_time == update_time  # not NaN
+        _is_time(update_time)
+        and (pinned_end is None or _is_time(pinned_end))
         and _is_identifier(user)
         and _is_identifier(session_id)
     ):
         raise BadRequest(INVALID_TOKEN)
-    return (float(update_time), user, session_id)
+    return (float(update_time), user, session_id), (
+        None if pinned_end is None else float(pinned_end)
+    )
 
 
 def sessions_token(
@@ -63,10 +93,16 @@ def sessions_token(
     app_name: str,
     user_id: str | None,
     query: SessionQuery = ALL_SESSIONS,
+    walk: SessionQuery | None = None,
 ) -> str | None:
+    """The next page's token; `walk` (what session_walk gave), when its end
+    was pinned, carries that end on."""
     if after is None:
         return None
-    return encode_token(SESSIONS_TOKEN, _sessions_list(app_name, user_id, query), list(after))
+    position: list[Any] = list(after)
+    if walk is not None and query.updated_before is None and walk.updated_before is not None:
+        position.append(walk.updated_before)
+    return encode_token(SESSIONS_TOKEN, _sessions_list(app_name, user_id, query), position)
 
 
 def event_cursor(token: str | None, key: SessionKey, order: SortOrder) -> int | None:
@@ -102,6 +138,10 @@ def name_token(after: str | None, kind: str, app_name: str = "") -> str | None:
     if after is None:
         return None
     return encode_token(kind, (app_name,), [after])
+
+
+def _is_time(value: Any) -> bool:
+    return type(value) in (int, float) and abs(value) <= 1e300 and value == value  # not NaN
 
 
 def _is_int64(value: Any) -> bool:

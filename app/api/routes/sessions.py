@@ -380,9 +380,10 @@ async def list_user_sessions(
     page_size: PageSize = DEFAULT_PAGE_SIZE,
     page_token: PageToken = None,
 ) -> Response:
-    after = page_tokens.session_cursor(page_token, app_name, user_id, query)
-    page = await service_of(request).list_sessions(app_name, user_id, page_size, after, query)
-    token = page_tokens.sessions_token(page.next_after, app_name, user_id, query)
+    service = service_of(request)
+    after, walk = page_tokens.session_walk(page_token, app_name, user_id, query, service.clock())
+    page = await service.list_sessions(app_name, user_id, page_size, after, walk)
+    token = page_tokens.sessions_token(page.next_after, app_name, user_id, query, walk)
     return rendering.session_list_response(page.sessions, token)
 
 
@@ -399,9 +400,10 @@ async def list_app_sessions(
     page_size: PageSize = DEFAULT_PAGE_SIZE,
     page_token: PageToken = None,
 ) -> Response:
-    after = page_tokens.session_cursor(page_token, app_name, None, query)
-    page = await service_of(request).list_sessions(app_name, None, page_size, after, query)
-    token = page_tokens.sessions_token(page.next_after, app_name, None, query)
+    service = service_of(request)
+    after, walk = page_tokens.session_walk(page_token, app_name, None, query, service.clock())
+    page = await service.list_sessions(app_name, None, page_size, after, walk)
+    token = page_tokens.sessions_token(page.next_after, app_name, None, query, walk)
     return rendering.session_list_response(page.sessions, token)
 
 
