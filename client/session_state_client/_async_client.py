@@ -235,7 +235,12 @@ class AsyncSessionStateClient:
         order: Order | None = None,
         include_state: bool | None = None,
     ) -> AsyncIterator[Session]:
-        """Every session list_sessions selects, page after page."""
+        """Every session list_sessions selects, page after page: one walk,
+        following the server's page tokens as they are. Each session that
+        matched when the walk began and was not changed during it comes
+        once; none comes twice; sessions created or changed during the walk
+        are left to the next walk (the server pins the walk's end at its
+        first page unless `updated_before` is given)."""
         token: str | None = None
         while True:
             page = await self.list_sessions(
@@ -366,10 +371,13 @@ class AsyncSessionStateClient:
         session_id: str,
         state_delta: Mapping[str, Any],
         if_match: int | None = None,
+        labels: Mapping[str, str] | None = None,
     ) -> Session:
-        """Changes state without an agent turn (recorded as an event of the user)."""
+        """Changes state without an agent turn (recorded as an event of the
+        user); with `labels`, replaces the labels in the same write ({}
+        clears them): both or neither."""
         return await self._send(
-            _requests.patch_state(app_name, user_id, session_id, state_delta, if_match)
+            _requests.patch_state(app_name, user_id, session_id, state_delta, if_match, labels)
         )
 
     async def list_events(

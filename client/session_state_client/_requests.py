@@ -457,13 +457,17 @@ def patch_state(
     session_id: str,
     state_delta: Mapping[str, Any],
     if_match: int | None,
+    labels: Mapping[str, str] | None = None,
 ) -> Call[Session]:
     session = _session_path(app_name, user_id, session_id)
+    body: dict[str, Any] = {"stateDelta": dict(state_delta)}
+    if labels is not None:  # {}: clears them, with the event
+        body["labels"] = dict(labels)
     return Call(
         "PATCH",
         session,
         _session,
-        json={"stateDelta": dict(state_delta)},
+        json=body,
         headers=_if_match(if_match),
         session=session,
         revision_use="note",

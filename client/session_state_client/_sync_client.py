@@ -230,7 +230,12 @@ class SessionStateClient:
         order: Order | None = None,
         include_state: bool | None = None,
     ) -> Iterator[Session]:
-        """Every session list_sessions selects, page after page."""
+        """Every session list_sessions selects, page after page: one walk,
+        following the server's page tokens as they are. Each session that
+        matched when the walk began and was not changed during it comes
+        once; none comes twice; sessions created or changed during the walk
+        are left to the next walk (the server pins the walk's end at its
+        first page unless `updated_before` is given)."""
         token: str | None = None
         while True:
             page = self.list_sessions(
@@ -352,10 +357,13 @@ class SessionStateClient:
         session_id: str,
         state_delta: Mapping[str, Any],
         if_match: int | None = None,
+        labels: Mapping[str, str] | None = None,
     ) -> Session:
-        """Changes state without an agent turn (recorded as an event of the user)."""
+        """Changes state without an agent turn (recorded as an event of the
+        user); with `labels`, replaces the labels in the same write ({}
+        clears them): both or neither."""
         return self._send(
-            _requests.patch_state(app_name, user_id, session_id, state_delta, if_match)
+            _requests.patch_state(app_name, user_id, session_id, state_delta, if_match, labels)
         )
 
     def list_events(

@@ -228,6 +228,11 @@ def test_labels_filters_apps_and_users(client, app_name):
         app_name=app_name, user_id="bob", session_id="c", labels={"env": "prod"}, if_match=0
     )
     assert relabelled.labels == {"env": "prod"} and relabelled.revision == 0
+    # State and labels in one write.
+    both = client.patch_state(
+        app_name=app_name, user_id="bob", session_id="b", state_delta={"k": 1}, labels={"env": "qa"}
+    )
+    assert (both.labels, both.state, both.revision) == ({"env": "qa"}, {"k": 1}, 1)
     prod = client.list_sessions(app_name=app_name, labels={"env": "prod"}, include_state=False)
     assert [session.id for session in prod.sessions] == ["a", "c"]
     with_team = client.iter_sessions(app_name=app_name, labels={"env": None, "team": None})

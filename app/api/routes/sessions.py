@@ -70,7 +70,14 @@ _ETAG_HEADER = {
 }
 
 PageSize = Annotated[int, Query(alias="pageSize", ge=1, le=MAX_PAGE_SIZE)]
-PageToken = Annotated[str | None, Query(alias="pageToken", description="From nextPageToken.")]
+PageToken = Annotated[
+    str | None,
+    Query(
+        alias="pageToken",
+        description="From nextPageToken, with the same filter (a sessions token "
+        "also carries the end its walk was pinned at).",
+    ),
+]
 AfterTimestamp = Annotated[
     float | None,
     Query(
@@ -114,7 +121,9 @@ def session_filters(
         Query(
             alias="updatedBefore",
             allow_inf_nan=False,
-            description="Only sessions last updated before this time (epoch s).",
+            description="Only sessions last updated before this time (epoch s). Absent: "
+            "a walk's first page pins its end at the server's time, carried by its "
+            "tokens, so no session is listed twice (docs/api.md, Walking a list).",
         ),
     ] = None,
     order: Annotated[
@@ -125,7 +134,8 @@ def session_filters(
         bool,
         Query(
             alias="includeState",
-            description="false: each session's state is {} and not read (pages are cheaper).",
+            description="true (the default): each session's merged state; false: its "
+            "state is {} and not read (pages are cheaper).",
         ),
     ] = True,
 ) -> SessionQuery:
