@@ -217,6 +217,26 @@ async def test_sqlite_full_text_triggers_survive_every_downgrade(tmp_path):
         await engine.dispose()
 
 
+async def test_sqlite_label_rows_triggers_are_there_at_the_head(tmp_path):
+    """A later migration that rebuilt `sessions` (a batch operation) would
+    drop the triggers keeping session_labels in step (0016): filtered lists
+    would then miss new labels."""
+    engine = create_async_engine(f"sqlite+aiosqlite:///{tmp_path / 'l.db'}")
+    try:
+        await migrations.upgrade(engine)
+        async with engine.connect() as connection:
+            triggers = await connection.exec_driver_sql(
+                "SELECT name FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'sessions'"
+            )
+            assert {row[0] for row in triggers} == {
+                "session_labels_insert",
+                "session_labels_update",
+                "session_labels_delete",
+            }
+    finally:
+        await engine.dispose()
+
+
 def _old_import_adk_document(event, seq: int) -> dict:
     """An event as import-adk stored it before 0008: ADK's event_data (its
     field names) with the id, invocation id and timestamp of its row."""
