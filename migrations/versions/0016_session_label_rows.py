@@ -12,7 +12,7 @@ the same filters from its GIN index on the labels (0011) and has no such
 table.
 
 Revision ID: 0016
-Revises: 0013
+Revises: 0015
 Create Date: 2026-11-26
 """
 
@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from alembic import op
 
 revision: str = "0016"
-down_revision: str | None = "0013"
+down_revision: str | None = "0015"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
