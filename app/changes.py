@@ -8,6 +8,13 @@ hubs. A change is only a hint: a woken stream reads what changed from storage
 by revision, so a lost or repeated hint loses or repeats nothing (a stream
 also reads storage at each heartbeat, and every stream is woken when the
 relay's connection comes back).
+
+A hint goes to the other processes only while there are any: a relay
+counts the others' connections when it connects and every
+PEER_RECOUNT_SECONDS, and each relay says hello when it connects, so the
+others learn of it at once. A process alone (one worker, SQLite) sends no
+NOTIFY at all: one per batch of appends was a sixth of the server's CPU per
+append (docs/performance.md).
 """
 
 import asyncio
@@ -31,6 +38,16 @@ CHANNEL = "session_state_changes"
 NOTIFY_BATCH = 500
 # How long the relay waits before connecting again after losing its connection.
 RECONNECT_DELAY_SECONDS = 1.0
+# The relays' connections, as PostgreSQL lists them (pg_stat_activity).
+RELAY_APPLICATION_NAME = "session-state changes"
+# How often a relay counts the other processes' relays again (a peer that
+# connects says hello; one that goes away is only seen by counting).
+PEER_RECOUNT_SECONDS = 10.0
+HELLO = "hello"
+_COUNT_PEERS = (
+    "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+    " AND application_name = $1 AND pid <> pg_backend_pid()"
+)
 
 
 @dataclass(frozen=True)
@@ -209,11 +226,17 @@ class PostgresChangeRelay:
         self._connection: asyncpg.Connection | None = None
         self._task: asyncio.Task[None] | None = None
         self.connected = asyncio.Event()
+        # Whether other processes' relays are connected (True until counted:
+        # a hint too many costs a NOTIFY, a hint too few a heartbeat's wait).
+        self.peers = True
+        self._hellos = 0  # hellos heard: a count made meanwhile may be stale
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._run())
 
     def send(self, change: Change) -> None:
+        if not self.peers:
+            return  # nobody else to tell
         if len(self._pending) >= 10 * NOTIFY_BATCH:
             # The database is away: the hints are dropped, and the streams
             # of other processes find the changes at their next heartbeat.
@@ -222,6 +245,11 @@ class PostgresChangeRelay:
         self._have_pending.set()
 
     def _received(self, _connection: object, _pid: int, _channel: str, payload: str) -> None:
+        if payload.startswith(f'["{HELLO}",'):
+            if payload != _hello(self.origin):
+                self._hellos += 1
+                self.peers = True
+            return
         decoded = decode_change(payload)
         if decoded is None:
             return
@@ -245,27 +273,38 @@ class PostgresChangeRelay:
             self.dsn,
             timeout=self.timeout,
             statement_cache_size=self.statement_cache_size,
-            server_settings={"application_name": "session-state changes"},
+            server_settings={"application_name": RELAY_APPLICATION_NAME},
         )
         self._connection = connection
         lost = asyncio.Event()
-        connection.add_termination_listener(lambda _connection: lost.set())
+
+        def connection_lost(_connection: object) -> None:
+            lost.set()
+            self._have_pending.set()  # wakes the loop below
+
+        connection.add_termination_listener(connection_lost)
         try:
             if self.listen:
                 await connection.add_listener(CHANNEL, self._received)
+                # Listening first: a peer that connects after the count says hello.
+                await self._count_peers(connection)
+                await connection.execute("SELECT pg_notify($1, $2)", CHANNEL, _hello(self.origin))
+            # Not listening (a pooler), it cannot hear a newcomer's hello:
+            # `peers` stays True and every hint is sent.
             self.connected.set()
             # Hints sent while no connection listened are lost: every stream
             # of this process reads storage again.
             self.hub.wake_all()
+            loop = asyncio.get_running_loop()
+            recount_at = loop.time() + PEER_RECOUNT_SECONDS
             while not lost.is_set():
                 if not self._pending:
-                    waiting = asyncio.create_task(self._have_pending.wait())
-                    losing = asyncio.create_task(lost.wait())
-                    try:
-                        await asyncio.wait({waiting, losing}, return_when=asyncio.FIRST_COMPLETED)
-                    finally:
-                        waiting.cancel()
-                        losing.cancel()
+                    with contextlib.suppress(TimeoutError):
+                        wait = max(recount_at - loop.time(), 0)
+                        await asyncio.wait_for(self._have_pending.wait(), wait)
+                if self.listen and loop.time() >= recount_at and not lost.is_set():
+                    await self._count_peers(connection)
+                    recount_at = loop.time() + PEER_RECOUNT_SECONDS
                 while self._pending and not lost.is_set():
                     batch = self._pending[:NOTIFY_BATCH]
                     del self._pending[:NOTIFY_BATCH]
@@ -281,9 +320,23 @@ class PostgresChangeRelay:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(connection.close(), self.timeout)
 
+    async def _count_peers(self, connection: asyncpg.Connection) -> None:
+        hellos = self._hellos
+        others = await connection.fetchval(
+            _COUNT_PEERS, RELAY_APPLICATION_NAME, timeout=self.timeout
+        )
+        # A hello heard while counting is a peer the count may have missed.
+        self.peers = bool(others) or self._hellos != hellos
+        if not self.peers:
+            self._pending.clear()
+
     async def close(self) -> None:
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
             self._task = None
+
+
+def _hello(origin: str) -> str:
+    return json_codec.dumps_text([HELLO, origin])

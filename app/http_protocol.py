@@ -58,7 +58,7 @@ class RequestHeadTimeoutProtocol(HttpToolsProtocol):
         self.request_head_timeout = get_settings().request_head_timeout_seconds
         self.head_started: float | None = None  # loop time; None once the head is in
         self.head_timer: asyncio.TimerHandle | None = None
-        self.control: ConnectionControl | None = None  # the current request's
+        self.control: ConnectionControl | None = None  # set once connected
 
     def _head_begins(self) -> None:
         self.head_started = self.loop.time()
@@ -80,6 +80,8 @@ class RequestHeadTimeoutProtocol(HttpToolsProtocol):
         self, transport: asyncio.Transport
     ) -> None:
         super().connection_made(transport)
+        # One per connection: shutdown() reaches whichever request is in flight.
+        self.control = ConnectionControl(transport)
         self._head_begins()
 
     def data_received(self, data: bytes) -> None:
@@ -93,10 +95,8 @@ class RequestHeadTimeoutProtocol(HttpToolsProtocol):
         self.head_started = None
         # A long response (a live stream) is told of a graceful shutdown, and
         # may cut a reader that takes nothing (app.api.event_stream).
-        control = ConnectionControl(self.transport)
         extensions: dict[str, object] = self.scope.setdefault("extensions", {})  # type: ignore[assignment]  # uvicorn types extensions as dict[str, dict[object, object]]
-        extensions[CONNECTION_CONTROL] = control
-        self.control = control
+        extensions[CONNECTION_CONTROL] = self.control
         HttpToolsProtocol.on_headers_complete(self)
 
     def shutdown(self) -> None:

@@ -2,6 +2,7 @@
 
 import asyncio
 import contextlib
+import gc
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -45,6 +46,7 @@ from .expiry import ExpiryDefaults
 from .langgraph_store.service import StoreService
 from .limits import Limits
 from .memory_service import MemoryService
+from .observability import fastapi_telemetry
 from .service import SessionService
 from .sweeper import Sweeper
 
@@ -136,6 +138,7 @@ def create_app(
         if settings.sweep_interval_seconds > 0:
             sweeping = asyncio.create_task(app.state.sweeper.run(settings.sweep_interval_seconds))
         embedding = None if backlog is None else asyncio.create_task(backlog.run())
+        _freeze_start_up_objects()
         try:
             yield
         finally:
@@ -158,6 +161,7 @@ def create_app(
         lifespan=lifespan,
         docs_url=None,
         redoc_url=None,
+        telemetry=fastapi_telemetry(),
     )
     app.state.limits = limits
     app.state.settings = settings
@@ -198,6 +202,20 @@ def create_app(
 
     app.openapi = openapi_with_security  # type: ignore[method-assign]  # FastAPI's documented override
     return app
+
+
+_frozen = False
+
+
+def _freeze_start_up_objects() -> None:
+    """What the first start-up made (modules, the app) lives as long as the
+    process: moved out of the collector's way, so that its collections scan
+    only what requests make. Once per process (tests start many apps)."""
+    global _frozen
+    if not _frozen:
+        _frozen = True
+        gc.collect()
+        gc.freeze()
 
 
 def _both(

@@ -13,11 +13,33 @@ import uuid
 from contextvars import ContextVar
 from typing import Any
 
+from fastapi.telemetry import TelemetryConfig
+from opentelemetry import _logs, metrics, trace
+
 REQUEST_ID_HEADER = "X-Request-ID"
 # Accept a caller's id only if it is short and printable: it ends up in logs.
 _ACCEPTABLE_REQUEST_ID = re.compile(r"^[A-Za-z0-9._:\-]{1,128}$")
 
 current_request_id: ContextVar[str | None] = ContextVar("current_request_id", default=None)
+
+
+# What OpenTelemetry's global getters answer until a provider is set: the
+# API has no public "is configured" query (FastAPI asks the same way).
+_UNSET_PROVIDERS = frozenset({"ProxyTracerProvider", "_ProxyMeterProvider", "ProxyLoggerProvider"})
+
+
+def fastapi_telemetry() -> TelemetryConfig:
+    """FastAPI's own OpenTelemetry (spans, metrics, logs per request), left
+    on when this process has a provider when the app is made (as
+    `opentelemetry-instrument` sets them, before any app), off otherwise:
+    left to decide, FastAPI looks for providers on every request, about 2%
+    of an append's server CPU (docs/performance.md)."""
+    providers = (trace.get_tracer_provider(), metrics.get_meter_provider())
+    if any(
+        type(p).__name__ not in _UNSET_PROVIDERS for p in (*providers, _logs.get_logger_provider())
+    ):
+        return {}
+    return {"tracing": False, "metrics": False, "logs": False}
 
 
 def request_id_from(header_value: str | None) -> str:

@@ -4,6 +4,7 @@ metrics by route template, and one JSON access log line."""
 import logging
 import time
 
+from prometheus_client import Counter, Histogram
 from starlette.datastructures import MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -23,9 +24,16 @@ _REQUEST_ID_HEADER_BYTES = REQUEST_ID_HEADER.lower().encode()
 UNMATCHED_ROUTE = "unmatched"
 
 
+# Metric children by (method, route template, status), looked up once each
+# (prometheus_client's labels() takes a lock and builds a key per call);
+# bounded, as methods are whatever a client sends.
+_MAX_COUNTED = 1024
+
+
 class RequestContextMiddleware:
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
+        self._counted: dict[tuple[str, str, int], tuple[Counter, Histogram]] = {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -66,17 +74,28 @@ class RequestContextMiddleware:
             elapsed = time.perf_counter() - started
             route = scope.get("route")
             template = getattr(route, "path", UNMATCHED_ROUTE)
-            labels = (scope["method"], template, str(status))
-            HTTP_REQUESTS.labels(*labels).inc()
-            HTTP_LATENCY.labels(*labels).observe(elapsed)
-            access_logger.info(
-                "request",
-                extra={
-                    "method": scope["method"],
-                    "path": scope["path"],
-                    "route": template,
-                    "status": status,
-                    "duration_ms": round(elapsed * 1000, 3),
-                },
-            )
+            labels = (scope["method"], template, status)
+            counted = self._counted.get(labels)
+            if counted is None:
+                counted = _children(*labels)
+                if len(self._counted) < _MAX_COUNTED:
+                    self._counted[labels] = counted
+            counted[0].inc()
+            counted[1].observe(elapsed)
+            if access_logger.isEnabledFor(logging.INFO):
+                access_logger.info(
+                    "request",
+                    extra={
+                        "method": scope["method"],
+                        "path": scope["path"],
+                        "route": template,
+                        "status": status,
+                        "duration_ms": round(elapsed * 1000, 3),
+                    },
+                )
             current_request_id.reset(token)
+
+
+def _children(method: str, template: str, status: int) -> tuple[Counter, Histogram]:
+    labels = (method, template, str(status))
+    return HTTP_REQUESTS.labels(*labels), HTTP_LATENCY.labels(*labels)
