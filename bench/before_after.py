@@ -4,6 +4,7 @@ database, alternating A/B per round so that neither always runs warm.
 
     git worktree add /tmp/before <commit>
     python -m bench.before_after --before /tmp/before --name hostile_before_after
+    python -m bench.before_after --before /tmp/before --backend sqlite
 
 Prints medians and the after/before ratio; writes bench/results/<name>.json.
 Only our server is measured (ADK and the floor are `bench.run`'s business).
@@ -13,9 +14,11 @@ import argparse
 import asyncio
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -37,21 +40,29 @@ ROOT = Path(__file__).resolve().parent.parent
 READS = 300
 
 
-def migrate_from(source: Path, database: str) -> None:
+def migrate_from(source: Path, database_url: str) -> None:
     """The schema as that checkout's migrations make it."""
     env = {
         **os.environ,
         "PYTHONPATH": str(source),
-        "SESSION_STATE_DATABASE_URL": sqlalchemy_url(database),
+        "SESSION_STATE_DATABASE_URL": database_url,
     }
     command = [sys.executable, "-m", cli_module(source), "migrate"]
     subprocess.run(command, env=env, cwd=source, check=True, capture_output=True)
 
 
-async def measure(source: Path, port: int, round_index: int) -> dict[str, float]:
-    database = await create_database("bench_before_after")
-    migrate_from(source, database)
-    server = Server(database, port, workers=1, source=source)
+async def measure(
+    source: Path, port: int, round_index: int, backend: str, prefix: str = "bench_before_after"
+) -> dict[str, float]:
+    if backend == "sqlite":
+        database = None
+        folder = Path(tempfile.mkdtemp(prefix="bench_before_after_"))
+        database_url = f"sqlite+aiosqlite:///{folder / 'sessions.db'}"
+    else:
+        database = await create_database(prefix)
+        database_url = sqlalchemy_url(database)
+    migrate_from(source, database_url)
+    server = Server("", port, workers=1, source=source, database_url=database_url)
     target = HttpTarget(server.base_url)
     try:
         cpu_before = server.cpu_seconds()
@@ -75,23 +86,38 @@ async def measure(source: Path, port: int, round_index: int) -> dict[str, float]
     finally:
         await target.close()
         server.stop()
-        await drop_database(database)
+        if database is None:
+            shutil.rmtree(folder)
+        else:
+            await drop_database(database)
 
 
-async def run(before: Path, rounds: int) -> dict[str, Any]:
+async def run(
+    before: Path,
+    rounds: int,
+    backend: str = "postgresql",
+    port: int = 18700,
+    prefix: str = "bench_before_after",
+) -> dict[str, Any]:
     sides = {"before": before, "after": ROOT}
     figures: dict[str, list[dict[str, float]]] = {"before": [], "after": []}
     for index in range(rounds):
         order = ["before", "after"] if index % 2 == 0 else ["after", "before"]
         for side in order:
             print(f"round {index + 1}/{rounds}: {side}", flush=True)
-            figures[side].append(await measure(sides[side], 18700 + index, index))
+            figures[side].append(await measure(sides[side], port + index, index, backend, prefix))
     medians = {
         side: {key: statistics.median(run[key] for run in runs) for key in runs[0]}
         for side, runs in figures.items()
     }
     ratios = {key: medians["after"][key] / medians["before"][key] for key in medians["after"]}
-    return {"rounds": rounds, "runs": figures, "medians": medians, "after_over_before": ratios}
+    return {
+        "rounds": rounds,
+        "backend": backend,
+        "runs": figures,
+        "medians": medians,
+        "after_over_before": ratios,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -99,8 +125,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--before", type=Path, required=True, help="the checkout to compare with")
     parser.add_argument("--rounds", type=int, default=4)
     parser.add_argument("--name", default="before_after")
+    parser.add_argument("--backend", choices=("postgresql", "sqlite"), default="postgresql")
+    parser.add_argument("--port", type=int, default=18700, help="the first round's server port")
+    parser.add_argument("--prefix", default="bench_before_after", help="of database names")
     arguments = parser.parse_args(argv)
-    results = asyncio.run(run(arguments.before.resolve(), arguments.rounds))
+    results = asyncio.run(
+        run(
+            arguments.before.resolve(),
+            arguments.rounds,
+            arguments.backend,
+            arguments.port,
+            arguments.prefix,
+        )
+    )
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / f"{arguments.name}.json").write_text(json.dumps(results, indent=2) + "\n")
     for key, ratio in results["after_over_before"].items():
