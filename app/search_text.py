@@ -17,6 +17,7 @@ Migration 0006 holds a frozen copy of `search_text` for its backfill: a
 change to the indexed form needs a migration that rebuilds the index.
 """
 
+import functools
 import itertools
 import re
 import unicodedata
@@ -63,25 +64,32 @@ def _ranges(codepoints: list[int]) -> str:
     return "".join(parts)
 
 
-# Combining marks (category M), which Python's \w does not include. Every
-# mark is below U+20000 but the variation selectors supplement.
-_MARKS = _ranges(
-    [c for c in range(0x20000) if unicodedata.category(chr(c)).startswith("M")]
-    + list(range(0xE0100, 0xE01F0))
-)
-# The letters, marks and digits of those blocks (not their punctuation: ・ ။ ๚).
-_UNSPACED = _ranges(
-    [
-        c
-        for first, last in re.findall("(.)-(.)", _UNSPACED_BLOCKS)
-        for c in range(ord(first), ord(last) + 1)
-        if unicodedata.category(chr(c))[0] in "LMN"
-    ]
-)
-# A run of an unspaced script, or a word: letters and digits (not "_", which
-# FTS5 would split on) with their marks.
-_TOKEN = re.compile(f"(?P<run>[{_UNSPACED}]+)|(?:[^\\W_{_UNSPACED}]|[{_MARKS}])+")
-_CHARACTER = re.compile(f"[{_MARKS}]*[^{_MARKS}][{_MARKS}]*")
+@functools.cache
+def _patterns() -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """The token and character patterns, built at first use: their classes
+    come from a pass over every code point (a fraction of a second to a
+    second of CPU, which every process start paid at import)."""
+    # Combining marks (category M), which Python's \w does not include. Every
+    # mark is below U+20000 but the variation selectors supplement.
+    marks = _ranges(
+        [c for c in range(0x20000) if unicodedata.category(chr(c)).startswith("M")]
+        + list(range(0xE0100, 0xE01F0))
+    )
+    # The letters, marks and digits of those blocks (not their punctuation: ・ ။ ๚).
+    unspaced = _ranges(
+        [
+            c
+            for first, last in re.findall("(.)-(.)", _UNSPACED_BLOCKS)
+            for c in range(ord(first), ord(last) + 1)
+            if unicodedata.category(chr(c))[0] in "LMN"
+        ]
+    )
+    # A run of an unspaced script, or a word: letters and digits (not "_", which
+    # FTS5 would split on) with their marks.
+    token = re.compile(f"(?P<run>[{unspaced}]+)|(?:[^\\W_{unspaced}]|[{marks}])+")
+    character = re.compile(f"[{marks}]*[^{marks}][{marks}]*")
+    return token, character
+
 
 # PostgreSQL's English stop words (tsearch_data/english.stop): they are not
 # searched for on either backend, so that SQLite, which indexes them, ranks
@@ -135,12 +143,12 @@ def search_text(text: str) -> SearchText:
     words: list[str] = []
     grams: list[str] = []
     distinct: set[str] = set()
-    for match in _TOKEN.finditer(normalize(text)):
+    for match in _patterns()[0].finditer(normalize(text)):
         run = match.group("run")
         if run is None:
             words.append(match.group())
             continue
-        characters = _CHARACTER.findall(run)
+        characters = _patterns()[1].findall(run)
         if not characters:
             continue
         for gram in [*_pairs(characters), characters[-1]]:
@@ -156,13 +164,13 @@ def query_terms(question: str) -> QueryTerms:
     """The terms of a question, distinct, in the order written, at most
     MAX_QUERY_TERMS; English stop words are left out."""
     terms: dict[tuple[str, str], None] = {}
-    for match in _TOKEN.finditer(normalize(question)):
+    for match in _patterns()[0].finditer(normalize(question)):
         run = match.group("run")
         if run is None:
             if match.group() not in STOP_WORDS:
                 terms[("word", match.group())] = None
             continue
-        characters = _CHARACTER.findall(run)
+        characters = _patterns()[1].findall(run)
         if len(characters) == 1:
             terms[("prefix", characters[0])] = None
         terms.update(dict.fromkeys(("gram", pair) for pair in _pairs(characters)))

@@ -317,6 +317,10 @@ class Run:
             await vacuum(name)
 
     async def _writes(self, targets: list[Target]) -> None:
+        # Every target's first connections and statements, untimed: with one
+        # repetition (the quick run) the first target would run cold alone.
+        for target in targets:
+            await concurrent_appends(target, "warm-up", QUICK, spread_delta)
         for repetition in range(self.sizes.repetitions):
             print(f"repetition {repetition + 1}/{self.sizes.repetitions}", flush=True)
             # Rotate the order so no target always runs first (warm or cold).

@@ -15,6 +15,7 @@ Revises: 0005
 Create Date: 2026-11-24
 """
 
+import functools
 import itertools
 import re
 import unicodedata
@@ -51,20 +52,26 @@ def _ranges(codepoints: list[int]) -> str:
     return "".join(parts)
 
 
-_MARKS = _ranges(
-    [c for c in range(0x20000) if unicodedata.category(chr(c)).startswith("M")]
-    + list(range(0xE0100, 0xE01F0))
-)
-_UNSPACED = _ranges(
-    [
-        c
-        for first, last in re.findall("(.)-(.)", _UNSPACED_BLOCKS)
-        for c in range(ord(first), ord(last) + 1)
-        if unicodedata.category(chr(c))[0] in "LMN"
-    ]
-)
-_TOKEN = re.compile(f"(?P<run>[{_UNSPACED}]+)|(?:[^\\W_{_UNSPACED}]|[{_MARKS}])+")
-_CHARACTER = re.compile(f"[{_MARKS}]*[^{_MARKS}][{_MARKS}]*")
+@functools.cache
+def _patterns() -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """The token and character patterns, built at first use: their classes
+    come from a pass over every code point (a fraction of a second to a
+    second of CPU, which every process start paid at import)."""
+    marks = _ranges(
+        [c for c in range(0x20000) if unicodedata.category(chr(c)).startswith("M")]
+        + list(range(0xE0100, 0xE01F0))
+    )
+    unspaced = _ranges(
+        [
+            c
+            for first, last in re.findall("(.)-(.)", _UNSPACED_BLOCKS)
+            for c in range(ord(first), ord(last) + 1)
+            if unicodedata.category(chr(c))[0] in "LMN"
+        ]
+    )
+    token = re.compile(f"(?P<run>[{unspaced}]+)|(?:[^\\W_{unspaced}]|[{marks}])+")
+    character = re.compile(f"[{marks}]*[^{marks}][{marks}]*")
+    return token, character
 
 
 def _search_text(text: str) -> dict[str, str]:
@@ -72,12 +79,12 @@ def _search_text(text: str) -> dict[str, str]:
     grams: list[str] = []
     distinct: set[str] = set()
     normalized = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).casefold())
-    for match in _TOKEN.finditer(normalized):
+    for match in _patterns()[0].finditer(normalized):
         run = match.group("run")
         if run is None:
             words.append(match.group())
             continue
-        characters = _CHARACTER.findall(run)
+        characters = _patterns()[1].findall(run)
         if not characters:
             continue
         pairs = [a + b for a, b in itertools.pairwise(characters)]
