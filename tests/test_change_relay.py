@@ -1,0 +1,51 @@
+"""The PostgreSQL change relay tells other processes' streams of a change
+only while there are other processes: a process alone sends no NOTIFY (one
+per batch of appends was a sixth of an append's server CPU), and a process
+that connects later is heard of at once (its hello), not after a recount."""
+
+import asyncio
+from collections.abc import Callable
+
+from session_state.changes import Change, ChangeHub, PostgresChangeRelay
+from session_state.db.postgresql_store import asyncpg_dsn
+
+
+async def _connected(hub: ChangeHub, dsn: str) -> PostgresChangeRelay:
+    relay = PostgresChangeRelay(hub, dsn, timeout=10)
+    hub.relay = relay
+    relay.start()
+    await asyncio.wait_for(relay.connected.wait(), 10)
+    return relay
+
+
+async def _until(condition: Callable[[], bool], what: str) -> None:
+    for _ in range(200):
+        if condition():
+            return
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"not seen within 4 s: {what}")
+
+
+async def test_a_process_alone_sends_no_hints_and_a_newcomer_is_told_at_once(
+    fresh_postgres_url: str,
+) -> None:
+    dsn = asyncpg_dsn(fresh_postgres_url)
+    first_hub, second_hub = ChangeHub(), ChangeHub()
+    first = await _connected(first_hub, dsn)
+    try:
+        assert first.peers is False  # counted: nobody else on this database
+        first_hub.publish(Change("app", "u", "s", "appended", 1))
+        assert first._pending == []  # dropped, not queued for a NOTIFY
+
+        second = await _connected(second_hub, dsn)
+        try:
+            assert second.peers is True  # counted the first
+            await _until(lambda: first.peers, "the first relay hearing the hello")
+            with second_hub.watch("app", "u", "s") as waiter:
+                first_hub.publish(Change("app", "u", "s", "appended", 2))
+                await asyncio.wait_for(waiter.flag.wait(), 10)
+                assert waiter.flag.is_set()
+        finally:
+            await second.close()
+    finally:
+        await first.close()
