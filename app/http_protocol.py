@@ -46,6 +46,49 @@ class ConnectionControl:
         self.transport.abort()
 
 
+class _HeadWithBody(asyncio.Transport):
+    """The transport one response is written through: its first write (the
+    head, as uvicorn writes it on http.response.start) is held until the
+    next (the body), so that both go in one system call and one packet
+    instead of two; held alone (no body yet), it goes at the loop's next turn.
+    docs/performance.md: a write was the largest single cost of an append."""
+
+    __slots__ = ("_first", "_held", "_loop", "_transport")
+
+    def __init__(self, transport: asyncio.Transport, loop: asyncio.AbstractEventLoop) -> None:
+        super().__init__()
+        self._transport = transport
+        self._loop = loop
+        self._held: bytes | None = None
+        self._first = True
+
+    def write(self, data: bytes | bytearray | memoryview) -> None:
+        if self._held is not None:
+            held, self._held = self._held, None
+            self._transport.write(held + bytes(data))
+        elif self._first:
+            self._first = False
+            self._held = bytes(data)
+            self._loop.call_soon(self._release)
+        else:
+            self._transport.write(data)
+
+    def _release(self) -> None:
+        held, self._held = self._held, None
+        if held is not None and not self._transport.is_closing():
+            self._transport.write(held)
+
+    def close(self) -> None:
+        self._release()
+        self._transport.close()
+
+    def is_closing(self) -> bool:
+        return self._transport.is_closing()
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        return self._transport.get_extra_info(name, default)
+
+
 class RequestHeadTimeoutProtocol(HttpToolsProtocol):
     def __init__(
         self,
@@ -97,7 +140,10 @@ class RequestHeadTimeoutProtocol(HttpToolsProtocol):
         # may cut a reader that takes nothing (app.api.event_stream).
         extensions: dict[str, object] = self.scope.setdefault("extensions", {})  # type: ignore[assignment]  # uvicorn types extensions as dict[str, dict[object, object]]
         extensions[CONNECTION_CONTROL] = self.control
+        previous = self.cycle
         HttpToolsProtocol.on_headers_complete(self)
+        if self.cycle is not previous and self.cycle is not None:
+            self.cycle.transport = _HeadWithBody(self.transport, self.loop)
 
     def shutdown(self) -> None:
         if self.control is not None:

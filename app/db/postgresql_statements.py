@@ -37,8 +37,11 @@ class Statement:
 
     def arguments(self, values: Mapping[str, Any]) -> list[Any]:
         """The values in the statement's order; every name bound, none more."""
-        if len(values) == len(self.names) and all(name in values for name in self.names):
-            return [values[name] for name in self.names]
+        if len(values) == len(self.names):
+            try:
+                return [values[name] for name in self.names]
+            except KeyError:
+                pass
         missing = sorted(set(self.names) - set(values))
         extra = sorted(set(values) - set(self.names))
         raise TypeError(f"parameters not bound: {missing}; bound but not taken: {extra}")
