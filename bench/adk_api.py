@@ -366,6 +366,13 @@ def checks_table(checks: list[tuple[str, str, bool]]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def configure(port: int, redis_db: int) -> None:
+    """Where this run's server listens and which Redis database it uses (two
+    runs on one machine must not share either)."""
+    global PORT, REDIS_DB
+    PORT, REDIS_DB = port, redis_db
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -373,7 +380,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--repetitions", type=int)
     parser.add_argument("--name", default=None)
+    parser.add_argument("--port", type=int, default=PORT, help="our server's")
+    parser.add_argument("--redis-db", type=int, default=REDIS_DB, help="flushed before and after")
     arguments = parser.parse_args(argv)
+    configure(arguments.port, arguments.redis_db)
     shapes = QUICK if arguments.quick else FULL
     repetitions = arguments.repetitions or (1 if arguments.quick else 3)
     results = asyncio.run(run(shapes, repetitions))
