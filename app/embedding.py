@@ -321,6 +321,30 @@ def components_of(stored: Sequence[bytes]) -> Vectors:
     return unit
 
 
+def hamming_distances(bit_strings: Sequence[bytes], bits: bytes) -> list[int]:
+    """The Hamming distance of each bit string (of bits' length) to bits."""
+    return [int(distance) for distance in _distances(b"".join(bit_strings), bits)]
+
+
+def _distances(packed: bytes, bits: bytes) -> npt.NDArray[np.int64]:
+    rows = np.frombuffer(packed, dtype=np.uint8).reshape(-1, len(bits))
+    differing = np.bitwise_xor(rows, np.frombuffer(bits, dtype=np.uint8))
+    distances: npt.NDArray[np.int64] = np.bitwise_count(differing).sum(axis=1, dtype=np.int64)
+    return distances
+
+
+def nearest_bit_strings(packed: bytes, bits: bytes, keep: int) -> list[bytes]:
+    """The distinct bit strings among `packed` (bit strings of bits' length,
+    one after another) of the `keep` nearest bits."""
+    distances = _distances(packed, bits)
+    if len(distances) > keep:
+        chosen = np.argpartition(distances, keep - 1)[:keep]
+    else:
+        chosen = np.arange(len(distances))
+    width = len(bits)
+    return list(dict.fromkeys(packed[i * width : (i + 1) * width] for i in chosen.tolist()))
+
+
 def fuse(rankings: Sequence[Sequence[int]], weights: Sequence[float], k: float) -> list[int]:
     """Reciprocal rank fusion: each id scores the sum of weight / (k + rank)
     over the rankings it appears in (rank 1 first); best first, ties by the

@@ -67,14 +67,6 @@ def _create_postgresql_engine(settings: Settings) -> AsyncEngine:
     )
 
 
-def hamming_distance(first: bytes | None, second: bytes | None) -> int | None:
-    """Bits that differ between two bit strings of one length (SQL NULL
-    for a NULL or lengths that differ)."""
-    if first is None or second is None or len(first) != len(second):
-        return None
-    return (int.from_bytes(first) ^ int.from_bytes(second)).bit_count()
-
-
 def _create_sqlite_engine(settings: Settings) -> AsyncEngine:
     engine = create_async_engine(
         settings.database_url,
@@ -95,8 +87,6 @@ def _create_sqlite_engine(settings: Settings) -> AsyncEngine:
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.execute("PRAGMA synchronous=NORMAL")
         cursor.close()
-        # Search by meaning's first pass: SQLite has no bit count of an XOR.
-        dbapi_connection.create_function("hamming", 2, hamming_distance, deterministic=True)
 
     @event.listens_for(engine.sync_engine, "begin")
     def _on_begin(connection: Connection) -> None:

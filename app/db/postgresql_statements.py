@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .directory_listing import apps_sql, apps_variants, users_sql
-from .memory_repository import KEYWORD_IDS, TAKE_WHAT_FITS
+from .memory_repository import TAKE_WHAT_FITS
 from .session_listing import ListingDialect, listing_sql, listing_variants
 
 # -- parameters by name ------------------------------------------------------
@@ -727,11 +727,12 @@ DELETE_USER_FORGOTTEN = "DELETE FROM forgotten_memories WHERE app_name = $1 AND 
 
 # Each term is its own tsquery, built from a value, never parsed as tsquery
 # syntax: words stemmed as the index stems them, pairs as they are, a single
-# character as the prefix of a pair. `matched` counts the distinct terms a
-# memory holds (stemming may make two words one). The best `limit` matches
-# are taken with their sizes first, then the texts of those that fit in the
-# response ($7 bytes; always the first).
-_KEYWORD_TOP = """
+# character as the prefix of a pair. Each term finds its rows through the
+# GIN index; `matched` counts the distinct terms a memory holds (stemming may
+# make two words one) and the score is the sum of the terms' ts_rank_cd (as
+# SQLite sums bm25): one pass over each hit, where one OR query rechecked
+# every term per row (2-3x slower at 100,000 memories, docs/performance.md).
+_KEYWORD_GROUPED = """
 WITH term AS (
     SELECT DISTINCT query FROM (
         SELECT plainto_tsquery('english', word) AS query FROM unnest($3::text[]) AS word
@@ -741,34 +742,48 @@ WITH term AS (
         SELECT CAST(quote_literal(prefix) || ':*' AS tsquery) FROM unnest($5::text[]) AS prefix
     ) AS terms
      WHERE numnode(query) > 0
-), matching AS (
-    SELECT CAST(string_agg(CAST(query AS text), ' | ') AS tsquery) AS query FROM term
-), top AS (
-    SELECT m.id, m.timestamp,
-           octet_length(m.text) + coalesce(octet_length(m.content), 0)
-           + coalesce(octet_length(m.custom_metadata), 0) AS size,
-           (SELECT count(*) FROM term WHERE m.search_vector @@ term.query) AS matched,
-           -ts_rank_cd(m.search_vector, matching.query) AS rank_order
-      FROM memories AS m, matching
+), grouped AS (
+    SELECT m.id, m.timestamp, count(*) AS matched,
+           -sum(ts_rank_cd(m.search_vector, term.query)) AS rank_order
+      FROM term JOIN memories AS m ON m.search_vector @@ term.query
      WHERE m.app_name = $1 AND m.user_id = $2
-       AND m.search_vector @@ matching.query
-     ORDER BY matched DESC, rank_order, m.timestamp DESC, m.id
-     LIMIT $6
+     GROUP BY m.id, m.timestamp
+), best AS (
+    SELECT * FROM grouped ORDER BY matched DESC, rank_order, timestamp DESC, id LIMIT $6
+)
 """
-# What fits in the response ($7 bytes), as in the SQLite store's search.
+# The best `limit` matches are taken with their sizes first, then the texts
+# of those that fit in the response ($7 bytes; always the first).
+_KEYWORD_TOP = (
+    _KEYWORD_GROUPED
+    + """, top AS (
+    SELECT best.*, octet_length(m.text) + coalesce(octet_length(m.content), 0)
+           + coalesce(octet_length(m.custom_metadata), 0) AS size
+      FROM best JOIN memories AS m ON m.id = best.id
+"""
+)
 SEARCH_MEMORIES = _KEYWORD_TOP + TAKE_WHAT_FITS.replace(":budget", "$7")
-# The same ranking, ids only (the keyword side of a hybrid search).
-KEYWORD_MEMORY_IDS = _KEYWORD_TOP + KEYWORD_IDS.replace(":terms", "(SELECT count(*) FROM term)")
+# The same ranking, ids only (the keyword side of a hybrid search), each
+# with whether the memory holds every term of the question.
+KEYWORD_MEMORY_IDS = (
+    _KEYWORD_GROUPED
+    + """SELECT id, matched >= (SELECT count(*) FROM term) FROM best
+ ORDER BY matched DESC, rank_order, timestamp DESC, id"""
+)
 
 # The memories nearest the question's sign bits ($4) among those embedded by
 # its model ($3): the first pass of a search by meaning, rescored exactly by
-# the caller from the components.
+# the caller from the components. The ranking reads ix_memories_vector_bits
+# only; the components of the few kept are read after.
 NEAREST_MEMORIES = """
-SELECT id, embedding FROM memories
- WHERE app_name = $1 AND user_id = $2 AND embedding_model = $3
-   AND length(embedding_bits) = length($4::varbit)
- ORDER BY bit_count(embedding_bits # $4::varbit), id
- LIMIT $5
+WITH top AS (
+    SELECT id FROM memories
+     WHERE app_name = $1 AND user_id = $2 AND embedding_model = $3
+       AND length(embedding_bits) = length($4::varbit)
+     ORDER BY bit_count(embedding_bits # $4::varbit), id
+     LIMIT $5
+)
+SELECT m.id, m.embedding FROM top JOIN memories AS m ON m.id = top.id
 """
 # Memories by row id, in the order given, as many as fit in $4 bytes (always
 # the first), as TAKE_WHAT_FITS takes them.

@@ -215,8 +215,21 @@ memories = Table(
     Column(
         "embedding_bits", LargeBinary().with_variant(BIT(varying=True), "postgresql"), nullable=True
     ),
+    # The backlog (migration 0017): claimed by a process until this time
+    # (epoch seconds), and how often the embedder refused this text alone.
+    Column("embedding_claimed_until", Double, nullable=True),
+    Column("embedding_failures", Integer, nullable=False, server_default="0"),
     UniqueConstraint("app_name", "user_id", "session_id", "event_id"),
     Index("ix_memories_app_user", "app_name", "user_id"),
+    # The first pass of a search by meaning reads only this index.
+    Index(
+        "ix_memories_vector_bits",
+        "app_name",
+        "user_id",
+        "embedding_model",
+        "embedding_bits",
+        postgresql_include=["id"],
+    ),
 )
 
 # Memory ids a user deleted (ADK's delete_memory): adding their session again
