@@ -278,6 +278,16 @@ class VectorQuery:
 
 
 @dataclass(frozen=True)
+class EmbeddingBacklogCount:
+    """Memories waiting for the current model's vector, and those given up
+    on (their text refused by the embedder too many times; still found by
+    keywords)."""
+
+    waiting: int
+    given_up: int
+
+
+@dataclass(frozen=True)
 class MemoryCandidates:
     """Row ids of the best keyword matches, best first, each with whether it
     holds every term of the question; and the nearest memories by sign bits

@@ -46,7 +46,18 @@ INLINE_TEXTS = 64
 
 class EmbedderFailed(Exception):
     """The embedder could not answer, or answered what cannot be used. The
-    message never holds the texts."""
+    message never holds the texts. `refused`: it answered, and what it
+    answered may be because of one of the texts (a 4xx other than auth,
+    not found and rate limits, or an unusable answer), not because it is
+    down: the backlog then looks for the text (app.embedding_backlog)."""
+
+    def __init__(self, message: str, *, refused: bool = False) -> None:
+        super().__init__(message)
+        self.refused = refused
+
+
+# Answers that say the embedder is unusable now, whatever the texts.
+_NOT_ABOUT_THE_TEXTS = frozenset({401, 403, 404, 408, 429})
 
 
 class Embedder(Protocol):
@@ -78,18 +89,23 @@ def checked_vectors(vectors: object, count: int, dimensions: int | None, *, sour
     try:
         array = np.asarray(vectors, dtype=np.float64)
     except (TypeError, ValueError):
-        raise EmbedderFailed(f"{source} answered something that is not a list of vectors") from None
+        raise EmbedderFailed(
+            f"{source} answered something that is not a list of vectors", refused=True
+        ) from None
     if array.ndim != 2 or array.shape[0] != count:
         got = array.shape[0] if array.ndim >= 1 else 0
-        raise EmbedderFailed(f"{source} answered {got} vectors for {count} texts")
+        raise EmbedderFailed(f"{source} answered {got} vectors for {count} texts", refused=True)
     if array.shape[1] == 0 or array.shape[1] > MAX_EMBEDDING_DIMENSIONS:
-        raise EmbedderFailed(f"{source} answered vectors of {array.shape[1]} dimensions")
+        raise EmbedderFailed(
+            f"{source} answered vectors of {array.shape[1]} dimensions", refused=True
+        )
     if dimensions is not None and array.shape[1] != dimensions:
         raise EmbedderFailed(
-            f"{source} answered vectors of {array.shape[1]} dimensions, not {dimensions}"
+            f"{source} answered vectors of {array.shape[1]} dimensions, not {dimensions}",
+            refused=True,
         )
     if not np.isfinite(array).all():
-        raise EmbedderFailed(f"{source} answered a vector holding NaN or infinity")
+        raise EmbedderFailed(f"{source} answered a vector holding NaN or infinity", refused=True)
     norms = np.linalg.norm(array, axis=1, keepdims=True)
     unit: Vectors = np.divide(array, norms, out=np.zeros_like(array), where=norms > 0).astype(
         np.float32
@@ -246,15 +262,23 @@ class RemoteEmbedder:
         except httpx.HTTPError as error:
             raise EmbedderFailed(f"the embedder is unreachable ({type(error).__name__})") from None
         if response.status_code != 200:
-            raise EmbedderFailed(f"the embedder answered HTTP {response.status_code}")
+            refused = 400 <= response.status_code < 500
+            raise EmbedderFailed(
+                f"the embedder answered HTTP {response.status_code}",
+                refused=refused and response.status_code not in _NOT_ABOUT_THE_TEXTS,
+            )
         try:
             data = response.json()["data"]
             ordered = sorted(data, key=lambda item: item["index"])
             vectors = [item["embedding"] for item in ordered]
         except (ValueError, KeyError, TypeError):
-            raise EmbedderFailed("the embedder's answer is not an embeddings list") from None
+            raise EmbedderFailed(
+                "the embedder's answer is not an embeddings list", refused=True
+            ) from None
         if len(vectors) != len(texts):
-            raise EmbedderFailed(f"the embedder answered {len(vectors)} vectors for {len(texts)}")
+            raise EmbedderFailed(
+                f"the embedder answered {len(vectors)} vectors for {len(texts)}", refused=True
+            )
         return checked_vectors(vectors, len(texts), self.dimensions, source="the embedder")
 
     async def close(self) -> None:

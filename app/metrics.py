@@ -91,9 +91,15 @@ MEMORY_EMBEDDING_BACKLOG = Gauge(
     "Memories waiting for a vector of the current embedder (counted after each pass).",
     multiprocess_mode="livemax",
 )
+MEMORY_EMBEDDING_GIVEN_UP = Gauge(
+    "session_state_memory_embedding_given_up",
+    "Memories whose text the embedder refused too many times (found by keywords only).",
+    multiprocess_mode="livemax",
+)
 MEMORY_EMBEDDINGS = Counter(
     "session_state_memory_embeddings_total",
-    "Memories given a vector in the background, by outcome: embedded, failed (tried again later).",
+    "Memories given a vector in the background, by outcome: embedded, failed (the embedder"
+    " failed: tried again later), refused (the embedder refused the text alone).",
     ["outcome"],
 )
 MEMORY_SEARCH_FALLBACKS = Counter(

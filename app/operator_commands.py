@@ -271,7 +271,7 @@ async def reindex_memory(settings: Settings, arguments: argparse.Namespace) -> i
 
     from .db.stores import open_store
     from .embedding import open_embedder
-    from .embedding_backlog import EmbeddingBacklog
+    from .embedding_backlog import MAX_EMBEDDING_TRIES, EmbeddingBacklog
 
     app_name = name_option("--app", arguments.app)
     user_id = name_option("--user", arguments.user)
@@ -284,9 +284,13 @@ async def reindex_memory(settings: Settings, arguments: argparse.Namespace) -> i
     started = time.monotonic()
     try:
         backlog = EmbeddingBacklog(store, embedder)
-        waiting = await store.count_memories_to_embed(embedder.model_id, app_name, user_id)
+        # Asked for by an operator: texts refused before are tried again.
+        await store.retry_refused_embeddings(embedder.model_id, app_name, user_id)
+        waiting = await store.count_memories_to_embed(
+            embedder.model_id, app_name, user_id, MAX_EMBEDDING_TRIES
+        )
         with tqdm(
-            total=waiting, desc="embedding", unit=" memories", file=sys.stderr, disable=None
+            total=waiting.waiting, desc="embedding", unit=" memories", file=sys.stderr, disable=None
         ) as progress:
             embedded = await backlog.embed_waiting(app_name, user_id, progress.update)
     finally:

@@ -421,6 +421,11 @@ class MemoryEmbeddingStatus(WireModel):
     waiting: int | None = Field(
         description="Memories waiting for a vector, as last counted (None: not counted yet)."
     )
+    given_up: int | None = Field(
+        description="Memories whose text the embedder refused 3 times alone: not embedded "
+        "(found by keywords only) until `session-state memory reindex` tries them again. "
+        "As last counted (None: not counted yet)."
+    )
     last_error: str | None = Field(
         description="Why the last embedding pass failed (None: it succeeded)."
     )

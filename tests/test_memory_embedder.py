@@ -25,7 +25,10 @@ from starlette.routing import Route
 
 from session_state import operator_commands
 from session_state.config import Settings
-from session_state.embedding import wordllama_vectors
+from session_state.db.stores import open_store
+from session_state.domain import MemoryRecord
+from session_state.embedding import open_embedder, wordllama_vectors
+from session_state.embedding_backlog import EmbeddingBacklog
 from tests.conftest import asgi_client, free_port, migrate
 
 APP, USER = "remote", "ada"
@@ -33,6 +36,7 @@ MEMORY = f"/apps/{APP}/users/{USER}/memory"
 DOG = "I adopted a golden retriever puppy last spring."
 SECRET = "My flight to Lisbon leaves on Tuesday, booking code QX7-SECRET."
 QUESTION = "What kind of dog does the user own?"
+POISON = "the unembeddable zebra note"
 
 
 class EmbeddingServer:
@@ -41,6 +45,8 @@ class EmbeddingServer:
 
     def __init__(self) -> None:
         self.mode = "normal"
+        # Seconds each answer waits (concurrent callers then overlap).
+        self.delay = 0.0
         self.requests: list[dict[str, Any]] = []
         self.port = free_port()
         app = Starlette(routes=[Route("/v1/embeddings", self.embeddings, methods=["POST"])])
@@ -58,6 +64,11 @@ class EmbeddingServer:
         self.requests.append({"body": body, "authorization": request.headers.get("authorization")})
         if self.mode == "down":
             return JSONResponse({"error": "overloaded"}, status_code=503)
+        if self.mode == "poison" and any(POISON in text for text in body["input"]):
+            # As OpenAI refuses an input it will not embed, whatever it is batched with.
+            return JSONResponse({"error": {"message": "invalid input"}}, status_code=400)
+        if self.delay:
+            await asyncio.sleep(self.delay)
         if self.mode == "slow":
             await asyncio.sleep(0.8)
         vectors = wordllama_vectors(body["input"]).tolist()
@@ -97,6 +108,7 @@ def embedding_server() -> Iterator[EmbeddingServer]:
 @pytest.fixture
 def remote_settings(database_url, embedding_server, tmp_path) -> Settings:
     embedding_server.mode = "normal"
+    embedding_server.delay = 0.0
     key_file = tmp_path / "key"
     key_file.write_text("sk-test-key\n")
     return Settings(
@@ -119,8 +131,9 @@ def _fast_retries(client) -> Any:
     return backlog
 
 
-async def _write(client) -> None:
+async def _write(client, *more: dict[str, Any]) -> None:
     memories = [
+        *more,
         {"id": "dog", "content": {"parts": [{"text": DOG}]}},
         {"id": "trip", "content": {"parts": [{"text": SECRET}]}},
         {"id": "other", "content": {"parts": [{"text": "The printer is broken again."}]}},
@@ -166,6 +179,7 @@ async def test_memories_are_embedded_in_the_background_and_found_by_meaning(
         assert status == {
             "embedder": "openai/test-embedding@256",
             "waiting": 0,
+            "givenUp": 0,
             "lastError": None,
         }
         assert (await _ids(client, QUESTION, "semantic"))[:1] == ["dog"]
@@ -216,15 +230,20 @@ async def test_bad_answers_are_refused_and_logged_without_the_text(
     remote_settings, embedding_server, caplog
 ):
     async with asgi_client(remote_settings) as client:
-        backlog = _fast_retries(client)
+        _fast_retries(client)
         for answer, reason in BAD_ANSWERS.items():
             embedding_server.mode = answer
             caplog.clear()
             with caplog.at_level(logging.WARNING, logger="session_state"):
                 await _write(client)
-                await backlog.pass_once()
-            assert reason in backlog.status.last_error, answer
-            assert backlog.status.waiting == 3
+                # The background task's pass (it claims the rows).
+                status = await _embedding_status(
+                    client,
+                    lambda status, reason=reason: (
+                        reason in (status["lastError"] or "") and status["waiting"] == 3
+                    ),
+                )
+            assert status["givenUp"] == 0, answer
             logged = "\n".join(record.getMessage() for record in caplog.records)
             assert reason in logged
             assert "QX7-SECRET" not in logged and "retriever" not in logged
@@ -270,3 +289,72 @@ async def test_reindex_embeds_what_waits_resumably(tmp_path, capsys):
     assert (await reindex())["embedded"] == 0
     async with asgi_client(Settings(database_url=url, sweep_interval_seconds=0)) as client:
         assert (await _ids(client, QUESTION, "semantic"))[:1] == ["dog"]
+
+
+async def test_a_text_the_embedder_always_refuses_does_not_hold_back_its_batch(
+    remote_settings, embedding_server
+):
+    embedding_server.mode = "poison"
+    embedding_server.requests.clear()
+    async with asgi_client(remote_settings) as client:
+        _fast_retries(client)
+        # First in its batch (two texts per call).
+        await _write(client, {"id": "zebra", "content": {"parts": [{"text": POISON}]}})
+
+        # The others are embedded; the refused text is tried alone, then
+        # given up on after 3 refusals, and shown as such.
+        status = await _embedding_status(client, lambda status: status["givenUp"] == 1)
+        assert status["waiting"] == 0 and status["lastError"] is None
+        assert (await _ids(client, QUESTION, "semantic"))[:1] == ["dog"]
+        metrics = (await client.get("/metrics")).text
+        assert "session_state_memory_embedding_given_up 1.0" in metrics
+        # Still found by keywords.
+        assert await _ids(client, "unembeddable zebra", "keyword") == ["zebra"]
+        alone = [
+            request["body"]["input"]
+            for request in embedding_server.requests
+            if request["body"]["input"] == [POISON]
+        ]
+        # Sent with another text first, then alone once per try.
+        assert [POISON, DOG] in [request["body"]["input"] for request in embedding_server.requests]
+        assert len(alone) == 3
+
+
+@pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
+async def test_two_processes_embed_each_waiting_memory_once(database_url, embedding_server):
+    """Two backlogs (as two `serve` processes have) on one database: each
+    claims its rows, so the embedder sees each text once."""
+    embedding_server.mode = "normal"
+    embedding_server.delay = 0.02
+    embedding_server.requests.clear()
+    settings = Settings(
+        database_url=database_url,
+        memory_embedder="openai",
+        memory_embedder_url=embedding_server.url,
+        memory_embedder_model="test-embedding",
+        memory_embedder_batch_size=2,
+    )
+    stores = [await open_store(settings) for _ in range(2)]
+    embedders = [open_embedder(settings) for _ in range(2)]
+    try:
+        texts = [f"memory number {index} about topic {index % 7}" for index in range(60)]
+        records = [MemoryRecord("s", f"e{n}", "user", "user", 1.0, t) for n, t in enumerate(texts)]
+        await stores[0].add_memories(APP, USER, records)
+        backlogs = [
+            EmbeddingBacklog(store, embedder, batch=4)
+            for store, embedder in zip(stores, embedders, strict=True)
+            if embedder is not None
+        ]
+        embedded = await asyncio.gather(*(backlog.embed_waiting() for backlog in backlogs))
+
+        # Both worked (the race happened), and together embedded each once.
+        assert sum(embedded) == 60 and min(embedded) > 0, embedded
+        sent = [text for request in embedding_server.requests for text in request["body"]["input"]]
+        assert sorted(sent) == sorted(texts)
+        assert await backlogs[0].count_waiting() == 0
+    finally:
+        for store in stores:
+            await store.close()
+        for embedder in embedders:
+            if embedder is not None:
+                await embedder.close()

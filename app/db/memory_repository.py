@@ -13,7 +13,7 @@ from sqlalchemy import ColumnElement, bindparam, delete, func, or_, select, text
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from ..domain import MemoryRecord, SessionKey, VectorQuery
+from ..domain import EmbeddingBacklogCount, MemoryRecord, SessionKey, VectorQuery
 from ..embedding import StoredVector, hamming_distances, nearest_bit_strings
 from ..memory import fts5_queries
 from ..search_text import query_terms, search_text
@@ -315,31 +315,86 @@ def _waiting(model: str, app_name: str | None, user_id: str | None) -> list[Colu
     return conditions
 
 
-async def memories_to_embed(
+async def claim_memories_to_embed(
     connection: AsyncConnection,
     model: str,
-    after_id: int,
     limit: int,
     app_name: str | None,
     user_id: str | None,
+    *,
+    now: float,
+    until: float,
+    max_tries: int,
 ) -> list[tuple[int, str]]:
-    """Memories not embedded by `model`, after a row id, in id order."""
-    result = await connection.execute(
-        select(memories.c.id, memories.c.text)
-        .where(memories.c.id > after_id, *_waiting(model, app_name, user_id))
+    """Memories waiting for `model`, unclaimed, claimed until `until`, in id
+    order. The caller holds the write lock: one claim per row."""
+    claimable = (
+        select(memories.c.id)
+        .where(
+            *_waiting(model, app_name, user_id),
+            memories.c.embedding_failures < max_tries,
+            or_(
+                memories.c.embedding_claimed_until.is_(None),
+                memories.c.embedding_claimed_until <= now,
+            ),
+        )
         .order_by(memories.c.id)
         .limit(limit)
     )
-    return [(row[0], row[1]) for row in result]
+    result = await connection.execute(
+        update(memories)
+        .where(memories.c.id.in_(claimable.scalar_subquery()))
+        .values(embedding_claimed_until=until)
+        .returning(memories.c.id, memories.c.text)
+    )
+    return sorted((row[0], row[1]) for row in result)
 
 
-async def count_memories_to_embed(
+async def release_memories_to_embed(connection: AsyncConnection, ids: Sequence[int]) -> None:
+    await connection.execute(
+        update(memories).where(memories.c.id.in_(ids)).values(embedding_claimed_until=None)
+    )
+
+
+async def refuse_memories_to_embed(
+    connection: AsyncConnection, ids: Sequence[int], retry_at: float
+) -> None:
+    await connection.execute(
+        update(memories)
+        .where(memories.c.id.in_(ids))
+        .values(
+            embedding_failures=memories.c.embedding_failures + 1,
+            embedding_claimed_until=retry_at,
+        )
+    )
+
+
+async def retry_refused_embeddings(
     connection: AsyncConnection, model: str, app_name: str | None, user_id: str | None
 ) -> int:
     result = await connection.execute(
-        select(func.count()).select_from(memories).where(*_waiting(model, app_name, user_id))
+        update(memories)
+        .where(*_waiting(model, app_name, user_id), memories.c.embedding_failures > 0)
+        .values(embedding_failures=0, embedding_claimed_until=None)
     )
-    return int(result.scalar_one())
+    return result.rowcount
+
+
+async def count_memories_to_embed(
+    connection: AsyncConnection,
+    model: str,
+    app_name: str | None,
+    user_id: str | None,
+    max_tries: int,
+) -> EmbeddingBacklogCount:
+    given_up = memories.c.embedding_failures >= max_tries
+    result = await connection.execute(
+        select(func.count().filter(~given_up), func.count().filter(given_up)).where(
+            *_waiting(model, app_name, user_id)
+        )
+    )
+    waiting, failed = result.one()
+    return EmbeddingBacklogCount(waiting=int(waiting), given_up=int(failed))
 
 
 async def store_embeddings(
@@ -357,6 +412,8 @@ async def store_embeddings(
             embedding_model=model,
             embedding=bindparam("components"),
             embedding_bits=bindparam("bits"),
+            embedding_claimed_until=None,
+            embedding_failures=0,
         ),
         [
             {"row_id": identifier, "components": vector.components, "bits": vector.bits}

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import asyncpg
 
-from ..domain import MemoryRecord, VectorQuery
+from ..domain import EmbeddingBacklogCount, MemoryRecord, VectorQuery
 from ..embedding import StoredVector
 from ..search_text import query_terms, search_text
 from . import postgresql_statements as sql
@@ -149,23 +149,52 @@ async def read_memories(
     return [MemoryRecord(*row) for row in rows]
 
 
-async def memories_to_embed(
+async def claim_memories_to_embed(
     connection: asyncpg.Connection,
     model: str,
-    after_id: int,
     limit: int,
     app_name: str | None,
     user_id: str | None,
+    *,
+    now: float,
+    until: float,
+    max_tries: int,
 ) -> list[tuple[int, str]]:
-    rows = await connection.fetch(sql.MEMORIES_TO_EMBED, model, app_name, user_id, after_id, limit)
-    return [(row[0], row[1]) for row in rows]
+    rows = await connection.fetch(
+        sql.CLAIM_MEMORIES_TO_EMBED, model, app_name, user_id, max_tries, now, until, limit
+    )
+    return sorted((row[0], row[1]) for row in rows)
+
+
+async def release_memories_to_embed(connection: asyncpg.Connection, ids: Sequence[int]) -> None:
+    await connection.execute(sql.RELEASE_MEMORIES_TO_EMBED, list(ids))
+
+
+async def refuse_memories_to_embed(
+    connection: asyncpg.Connection, ids: Sequence[int], retry_at: float
+) -> None:
+    await connection.execute(sql.REFUSE_MEMORIES_TO_EMBED, list(ids), retry_at)
+
+
+async def retry_refused_embeddings(
+    connection: asyncpg.Connection, model: str, app_name: str | None, user_id: str | None
+) -> int:
+    status: str = await connection.execute(sql.RETRY_REFUSED_EMBEDDINGS, model, app_name, user_id)
+    return int(status.rsplit(" ", 1)[1])
 
 
 async def count_memories_to_embed(
-    connection: asyncpg.Connection, model: str, app_name: str | None, user_id: str | None
-) -> int:
-    count: int = await connection.fetchval(sql.COUNT_MEMORIES_TO_EMBED, model, app_name, user_id)
-    return count
+    connection: asyncpg.Connection,
+    model: str,
+    app_name: str | None,
+    user_id: str | None,
+    max_tries: int,
+) -> EmbeddingBacklogCount:
+    row = await connection.fetchrow(
+        sql.COUNT_MEMORIES_TO_EMBED, model, app_name, user_id, max_tries
+    )
+    assert row is not None
+    return EmbeddingBacklogCount(waiting=row[0], given_up=row[1])
 
 
 async def store_embeddings(

@@ -805,18 +805,47 @@ SELECT m.session_id, m.event_id, m.author, m.role, m.timestamp, m.text,
  WHERE ranked.position = 1 OR ranked.running <= $4
  ORDER BY ranked.position
 """
-# Memories not embedded by the model $1 (of app $2 and user $3 when given),
-# after row id $4, in id order.
+# Memories not embedded by the model $1 (of app $2 and user $3 when given).
 _WAITING = """
  WHERE (embedding_model IS NULL OR embedding_model <> $1)
    AND ($2::text IS NULL OR app_name = $2::text) AND ($3::text IS NULL OR user_id = $3::text)
 """
-MEMORIES_TO_EMBED = "SELECT id, text FROM memories" + _WAITING + " AND id > $4 ORDER BY id LIMIT $5"
-COUNT_MEMORIES_TO_EMBED = "SELECT count(*) FROM memories" + _WAITING
+# At most $7 of them refused fewer than $4 times and not claimed at $5, in id
+# order, claimed until $6. SKIP LOCKED: a row another process is claiming is
+# left to it (its claim is then seen: the row is not taken twice).
+CLAIM_MEMORIES_TO_EMBED = (
+    """
+UPDATE memories AS m SET embedding_claimed_until = $6
+  FROM (SELECT id FROM memories"""
+    + _WAITING
+    + """   AND embedding_failures < $4
+          AND (embedding_claimed_until IS NULL OR embedding_claimed_until <= $5)
+        ORDER BY id LIMIT $7 FOR UPDATE SKIP LOCKED) AS claimed
+ WHERE m.id = claimed.id
+RETURNING m.id, m.text
+"""
+)
+RELEASE_MEMORIES_TO_EMBED = """
+UPDATE memories SET embedding_claimed_until = NULL WHERE id = ANY($1::bigint[])
+"""
+REFUSE_MEMORIES_TO_EMBED = """
+UPDATE memories SET embedding_failures = embedding_failures + 1, embedding_claimed_until = $2
+ WHERE id = ANY($1::bigint[])
+"""
+RETRY_REFUSED_EMBEDDINGS = (
+    "UPDATE memories SET embedding_failures = 0, embedding_claimed_until = NULL"
+    + _WAITING
+    + " AND embedding_failures > 0"
+)
+COUNT_MEMORIES_TO_EMBED = (
+    "SELECT count(*) FILTER (WHERE embedding_failures < $4),"
+    " count(*) FILTER (WHERE embedding_failures >= $4) FROM memories" + _WAITING
+)
 # A row deleted meanwhile is skipped.
 STORE_EMBEDDINGS = """
 UPDATE memories AS m
-   SET embedding_model = $1, embedding = v.embedding, embedding_bits = v.bits
+   SET embedding_model = $1, embedding = v.embedding, embedding_bits = v.bits,
+       embedding_claimed_until = NULL, embedding_failures = 0
   FROM unnest($2::bigint[], $3::bytea[], $4::varbit[]) AS v(id, embedding, bits)
  WHERE m.id = v.id
 """

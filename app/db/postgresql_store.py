@@ -21,6 +21,7 @@ from ..database_url import parse_postgresql_url
 from ..domain import (
     ALL_SESSIONS,
     AppendNotApplied,
+    EmbeddingBacklogCount,
     Erased,
     EventsRemoved,
     Expiry,
@@ -907,19 +908,52 @@ class PostgresStore:
         async with self._connection() as connection:
             return await memory.read_memories(connection, app_name, user_id, ids, budget)
 
-    async def memories_to_embed(
-        self, model: str, after_id: int, limit: int, app_name: str | None, user_id: str | None
+    async def claim_memories_to_embed(
+        self,
+        model: str,
+        limit: int,
+        app_name: str | None,
+        user_id: str | None,
+        *,
+        now: float,
+        until: float,
+        max_tries: int,
     ) -> list[tuple[int, str]]:
         async with self._connection() as connection:
-            return await memory.memories_to_embed(
-                connection, model, after_id, limit, app_name, user_id
+            return await memory.claim_memories_to_embed(
+                connection,
+                model,
+                limit,
+                app_name,
+                user_id,
+                now=now,
+                until=until,
+                max_tries=max_tries,
             )
 
-    async def count_memories_to_embed(
+    async def release_memories_to_embed(self, ids: Sequence[int]) -> None:
+        if ids:
+            async with self._connection() as connection:
+                await memory.release_memories_to_embed(connection, ids)
+
+    async def refuse_memories_to_embed(self, ids: Sequence[int], retry_at: float) -> None:
+        if ids:
+            async with self._connection() as connection:
+                await memory.refuse_memories_to_embed(connection, ids, retry_at)
+
+    async def retry_refused_embeddings(
         self, model: str, app_name: str | None, user_id: str | None
     ) -> int:
         async with self._connection() as connection:
-            return await memory.count_memories_to_embed(connection, model, app_name, user_id)
+            return await memory.retry_refused_embeddings(connection, model, app_name, user_id)
+
+    async def count_memories_to_embed(
+        self, model: str, app_name: str | None, user_id: str | None, max_tries: int
+    ) -> EmbeddingBacklogCount:
+        async with self._connection() as connection:
+            return await memory.count_memories_to_embed(
+                connection, model, app_name, user_id, max_tries
+            )
 
     async def store_embeddings(
         self, model: str, vectors: Sequence[tuple[int, StoredVector]]

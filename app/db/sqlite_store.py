@@ -18,6 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from ..domain import (
     ALL_SESSIONS,
+    EmbeddingBacklogCount,
     Erased,
     EventsRemoved,
     Expiry,
@@ -434,20 +435,53 @@ class SqliteStore:
         async with self._read() as connection:
             return await memory_repository.read_memories(connection, app_name, user_id, ids, budget)
 
-    async def memories_to_embed(
-        self, model: str, after_id: int, limit: int, app_name: str | None, user_id: str | None
+    async def claim_memories_to_embed(
+        self,
+        model: str,
+        limit: int,
+        app_name: str | None,
+        user_id: str | None,
+        *,
+        now: float,
+        until: float,
+        max_tries: int,
     ) -> list[tuple[int, str]]:
-        async with self._read() as connection:
-            return await memory_repository.memories_to_embed(
-                connection, model, after_id, limit, app_name, user_id
+        async with self._write() as connection:
+            return await memory_repository.claim_memories_to_embed(
+                connection,
+                model,
+                limit,
+                app_name,
+                user_id,
+                now=now,
+                until=until,
+                max_tries=max_tries,
+            )
+
+    async def release_memories_to_embed(self, ids: Sequence[int]) -> None:
+        if ids:
+            async with self._write() as connection:
+                await memory_repository.release_memories_to_embed(connection, ids)
+
+    async def refuse_memories_to_embed(self, ids: Sequence[int], retry_at: float) -> None:
+        if ids:
+            async with self._write() as connection:
+                await memory_repository.refuse_memories_to_embed(connection, ids, retry_at)
+
+    async def retry_refused_embeddings(
+        self, model: str, app_name: str | None, user_id: str | None
+    ) -> int:
+        async with self._write() as connection:
+            return await memory_repository.retry_refused_embeddings(
+                connection, model, app_name, user_id
             )
 
     async def count_memories_to_embed(
-        self, model: str, app_name: str | None, user_id: str | None
-    ) -> int:
+        self, model: str, app_name: str | None, user_id: str | None, max_tries: int
+    ) -> EmbeddingBacklogCount:
         async with self._read() as connection:
             return await memory_repository.count_memories_to_embed(
-                connection, model, app_name, user_id
+                connection, model, app_name, user_id, max_tries
             )
 
     async def store_embeddings(

@@ -12,6 +12,7 @@ from typing import Literal, Protocol
 
 from ..domain import (
     ALL_SESSIONS,
+    EmbeddingBacklogCount,
     Erased,
     EventsRemoved,
     Expiry,
@@ -348,21 +349,49 @@ class Store(Protocol):
         in `budget` bytes (always the first); ids gone meanwhile are skipped."""
         ...
 
-    async def memories_to_embed(
-        self, model: str, after_id: int, limit: int, app_name: str | None, user_id: str | None
+    async def claim_memories_to_embed(
+        self,
+        model: str,
+        limit: int,
+        app_name: str | None,
+        user_id: str | None,
+        *,
+        now: float,
+        until: float,
+        max_tries: int,
     ) -> list[tuple[int, str]]:
-        """(row id, text) of memories not embedded by `model`, after
-        `after_id`, in id order: of one app, or one user, when given."""
+        """(row id, text) of at most `limit` memories not embedded by `model`
+        (of one app, or one user, when given), refused fewer than `max_tries`
+        times, not claimed at `now`, in id order: each claimed until `until`,
+        so that no other process takes it meanwhile (one claim per row, also
+        when several processes claim at once)."""
+        ...
+
+    async def release_memories_to_embed(self, ids: Sequence[int]) -> None:
+        """Ends these rows' claims (the embedder failed: others may try)."""
+        ...
+
+    async def refuse_memories_to_embed(self, ids: Sequence[int], retry_at: float) -> None:
+        """The embedder refused these rows' texts alone: one more refusal
+        each, and not claimed again before `retry_at`."""
+        ...
+
+    async def retry_refused_embeddings(
+        self, model: str, app_name: str | None, user_id: str | None
+    ) -> int:
+        """Forgets the refusals of the memories waiting for `model`, so that
+        they are tried again; returns how many had any."""
         ...
 
     async def count_memories_to_embed(
-        self, model: str, app_name: str | None, user_id: str | None
-    ) -> int: ...
+        self, model: str, app_name: str | None, user_id: str | None, max_tries: int
+    ) -> EmbeddingBacklogCount: ...
 
     async def store_embeddings(
         self, model: str, vectors: Sequence[tuple[int, StoredVector]]
     ) -> None:
-        """Sets these rows' vectors (rows deleted meanwhile are skipped)."""
+        """Sets these rows' vectors, ending their claims and refusals (rows
+        deleted meanwhile are skipped)."""
         ...
 
     # -- erasure -------------------------------------------------------------

@@ -17,9 +17,32 @@ def _vector(*signs: float) -> StoredVector:
     return stored_vector(np.array(signs, dtype=np.float32))
 
 
+TRIES = 3
+
+
+async def _claim(
+    store: Store,
+    app_name: str | None,
+    user_id: str | None,
+    *,
+    limit: int = 100,
+    now: float = 1000.0,
+    until: float = 1000.0,
+    model: str = MODEL,
+) -> list[tuple[int, str]]:
+    """Claims until `until`: by default already expired, so that a row can
+    be claimed again at once."""
+    return await store.claim_memories_to_embed(
+        model, limit, app_name, user_id, now=now, until=until, max_tries=TRIES
+    )
+
+
 async def _ids(store: Store, user_id: str) -> dict[str, int]:
-    waiting = await store.memories_to_embed(MODEL, 0, 100, APP, user_id)
-    return {text: row for row, text in waiting}
+    return {text: row for row, text in await _claim(store, APP, user_id)}
+
+
+async def _waiting(store: Store, app_name: str | None, user_id: str | None, model: str = MODEL):
+    return (await store.count_memories_to_embed(model, app_name, user_id, TRIES)).waiting
 
 
 async def test_memories_wait_for_the_models_vectors_in_id_order(store: Store):
@@ -27,23 +50,61 @@ async def test_memories_wait_for_the_models_vectors_in_id_order(store: Store):
     await store.add_memories(APP, "ada", [memory("m3", "gamma")])
     await store.add_memories(APP, "bob", [memory("b1", "alpha")])
 
-    waiting = await store.memories_to_embed(MODEL, 0, 100, APP, "ada")
+    waiting = await _claim(store, APP, "ada")
     assert [text for _, text in waiting] == ["alpha", "beta", "gamma"]
-    # Resumable: after a row id, and at most `limit`.
-    later = await store.memories_to_embed(MODEL, waiting[0][0], 1, APP, "ada")
-    assert later == [waiting[1]]
-    assert len(await store.memories_to_embed(MODEL, 0, 100, None, None)) == 4
-    assert await store.count_memories_to_embed(MODEL, APP, None) == 4
-    assert await store.count_memories_to_embed(MODEL, APP, "ada") == 3
-    assert await store.count_memories_to_embed(MODEL, "other-app", None) == 0
+    assert len(await _claim(store, None, None)) == 4
+    assert await _waiting(store, APP, None) == 4
+    assert await _waiting(store, APP, "ada") == 3
+    assert await _waiting(store, "other-app", None) == 0
 
     signs = {"alpha": (1.0,) * 8, "beta": (1.0,) * 4 + (-1.0,) * 4, "gamma": (-1.0,) * 8}
     await store.store_embeddings(MODEL, [(row, _vector(*signs[text])) for row, text in waiting])
 
-    assert await store.count_memories_to_embed(MODEL, APP, "ada") == 0
-    assert await store.count_memories_to_embed(MODEL, APP, "bob") == 1
+    assert await _waiting(store, APP, "ada") == 0
+    assert await _waiting(store, APP, "bob") == 1
     # Another model's vectors are not this one's: all wait for it.
-    assert await store.count_memories_to_embed("other-model", APP, "ada") == 3
+    assert await _waiting(store, APP, "ada", "other-model") == 3
+
+
+async def test_a_claimed_memory_is_not_claimed_again_until_its_claim_ends(store: Store):
+    await store.add_memories(APP, "ada", [memory(f"m{n}", f"text {n}") for n in range(5)])
+
+    first = await _claim(store, APP, "ada", limit=2, until=2000.0)
+    second = await _claim(store, APP, "ada", limit=10, until=2000.0)
+    # Each row once, in id order, at most `limit`.
+    assert [text for _, text in first] == ["text 0", "text 1"]
+    assert [text for _, text in second] == ["text 2", "text 3", "text 4"]
+    assert await _claim(store, APP, "ada", now=1999.0) == []
+    # Still waiting (claimed is not embedded).
+    assert await _waiting(store, APP, "ada") == 5
+
+    # A released claim, or one that ran out, may be taken again.
+    await store.release_memories_to_embed([row for row, _ in first])
+    assert await _claim(store, APP, "ada", now=1999.0) == first
+    assert len(await _claim(store, APP, "ada", now=2000.0)) == 5
+
+
+async def test_a_text_refused_too_often_is_given_up_on_until_retried(store: Store):
+    await store.add_memories(APP, "ada", [memory("m1", "fine"), memory("m2", "refused")])
+    rows = await _ids(store, "ada")
+
+    for attempt in range(TRIES):
+        await store.refuse_memories_to_embed([rows["refused"]], retry_at=1500.0 + attempt)
+        # Not claimed again before its retry time.
+        assert [text for _, text in await _claim(store, APP, "ada", now=1400.0)] == ["fine"]
+    # Given up on: counted apart, never claimed.
+    counted = await store.count_memories_to_embed(MODEL, APP, "ada", TRIES)
+    assert (counted.waiting, counted.given_up) == (1, 1)
+    assert [text for _, text in await _claim(store, APP, "ada", now=9999.0)] == ["fine"]
+
+    # reindex tries it again; a vector stored clears the refusals.
+    assert await store.retry_refused_embeddings(MODEL, APP, "ada") == 1
+    assert [text for _, text in await _claim(store, APP, "ada")] == ["fine", "refused"]
+    await store.refuse_memories_to_embed([rows["refused"]], retry_at=0.0)
+    await store.store_embeddings(MODEL, [(rows["refused"], _vector(1.0, -1.0))])
+    counted = await store.count_memories_to_embed(MODEL, APP, "ada", TRIES)
+    assert (counted.waiting, counted.given_up) == (1, 0)
+    assert await store.retry_refused_embeddings(MODEL, APP, "ada") == 0
 
 
 async def test_vectors_of_rows_deleted_meanwhile_are_skipped(store: Store):
@@ -53,8 +114,8 @@ async def test_vectors_of_rows_deleted_meanwhile_are_skipped(store: Store):
 
     await store.store_embeddings(MODEL, [(row, _vector(1.0, -1.0)) for row in rows.values()])
 
-    assert await store.count_memories_to_embed(MODEL, APP, "ada") == 0
-    assert await store.memories_to_embed(MODEL, 0, 100, APP, "ada") == []
+    assert await _waiting(store, APP, "ada") == 0
+    assert await _claim(store, APP, "ada") == []
 
 
 async def test_candidates_are_the_keyword_matches_and_the_nearest_of_the_same_model(

@@ -34,6 +34,7 @@ async def readyz(request: Request) -> Response:
         answer["memoryEmbedding"] = {
             "embedder": backlog.embedder.model_id,
             "waiting": backlog.status.waiting,
+            "givenUp": backlog.status.given_up,
             "lastError": backlog.status.last_error,
         }
     return rendering.json_response(answer)
