@@ -221,14 +221,9 @@ memories = Table(
     Column("embedding_failures", Integer, nullable=False, server_default="0"),
     UniqueConstraint("app_name", "user_id", "session_id", "event_id"),
     Index("ix_memories_app_user", "app_name", "user_id"),
-    # The first pass of a search by meaning reads only this index.
+    # The first pass of a search by meaning reads only this index (migration 0017).
     Index(
-        "ix_memories_vector_bits",
-        "app_name",
-        "user_id",
-        "embedding_model",
-        "embedding_bits",
-        postgresql_include=["id"],
+        "ix_memories_vector_bits", "app_name", "user_id", "embedding_model", "id", "embedding_bits"
     ),
 )
 

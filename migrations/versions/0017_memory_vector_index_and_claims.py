@@ -2,9 +2,9 @@
 processes.
 
 - `ix_memories_vector_bits`: the first pass of a search by meaning (Hamming
-  distance of the sign bits) reads this narrow index only, not the wide
-  memory rows (their text, content and search columns): about 3x fewer pages
-  at 100,000 memories (docs/performance.md).
+  distance of the sign bits) reads this narrow index only (app, user, model,
+  row id, bits), not the wide memory rows (their text, content and search
+  columns): an index-only scan, a fraction of the pages (docs/performance.md).
 - `embedding_claimed_until`: a process embedding a row claims it until then
   (epoch seconds), so that two `serve` processes do not embed one row twice;
   also when a refused text may be tried again.
@@ -35,12 +35,13 @@ def upgrade() -> None:
         "memories",
         sa.Column("embedding_failures", sa.Integer(), nullable=False, server_default="0"),
     )
+    # Keyed by the row id before the bits: a new memory's entry goes at the
+    # end of its user's, where keyed by its (random) bits it went anywhere
+    # (SQLite's ingest of 500 at 100,000 memories took 3x as long).
     op.create_index(
         "ix_memories_vector_bits",
         "memories",
-        ["app_name", "user_id", "embedding_model", "embedding_bits"],
-        # The row id too, so that the first pass never reads the table.
-        postgresql_include=["id"],
+        ["app_name", "user_id", "embedding_model", "id", "embedding_bits"],
     )
 
 
