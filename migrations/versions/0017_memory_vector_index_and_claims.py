@@ -13,7 +13,7 @@ processes.
   (still found by keywords).
 
 Revision ID: 0017
-Revises: 0013
+Revises: 0016
 Create Date: 2026-11-26
 """
 
@@ -23,7 +23,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0017"
-down_revision: str | None = "0013"
+down_revision: str | None = "0016"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
