@@ -431,6 +431,7 @@ _LISTING_DIALECT = ListingDialect(
     has_labels="s.labels @> CAST(:label_equal AS jsonb)"
     " AND s.labels ?& CAST(:label_keys AS text[])",
     labels_bytes="coalesce(octet_length(CAST(s.labels AS text)), 0)",
+    label_guard=True,
 )
 
 # The same statements as the SQLite store's, numbered for asyncpg, by

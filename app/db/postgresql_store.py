@@ -66,7 +66,7 @@ from .database_errors import (
 from .directory_listing import directory_parameters
 from .event_windows import ERASE_CANDIDATES, events_batch, events_within
 from .migrations import SchemaNotCurrent
-from .session_listing import listing_key, listing_parameters
+from .session_listing import label_guard_parameters, listing_key, listing_parameters
 from .state_sizes import entry_sizes, session_state_bytes, state_past_limit, state_too_large
 from .store import ForkOutcome, MemoriesOf
 
@@ -415,6 +415,8 @@ class PostgresStore:
     ) -> SessionListing:
         statement = sql.LISTINGS[listing_key(user_id, after, query)]
         values = listing_parameters(app_name, user_id, after, query, limit, max_bytes, now)
+        if "label_guard" in statement.names:
+            values.update(label_guard_parameters())
         async with self._connection() as connection:
             rows = await connection.fetch(statement.text, *statement.arguments(values))
             page = [

@@ -27,6 +27,22 @@ class ListingDialect:
     # walks from its driving label (:drive_key, and :drive_value when
     # driven by a value) instead of the app's labelled sessions.
     label_rows: bool = False
+    # Whether an app's filtered list walks up to :label_probe sessions in
+    # list order, which hold the page when the label is common; else takes
+    # up to :label_guard matches through the label index (PostgreSQL's GIN,
+    # migration 0011), all the app's when the label is rare, and sorts
+    # them; else walks on. A cached (generic) plan cannot tell a common
+    # label from a rare one: this decides at run time. docs/performance.md,
+    # "Filtered session lists".
+    label_guard: bool = False
+
+
+# How many sessions such a list walks in list order first: a label held by
+# a tenth of them fills a page of 100 within it.
+LABEL_PROBE = 1000
+# How many label matches it then takes through the label index: sorting up
+# to that many costs about what walking past a 1% label's others does.
+LABEL_GUARD = 2000
 
 
 def listing_sql(
@@ -46,14 +62,37 @@ def listing_sql(
     # store has them and the list is the app's (a user's is walked on its
     # own index, never the app's).
     by_rows = labelled and dialect.label_rows and not one_user
+    guarded = labelled and dialect.label_guard and not one_user
+    direction = "DESC" if descending else "ASC"
+    columns = (
+        "s.user_id, s.id, s.state, s.revision, s.update_time, s.expire_time,"
+        f" s.labels, s.state_bytes + {dialect.labels_bytes} AS listed_bytes"
+    )
+
+    def walk(alias: str, user: str, session: str) -> tuple[list[str], str]:
+        """The conditions on the walked rows (`alias`: their table) beyond
+        the app and the labels, and their order."""
+        time = f"{alias}update_time"
+        conditions = [
+            f"({alias}expire_time IS NULL OR {alias}expire_time > :now)"
+            if alias != "l."
+            else "(s.expire_time IS NULL OR s.expire_time > :now)",
+            f"{time} >= :updated_after",
+            f"{time} < :updated_before",
+        ]
+        if one_user:
+            conditions.append("s.user_id = :user_id")
+        if after_cursor:
+            beyond = "<" if descending else ">"
+            conditions.append(
+                f"({time}, {user}, {session}) {beyond} (:after_time, :after_user, :after_id)"
+            )
+        order = ", ".join(f"{name} {direction}" for name in (time, user, session))
+        return conditions, order
+
     walked = ("l.", "l.user_id", "l.session_id") if by_rows else ("s.", "s.user_id", "s.id")
-    time, user, session = f"{walked[0]}update_time", walked[1], walked[2]
-    conditions = [
-        "s.app_name = :app_name",
-        "(s.expire_time IS NULL OR s.expire_time > :now)",
-        f"{time} >= :updated_after",
-        f"{time} < :updated_before",
-    ]
+    conditions, walk_order = walk(*walked)
+    conditions.insert(0, "s.app_name = :app_name")
     source = "sessions AS s"
     if by_rows:
         # CROSS JOIN: SQLite keeps the label rows as the outer loop.
@@ -64,27 +103,64 @@ def listing_sql(
             *(["l.label_value = :drive_value"] if driven_by_value else []),
             "s.app_name = l.app_name AND s.user_id = l.user_id AND s.id = l.session_id",
         ]
-    if one_user:
-        conditions.append("s.user_id = :user_id")
-    if after_cursor:
-        beyond = "<" if descending else ">"
-        conditions.append(
-            f"({time}, {user}, {session}) {beyond} (:after_time, :after_user, :after_id)"
-        )
+    unlabelled = list(conditions)
     if labelled:
         conditions.append(dialect.has_labels)
-    user_of_row = ":user_id" if one_user else "candidates.user_id"
-    direction = "DESC" if descending else "ASC"
-    order = ", ".join(f"{{0}}{name} {direction}" for name in ("update_time", "user_id", "id"))
-    walk_order = ", ".join(f"{name} {direction}" for name in (time, user, session))
-    return f"""
-        WITH candidates AS (
-            SELECT s.user_id, s.id, s.state, s.revision, s.update_time, s.expire_time,
-                   s.labels, s.state_bytes + {dialect.labels_bytes} AS listed_bytes
+    candidates = f"""
+            SELECT {columns}
               FROM {source}
              WHERE {" AND ".join(conditions)}
              ORDER BY {walk_order}
-             LIMIT :candidates
+             LIMIT :candidates"""
+    matches = ""
+    if guarded:
+        # Each of the three ways runs only when the one-time filters on
+        # the counts before it say so (a materialized CTE is read only
+        # when asked for). The walks test the labels above an ordered
+        # subquery (OFFSET 0: kept apart), which the label index cannot
+        # answer, and which is planned for the page's rows (it keeps to
+        # the list order index).
+        few_conditions, few_order = walk("m.", "m.user_id", "m.id")
+
+        def labels_walk(gates: list[str], limit: str) -> str:
+            return f"""
+            SELECT {columns}
+              FROM (SELECT s.user_id, s.id, s.state, s.revision, s.update_time,
+                           s.expire_time, s.labels, s.state_bytes,
+                           {dialect.has_labels} AS hit
+                      FROM sessions AS s
+                     WHERE {" AND ".join([*gates, *unlabelled])}
+                     ORDER BY {walk_order}
+                     {limit}) AS s
+             WHERE s.hit
+             LIMIT :candidates"""
+
+        common = "(SELECT count(*) FROM near) = :candidates"
+        rare = "(SELECT count(*) FROM matches) < :label_guard"
+        matches = f"""near AS MATERIALIZED ({labels_walk([], "LIMIT :label_probe")}
+        ), matches AS MATERIALIZED (
+            SELECT s.user_id, s.id, s.update_time, s.expire_time
+              FROM sessions AS s
+             WHERE s.app_name = :app_name AND {dialect.has_labels}
+             LIMIT :label_guard
+        ), """
+        candidates = f"""
+            SELECT * FROM near WHERE {common}
+            UNION ALL
+            SELECT {columns}
+              FROM (SELECT m.user_id, m.id FROM matches AS m
+                     WHERE NOT {common} AND {rare}
+                       AND {" AND ".join(few_conditions)}
+                     ORDER BY {few_order}
+                     LIMIT :candidates) AS few
+              JOIN sessions AS s
+                ON s.app_name = :app_name AND s.user_id = few.user_id AND s.id = few.id
+            UNION ALL
+            ({labels_walk([f"NOT {common}", f"NOT {rare}"], "OFFSET 0")})"""
+    user_of_row = ":user_id" if one_user else "candidates.user_id"
+    order = ", ".join(f"{{0}}{name} {direction}" for name in ("update_time", "user_id", "id"))
+    return f"""
+        WITH {matches}candidates AS ({candidates}
         ), windowed AS (
             SELECT candidates.*,
                    row_number() OVER listed AS position,
@@ -144,6 +220,12 @@ def listing_parameters(
         labels = query.labels
         parameters.update(label_equal=labels.equal, label_keys=list(labels.present))
     return parameters
+
+
+def label_guard_parameters() -> dict[str, int]:
+    """What a statement of a store with a label guard takes besides
+    `listing_parameters` when it is labelled and the app's."""
+    return {"label_probe": LABEL_PROBE, "label_guard": LABEL_GUARD}
 
 
 def driving_label(labels: LabelFilter) -> dict[str, str]:
