@@ -352,3 +352,36 @@ def server(request: pytest.FixtureRequest) -> ServerProcess:
     """A started server on each backend in turn."""
     process: ServerProcess = request.getfixturevalue(f"{request.param}_server")
     return process
+
+
+# Files whose tests run longest (scenario tests: a README run top to bottom,
+# the contract fuzz, a failover, a third-party suite). Collected first, so
+# that `--dist loadfile` starts them while the rest fills the other worker,
+# instead of leaving one of them running alone at the end of the run.
+LONGEST_FIRST = (
+    "tests/test_docs_examples.py",
+    "tests/test_contract_fuzz.py",
+    "tests/test_failover.py",
+    "tests/client/test_openai_sdk_suite.py",
+    "tests/test_transfer.py",
+    "tests/test_multi_host_urls.py",
+    "tests/test_append_fast_path.py",
+    "tests/test_faults.py",
+    "tests/test_sweeper.py",
+    "tests/test_concurrency.py",
+    "tests/client/test_langgraph_concurrency.py",
+    "tests/test_live_streams.py",
+    "tests/test_cli.py",
+    "tests/test_pgbouncer.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    rank = {path: index for index, path in enumerate(LONGEST_FIRST)}
+    root = Path(__file__).resolve().parent.parent
+
+    def file_rank(item: pytest.Item) -> int:
+        path = item.path.resolve().relative_to(root).as_posix()
+        return rank.get(path, len(rank))
+
+    items.sort(key=file_rank)  # stable: each file keeps its own order

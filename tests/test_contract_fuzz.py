@@ -22,7 +22,7 @@ from session_state.identifiers import name_problem
 from tests.hostile import strict_json
 
 # CI's short run; FUZZ_EXAMPLES=500 is the long one (minutes).
-EXAMPLES_PER_OPERATION = int(os.environ.get("FUZZ_EXAMPLES", "25"))
+EXAMPLES_PER_OPERATION = int(os.environ.get("FUZZ_EXAMPLES", "12"))
 # What the contract promises: no 5xx, and status, content type, headers and
 # body of every response as documented. (Schemathesis' "schema-valid data is
 # accepted" check does not apply: page tokens are opaque and an event may be

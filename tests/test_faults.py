@@ -618,7 +618,9 @@ async def test_sigterm_lets_in_flight_requests_finish(
                 try:
                     async with httpx.AsyncClient(timeout=1) as fresh:
                         await fresh.get(f"{base}/healthz")
-                except httpx.ConnectError:
+                except (httpx.ConnectError, httpx.RemoteProtocolError):
+                    # Refused, or (a connection accepted in the instant the
+                    # listener closed) closed unanswered: either way not served.
                     return True
                 return False
 
