@@ -354,34 +354,27 @@ def server(request: pytest.FixtureRequest) -> ServerProcess:
     return process
 
 
-# Files whose tests run longest (scenario tests: a README run top to bottom,
-# the contract fuzz, a failover, a third-party suite). Collected first, so
-# that `--dist loadfile` starts them while the rest fills the other worker,
-# instead of leaving one of them running alone at the end of the run.
-LONGEST_FIRST = (
-    "tests/test_docs_examples.py",
-    "tests/test_contract_fuzz.py",
-    "tests/test_failover.py",
-    "tests/client/test_openai_sdk_suite.py",
-    "tests/test_transfer.py",
-    "tests/test_multi_host_urls.py",
-    "tests/test_append_fast_path.py",
-    "tests/test_faults.py",
-    "tests/test_sweeper.py",
-    "tests/test_concurrency.py",
-    "tests/client/test_langgraph_concurrency.py",
-    "tests/test_live_streams.py",
-    "tests/test_cli.py",
-    "tests/test_pgbouncer.py",
+# Long scenario runs that CI leaves out on its 2-core machine, where the
+# suite must finish within CI's 20 minutes: each has a run on the other
+# backend or a shorter sibling in CI. `LONG_TESTS=1 pytest` runs them.
+LEFT_OUT_OF_CI = frozenset(
+    {
+        "tests/client/test_openai_sdk_suite.py::"
+        "test_the_sdks_session_tests_pass_on_session_state_session[sqlite]",
+        "tests/test_transfer.py::test_an_import_killed_midway_completes_when_run_again",
+        "tests/test_multi_host_urls.py::"
+        "test_every_command_works_through_a_url_whose_first_host_is_down",
+        "tests/client/test_langgraph_concurrency.py::"
+        "test_two_processes_lose_nothing_and_match_postgres_saver[sqlite]",
+        "tests/test_append_fast_path.py::test_the_fast_path_answers_as_the_route_does[sqlite]",
+    }
 )
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    rank = {path: index for index, path in enumerate(LONGEST_FIRST)}
-    root = Path(__file__).resolve().parent.parent
-
-    def file_rank(item: pytest.Item) -> int:
-        path = item.path.resolve().relative_to(root).as_posix()
-        return rank.get(path, len(rank))
-
-    items.sort(key=file_rank)  # stable: each file keeps its own order
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if os.environ.get("CI") != "true" or os.environ.get("LONG_TESTS"):
+        return
+    left_out = [item for item in items if item.nodeid in LEFT_OUT_OF_CI]
+    if left_out:
+        config.hook.pytest_deselected(items=left_out)
+        items[:] = [item for item in items if item.nodeid not in LEFT_OUT_OF_CI]
