@@ -155,6 +155,22 @@ class EventsRemoved:
 
 
 @dataclass(frozen=True)
+class Popped:
+    """A pop (Store.pop_newest): the revision and the newest events read
+    together (oldest first); how many of them it removed (None: it wrote
+    nothing); the session after it, without events (as read, when nothing
+    was written; None when the store could not read it); and whether an
+    event to remove changed session-scope state, which the store leaves
+    to the service to derive (nothing is written then)."""
+
+    revision: int
+    events: list[StoredEvent]
+    removed: int | None
+    session: SessionSnapshot | None
+    changes_state: bool
+
+
+@dataclass(frozen=True)
 class Removal:
     """A stored removal of events: the revision it made and the ids of the
     events it removed, oldest first."""

@@ -379,6 +379,10 @@ class SessionService:
         `return_removed` (with `last` at most MAX_RETURNED_REMOVED_EVENTS):
         the outcome holds the removed events, exactly those the removal took
         (it is guarded by the revision they were read at)."""
+        if return_removed and last is not None:
+            popped = await self._pop(key, last, expected_revision)
+            if popped is not None:
+                return popped
         for _ in range(WRITE_ATTEMPTS):
             now = self.clock()
             going: list[StoredEvent] | None = None
@@ -414,6 +418,36 @@ class SessionService:
                     removed.count,
                     None if going is None else [event.data for event in going],
                 )
+            if expected_revision is not None:
+                raise await self._why_not_written(key)
+        raise StaleSession.kept_changing("its events were removed")
+
+    async def _pop(
+        self, key: SessionKey, count: int, expected_revision: int | None
+    ) -> RemovalOutcome | None:
+        """The newest `count` events removed, read and answered in one
+        store call (Store.pop_newest); None when one of them changed
+        session-scope state, whose derivation remove_events' general path
+        does. The same checks, in the same order, as that path."""
+        for _ in range(WRITE_ATTEMPTS):
+            now = self.clock()
+            budget = self.session_events_budget
+            popped = await self.store.pop_newest(key, count, expected_revision, budget, now)
+            if popped is None:
+                raise SessionNotFound.of(key)
+            _check_expected(popped.revision, expected_revision)
+            self._check_answerable(popped.events)
+            if popped.removed is not None and popped.session is not None:
+                self._published(key, "removed", popped.session.session.revision)
+                session = self._session_view(key, popped.session)
+                return RemovalOutcome(
+                    session, popped.removed, [event.data for event in popped.events]
+                )
+            if popped.changes_state or popped.session is None:
+                return None
+            if not popped.events:
+                return RemovalOutcome(self._session_view(key, popped.session), 0, [])
+            # The session moved on between the read and the removal.
             if expected_revision is not None:
                 raise await self._why_not_written(key)
         raise StaleSession.kept_changing("its events were removed")

@@ -3,14 +3,19 @@ last n, or those after one event; with If-Match; the session state becomes
 what the remaining events leave. On both backends."""
 
 import asyncio
+import json
 import time
+from typing import Any
 
 import httpx
 import pytest
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import create_async_engine
 
 from session_state.config import Settings
 from session_state.db.stores import open_store
 from session_state.domain import NEVER_EXPIRES, ForkSource, SessionKey
+from session_state.history import changes_session_state
 from tests.conftest import Clock, asgi_client
 
 S = "/apps/chat/users/ann/sessions"
@@ -339,3 +344,124 @@ async def test_concurrent_one_request_pops_each_take_a_different_event(
     for numbers in taken:
         assert numbers == sorted(numbers, reverse=True)
     assert await event_ids(client) == []
+
+
+# -- a pop in one store call (Store.pop_newest) ------------------------------
+
+
+def _without_removed_events(body: bytes) -> bytes:
+    """A removal's answer as a session read shows the session: its
+    removedEvents (the answer's last member) cut off."""
+    cut = body.rindex(b',"removedEvents":')
+    return body[:cut] + b"}"
+
+
+async def test_a_pop_writes_and_answers_as_the_general_removal_does(
+    clocked_app: Any, clocked_client: httpx.AsyncClient, clock: Clock
+):
+    """Twin sessions, one popped (returnRemoved: one store call), one by a
+    plain removal (the events read, then removed): the same answers, the
+    same rows written (revision, update time, idle expiry, the recorded
+    removal)."""
+    for session_id in ("popped", "removed"):
+        created = await clocked_client.post(
+            S,
+            json={
+                "sessionId": session_id,
+                "state": {"mood": "calm"},
+                "ttlSeconds": 600,
+                "labels": {"team": "blue"},
+            },
+        )
+        assert created.status_code == 201, created.text
+        for document in (event("a", mood="happy"), event("b", **{"user:visits": 2})):
+            stored = await clocked_client.post(f"{S}/{session_id}/events", json=document)
+            assert stored.status_code == 201, stored.text
+    clock.advance(30)
+    popped = await clocked_client.delete(
+        f"{S}/popped/events", params={"last": 1, "returnRemoved": "true"}
+    )
+    removed = await clocked_client.delete(f"{S}/removed/events", params={"last": 1})
+    assert popped.status_code == removed.status_code == 200, (popped.text, removed.text)
+    assert [stored["id"] for stored in popped.json()["removedEvents"]] == ["b"]
+    for header in ("etag", "session-state-removed-events"):
+        assert popped.headers[header] == removed.headers[header]
+    answer = _without_removed_events(popped.content)
+    assert answer.replace(b'"popped"', b'"removed"') == removed.content
+    # Byte for byte what a read of the session without events answers.
+    read = await clocked_client.get(f"{S}/popped", params={"numRecentEvents": 0})
+    assert answer == read.content
+    store = clocked_app.state.service.store
+    changes = [
+        await store.read_changes(SessionKey("chat", "ann", name), 0, 10, 10_000, clock())
+        for name in ("popped", "removed")
+    ]
+    assert changes[0] is not None and changes[1] is not None
+    assert changes[0].removals == changes[1].removals
+    assert [removal.event_ids for removal in changes[0].removals] == [["b"]]
+    assert changes[0].expire_time == changes[1].expire_time == clock() + 600
+
+
+# Deltas and whether they change session-scope state, as app.events reads them.
+STATE_CHANGES = [
+    ({"stateDelta": {"mood": "x"}}, True),
+    ({"state_delta": {"mood": "x"}}, True),
+    ({"stateDelta": {"apple": 1}}, True),
+    ({"stateDelta": {"App:x": 1}}, True),
+    ({"stateDelta": {"é": 1, "app:x": 1}}, True),
+    ({"stateDelta": {"app:hits": 1, "user:é": 2, "temp:x": 3}}, False),
+    ({"stateDelta": None, "state_delta": {"mood": "x"}}, False),
+    ({"stateDelta": {}}, False),
+    ({"artifactDelta": {"f": 1}}, False),
+    (None, False),
+]
+
+
+async def test_a_pop_leaves_events_that_changed_session_state_to_the_service(
+    clocked_app: Any, clocked_client: httpx.AsyncClient, clock: Clock
+):
+    """The store tells a state change as app.history does, and removes
+    nothing then (the state after must be derived); nor when the revision
+    is not the one expected or the events would not fit the answer."""
+    store = clocked_app.state.service.store
+    for number, (actions, changes) in enumerate(STATE_CHANGES):
+        session_id = f"s{number}"
+        created = await clocked_client.post(S, json={"sessionId": session_id})
+        assert created.status_code == 201, created.text
+        document: dict[str, Any] = {"id": "e", "author": "user"}
+        if actions is not None:
+            document["actions"] = actions
+        stored = await clocked_client.post(f"{S}/{session_id}/events", json=document)
+        assert stored.status_code == 201, stored.text
+        key = SessionKey("chat", "ann", session_id)
+        for expected, max_bytes in ((0, 10_000), (None, 10)):
+            refused = await store.pop_newest(key, 1, expected, max_bytes, clock())
+            assert refused.removed is None and refused.revision == 1, (actions, refused)
+        popped = await store.pop_newest(key, 1, None, 10_000, clock())
+        assert popped.changes_state is changes, actions
+        assert popped.changes_state is changes_session_state(popped.events), actions
+        assert [json.loads(stored.data)["id"] for stored in popped.events] == ["e"]
+        assert popped.removed == (None if changes else 1), actions
+        assert popped.session.session.revision == (1 if changes else 2), actions
+    assert await store.pop_newest(SessionKey("chat", "ann", "none"), 1, None, 10, clock()) is None
+
+
+async def test_a_pop_of_an_event_the_database_cannot_read_as_json_takes_the_general_path(
+    database_url: str, client: httpx.AsyncClient
+):
+    """An event stored before the value rules, with a NUL in a text:
+    PostgreSQL's JSON refuses to read it, so the pop is the service's."""
+    await setup_session(client, event("a"), event("b"))
+    legacy = '{"id":"b","author":"user","content":{"parts":[{"text":"a\\u0000b"}]}}'
+    engine = create_async_engine(database_url)
+    try:
+        async with engine.begin() as connection:
+            await connection.execute(
+                text("UPDATE events SET data = :data WHERE id = 'b'"), {"data": legacy}
+            )
+    finally:
+        await engine.dispose()
+    popped = await client.delete(f"{S}/s/events", params={"last": 1, "returnRemoved": "true"})
+    assert popped.status_code == 200, popped.text
+    assert popped.json()["removedEvents"] == [json.loads(legacy)]
+    assert await event_ids(client) == ["a"]

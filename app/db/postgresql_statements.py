@@ -581,6 +581,92 @@ WITH bumped AS (
 )
 SELECT bumped.revision, (SELECT count(*) FROM removed) FROM bumped
 """
+# Whether the event `g` changed session-scope state: its delta
+# (actions.stateDelta, else actions.state_delta, as app.events reads it) has
+# a key without a scope prefix (app.state.split_delta). As `json`, not
+# `jsonb`: only parsed, never converted, and a repeated key's last value
+# counts, as in Python.
+_CHANGES_SESSION_STATE = """
+EXISTS (SELECT 1
+          FROM (SELECT coalesce(actions -> 'stateDelta', actions -> 'state_delta') AS delta
+                  FROM (SELECT CAST(g.data AS json) -> 'actions' AS actions) AS a) AS d
+         WHERE CASE WHEN json_typeof(d.delta) = 'object' THEN
+                    EXISTS (SELECT 1 FROM json_object_keys(d.delta) AS k (key)
+                             WHERE k.key NOT LIKE 'app:%' AND k.key NOT LIKE 'user:%'
+                               AND k.key NOT LIKE 'temp:%')
+               END)
+"""
+_NOW = "CAST(:now AS float8)"
+
+
+def _of_user(table: str) -> str:
+    return f"{table}.app_name = :app_name AND {table}.user_id = :user_id"
+
+
+# A pop (DELETE .../events?last=n&returnRemoved=true) in one round trip: the
+# newest :count events and the session, read in the statement's snapshot,
+# then REMOVE_EVENTS' writes (the same rows: revision one up, update time,
+# idle expiry, the removal recorded with the events' ids) if the session is
+# still at the revision read when its row is locked (so a pop racing another
+# takes nothing, and an append racing it is never removed). Nothing is
+# written when there are no events, :expected (not null) is not the
+# revision, the events' JSON passes :max_bytes, or one of them changed
+# session-scope state (the service derives the state after and removes them
+# with REMOVE_EVENTS). One row, unless the session is missing: the revision
+# read, whether the events change state, the session after (or as read,
+# when nothing was written) with its app and user state, the events oldest
+# first and how many were removed (NULL: nothing written).
+POP_NEWEST = Statement.of(f"""
+WITH found AS (
+    SELECT s.state, s.revision, s.update_time, s.expire_time, s.labels FROM sessions AS s
+     WHERE {_of_user("s")} AND s.id = :session_id AND {not_expired(_NOW, "s.")}
+), going AS (
+    SELECT e.seq, e.data FROM events AS e
+     WHERE {_of_user("e")} AND e.session_id = :session_id
+     ORDER BY e.seq DESC
+     LIMIT CAST(:count AS bigint)
+), verdict AS (
+    SELECT found.revision,
+           EXISTS (SELECT 1 FROM going AS g WHERE {_CHANGES_SESSION_STATE}) AS changes_state,
+           (SELECT coalesce(sum(octet_length(g.data)), 0) FROM going AS g) AS bytes,
+           EXISTS (SELECT 1 FROM going) AS any_events
+      FROM found
+), bumped AS (
+    UPDATE sessions AS s
+       SET revision = s.revision + 1, update_time = {_NOW},
+           expire_time = {idle_expiry(_NOW, "s.")}
+      FROM verdict AS v
+     WHERE {_of_user("s")} AND s.id = :session_id AND {not_expired(_NOW, "s.")}
+       AND s.revision = v.revision
+       AND (CAST(:expected AS bigint) IS NULL OR v.revision = CAST(:expected AS bigint))
+       AND v.any_events AND NOT v.changes_state AND v.bytes <= CAST(:max_bytes AS bigint)
+ RETURNING s.state, s.revision, s.update_time, s.expire_time, s.labels
+), removed AS (
+    DELETE FROM events AS e USING bumped
+     WHERE {_of_user("e")} AND e.session_id = :session_id
+       AND e.seq IN (SELECT g.seq FROM going AS g)
+ RETURNING e.id, e.seq
+), recorded AS (
+    INSERT INTO event_removals (app_name, user_id, session_id, revision, event_ids)
+    SELECT :app_name, :user_id, :session_id, bumped.revision,
+           (SELECT coalesce(json_agg(id ORDER BY seq), '[]'::json)::text FROM removed)
+      FROM bumped
+), after AS (
+    SELECT * FROM bumped
+    UNION ALL
+    SELECT * FROM found WHERE NOT EXISTS (SELECT 1 FROM bumped)
+)
+SELECT v.revision, v.changes_state,
+       after.state, after.revision, after.update_time, after.expire_time, after.labels,
+       (SELECT jsonb_object_agg(a.key, a.value) FROM app_states AS a
+         WHERE a.app_name = :app_name) AS app_state,
+       (SELECT jsonb_object_agg(u.key, u.value) FROM user_states AS u
+         WHERE {_of_user("u")}) AS user_state,
+       (SELECT array_agg(g.data ORDER BY g.seq) FROM going AS g) AS events,
+       (SELECT array_agg(g.seq ORDER BY g.seq) FROM going AS g) AS seqs,
+       CASE WHEN EXISTS (SELECT 1 FROM bumped) THEN (SELECT count(*) FROM removed) END
+  FROM verdict AS v, after
+""")
 # A session's revision and expiry time; no row when it is missing ($4 is now).
 READ_REVISION = f"""
 SELECT revision, expire_time FROM sessions

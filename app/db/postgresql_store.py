@@ -31,6 +31,7 @@ from ..domain import (
     MemoryCandidates,
     MemoryRecord,
     NewEvent,
+    Popped,
     Removal,
     SessionChanges,
     SessionCursor,
@@ -613,6 +614,52 @@ class PostgresStore:
                 state,
             )
         return None if row is None else EventsRemoved(int(row[0]), int(row[1]))
+
+    async def pop_newest(
+        self,
+        key: SessionKey,
+        count: int,
+        expected_revision: int | None,
+        max_bytes: int,
+        now: float,
+    ) -> Popped | None:
+        statement = sql.POP_NEWEST
+        values = {
+            "app_name": key.app_name,
+            "user_id": key.user_id,
+            "session_id": key.session_id,
+            "count": count,
+            "now": now,
+            "expected": expected_revision,
+            "max_bytes": max_bytes,
+        }
+        try:
+            async with self._connection() as connection:
+                row = await connection.fetchrow(statement.text, *statement.arguments(values))
+        except asyncpg.DataError:
+            # An event stored before the value rules (app.json_rules) that
+            # PostgreSQL's JSON does not parse: the service derives it all.
+            found = await self.newest_events(key, count, now)
+            if found is None:
+                return None
+            return Popped(found[0], found[1], None, None, changes_state=True)
+        if row is None:
+            return None
+        revision, changes_state, state, after_revision, update_time, expire_time, labels = row[:7]
+        app_state, user_state, texts, seqs, removed = row[7:]
+        session = SessionRow(
+            key.app_name,
+            key.user_id,
+            key.session_id,
+            state,
+            after_revision,
+            update_time,
+            expire_time,
+            labels or {},
+        )
+        events = [StoredEvent(seq, data) for seq, data in zip(seqs or (), texts or (), strict=True)]
+        snapshot = SessionSnapshot(session, app_state or {}, user_state or {}, "", 0)
+        return Popped(revision, events, removed, snapshot, changes_state)
 
     async def _append_one(self, append: _Append) -> Sequence[Any]:
         """One append in one statement, waiting for its session if another

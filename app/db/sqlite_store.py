@@ -28,6 +28,7 @@ from ..domain import (
     MemoryCandidates,
     MemoryRecord,
     NewEvent,
+    Popped,
     SessionChanges,
     SessionCursor,
     SessionKey,
@@ -44,6 +45,7 @@ from ..domain import (
 )
 from ..embedding import StoredVector
 from ..errors import DatabaseUnavailable
+from ..history import changes_session_state
 from ..labels import Labels
 from ..state import ScopedDelta, StateDict
 from . import forking, memory_repository, sqlite_append
@@ -153,6 +155,36 @@ class SqliteStore:
             return await sql.remove_events(
                 connection, key, after_seq, expected_revision, state, now
             )
+
+    async def pop_newest(
+        self,
+        key: SessionKey,
+        count: int,
+        expected_revision: int | None,
+        max_bytes: int,
+        now: float,
+    ) -> Popped | None:
+        # The reads and the removal in one write transaction: nothing can
+        # come between them, so the removal's revision guard always holds.
+        async with self._write() as connection:
+            found = await sql.newest_events(connection, key, count, now)
+            if found is None:
+                return None
+            revision, going = found
+            changes_state = changes_session_state(going)
+            removed = None
+            if (
+                going
+                and not changes_state
+                and expected_revision in (None, revision)
+                and sum(len(event.data.encode()) for event in going) <= max_bytes
+            ):
+                done = await sql.remove_events(
+                    connection, key, going[0].seq - 1, revision, None, now
+                )
+                removed = None if done is None else done.count
+            after = await sql.read_snapshot(connection, key, 0, None, max_bytes, now)
+            return Popped(revision, going, removed, after, changes_state)
 
     async def read_changes(
         self, key: SessionKey, after_revision: int, limit: int, max_bytes: int, now: float

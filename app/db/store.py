@@ -22,6 +22,7 @@ from ..domain import (
     MemoryCandidates,
     MemoryRecord,
     NewEvent,
+    Popped,
     SessionChanges,
     SessionCursor,
     SessionKey,
@@ -199,6 +200,23 @@ class Store(Protocol):
         `expected_revision`: one transaction, counted as one change (revision
         one up, update time `now`, an idle timeout restarted). None, with
         nothing written, when the session is missing or has moved on."""
+        ...
+
+    async def pop_newest(
+        self,
+        key: SessionKey,
+        count: int,
+        expected_revision: int | None,
+        max_bytes: int,
+        now: float,
+    ) -> Popped | None:
+        """Reads the session's newest `count` events with its revision and,
+        in the same transaction, removes them as remove_events does (one
+        change, recorded alike) unless: there are none, the revision is not
+        `expected_revision` (when given), their JSON passes `max_bytes`, or
+        one changed session-scope state (`changes_state`: the state after
+        must be derived first). The session after it comes back for the
+        answer. None, with nothing written, when there is no such session."""
         ...
 
     async def read_changes(
