@@ -7,6 +7,11 @@ deleted afterwards), side by side in one run.
 
     python -m bench.openai_sessions            # full sizes (about 1.5 minutes)
     python -m bench.openai_sessions --quick    # small sizes (about 10 s)
+    python -m bench.openai_sessions --before /tmp/main  # and that checkout's server
+
+With --before, another checkout's server (bench.before_after: a source tree,
+e.g. `git archive main | tar -x -C /tmp/main`) runs as a fourth side, on a
+database of its own, taking turns with the others.
 
 Workloads: add_items of one user message; add_items of a turn (function call,
 its output, the assistant's answer); get_items(limit=20) and get_items() of a
@@ -31,6 +36,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from importlib.metadata import version
+from pathlib import Path
 from typing import Any, cast
 
 from agents.extensions.memory.redis_session import RedisSession
@@ -39,6 +45,7 @@ from agents.items import TResponseInputItem
 from agents.memory import Session
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
+from bench.before_after import migrate_from
 from bench.client_cpu import _free_port
 from bench.run import (
     RESULTS,
@@ -57,6 +64,7 @@ from session_state_client.openai_agents import SessionStateSession
 
 APP, USER = "bench-openai", "u"
 OURS, THEIRS, REDIS = "session-state", "SQLAlchemySession", "RedisSession"
+BEFORE = "session-state (before)"
 PEERS = (THEIRS, REDIS)
 # A database number of the local Redis of this benchmark's own (bench.adk_api
 # uses 13), its keys under a prefix of the run's.
@@ -158,7 +166,7 @@ class CountingClient(AsyncSessionStateClient):
         return await super()._send(call)
 
 
-def our_side(base_url: str) -> tuple[Side, CountingClient]:
+def our_side(base_url: str, name: str = OURS) -> tuple[Side, CountingClient]:
     # One client shared by every session, as one agent process would share it;
     # no retries, so a failure shows instead of hiding in the latency.
     client = CountingClient(base_url=base_url, max_retries=0, timeout=120)
@@ -166,7 +174,7 @@ def our_side(base_url: str) -> tuple[Side, CountingClient]:
     def make(session_id: str) -> Session:
         return SessionStateSession(session_id, app_name=APP, user_id=USER, client=client)
 
-    return Side(OURS, make, client.close), client
+    return Side(name, make, client.close), client
 
 
 async def their_side(database: str) -> Side:
@@ -406,7 +414,9 @@ class Run:
                     entry[name]["round_add_items_per_s"] = [round(rate, 1) for rate in rates]
                     entry[name]["lost"] = self.lost[name]
                     entry[name]["misordered"] = self.misordered[name]
-            for peer in PEERS:
+            for peer in (*PEERS, BEFORE):
+                if peer not in entry:
+                    continue
                 entry[f"ours_over_{peer}"] = {
                     key: entry[OURS][key] / entry[peer][key]
                     for key in ("p50_ms", "p99_ms", "add_items_per_s")
@@ -452,17 +462,24 @@ def goals(figures: dict[str, Any]) -> list[tuple[str, str, bool]]:
     return found
 
 
-async def execute(sizes: Sizes) -> dict[str, Any]:
-    ours_db = await create_database("bench_openai_ours")
-    theirs_db = await create_database("bench_openai_sqlalchemy")
-    server: Server | None = None
+async def execute(sizes: Sizes, before: Path | None = None) -> dict[str, Any]:
+    databases = [
+        await create_database("bench_openai_ours"),
+        await create_database("bench_openai_sqlalchemy"),
+    ]
+    servers: list[Server] = []
     sides: list[Side] = []
     try:
-        migrate(ours_db)
-        server = Server(ours_db, _free_port(), workers=1)
-        ours, client = our_side(server.base_url)
-        sides = [ours, await their_side(theirs_db), redis_side()]
-        run = Run(sizes, sides, [ours_db, theirs_db], client)
+        migrate(databases[0])
+        servers.append(Server(databases[0], _free_port(), workers=1))
+        ours, client = our_side(servers[0].base_url)
+        sides = [ours, await their_side(databases[1]), redis_side()]
+        if before is not None:
+            databases.append(await create_database("bench_openai_before"))
+            migrate_from(before, sqlalchemy_url(databases[-1]))
+            servers.append(Server(databases[-1], _free_port(), workers=1, source=before))
+            sides.append(our_side(servers[-1].base_url, BEFORE)[0])
+        run = Run(sizes, sides, databases, client)
         await run.setup()
         for index in range(sizes.rounds):
             await run.round(index)
@@ -470,9 +487,9 @@ async def execute(sizes: Sizes) -> dict[str, Any]:
     finally:
         for side in sides:
             await side.close()
-        if server is not None:
+        for server in servers:
             server.stop()
-        for database in (ours_db, theirs_db):
+        for database in databases:
             await drop_database(database)
 
 
@@ -481,6 +498,7 @@ async def execute(sizes: Sizes) -> dict[str, Any]:
 
 def markdown_table(results: dict[str, Any]) -> str:
     meta = results["meta"]
+    before = BEFORE in results["figures"].get("pop_item", {})
     lines = [
         f"Run {meta['date']} ({'quick' if meta['quick'] else 'full'}), {meta['cpus']} CPUs,"
         f" load average {meta['load_average']}, {meta['sizes']['rounds']} rounds, server"
@@ -489,8 +507,8 @@ def markdown_table(results: dict[str, Any]) -> str:
         " add_items/s, > 1: ours does more).",
         "",
         f"| workload | figure | {OURS} (HTTP) | SDK {THEIRS} | SDK {REDIS} |"
-        " ours / SQLAlchemy | ours / Redis |",
-        "| --- | --- | ---: | ---: | ---: | ---: | ---: |",
+        " ours / SQLAlchemy | ours / Redis |" + (f" {BEFORE} | ours / before |" if before else ""),
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: |" + (" ---: | ---: |" if before else ""),
     ]
     for workload, entry in results["figures"].items():
         if not isinstance(entry, dict):
@@ -502,6 +520,11 @@ def markdown_table(results: dict[str, Any]) -> str:
                 f" | {entry[THEIRS][key]:,.{digits}f} | {entry[REDIS][key]:,.{digits}f}"
                 f" | {entry[f'ours_over_{THEIRS}'][key]:.2f}"
                 f" | {entry[f'ours_over_{REDIS}'][key]:.2f} |"
+                + (
+                    f" {entry[BEFORE][key]:,.{digits}f} | {entry[f'ours_over_{BEFORE}'][key]:.2f} |"
+                    if before
+                    else ""
+                )
             )
     lines += ["", "| goal (issue 28) | measured | met |", "| --- | --- | --- |"]
     for goal, measured, met in results["goals"]:
@@ -515,11 +538,12 @@ def main() -> None:
     )
     parser.add_argument("--quick", action="store_true", help="small sizes (CI)")
     parser.add_argument("--name", default="openai_sessions", help="results file name")
+    parser.add_argument("--before", type=Path, help="another checkout's server, as a fourth side")
     arguments = parser.parse_args()
     sizes = QUICK if arguments.quick else FULL
     started = time.time()
     load_before = os.getloadavg()
-    figures = asyncio.run(execute(sizes))
+    figures = asyncio.run(execute(sizes, arguments.before))
     load_after = os.getloadavg()
     results = {
         "meta": {
@@ -528,6 +552,7 @@ def main() -> None:
             # work was waiting for them).
             "load_average": f"{load_before[0]:.1f} -> {load_after[0]:.1f}",
             "quick": arguments.quick,
+            "before": None if arguments.before is None else str(arguments.before),
             "sizes": sizes.__dict__,
             "cpus": os.cpu_count(),
             "python": platform.python_version(),

@@ -104,21 +104,28 @@ async def test_more_than_there_are_removes_all(client: httpx.AsyncClient):
     assert removed.json()["state"]["mood"] == "calm"
 
 
-async def test_if_match_guards_a_removal(client: httpx.AsyncClient):
+@pytest.mark.parametrize("returned", [False, True], ids=["plain", "returnRemoved"])
+async def test_if_match_guards_a_removal(client: httpx.AsyncClient, returned: bool):
+    """With returnRemoved, "c" (it changed state) is removed on the general
+    path and "d" refused by the pop's own statement."""
     await setup_session(client, *THREE)
-    stale = await client.delete(f"{S}/s/events", params={"last": 1}, headers={"If-Match": '"2"'})
+    last = {"last": 1, **({"returnRemoved": "true"} if returned else {})}
+    stale = await client.delete(f"{S}/s/events", params=last, headers={"If-Match": '"2"'})
     assert stale.status_code == 412
     assert stale.json()["code"] == "stale_session"
     assert await event_ids(client) == ["a", "b", "c"]
-    fresh = await client.delete(f"{S}/s/events", params={"last": 1}, headers={"If-Match": '"3"'})
+    fresh = await client.delete(f"{S}/s/events", params=last, headers={"If-Match": '"3"'})
     assert fresh.status_code == 200
     # The revision never comes back: the If-Match of the read before the
     # removal cannot match again, even once the same number of events is
     # stored again.
     await client.post(f"{S}/s/events", json=event("d"))
-    old = await client.delete(f"{S}/s/events", params={"last": 1}, headers={"If-Match": '"3"'})
+    old = await client.delete(f"{S}/s/events", params=last, headers={"If-Match": '"3"'})
     assert old.status_code == 412
     assert await event_ids(client) == ["a", "b", "d"]
+    now = await client.delete(f"{S}/s/events", params=last, headers={"If-Match": '"5"'})
+    assert now.status_code == 200, now.text
+    assert await event_ids(client) == ["a", "b"]
 
 
 async def test_a_removed_event_id_may_be_stored_again(client: httpx.AsyncClient):
