@@ -215,16 +215,38 @@ class Tombstone:
     time: float
 
 
+# Where a user stream is among its user's sessions: every change numbered
+# (change number, session id) up to this one sent (app.streams).
+ChangeCursor = tuple[int, str]
+
+
+@dataclass(frozen=True)
+class ChangedSession:
+    """A session as a user stream summarises it, with its change number."""
+
+    id: str
+    revision: int
+    update_time: float
+    change_number: int
+
+
 @dataclass(frozen=True)
 class UserChanges:
     """What a user stream reads in one snapshot: the tombstones after its
     sequence number (at most a batch, in order), the user's newest sequence
-    number, and a page of the user's sessions changed after its cursor."""
+    number, and a page of the user's sessions changed after its cursor in
+    change order, all numbered below `horizon` (every change numbered below
+    it is committed: none can come later). `pending`: a change is numbered
+    at or past the horizon (committed, or not yet), read again soon.
+    `next_change`: no cursor a stream sent is past it."""
 
     tombstones: list[Tombstone]
     newest_seq: int
-    sessions: list["SessionRow"]
+    sessions: list[ChangedSession]
     more_sessions: bool
+    horizon: int
+    next_change: int
+    pending: bool = False
 
 
 class _Counts:

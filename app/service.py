@@ -497,6 +497,8 @@ class SessionService:
             written = await self.store.set_labels(key, labels, new_expiry, expected_revision, now)
             if written is None:
                 raise await self._why_not_written(key)
+            # User streams summarise it (session streams send nothing).
+            self._published(key, "changed", written)
             return await self._latest_session(key)
         if state_delta is not None:
             if (long_key := find_long_key(state_delta, self.limits)) is not None:

@@ -19,11 +19,12 @@ import weakref
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from typing import Literal
+from urllib.parse import quote, unquote
 
 from . import json_codec
 from .changes import Change, ChangeHub, Waiter
 from .db.store import Store
-from .domain import SessionChanges, SessionKey
+from .domain import ChangeCursor, SessionChanges, SessionKey, UserChanges
 from .errors import DatabaseUnavailable, FieldError, InvalidInput, SessionNotFound
 from .metrics import LIVE_STREAM_READS
 
@@ -266,39 +267,84 @@ def event_stream_bytes(item: StreamItem) -> bytes:
     return (head + f"data: {item.data}\n\n").encode()
 
 
-# A user stream reads sessions changed since its cursor less this much: a
-# change committed late with an earlier update time (writers' clocks differ,
-# a transaction took long) is still found. Summaries within it may repeat
-# after a reconnection; they say where a session is, so a repeat is harmless.
-USER_STREAM_LOOKBACK_SECONDS = 5.0
 USER_STREAM_BATCH = 100
 # Tombstones (deletions, expiries, erasures) are kept this long: a user
 # stream resumed from an older cursor may have missed some, and is told to
 # start over (`reset`). The sweeper prunes them (docs/api.md, "Live streams").
 TOMBSTONE_RETENTION_SECONDS = 7 * 24 * 3600.0
-# Past any tombstone number: a read of tombstones that only wants the newest.
+# Past any tombstone number, and past any change number: a read that only
+# wants the newest of each.
 _NO_TOMBSTONES_AFTER = 1 << 62
+_NO_CHANGES_AFTER: ChangeCursor = (1 << 62, "")
+# A change numbered past the horizon (PostgreSQL: a transaction older than it
+# still runs, anywhere in the cluster) is read again after this long, twice
+# as long each time up to the most, until the horizon passes it: its own
+# hint may have come and gone.
+PENDING_FIRST_WAIT_SECONDS = 0.02
+PENDING_MOST_WAIT_SECONDS = 1.0
+# The cursor a user stream sends as `id:`: n<change number>.<tombstone
+# number>.<session id, percent-encoded> (a new form: the former was an
+# update time, with or without `:<tombstone number>`).
+CURSOR_PREFIX = "n"
 
 
 @dataclass(frozen=True)
 class UserCursor:
-    """Where a user stream's reader is: every session change up to `time`
-    (an update time) and every tombstone up to `seq` (None: unknown, a
-    cursor of the former form, a bare update time)."""
+    """Where a user stream's reader is: every session change up to
+    (`change`, `session_id`) in change order, and every tombstone up to
+    `seq`; `former` for a cursor of a former form (the stream resets)."""
 
-    time: float
-    seq: int | None
+    change: int
+    session_id: str
+    seq: int
+    former: bool = False
 
     def text(self) -> str:
-        return f"{self.time!r}:{self.seq}"
+        return f"{CURSOR_PREFIX}{self.change}.{self.seq}.{quote(self.session_id, safe='')}"
+
+    @classmethod
+    def parse(cls, text: str) -> "UserCursor | None":
+        """None when the text is no cursor of any form."""
+        text = text.strip()
+        if text.startswith(CURSOR_PREFIX):
+            change, _, rest = text[len(CURSOR_PREFIX) :].partition(".")
+            seq, dot, session_id = rest.partition(".")
+            if not (dot and _is_number(change) and _is_number(seq)):
+                return None
+            try:
+                session_id = unquote(session_id, errors="strict")
+            except UnicodeDecodeError:
+                return None
+            return cls(int(change), session_id, int(seq))
+        # The former forms: an update time, and `:<tombstone number>`.
+        time_text, colon, seq_text = text.partition(":")
+        try:
+            value = float(time_text)
+        except ValueError:
+            return None
+        if not 0 <= value < 1e12 or (colon and not _is_number(seq_text)):
+            return None
+        return cls(0, "", 0, former=True)
+
+
+def _is_number(text: str) -> bool:
+    return text.isascii() and text.isdigit() and len(text) <= 18
 
 
 class UserStream:
-    """One reader following every session of a user: summaries read from
-    storage in update-time order (`created`, `appended`, `removed`), and
-    tombstones in their order (`deleted`, `expired`), each read in one
-    snapshot with the tombstones first; `reset` when the tombstones after
-    the reader's cursor were pruned (it lists the sessions again)."""
+    """One reader following every session of a user: tombstones in their
+    order (`deleted`, `expired`), then summaries of the sessions changed
+    since, in change order (`created`, `appended`, `removed`), each read in
+    one snapshot; `reset` when the tombstones after the reader's cursor were
+    pruned (it lists the sessions again).
+
+    A session's change number is set by every write of its row, in commit
+    order as far as a reader can see: on PostgreSQL the writing
+    transaction's id, read only below the oldest transaction still running
+    (the horizon), so that none numbered below it can commit later; on
+    SQLite (one writer) the user's newest plus one. The cursor is the last
+    (number, session id) sent, so a resume sends each change once: no gap,
+    no repeat, whatever the writers' clocks or the events' own times."""
 
     def __init__(
         self,
@@ -318,24 +364,29 @@ class UserStream:
         self.clock = clock
         self._watch = hub.watch(app_name, user_id, None, keep_changes=True)
         self._waiter: Waiter | None = None
-        self.cursor = 0.0  # an update time: summaries of changes after it
+        self.change: ChangeCursor = (0, "")  # the last session change sent
         self.seq = 0  # the last tombstone sent
         self._reset_reason: str | None = None
-        # Revisions sent of sessions changed within the lookback.
-        self._sent: dict[str, tuple[float, int]] = {}
+        self._pending_wait: float | None = None
 
     async def open(self, cursor: UserCursor | None, *, cursor_field: list[str | int]) -> None:
         """Raises InvalidInput when the cursor is past the user's newest
-        tombstone (made up, or of another database)."""
+        tombstone or change (made up, or of another database)."""
         self._waiter = self._watch.__enter__()
         try:
-            now = self.clock()
-            newest = (
-                await self.store.read_user_changes(
-                    self.app_name, self.user_id, _NO_TOMBSTONES_AFTER, (now + 1e9, "", ""), 1, now
-                )
-            ).newest_seq
-            if cursor is not None and cursor.seq is not None and cursor.seq > newest:
+            newest = await self.store.read_user_changes(
+                self.app_name,
+                self.user_id,
+                _NO_TOMBSTONES_AFTER,
+                _NO_CHANGES_AFTER,
+                1,
+                self.clock(),
+            )
+            if (
+                cursor is not None
+                and not cursor.former
+                and (cursor.seq > newest.newest_seq or cursor.change > newest.next_change)
+            ):
                 raise InvalidInput(
                     [FieldError(cursor_field, "the cursor is not one this user's stream sent")]
                 )
@@ -343,15 +394,14 @@ class UserStream:
             self.close()
             raise
         if cursor is None:
-            self.cursor, self.seq = now, newest
-        elif cursor.seq is None:
-            self._start_over(now, newest, "the cursor is of a former form")
+            self.change, self.seq = (newest.horizon, ""), newest.newest_seq
+        elif cursor.former:
+            self._start_over(newest, "the cursor is of a former form")
         else:
-            self.cursor, self.seq = cursor.time, cursor.seq
+            self.change, self.seq = (cursor.change, cursor.session_id), cursor.seq
 
-    def _start_over(self, now: float, newest: int, reason: str) -> None:
-        self.cursor, self.seq = now, newest
-        self._sent.clear()
+    def _start_over(self, newest: UserChanges, reason: str) -> None:
+        self.change, self.seq = (newest.horizon, ""), newest.newest_seq
         self._reset_reason = reason
 
     def close(self) -> None:
@@ -382,6 +432,8 @@ class UserStream:
                     heartbeat_at = _next_heartbeat(self.heartbeat_seconds)
                 try:
                     timeout = max(heartbeat_at - time.monotonic(), 0.0)
+                    if self._pending_wait is not None:
+                        timeout = min(timeout, self._pending_wait)
                     await asyncio.wait_for(waiter.flag.wait(), timeout)
                 except TimeoutError:
                     if time.monotonic() >= heartbeat_at:
@@ -396,56 +448,51 @@ class UserStream:
         return self._message("reset", data)
 
     def _message(self, event: MessageKind, data: Mapping[str, object]) -> StreamMessage:
-        return StreamMessage(
-            event, json_codec.dumps_text(data), None, UserCursor(self.cursor, self.seq).text()
-        )
+        cursor = UserCursor(self.change[0], self.change[1], self.seq)
+        return StreamMessage(event, json_codec.dumps_text(data), None, cursor.text())
 
     async def _read(self, hints: list[Change]) -> AsyncIterator[StreamMessage]:
         kinds = {(h.session_id, h.revision): h.kind for h in hints if h.session_id is not None}
-        start = self.cursor - USER_STREAM_LOOKBACK_SECONDS
-        after: tuple[float, str, str] = (start, "", "")
         more = True
         while more:
             async with self.hub.reads:
                 changes = await self.store.read_user_changes(
-                    self.app_name, self.user_id, self.seq, after, USER_STREAM_BATCH, self.clock()
+                    self.app_name,
+                    self.user_id,
+                    self.seq,
+                    self.change,
+                    USER_STREAM_BATCH,
+                    self.clock(),
                 )
             gone = changes.tombstones
             if gone and gone[0].seq != self.seq + 1 and gone[0].kind != "erased":
                 # Tombstones after the reader's were pruned: it missed some.
-                self._start_over(
-                    self.clock(), changes.newest_seq, "the cursor is older than the tombstones kept"
-                )
+                self._start_over(changes, "the cursor is older than the tombstones kept")
                 yield self._reset()
                 return
             for tombstone in gone:
                 self.seq = tombstone.seq
-                if tombstone.session_id is None:
-                    self._sent.clear()
-                else:
-                    self._sent.pop(tombstone.session_id, None)
                 event: MessageKind = "expired" if tombstone.kind == "expired" else "deleted"
                 yield self._message(event, {"sessionId": tombstone.session_id})
             for row in changes.sessions:
-                seen = self._sent.get(row.id)
-                if seen is not None and seen[1] >= row.revision:
-                    continue
-                self._sent[row.id] = (row.update_time, row.revision)
-                kind = kinds.get((row.id, row.revision))
+                self.change = (row.change_number, row.id)
                 event = "created" if row.revision == 0 else "appended"
-                if kind == "removed":
+                if kinds.get((row.id, row.revision)) == "removed":
                     event = "removed"
-                self.cursor = max(self.cursor, row.update_time)
                 summary = {
                     "sessionId": row.id,
                     "revision": row.revision,
                     "updateTime": row.update_time,
                 }
                 yield self._message(event, summary)
-            last = changes.sessions[-1] if changes.sessions else None
-            if changes.more_sessions and last is not None:
-                after = (last.update_time, last.user_id, last.id)
+            if not changes.more_sessions and self.change[0] < changes.horizon:
+                # Every change numbered below the horizon is sent.
+                self.change = (changes.horizon, "")
             more = changes.more_sessions or len(gone) == USER_STREAM_BATCH
-        # What is older than the lookback will not be read again.
-        horizon = self.cursor - USER_STREAM_LOOKBACK_SECONDS
-        self._sent = {k: v for k, v in self._sent.items() if v[0] >= horizon}
+            self._pending_wait = _pending_wait(self._pending_wait) if changes.pending else None
+
+
+def _pending_wait(last: float | None) -> float:
+    if last is None:
+        return PENDING_FIRST_WAIT_SECONDS
+    return min(last * 2, PENDING_MOST_WAIT_SECONDS)

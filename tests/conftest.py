@@ -44,6 +44,7 @@ TABLES = (
     "events",
     "event_removals",
     "session_tombstones",
+    "session_change_floor",
     "sessions",
     "user_states",
     "app_states",

@@ -34,6 +34,8 @@ TABLES = {
     "event_removals",
     # What left a user's sessions, for user streams (0015).
     "session_tombstones",
+    # SQLite's highest change number of a deleted session (0018).
+    "session_change_floor",
 }
 
 

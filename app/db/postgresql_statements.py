@@ -72,6 +72,15 @@ def idle_expiry(now: str, table: str = "") -> str:
     )
 
 
+# -- change numbers ------------------------------------------------------------
+
+# The number every write of a session row gives it (the user stream's order,
+# app.streams): the writing transaction's id. Ids are taken at a
+# transaction's first write, not at its commit, so a reader takes only rows
+# numbered below the oldest transaction still running (CHANGE_HORIZON): none
+# of those can commit later. One column of the row's write: no statement more.
+CHANGE_NUMBER = "pg_current_xact_id()::text::bigint"
+
 # -- the append ----------------------------------------------------------------
 
 # One statement, one round trip, in autocommit, for one append, one request's
@@ -290,7 +299,7 @@ WITH item AS (
 ), bumped AS (
     UPDATE sessions AS s
        SET state = s.state || i.session_delta, revision = s.revision + {events.count},
-           update_time = i.update_time,
+           update_time = i.update_time, change_number = {CHANGE_NUMBER},
            ttl_seconds = CASE WHEN i.replace_expiry THEN i.ttl ELSE s.ttl_seconds END,
            expire_time = CASE WHEN i.replace_expiry THEN coalesce(i.now + i.ttl, i.expire_at)
                               ELSE {idle_expiry("i.now", "s.")} END,
@@ -395,10 +404,10 @@ SELECT state, revision, update_time, expire_time, labels FROM sessions
 # Kept from being deleted until the transaction ends.
 READ_SESSION_FOR_SHARE = READ_SESSION + " FOR SHARE"
 
-INSERT_SESSION = """
+INSERT_SESSION = f"""
 INSERT INTO sessions (app_name, user_id, id, state, initial_state, state_bytes, revision,
-                      create_time, update_time, expire_time, ttl_seconds, labels)
-VALUES ($1, $2, $3, $4, $4, $5, 0, $6, $6, $7, $8, $9)
+                      create_time, update_time, expire_time, ttl_seconds, labels, change_number)
+VALUES ($1, $2, $3, $4, $4, $5, 0, $6, $6, $7, $8, $9, {CHANGE_NUMBER})
 ON CONFLICT DO NOTHING
 RETURNING revision
 """
@@ -453,7 +462,7 @@ LISTINGS = {
 # or the absolute time), if it is not expired ($4 is now) and, when $7 is not
 # null, still at that revision; the revision comes back.
 SET_EXPIRY = f"""
-UPDATE sessions SET ttl_seconds = $5, expire_time = $6
+UPDATE sessions SET ttl_seconds = $5, expire_time = $6, change_number = {CHANGE_NUMBER}
  WHERE app_name = $1 AND user_id = $2 AND id = $3
    AND {not_expired("$4::float8")}
    AND ($7::bigint IS NULL OR revision = $7::bigint)
@@ -463,7 +472,7 @@ RETURNING revision
 # A session's labels replaced ($5; NULL: none) and, when $6 is true, its
 # expiry too ($7, $8 as SET_EXPIRY's $5, $6); the rest as SET_EXPIRY.
 SET_LABELS = f"""
-UPDATE sessions SET labels = $5,
+UPDATE sessions SET labels = $5, change_number = {CHANGE_NUMBER},
        ttl_seconds = CASE WHEN $6::boolean THEN $7 ELSE ttl_seconds END,
        expire_time = CASE WHEN $6::boolean THEN $8 ELSE expire_time END
  WHERE app_name = $1 AND user_id = $2 AND id = $3
@@ -493,10 +502,10 @@ SELECT state, revision, initial_state, labels FROM sessions
    AND {not_expired("$4::float8")}
  FOR SHARE
 """
-INSERT_FORK = """
+INSERT_FORK = f"""
 INSERT INTO sessions (app_name, user_id, id, state, initial_state, state_bytes, revision,
-                      create_time, update_time, expire_time, ttl_seconds, labels)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8, $9, $10, $11)
+                      create_time, update_time, expire_time, ttl_seconds, labels, change_number)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8, $9, $10, $11, {CHANGE_NUMBER})
 ON CONFLICT DO NOTHING
 RETURNING revision
 """
@@ -561,7 +570,7 @@ SELECT s.revision, e.seq, e.data
 REMOVE_EVENTS = f"""
 WITH bumped AS (
     UPDATE sessions
-       SET revision = revision + 1, update_time = $6::float8,
+       SET revision = revision + 1, update_time = $6::float8, change_number = {CHANGE_NUMBER},
            state = coalesce($7::jsonb, state),
            state_bytes = CASE WHEN $7::jsonb IS NULL THEN state_bytes
                               ELSE octet_length($7::jsonb::text) END,
@@ -633,7 +642,7 @@ WITH found AS (
       FROM found
 ), bumped AS (
     UPDATE sessions AS s
-       SET revision = s.revision + 1, update_time = {_NOW},
+       SET revision = s.revision + 1, update_time = {_NOW}, change_number = {CHANGE_NUMBER},
            expire_time = {idle_expiry(_NOW, "s.")}
       FROM verdict AS v
      WHERE {_of_user("s")} AND s.id = :session_id AND {not_expired(_NOW, "s.")}
@@ -667,6 +676,28 @@ SELECT v.revision, v.changes_state,
        CASE WHEN EXISTS (SELECT 1 FROM bumped) THEN (SELECT count(*) FROM removed) END
   FROM verdict AS v, after
 """)
+# The oldest transaction still running, and the next id to be given: rows
+# numbered below the first are all committed (or never will be); no cursor
+# a stream sent is past the second. In the reader's snapshot.
+CHANGE_HORIZON = """
+SELECT pg_snapshot_xmin(s)::text::bigint, pg_snapshot_xmax(s)::text::bigint
+  FROM pg_current_snapshot() AS s
+"""
+# A user's live sessions changed after the cursor ($3, $4: change number and
+# session id) and numbered below the horizon ($5), in change order, at most
+# $7. CHANGES_PAST_HORIZON: whether any waits for the horizon to pass it.
+USER_CHANGES = f"""
+SELECT id, revision, update_time, change_number FROM sessions
+ WHERE app_name = $1 AND user_id = $2
+   AND (change_number, id) > ($3::bigint, $4::text) AND change_number < $5::bigint
+   AND {not_expired("$6::float8")}
+ ORDER BY change_number, id
+ LIMIT $7
+"""
+CHANGES_PAST_HORIZON = """
+SELECT EXISTS (SELECT 1 FROM sessions
+                WHERE app_name = $1 AND user_id = $2 AND change_number >= $3::bigint)
+"""
 # A session's revision and expiry time; no row when it is missing ($4 is now).
 READ_REVISION = f"""
 SELECT revision, expire_time FROM sessions

@@ -21,6 +21,8 @@ from ..database_url import parse_postgresql_url
 from ..domain import (
     ALL_SESSIONS,
     AppendNotApplied,
+    ChangeCursor,
+    ChangedSession,
     EmbeddingBacklogCount,
     Erased,
     EventsRemoved,
@@ -71,8 +73,6 @@ from .session_listing import label_guard_parameters, listing_key, listing_parame
 from .state_sizes import entry_sizes, session_state_bytes, state_past_limit, state_too_large
 from .store import ForkOutcome, MemoriesOf
 
-# A user stream's page of sessions: their own rows, no state.
-_SUMMARIES = SessionQuery(include_state=False)
 # Rows per statement when memories are written or a session's events read
 # for memory: a long history is taken in bounded memory.
 MEMORY_BATCH = 500
@@ -479,24 +479,28 @@ class PostgresStore:
         app_name: str,
         user_id: str,
         after_seq: int,
-        after: SessionCursor,
+        after: ChangeCursor,
         limit: int,
         now: float,
     ) -> UserChanges:
-        statement = sql.LISTINGS[listing_key(user_id, after, _SUMMARIES)]
-        values = listing_parameters(app_name, user_id, after, _SUMMARIES, limit, 1 << 20, now)
-        # One snapshot: a session listed is newer than every tombstone read.
+        # One snapshot: a session listed is newer than every tombstone read,
+        # and the horizon is this snapshot's.
         async with (
             self._connection() as connection,
             connection.transaction(isolation="repeatable_read", readonly=True),
         ):
+            horizon, next_change = await connection.fetchrow(sql.CHANGE_HORIZON)
             gone, newest = await tombstones.read(connection, app_name, user_id, after_seq, limit)
-            rows = await connection.fetch(statement.text, *statement.arguments(values))
-        page = [
-            SessionRow(app_name, row[0], row[1], row[2], row[3], row[4], row[5], row[6] or {})
-            for row in rows
-        ]
-        return UserChanges(gone, newest, page[:limit], len(page) > limit)
+            rows = await connection.fetch(
+                sql.USER_CHANGES, app_name, user_id, *after, horizon, now, limit + 1
+            )
+            pending = len(rows) <= limit and bool(
+                await connection.fetchval(sql.CHANGES_PAST_HORIZON, app_name, user_id, horizon)
+            )
+        page = [ChangedSession(row[0], row[1], row[2], row[3]) for row in rows]
+        return UserChanges(
+            gone, newest, page[:limit], len(page) > limit, horizon, next_change, pending
+        )
 
     async def prune_tombstones(self, before: float) -> int:
         async with self._connection() as connection:

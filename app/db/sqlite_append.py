@@ -28,7 +28,13 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from ..domain import AppendNotApplied, Expiry, NewEvent, SessionKey
 from ..labels import Labels
 from ..state import ScopedDelta, StateDict, apply_delta
-from .sqlite_statements import events_of, expiry_after_write, not_expired, session_is
+from .sqlite_statements import (
+    events_of,
+    expiry_after_write,
+    next_change_number,
+    not_expired,
+    session_is,
+)
 from .state_sizes import entry_sizes, session_state_bytes, state_past_limit
 from .tables import app_states, events, sessions, user_states
 
@@ -75,7 +81,12 @@ async def append_events(
     await connection.execute(
         sessions.update()
         .where(*session_is(key))
-        .values(**changes, revision=revision, update_time=new_events[-1].timestamp)
+        .values(
+            **changes,
+            revision=revision,
+            update_time=new_events[-1].timestamp,
+            change_number=next_change_number(key.app_name, key.user_id),
+        )
     )
     await insert_events(connection, key, enumerate(new_events, start=first))
     await _upsert(connection, app)

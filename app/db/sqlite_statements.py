@@ -59,7 +59,15 @@ from .session_listing import (
     listing_variants,
 )
 from .state_sizes import session_state_bytes
-from .tables import JsonDocument, app_states, event_removals, events, sessions, user_states
+from .tables import (
+    JsonDocument,
+    app_states,
+    event_removals,
+    events,
+    session_change_floor,
+    sessions,
+    user_states,
+)
 
 
 def _byte_length(column: Any) -> ColumnElement[int]:
@@ -121,6 +129,77 @@ def events_of(key: SessionKey) -> list[Any]:
     ]
 
 
+# -- change numbers: the user stream's order (app.streams) ------------------
+
+_numbered = sessions.alias("numbered")
+
+
+def next_change_number(app_name: str, user_id: str) -> ColumnElement[int]:
+    """The number a write of one of the user's session rows gives it: the
+    user's newest plus one, past every deleted session's (the floor). One
+    writer at a time (BEGIN IMMEDIATE): the numbers grow in commit order. A
+    column of the write, not a statement more."""
+    newest = (
+        select(func.coalesce(func.max(_numbered.c.change_number), 0))
+        .where(_numbered.c.app_name == app_name, _numbered.c.user_id == user_id)
+        .scalar_subquery()
+    )
+    floor = select(
+        func.coalesce(func.max(session_change_floor.c.change_number), 0)
+    ).scalar_subquery()
+    return func.max(newest, floor) + 1
+
+
+async def _keep_change_numbers(connection: AsyncConnection, *conditions: Any) -> None:
+    """Before sessions are deleted: the floor rises to their newest number,
+    so that no later write is numbered as one of them was (a stream past it
+    would skip that write)."""
+    deleted = (
+        select(func.coalesce(func.max(sessions.c.change_number), 0))
+        .where(*conditions)
+        .scalar_subquery()
+    )
+    statement = sqlite_insert(session_change_floor).values(id=1, change_number=deleted)
+    await connection.execute(
+        statement.on_conflict_do_update(
+            index_elements=["id"],
+            set_={
+                "change_number": func.max(
+                    session_change_floor.c.change_number, statement.excluded.change_number
+                )
+            },
+        )
+    )
+
+
+async def read_user_changes(
+    connection: AsyncConnection,
+    app_name: str,
+    user_id: str,
+    after: tuple[int, str],
+    limit: int,
+    now: float,
+) -> tuple[list[tuple[str, int, float, int]], int]:
+    """The user's live sessions changed after the cursor, in change order
+    (at most `limit`), and the number the next write will take: every
+    number below it is committed."""
+    found = await connection.execute(
+        select(sessions.c.id, sessions.c.revision, sessions.c.update_time, sessions.c.change_number)
+        .where(
+            sessions.c.app_name == app_name,
+            sessions.c.user_id == user_id,
+            tuple_(sessions.c.change_number, sessions.c.id)
+            > tuple_(literal(after[0]), literal(after[1])),
+            not_expired(now),
+        )
+        .order_by(sessions.c.change_number, sessions.c.id)
+        .limit(limit)
+    )
+    rows = [(row[0], int(row[1]), float(row[2]), int(row[3])) for row in found]
+    horizon = await connection.execute(select(next_change_number(app_name, user_id)))
+    return rows, int(horizon.scalar_one())
+
+
 # -- expiry: a session expires at its expire_time (NULL: never) ------------
 
 
@@ -179,6 +258,7 @@ async def insert_session(
             update_time=now,
             # SQL NULL, not JSON null, for none (the filters test IS NOT NULL).
             labels=labels or null(),
+            change_number=next_change_number(key.app_name, key.user_id),
             **expiry_columns(expiry, now),
         )
         .on_conflict_do_nothing()
@@ -219,6 +299,7 @@ async def delete_session(connection: AsyncConnection, key: SessionKey, now: floa
 
 
 async def _delete_session_rows(connection: AsyncConnection, key: SessionKey) -> None:
+    await _keep_change_numbers(connection, *session_is(key))
     await connection.execute(delete(events).where(*events_of(key)))
     await connection.execute(delete(sessions).where(*session_is(key)))
 
@@ -250,7 +331,10 @@ async def set_expiry(
     result = await connection.execute(
         sessions.update()
         .where(*conditions)
-        .values(**expiry_columns(expiry, now))
+        .values(
+            **expiry_columns(expiry, now),
+            change_number=next_change_number(key.app_name, key.user_id),
+        )
         .returning(sessions.c.revision)
     )
     row = result.first()
@@ -270,7 +354,10 @@ async def set_labels(
     conditions = [*session_is(key), not_expired(now)]
     if expected_revision is not None:
         conditions.append(sessions.c.revision == expected_revision)
-    columns: dict[str, Any] = {"labels": labels or null()}
+    columns: dict[str, Any] = {
+        "labels": labels or null(),
+        "change_number": next_change_number(key.app_name, key.user_id),
+    }
     if expiry is not None:
         columns.update(expiry_columns(expiry, now))
     result = await connection.execute(
@@ -545,6 +632,11 @@ async def delete_sessions_with_events(
 ) -> tuple[int, int]:
     """Deletes the sessions and their events; returns (sessions, events)."""
     pairs = list(batch)
+    await _keep_change_numbers(
+        connection,
+        sessions.c.app_name == app_name,
+        tuple_(sessions.c.user_id, sessions.c.id).in_(pairs),
+    )
     deleted_events = await connection.execute(
         delete(events).where(
             events.c.app_name == app_name,
@@ -630,7 +722,12 @@ async def remove_events(
     bumped = await connection.execute(
         sessions.update()
         .where(*session_is(key), not_expired(now), sessions.c.revision == expected_revision)
-        .values(**changes, revision=sessions.c.revision + 1, update_time=now)
+        .values(
+            **changes,
+            revision=sessions.c.revision + 1,
+            update_time=now,
+            change_number=next_change_number(key.app_name, key.user_id),
+        )
         .returning(sessions.c.revision)
     )
     revision = bumped.scalar_one_or_none()
@@ -812,6 +909,9 @@ async def delete_any_sessions_with_events(
     """Deletes the sessions (of any apps and users) and their events; returns
     (sessions, events)."""
     triples = [(key.app_name, key.user_id, key.session_id) for key in keys]
+    await _keep_change_numbers(
+        connection, tuple_(sessions.c.app_name, sessions.c.user_id, sessions.c.id).in_(triples)
+    )
     deleted_events = await connection.execute(
         delete(events).where(
             tuple_(events.c.app_name, events.c.user_id, events.c.session_id).in_(triples)

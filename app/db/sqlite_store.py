@@ -18,6 +18,8 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from ..domain import (
     ALL_SESSIONS,
+    ChangeCursor,
+    ChangedSession,
     EmbeddingBacklogCount,
     Erased,
     EventsRemoved,
@@ -67,10 +69,6 @@ T = TypeVar("T")
 
 def _batches(items: Sequence[T]) -> list[Sequence[T]]:
     return [items[start : start + MEMORY_BATCH] for start in range(0, len(items), MEMORY_BATCH)]
-
-
-# A user stream's page of sessions: their own rows, no state.
-_SUMMARIES = SessionQuery(include_state=False)
 
 
 class SqliteStore:
@@ -300,17 +298,19 @@ class SqliteStore:
         app_name: str,
         user_id: str,
         after_seq: int,
-        after: SessionCursor,
+        after: ChangeCursor,
         limit: int,
         now: float,
     ) -> UserChanges:
         # One snapshot: a session listed is newer than every tombstone read.
+        # One writer at a time: every change numbered is committed.
         async with self._read() as connection:
             gone, newest = await tombstones.read(connection, app_name, user_id, after_seq, limit)
-            page, more = await sql.page_sessions(
-                connection, app_name, user_id, after, limit, 1 << 20, now, _SUMMARIES
+            rows, horizon = await sql.read_user_changes(
+                connection, app_name, user_id, after, limit + 1, now
             )
-        return UserChanges(gone, newest, page, more)
+        page = [ChangedSession(*row) for row in rows]
+        return UserChanges(gone, newest, page[:limit], len(page) > limit, horizon, horizon)
 
     async def prune_tombstones(self, before: float) -> int:
         async with self._write() as connection:

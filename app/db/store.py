@@ -12,6 +12,7 @@ from typing import Literal, Protocol
 
 from ..domain import (
     ALL_SESSIONS,
+    ChangeCursor,
     EmbeddingBacklogCount,
     Erased,
     EventsRemoved,
@@ -124,14 +125,14 @@ class Store(Protocol):
         app_name: str,
         user_id: str,
         after_seq: int,
-        after: SessionCursor,
+        after: ChangeCursor,
         limit: int,
         now: float,
     ) -> UserChanges:
         """In one snapshot: the user's tombstones after `after_seq` (at most
         `limit`, in order), the user's newest tombstone number (0: none),
-        and at most `limit` of the user's live sessions after the cursor in
-        update-time order, without state."""
+        and at most `limit` of the user's live sessions changed after the
+        cursor, in change order, below the horizon (UserChanges)."""
         ...
 
     async def prune_tombstones(self, before: float) -> int:

@@ -112,9 +112,14 @@ sessions = Table(
     # The session's labels (app.labels); NULL when it has none. Its index,
     # one per dialect, is the migration's (0011; LABELS_INDEX).
     Column("labels", JsonDocument, nullable=True),
+    # The user stream's order (app.streams, migration 0018): set by every
+    # write of the row; PostgreSQL's the writing transaction's id, SQLite's
+    # the user's newest plus one.
+    Column("change_number", BigInteger, nullable=False, server_default="0"),
     # Keyset pagination in ADK's order, for one app and for one user of an app.
     Index("ix_sessions_app_order", "app_name", "update_time", "user_id", "id"),
     Index("ix_sessions_app_user_order", "app_name", "user_id", "update_time", "id"),
+    Index("ix_sessions_user_changes", "app_name", "user_id", "change_number", "id"),
     # The sweeper's: only sessions that expire are in it.
     Index(
         "ix_sessions_expire_time",
@@ -180,6 +185,15 @@ session_tombstones = Table(
     Column("kind", String(16), nullable=False),
     Column("time", Double, nullable=False),
     Index("ix_session_tombstones_time", "time"),
+)
+
+# SQLite only, one row: the highest change number of a session deleted, so
+# that the user's newest plus one never gives a number twice.
+session_change_floor = Table(
+    "session_change_floor",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("change_number", BigInteger, nullable=False),
 )
 
 # Long-term memory: the text of ingested events, one row per event. The search

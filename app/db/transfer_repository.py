@@ -7,13 +7,15 @@ transactions the caller owns."""
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import Row, Table, insert, null, or_, select, tuple_
+from sqlalchemy import Row, Table, insert, null, or_, select, text, tuple_
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from .. import json_codec
 from ..domain import SessionKey
 from ..search_text import search_text
 from .operator_store import SessionRecord, StoredMemory
+from .postgresql_statements import CHANGE_NUMBER
+from .sqlite_statements import next_change_number
 from .state_sizes import entry_bytes, session_state_bytes
 from .tables import app_states, events, forgotten_memories, memories, sessions, user_states
 
@@ -133,6 +135,11 @@ async def insert_session(connection: AsyncConnection, session: SessionRecord) ->
     values = {name: getattr(session, name) for name in SESSION_COLUMNS}
     # SQL NULL for none: the JSON type would write a JSON null.
     values["labels"] = session.labels or null()
+    # Numbered as any write of a session row is (user streams see it created).
+    if connection.dialect.name == "postgresql":
+        values["change_number"] = text(CHANGE_NUMBER)
+    else:
+        values["change_number"] = next_change_number(session.app_name, session.user_id)
     await connection.execute(
         insert(sessions).values(**values, state_bytes=session_state_bytes(session.state))
     )

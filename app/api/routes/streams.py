@@ -120,8 +120,10 @@ async def stream_session_events(
 
 
 USER_STREAM_PATH = "/apps/{app_name}/users/{user_id}/sessions/stream"
+# Two numbers and a session id percent-encoded (up to 12 characters each).
+CURSOR_MAX_LENGTH = 2048
 SESSION_PATH = "/apps/{app_name}/users/{user_id}/sessions/{session_id}"
-CURSOR_MESSAGE = "a user stream's cursor must be an id it sent, such as 1795708099.99:4"
+CURSOR_MESSAGE = "a user stream's cursor must be an id it sent, such as n48211.4.s1"
 
 _USER_STREAM_DESCRIPTION = """\
 Summaries of every change to the user's sessions, for dashboards: `created`,
@@ -183,23 +185,12 @@ async def _get_session_named_stream(request: Request) -> Response:
 
 
 def _cursor(text: str) -> UserCursor:
-    """`<update time>:<tombstone number>`, or a bare update time (the former
-    form: the stream answers `reset`)."""
-    time_text, colon, seq_text = text.strip().partition(":")
-    try:
-        value = float(time_text)
-    except ValueError:
-        raise BadRequest(CURSOR_MESSAGE) from None
-    if not 0 <= value < 1e12:  # NaN and infinities included
+    """A cursor the stream sent; one of a former form (an update time, with
+    or without `:<tombstone number>`) is taken, and the stream resets."""
+    cursor = UserCursor.parse(text)
+    if cursor is None:
         raise BadRequest(CURSOR_MESSAGE)
-    if not colon:
-        return UserCursor(value, None)
-    if not (seq_text.isascii() and seq_text.isdigit() and len(seq_text) <= 19):
-        raise BadRequest(CURSOR_MESSAGE)
-    seq = int(seq_text)
-    if seq > MAX_INT64:
-        raise BadRequest(CURSOR_MESSAGE)
-    return UserCursor(value, seq)
+    return cursor
 
 
 @router.get(
@@ -216,7 +207,7 @@ async def stream_user_sessions(
     after: Annotated[
         str | None,
         Query(
-            max_length=64,
+            max_length=CURSOR_MAX_LENGTH,
             description="Start after this cursor (an id the stream sent); Last-Event-ID wins.",
         ),
     ] = None,
