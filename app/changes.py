@@ -338,5 +338,27 @@ class PostgresChangeRelay:
             self._task = None
 
 
+async def notify_processes(dsn: str, changes: list[Change], seconds: float) -> None:
+    """Tells the relays of every server process on the database of changes
+    made elsewhere (`session-state sweep`), in one NOTIFY round trip per
+    batch. A hint lost here costs the streams a heartbeat's wait, nothing
+    more."""
+    if not changes:
+        return
+    origin = f"{os.getpid()}-command"
+    payloads = [encode_change(change, origin) for change in changes]
+    connection = await asyncpg.connect(dsn, timeout=seconds, statement_cache_size=0)
+    try:
+        for start in range(0, len(payloads), NOTIFY_BATCH):
+            await connection.execute(
+                "SELECT pg_notify($1, payload) FROM unnest($2::text[]) AS payload",
+                CHANNEL,
+                payloads[start : start + NOTIFY_BATCH],
+                timeout=seconds,
+            )
+    finally:
+        await connection.close()
+
+
 def _hello(origin: str) -> str:
     return json_codec.dumps_text([HELLO, origin])

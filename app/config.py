@@ -268,6 +268,12 @@ class Settings(SettingNamePolicy):
         description="Live streams: a reader that takes no data for this long, its "
         "connection's buffer full, is cut off (it resumes with Last-Event-ID).",
     )
+    tombstone_retention_seconds: float = Field(
+        default=7 * 24 * 3600.0,
+        gt=0,
+        description="User streams: how long deletions and expiries are kept for a "
+        "resuming stream; a cursor older than that gets `reset` (the sweeper prunes them).",
+    )
     cors_origins: Annotated[list[str], NoDecode] = Field(
         default_factory=list,
         description="Origins (comma-separated, as https://ui.example.com) allowed to call "

@@ -222,12 +222,14 @@ ChangeCursor = tuple[int, str]
 
 @dataclass(frozen=True)
 class ChangedSession:
-    """A session as a user stream summarises it, with its change number."""
+    """A session as a user stream summarises it, with its change number;
+    `removed`: its revision is a removal's."""
 
     id: str
     revision: int
     update_time: float
     change_number: int
+    removed: bool = False
 
 
 @dataclass(frozen=True)

@@ -133,6 +133,7 @@ def create_app(
             with_memories=forget_expired_memories,
             also_sweep=_both(app.state.checkpoints.sweep_expired, app.state.store.sweep_expired),
             changes=app.state.service.changes,
+            tombstone_retention_seconds=settings.tombstone_retention_seconds,
         )
         sweeping = None
         if settings.sweep_interval_seconds > 0:

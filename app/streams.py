@@ -22,7 +22,7 @@ from typing import Literal
 from urllib.parse import quote, unquote
 
 from . import json_codec
-from .changes import Change, ChangeHub, Waiter
+from .changes import ChangeHub, Waiter
 from .db.store import Store
 from .domain import ChangeCursor, SessionChanges, SessionKey, UserChanges
 from .errors import DatabaseUnavailable, FieldError, InvalidInput, SessionNotFound
@@ -268,9 +268,10 @@ def event_stream_bytes(item: StreamItem) -> bytes:
 
 
 USER_STREAM_BATCH = 100
-# Tombstones (deletions, expiries, erasures) are kept this long: a user
-# stream resumed from an older cursor may have missed some, and is told to
-# start over (`reset`). The sweeper prunes them (docs/api.md, "Live streams").
+# Tombstones (deletions, expiries, erasures) are kept this long by default
+# (SESSION_STATE_TOMBSTONE_RETENTION_SECONDS): a user stream resumed from an
+# older cursor may have missed some, and is told to start over (`reset`).
+# The sweeper prunes them (docs/api.md, "Live streams").
 TOMBSTONE_RETENTION_SECONDS = 7 * 24 * 3600.0
 # Past any tombstone number, and past any change number: a read that only
 # wants the newest of each.
@@ -362,7 +363,7 @@ class UserStream:
         self.user_id = user_id
         self.heartbeat_seconds = heartbeat_seconds
         self.clock = clock
-        self._watch = hub.watch(app_name, user_id, None, keep_changes=True)
+        self._watch = hub.watch(app_name, user_id, None)
         self._waiter: Waiter | None = None
         self.change: ChangeCursor = (0, "")  # the last session change sent
         self.seq = 0  # the last tombstone sent
@@ -415,15 +416,14 @@ class UserStream:
         try:
             heartbeat_at = _next_heartbeat(self.heartbeat_seconds)
             while True:
+                # Hints only wake the stream: what it sends is read from storage.
                 waiter.flag.clear()
-                hints = waiter.changes or []
-                waiter.changes = []
                 sent = False
                 try:
                     if self._reset_reason is not None:
                         sent = True
                         yield self._reset()
-                    async for message in self._read(hints):
+                    async for message in self._read():
                         sent = True
                         yield message
                 except DatabaseUnavailable:
@@ -451,8 +451,7 @@ class UserStream:
         cursor = UserCursor(self.change[0], self.change[1], self.seq)
         return StreamMessage(event, json_codec.dumps_text(data), None, cursor.text())
 
-    async def _read(self, hints: list[Change]) -> AsyncIterator[StreamMessage]:
-        kinds = {(h.session_id, h.revision): h.kind for h in hints if h.session_id is not None}
+    async def _read(self) -> AsyncIterator[StreamMessage]:
         more = True
         while more:
             async with self.hub.reads:
@@ -477,7 +476,7 @@ class UserStream:
             for row in changes.sessions:
                 self.change = (row.change_number, row.id)
                 event = "created" if row.revision == 0 else "appended"
-                if kinds.get((row.id, row.revision)) == "removed":
+                if row.removed:
                     event = "removed"
                 summary = {
                     "sessionId": row.id,

@@ -54,6 +54,8 @@ class Sweeper:
         batch_events: int = ERASE_BATCH_EVENTS,
         also_sweep: Callable[[float], Awaitable[int]] | None = None,
         changes: ChangeHub | None = None,
+        announce: Callable[[Change], None] | None = None,
+        tombstone_retention_seconds: float = TOMBSTONE_RETENTION_SECONDS,
     ) -> None:
         """`also_sweep`: what else expires by the same clock (LangGraph's
         threads), swept after the sessions in each pass."""
@@ -62,8 +64,10 @@ class Sweeper:
         self.clock = clock
         self.with_memories = with_memories
         self.batch_events = batch_events
-        # Told of each session swept: user streams announce it (`expired`).
-        self.changes = changes
+        self.tombstone_retention_seconds = tombstone_retention_seconds
+        # Told of each session swept: user streams announce it (`expired`);
+        # `announce` instead of a hub (`session-state sweep`, no streams).
+        self.announce = announce if changes is None else changes.publish
 
     async def sweep_once(self) -> SweepReport:
         """One pass over everything expired now. DatabaseUnavailable when the
@@ -82,7 +86,7 @@ class Sweeper:
                 self._announce(expired)
             if self.also_sweep is not None:
                 await self.also_sweep(self.clock())
-            await self.store.prune_tombstones(self.clock() - TOMBSTONE_RETENTION_SECONDS)
+            await self.store.prune_tombstones(self.clock() - self.tombstone_retention_seconds)
         except DatabaseUnavailable:
             SWEEPS.labels("failed").inc()
             raise
@@ -103,10 +107,10 @@ class Sweeper:
         return SweepReport(swept, waiting, seconds)
 
     def _announce(self, expired: list[SessionKey]) -> None:
-        if self.changes is None:
+        if self.announce is None:
             return
         for key in expired:
-            self.changes.publish(Change(key.app_name, key.user_id, key.session_id, "expired"))
+            self.announce(Change(key.app_name, key.user_id, key.session_id, "expired"))
 
     async def run(self, interval_seconds: float) -> None:
         """Sweeps every `interval_seconds` until cancelled; a pass that fails

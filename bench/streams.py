@@ -106,6 +106,60 @@ async def _delivery(reader_url: str, writer_url: str, appends: int) -> dict[str,
     }
 
 
+async def _user_delivery(reader_url: str, writer_url: str, appends: int) -> dict[str, float]:
+    """The user stream's delivery: 4 sessions of one user appended to at
+    once on one process, followed by one user stream on the other. A summary
+    at revision r delivers every append of its session up to r (summaries
+    coalesce)."""
+    answered: dict[tuple[str, int], float] = {}
+    arrived: dict[tuple[str, int], float] = {}
+    user = f"user-delivery-{time.time_ns()}"
+    async with (
+        httpx.AsyncClient(base_url=reader_url, timeout=60) as reader,
+        httpx.AsyncClient(base_url=writer_url, timeout=60) as writer,
+    ):
+        sessions = [await _session(writer, user) for _ in range(4)]
+        ids = [session.rsplit("/", 1)[1] for session in sessions]
+        ready = asyncio.Event()
+
+        async def follow() -> None:
+            newest = dict.fromkeys(ids, 0)
+            path = f"/apps/bench-streams/users/{user}/sessions/stream"
+            headers = {"Accept": "text/event-stream"}
+            async with reader.stream("GET", path, headers=headers) as response:
+                ready.set()
+                async for line in response.aiter_lines():
+                    if not line.startswith("data: "):
+                        continue
+                    summary = json.loads(line[6:])
+                    now = time.perf_counter()
+                    session_id, revision = summary["sessionId"], summary["revision"]
+                    for number in range(newest[session_id] + 1, revision + 1):
+                        arrived[(session_id, number)] = now
+                    newest[session_id] = max(newest[session_id], revision)
+                    if all(value >= appends for value in newest.values()):
+                        return
+
+        async def write(session: str) -> None:
+            await ready.wait()
+            await asyncio.sleep(0.2)  # the stream has read its start
+            session_id = session.rsplit("/", 1)[1]
+            for _ in range(appends):
+                answer = await writer.post(f"{session}/events", json=EVENT)
+                revision = int(answer.headers["etag"].strip('"'))
+                answered[(session_id, revision)] = time.perf_counter()
+
+        await asyncio.wait_for(
+            asyncio.gather(follow(), *(write(session) for session in sessions)), 300
+        )
+    latencies = [max(0.0, arrived[key] - answered[key]) for key in answered]
+    return {
+        "appends": len(answered),
+        "p50_ms": 1000 * statistics.median(latencies),
+        "p99_ms": 1000 * _percentile(latencies, 0.99),
+    }
+
+
 def _open_idle(base_url: str, session: str, count: int) -> list[socket.socket]:
     host, port = base_url.removeprefix("http://").split(":")
     sockets = []
@@ -185,6 +239,7 @@ def measure(appends: int, idle: int) -> dict[str, Any]:
         reader, writer = servers
         results: dict[str, Any] = {
             "delivery": asyncio.run(_delivery(reader.base_url, writer.base_url, appends)),
+            "user_delivery": asyncio.run(_user_delivery(reader.base_url, writer.base_url, appends)),
             "fanout": asyncio.run(_reads_per_change(url, 50, 20)),
         }
 
@@ -233,7 +288,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--appends", type=int, default=200)
     parser.add_argument("--idle", type=int, default=2000)
     parser.add_argument("--fanout-only", action="store_true")
+    parser.add_argument("--user-delivery-only", action="store_true")
     arguments = parser.parse_args(argv)
+    if arguments.user_delivery_only:
+        print_user_delivery(user_delivery_only(arguments.appends))
+        return 0
     if arguments.fanout_only:
         database = create_postgres_database("streams_bench")
         try:
@@ -253,6 +312,7 @@ def main(argv: list[str] | None = None) -> int:
         f"delivery (4 sessions, cross-process): p50 {delivery['p50_ms']:.1f} ms, "
         f"p99 {delivery['p99_ms']:.1f} ms over {delivery['messages']} messages"
     )
+    print_user_delivery(results["user_delivery"])
     print("| idle streams | append p50 ms | append p99 ms |")
     print("| --- | --- | --- |")
     for row in results["append_latency"]:
@@ -265,6 +325,30 @@ def main(argv: list[str] | None = None) -> int:
     )
     RESULTS.write_text(json.dumps(results, indent=2) + "\n")
     return 0
+
+
+def user_delivery_only(appends: int) -> dict[str, float]:
+    """The user stream's delivery alone, on two fresh server processes."""
+    database = create_postgres_database("streams_bench")
+    url = _async_url(database)
+    servers: list[ServerProcess] = []
+    try:
+        migrate(url)
+        env = {"SESSION_STATE_SWEEP_INTERVAL_SECONDS": "0", "SESSION_STATE_LOG_LEVEL": "warning"}
+        servers = [ServerProcess(url, **env).start(), ServerProcess(url, **env).start()]
+        return asyncio.run(_user_delivery(servers[0].base_url, servers[1].base_url, appends))
+    finally:
+        for server in servers:
+            server.stop()
+        drop_postgres_database(database)
+
+
+def print_user_delivery(delivery: dict[str, float]) -> None:
+    print(
+        f"user stream delivery (4 sessions of one user, cross-process): "
+        f"p50 {delivery['p50_ms']:.1f} ms, p99 {delivery['p99_ms']:.1f} ms "
+        f"over {delivery['appends']:.0f} appends"
+    )
 
 
 def _print_fanout(fanout: dict[str, float]) -> None:

@@ -4,10 +4,17 @@ per batch of appends was a sixth of an append's server CPU), and a process
 that connects later is heard of at once (its hello), not after a recount."""
 
 import asyncio
+import time
+import uuid
 from collections.abc import Callable
 
 from session_state.changes import Change, ChangeHub, PostgresChangeRelay
+from session_state.config import Settings
 from session_state.db.postgresql_store import asyncpg_dsn
+from session_state.db.stores import open_store
+from session_state.domain import Expiry, SessionKey
+from session_state.operator_commands import sweep
+from session_state.state import ScopedDelta
 
 
 async def _connected(hub: ChangeHub, dsn: str) -> PostgresChangeRelay:
@@ -49,3 +56,35 @@ async def test_a_process_alone_sends_no_hints_and_a_newcomer_is_told_at_once(
             await second.close()
     finally:
         await first.close()
+
+
+async def test_a_sweep_run_from_the_command_line_tells_the_servers_streams(
+    postgres_url: str,
+) -> None:
+    """`session-state sweep` sends the hint serve's sweeper sends: a user
+    stream of a server process announces the expiry at once."""
+    settings = Settings(database_url=postgres_url)
+    user = f"cron{uuid.uuid4().hex[:8]}"
+    store = await open_store(settings)
+    try:
+        key = SessionKey("app", user, "s")
+        created = await store.create_session(
+            key,
+            ScopedDelta({}, {}, {}),
+            time.time() - 10,
+            Expiry(ttl_seconds=1),
+            1 << 20,
+            forget_expired_memories=False,
+        )
+        assert created is not None
+    finally:
+        await store.close()
+    hub = ChangeHub()
+    relay = await _connected(hub, asyncpg_dsn(postgres_url))
+    try:
+        with hub.watch("app", user, None, keep_changes=True) as waiter:
+            assert await sweep(settings) == 0
+            await asyncio.wait_for(waiter.flag.wait(), 10)
+            assert waiter.changes == [Change("app", user, "s", "expired")]
+    finally:
+        await relay.close()

@@ -14,11 +14,13 @@ from collections.abc import AsyncIterator, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
+import asyncpg
 import httpx
 import pytest
 
 from session_state.api.routes.streams import asks_for_event_stream
 from session_state.config import Settings
+from session_state.db.postgresql_statements import CHANGE_NUMBER
 from session_state.db.stores import open_store
 from session_state_client import AsyncSessionStateClient, SessionStateClient, StreamMessage
 
@@ -531,17 +533,22 @@ async def test_a_user_stream_announces_an_expiry_as_it_is_swept(servers):
 async def test_a_user_stream_cursor_older_than_the_tombstones_kept_is_told_to_reset(servers):
     server = servers[0]
     user = f"/apps/live/users/old{uuid.uuid4().hex[:8]}"
-    cursor = f"{time.time()!r}:0"
+    cursor = "n0.0."  # before the user's first change and tombstone
     async with httpx.AsyncClient(base_url=server.base_url, timeout=30) as writer:
         for name in ("s1", "s2"):
             await writer_post_session(server.base_url, user, name)
             assert (await writer.delete(f"{user}/sessions/{name}")).status_code == 204
-        # A made-up cursor, past the user's tombstones, is a problem.
-        refused = await writer.get(
-            f"{user}/sessions/stream",
-            headers={**EVENT_STREAM, "Last-Event-ID": f"{time.time()!r}:9"},
+        # Made-up cursors, past the user's tombstones or past every change
+        # number given, are a problem; so is text that is no cursor.
+        for made_up in ("n0.9.", f"n{1 << 59}.0."):
+            refused = await writer.get(
+                f"{user}/sessions/stream", headers={**EVENT_STREAM, "Last-Event-ID": made_up}
+            )
+            assert refused.status_code == 422, made_up
+        garbled = await writer.get(
+            f"{user}/sessions/stream", headers={**EVENT_STREAM, "Last-Event-ID": "n1.x.s"}
         )
-        assert refused.status_code == 422
+        assert garbled.status_code == 400
     store = await open_store(Settings(database_url=server.database_url))
     try:
         # The window passed for the first deletion: only the user's newest is kept.
@@ -558,9 +565,148 @@ async def test_a_user_stream_cursor_older_than_the_tombstones_kept_is_told_to_re
     await writer_post_session(server.base_url, user, "s3")
     after_reset = await _user_messages(server, user, 1, reset.raw_id)
     assert [_summary(m) for m in after_reset] == [("created", "s3")]
-    # A cursor of the former form (a bare update time) is told to reset too.
-    former, *_ = await _user_messages(server, user, 1, reset.raw_id.partition(":")[0])
-    assert former.event == "reset"
+    # Cursors of the former forms (an update time, with or without the
+    # tombstone number) are told to reset too.
+    for former_cursor in (f"{time.time()!r}:2", f"{time.time()!r}"):
+        former, *_ = await _user_messages(server, user, 1, former_cursor)
+        assert (former.event, json.loads(former.data)["reason"]) == (
+            "reset",
+            "the cursor is of a former form",
+        )
+
+
+async def test_a_user_stream_resumed_sends_an_event_stored_with_an_old_time(servers):
+    """An event's own time (the client's, as ADK sets it) an hour before the
+    cursor's changes: its session's summary still comes after the resume."""
+    first, last = servers[0], servers[-1]
+    user = f"/apps/live/users/late{uuid.uuid4().hex[:8]}"
+    await writer_post_session(last.base_url, user, "s1")
+    await writer_post_session(last.base_url, user, "s2")
+    seen = await _user_messages(first, user, 2, "n0.0.")
+    assert [_summary(m) for m in seen] == [("created", "s1"), ("created", "s2")]
+    async with httpx.AsyncClient(base_url=last.base_url, timeout=30) as writer:
+        old = {"author": "user", "invocationId": "i", "timestamp": time.time() - 3600}
+        answer = await writer.post(f"{user}/sessions/s1/events", json=old)
+        assert answer.status_code == 201
+    resumed = await _user_messages(first, user, 1, seen[-1].raw_id)
+    assert [(m.event, json.loads(m.data)["sessionId"]) for m in resumed] == [("appended", "s1")]
+    assert json.loads(resumed[0].data)["revision"] == 1
+    assert json.loads(resumed[0].data)["updateTime"] < time.time() - 3000
+
+
+async def test_a_user_stream_resumed_while_appends_race_sends_every_change_exactly_once(servers):
+    """Four sessions appended to at once (on PostgreSQL through both
+    processes) while the reader drops its stream every few messages and
+    resumes from the last id: no summary twice, each session's revisions
+    in order, every session's last revision sent."""
+    user = f"/apps/live/users/race{uuid.uuid4().hex[:8]}"
+    names = [f"s{number}" for number in range(4)]
+    for name in names:
+        await writer_post_session(servers[-1].base_url, user, name)
+    start = (await _user_messages(servers[0], user, 4, "n0.0."))[-1].raw_id
+    rounds = 15
+    writers = [httpx.AsyncClient(base_url=server.base_url, timeout=30) for server in servers]
+
+    async def write(number: int) -> None:
+        http = writers[number % len(writers)]
+        for _ in range(rounds):
+            await append(http, f"{user}/sessions/{names[number]}")
+
+    got: list[Message] = []
+    cursor = start
+    resumes = 0
+    appending = asyncio.gather(*(write(number) for number in range(len(names))))
+    try:
+        async with httpx.AsyncClient(base_url=servers[0].base_url, timeout=30) as reader:
+            deadline = time.monotonic() + 60
+            while not _all_at(got, names, rounds):
+                assert time.monotonic() < deadline, f"missing: {got}"
+                headers = {**EVENT_STREAM, "Last-Event-ID": cursor}
+                async with reader.stream("GET", f"{user}/sessions/stream", headers=headers) as r:
+                    assert r.status_code == 200
+                    received = messages(r)
+                    for _ in range(3):  # then drop the stream, and resume
+                        try:
+                            message = await asyncio.wait_for(anext(received), 2)
+                        except TimeoutError:
+                            break
+                        got.append(message)
+                        cursor = message.raw_id
+                resumes += 1
+        await appending
+    finally:
+        for http in writers:
+            await http.aclose()
+    assert resumes > 3  # the resumes raced the appends
+    summaries = [(json.loads(m.data)["sessionId"], json.loads(m.data)["revision"]) for m in got]
+    assert all(m.event == "appended" for m in got)
+    assert len(summaries) == len(set(summaries)), "a summary was sent twice"
+    for name in names:
+        revisions = [revision for session, revision in summaries if session == name]
+        assert revisions == sorted(revisions) and revisions[-1] == rounds
+    assert len({m.raw_id for m in got}) == len(got)
+
+
+def _all_at(got: list[Message], names: list[str], revision: int) -> bool:
+    newest = {json.loads(m.data)["sessionId"]: json.loads(m.data)["revision"] for m in got}
+    return all(newest.get(name) == revision for name in names)
+
+
+async def test_a_transaction_open_before_later_commits_does_not_make_its_change_skipped(
+    streaming_servers,
+):
+    """PostgreSQL numbers a change by its transaction's id, given at its
+    first write: a transaction that writes a session row, then stays open
+    while later appends commit, commits a number below theirs. The stream
+    waits for it (no gap), and sends each change once."""
+    first, last = streaming_servers["postgresql"]
+    user_id = f"held{uuid.uuid4().hex[:8]}"
+    user = f"/apps/live/users/{user_id}"
+    for name in ("held", "s1", "s2"):
+        await writer_post_session(last.base_url, user, name)
+    start = (await _user_messages(first, user, 3, "n0.0."))[-1].raw_id
+    connection = await asyncpg.connect(first.database_url.replace("+asyncpg", ""))
+    try:
+        async with (
+            httpx.AsyncClient(base_url=first.base_url, timeout=30) as reader,
+            httpx.AsyncClient(base_url=last.base_url, timeout=30) as writer,
+            reader.stream(
+                "GET", f"{user}/sessions/stream", headers={**EVENT_STREAM, "Last-Event-ID": start}
+            ) as response,
+        ):
+            received = messages(response)
+            transaction = connection.transaction()
+            await transaction.start()
+            # A write of the session row, as a long fork or import would make.
+            held = await connection.execute(
+                f'UPDATE sessions SET labels = \'{{"held": "yes"}}\','
+                f" change_number = {CHANGE_NUMBER}"
+                " WHERE app_name = 'live' AND user_id = $1 AND id = 'held'",
+                user_id,
+            )
+            assert held == "UPDATE 1"
+            await append(writer, f"{user}/sessions/s1")
+            await append(writer, f"{user}/sessions/s2")
+            # Both appends committed after the held transaction's first write.
+            committed = await connection.fetchval(
+                "SELECT count(*) FROM sessions WHERE app_name = 'live' AND user_id = $1"
+                " AND revision = 1 AND change_number > pg_current_xact_id()::text::bigint",
+                user_id,
+            )
+            assert committed == 2
+            await transaction.commit()
+            got = [await asyncio.wait_for(anext(received), 10) for _ in range(3)]
+    finally:
+        await connection.close()
+    # The held change first: its number is the lowest.
+    assert [_summary(m) for m in got] == [
+        ("created", "held"),
+        ("appended", "s1"),
+        ("appended", "s2"),
+    ]
+    # A resume from before them sends the same three, once each.
+    again = await _user_messages(first, user, 3, start)
+    assert [m.raw_id for m in again] == [m.raw_id for m in got]
 
 
 async def test_only_a_get_asking_for_an_event_stream_is_the_user_stream(client):

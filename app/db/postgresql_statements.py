@@ -685,18 +685,26 @@ SELECT pg_snapshot_xmin(s)::text::bigint, pg_snapshot_xmax(s)::text::bigint
 """
 # A user's live sessions changed after the cursor ($3, $4: change number and
 # session id) and numbered below the horizon ($5), in change order, at most
-# $7. CHANGES_PAST_HORIZON: whether any waits for the horizon to pass it.
+# $7; `removed`: the revision is a removal's. CHANGES_PAST_HORIZON: whether
+# any waits for the horizon to pass it.
 USER_CHANGES = f"""
-SELECT id, revision, update_time, change_number FROM sessions
+SELECT id, revision, update_time, change_number,
+       EXISTS (SELECT 1 FROM event_removals AS r
+                WHERE r.app_name = $1 AND r.user_id = $2 AND r.session_id = sessions.id
+                  AND r.revision = sessions.revision) AS removed
+  FROM sessions
  WHERE app_name = $1 AND user_id = $2
    AND (change_number, id) > ($3::bigint, $4::text) AND change_number < $5::bigint
    AND {not_expired("$6::float8")}
  ORDER BY change_number, id
  LIMIT $7
 """
+# Below the next id ($4) only: a number past it was not given by this
+# cluster (rows restored from another's dump) and waits for nothing.
 CHANGES_PAST_HORIZON = """
 SELECT EXISTS (SELECT 1 FROM sessions
-                WHERE app_name = $1 AND user_id = $2 AND change_number >= $3::bigint)
+                WHERE app_name = $1 AND user_id = $2
+                  AND change_number >= $3::bigint AND change_number < $4::bigint)
 """
 # A session's revision and expiry time; no row when it is missing ($4 is now).
 READ_REVISION = f"""

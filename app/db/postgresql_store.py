@@ -495,9 +495,11 @@ class PostgresStore:
                 sql.USER_CHANGES, app_name, user_id, *after, horizon, now, limit + 1
             )
             pending = len(rows) <= limit and bool(
-                await connection.fetchval(sql.CHANGES_PAST_HORIZON, app_name, user_id, horizon)
+                await connection.fetchval(
+                    sql.CHANGES_PAST_HORIZON, app_name, user_id, horizon, next_change
+                )
             )
-        page = [ChangedSession(row[0], row[1], row[2], row[3]) for row in rows]
+        page = [ChangedSession(row[0], row[1], row[2], row[3], row[4]) for row in rows]
         return UserChanges(
             gone, newest, page[:limit], len(page) > limit, horizon, next_change, pending
         )

@@ -179,12 +179,26 @@ async def read_user_changes(
     after: tuple[int, str],
     limit: int,
     now: float,
-) -> tuple[list[tuple[str, int, float, int]], int]:
+) -> tuple[list[tuple[str, int, float, int, bool]], int]:
     """The user's live sessions changed after the cursor, in change order
-    (at most `limit`), and the number the next write will take: every
+    (at most `limit`) with whether their revision is a removal's, and the
+    number the next write will take: every
     number below it is committed."""
     found = await connection.execute(
-        select(sessions.c.id, sessions.c.revision, sessions.c.update_time, sessions.c.change_number)
+        select(
+            sessions.c.id,
+            sessions.c.revision,
+            sessions.c.update_time,
+            sessions.c.change_number,
+            select(event_removals.c.revision)
+            .where(
+                event_removals.c.app_name == sessions.c.app_name,
+                event_removals.c.user_id == sessions.c.user_id,
+                event_removals.c.session_id == sessions.c.id,
+                event_removals.c.revision == sessions.c.revision,
+            )
+            .exists(),
+        )
         .where(
             sessions.c.app_name == app_name,
             sessions.c.user_id == user_id,
@@ -195,7 +209,7 @@ async def read_user_changes(
         .order_by(sessions.c.change_number, sessions.c.id)
         .limit(limit)
     )
-    rows = [(row[0], int(row[1]), float(row[2]), int(row[3])) for row in found]
+    rows = [(row[0], int(row[1]), float(row[2]), int(row[3]), bool(row[4])) for row in found]
     horizon = await connection.execute(select(next_change_number(app_name, user_id)))
     return rows, int(horizon.scalar_one())
 

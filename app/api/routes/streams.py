@@ -131,10 +131,11 @@ Summaries of every change to the user's sessions, for dashboards: `created`,
 `data:` `{"sessionId", "revision", "updateTime"}`; `deleted` and `expired`
 (`{"sessionId"}`; null: all of the user's, an erasure); `reset`
 (`{"reason"}`) when the reader's cursor is older than the deletions kept
-(7 days): list the sessions again. Every message's `id:` is a cursor.
-Resume with `Last-Event-ID` or `?after=<cursor>`: each deletion and expiry
-since, once, in order, then the sessions changed since, one summary each at
-its newest revision (summaries may repeat after a reconnection). The stream
+(7 days by default): list the sessions again. Every message's `id:` is a cursor
+(`n<change number>.<tombstone number>.<session id>`). Resume with
+`Last-Event-ID` or `?after=<cursor>`: each deletion and expiry since, once,
+in order, then the sessions changed since, in commit order, one summary each
+at its newest revision, none twice. The stream
 answers a GET whose `Accept` names `text/event-stream` (EventSource sends
 it); any other GET of this path reads the session whose id is `stream`
 (docs/api.md, "Live streams")."""
