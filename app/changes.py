@@ -63,15 +63,13 @@ class Change:
 
 
 class Waiter:
-    """One stream's wake-up flag, and what it last heard (for user streams)."""
+    """One stream's wake-up flag (a hint only: streams read what changed
+    from storage)."""
 
-    __slots__ = ("changes", "flag")
+    __slots__ = ("flag",)
 
-    def __init__(self, keep_changes: bool = False) -> None:
+    def __init__(self) -> None:
         self.flag = asyncio.Event()
-        # Only a user stream keeps the changes it was woken for; bounded by
-        # the stream, which reads them at once (app.streams).
-        self.changes: list[Change] | None = [] if keep_changes else None
 
 
 class Relay(Protocol):
@@ -95,13 +93,11 @@ class ChangeHub:
         self.reads = asyncio.Semaphore(max_reads_at_once)
 
     @contextlib.contextmanager
-    def watch(
-        self, app_name: str, user_id: str, session_id: str | None, *, keep_changes: bool = False
-    ) -> Iterator[Waiter]:
+    def watch(self, app_name: str, user_id: str, session_id: str | None) -> Iterator[Waiter]:
         """A flag set at each change of the session (`session_id` None: of
         any session of the user) published from now on."""
         key = (app_name, user_id, session_id)
-        waiter = Waiter(keep_changes)
+        waiter = Waiter()
         self._waiters.setdefault(key, set()).add(waiter)
         try:
             yield waiter
@@ -137,7 +133,7 @@ class ChangeHub:
         ):
             self._advance(key)
             for waiter in self._waiters.get(key, ()):
-                _set(waiter, change)
+                waiter.flag.set()
 
     def _advance(self, key: WatchKey) -> None:
         if key in self._waiters:
@@ -149,7 +145,7 @@ class ChangeHub:
             if app_name == change.app_name and change.user_id in (None, user_id):
                 self._advance(key)
                 for waiter in waiters:
-                    _set(waiter, change)
+                    waiter.flag.set()
 
     def wake_all(self) -> None:
         """Every stream reads storage again (hints may have been lost)."""
@@ -157,24 +153,11 @@ class ChangeHub:
             self._advance(key)
             for waiter in waiters:
                 waiter.flag.set()
-                if waiter.changes is not None:
-                    waiter.changes.append(Change("", None, None, "changed"))
 
     async def close(self) -> None:
         if self.relay is not None:
             await self.relay.close()
             self.relay = None
-
-
-# Hints a user stream keeps between two reads of storage (only deletions
-# matter: storage has the rest); past it, deletions are not reported.
-MAX_KEPT_CHANGES = 1000
-
-
-def _set(waiter: Waiter, change: Change) -> None:
-    waiter.flag.set()
-    if waiter.changes is not None and len(waiter.changes) < MAX_KEPT_CHANGES:
-        waiter.changes.append(change)
 
 
 def encode_change(change: Change, origin: str) -> str:

@@ -271,6 +271,7 @@ class Settings(SettingNamePolicy):
     tombstone_retention_seconds: float = Field(
         default=7 * 24 * 3600.0,
         gt=0,
+        le=10 * 365 * 24 * 3600.0,
         description="User streams: how long deletions and expiries are kept for a "
         "resuming stream; a cursor older than that gets `reset` (the sweeper prunes them).",
     )

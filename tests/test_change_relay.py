@@ -82,9 +82,9 @@ async def test_a_sweep_run_from_the_command_line_tells_the_servers_streams(
     hub = ChangeHub()
     relay = await _connected(hub, asyncpg_dsn(postgres_url))
     try:
-        with hub.watch("app", user, None, keep_changes=True) as waiter:
+        with hub.watch("app", user, None) as waiter:
             assert await sweep(settings) == 0
+            # Nothing else changes this user's sessions.
             await asyncio.wait_for(waiter.flag.wait(), 10)
-            assert waiter.changes == [Change("app", user, "s", "expired")]
     finally:
         await relay.close()

@@ -79,6 +79,7 @@ BAD_VALUES = {
     "memory_min_similarity": ["2", "nan", "high"],
     "stream_heartbeat_seconds": ["0", "60", "nan"],
     "stream_send_timeout_seconds": ["-1", "inf"],
+    "tombstone_retention_seconds": ["0", "inf", "nan", "7d"],
     "cors_origins": ["ui.example.com", "https://ui.example.com/app", "*"],
 }
 
