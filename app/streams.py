@@ -26,6 +26,7 @@ from .changes import ChangeHub, Waiter
 from .db.store import Store
 from .domain import ChangeCursor, SessionChanges, SessionKey, UserChanges
 from .errors import DatabaseUnavailable, FieldError, InvalidInput, SessionNotFound
+from .identifiers import session_id_problem
 from .metrics import LIVE_STREAM_READS
 
 logger = logging.getLogger("session_state.streams")
@@ -316,6 +317,8 @@ class UserCursor:
                 session_id = unquote(session_id, errors="strict")
             except UnicodeDecodeError:
                 return None
+            if session_id and session_id_problem(session_id) is not None:
+                return None  # no session has it (PostgreSQL refuses a NUL)
             return cls(int(change), session_id, int(seq))
         # The former forms: an update time, and `:<tombstone number>`.
         time_text, colon, seq_text = text.partition(":")

@@ -22,6 +22,7 @@ from session_state.api.routes.streams import asks_for_event_stream
 from session_state.config import Settings
 from session_state.db.postgresql_statements import CHANGE_NUMBER
 from session_state.db.stores import open_store
+from session_state.streams import UserCursor
 from session_state_client import AsyncSessionStateClient, SessionStateClient, StreamMessage
 
 from .conftest import ServerProcess, asgi_client
@@ -545,10 +546,11 @@ async def test_a_user_stream_cursor_older_than_the_tombstones_kept_is_told_to_re
                 f"{user}/sessions/stream", headers={**EVENT_STREAM, "Last-Event-ID": made_up}
             )
             assert refused.status_code == 422, made_up
-        garbled = await writer.get(
-            f"{user}/sessions/stream", headers={**EVENT_STREAM, "Last-Event-ID": "n1.x.s"}
-        )
-        assert garbled.status_code == 400
+        for garbled in ("n1.x.s", "n1.0.%00", "n1.0.%ff", "n1.0", "soon"):
+            answer = await writer.get(
+                f"{user}/sessions/stream", headers={**EVENT_STREAM, "Last-Event-ID": garbled}
+            )
+            assert answer.status_code == 400, garbled
     store = await open_store(Settings(database_url=server.database_url))
     try:
         # The window passed for the first deletion: only the user's newest is kept.
@@ -733,3 +735,13 @@ def test_event_stream_accept_headers_are_told_apart():
     assert not asks_for_event_stream("text/event-stream; q=0")
     assert not asks_for_event_stream("*/*")
     assert not asks_for_event_stream("")
+
+
+def test_a_user_cursor_reads_back_as_written_whatever_the_session_id():
+    for session_id in ("", "s1", "a.b/c d%\u00e9:\u4e2d", "n0.0."):
+        cursor = UserCursor(48211, session_id, 4)
+        assert cursor.text().isascii()
+        assert UserCursor.parse(cursor.text()) == cursor
+    assert UserCursor.parse("1795708099.99:4") == UserCursor(0, "", 0, former=True)
+    assert UserCursor.parse("1795708099.99") == UserCursor(0, "", 0, former=True)
+    assert UserCursor.parse("nan") is None
