@@ -65,9 +65,19 @@ async def test_each_write_of_a_session_moves_it_past_the_cursor(store: Store):
 
     removed = await store.remove_events(key("s2"), 0, 1, None, NOW)
     assert removed is not None
-    assert [(row.id, row.revision) for row in (await _changed(store, cursor)).sessions] == [
-        ("s2", 2)
+    after_removal = await _changed(store, cursor)
+    assert [(row.id, row.revision, row.removed) for row in after_removal.sessions] == [
+        ("s2", 2, True)
     ]
+    cursor = _last(after_removal)
+
+    # A pop (the newest events removed and returned, in one store call).
+    await append(store, key("s1"), event("e2"))
+    popped = await store.pop_newest(key("s1"), 1, None, 1 << 20, NOW)
+    assert popped is not None and popped.removed == 1
+    assert [
+        (row.id, row.revision, row.removed) for row in (await _changed(store, cursor)).sessions
+    ] == [("s1", 2, True)]
 
 
 async def test_a_cursor_within_a_page_takes_the_rest_of_it(store: Store):
