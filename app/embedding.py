@@ -348,11 +348,6 @@ def components_of(stored: Sequence[bytes]) -> Vectors:
     return unit
 
 
-def hamming_distances(bit_strings: Sequence[bytes], bits: bytes) -> list[int]:
-    """The Hamming distance of each bit string (of bits' length) to bits."""
-    return [int(distance) for distance in _distances(b"".join(bit_strings), bits)]
-
-
 def _distances(packed: bytes, bits: bytes) -> npt.NDArray[np.int64]:
     rows = np.frombuffer(packed, dtype=np.uint8).reshape(-1, len(bits))
     differing = np.bitwise_xor(rows, np.frombuffer(bits, dtype=np.uint8))
@@ -360,16 +355,18 @@ def _distances(packed: bytes, bits: bytes) -> npt.NDArray[np.int64]:
     return distances
 
 
-def nearest_bit_strings(packed: bytes, bits: bytes, keep: int) -> list[bytes]:
-    """The distinct bit strings among `packed` (bit strings of bits' length,
-    one after another) of the `keep` nearest bits."""
+def nearest_rows(ids: npt.NDArray[np.int64], packed: bytes, bits: bytes, keep: int) -> list[int]:
+    """The `keep` ids of `ids` (one per bit string of `packed`, bit strings
+    of bits' length one after another) nearest `bits`: by Hamming distance,
+    ties by id, nearest first."""
     distances = _distances(packed, bits)
     if len(distances) > keep:
-        chosen = np.argpartition(distances, keep - 1)[:keep]
-    else:
-        chosen = np.arange(len(distances))
-    width = len(bits)
-    return list(dict.fromkeys(packed[i * width : (i + 1) * width] for i in chosen.tolist()))
+        # Only rows at most as far as the keep-th nearest can be kept.
+        farthest = np.partition(distances, keep - 1)[keep - 1]
+        near = np.flatnonzero(distances <= farthest)
+        ids, distances = ids[near], distances[near]
+    chosen: list[int] = ids[np.lexsort((ids, distances))[:keep]].tolist()
+    return chosen
 
 
 def fuse(rankings: Sequence[Sequence[int]], weights: Sequence[float], k: float) -> list[int]:

@@ -59,6 +59,17 @@ def parse_iso_timestamp(text: str) -> float | None:
         return None
 
 
+# The keyword side ranks, per term of a question, only the user's newest
+# KEYWORD_HITS_PER_TERM memories that hold it. A term a user wrote in
+# thousands of memories ("coffee" in a diary) would otherwise have each of
+# its hits scored (at 100,000 memories with a 50-word vocabulary, 16,000
+# hits and 130 ms a search); beyond this many, older memories holding only
+# that term are not keyword matches of the question. A rare term (a name, a
+# place, an order number) has fewer hits than this, all ranked, so it still
+# comes first; meaning (hybrid search) still finds the older ones.
+KEYWORD_HITS_PER_TERM = 1_000
+
+
 def fts5_queries(terms: QueryTerms) -> list[str]:
     """One SQLite FTS5 query per term: a quoted string (so no FTS5 operator in
     user input is ever interpreted), a prefix for a single character."""

@@ -4,6 +4,13 @@ server: N memories of one user (English, with Japanese, Chinese, Korean and
 Russian mixed in) stored in batches of 500, then 100 questions, each timed,
 at each size of --sizes (default 1,000 and 10,000; 100,000 on request).
 
+Two corpora (--vocabulary): `zipf` (the default) draws words from the 5,000
+most frequent words of the embedder's tokenizer with Zipf frequencies (the
+n-th word 1/n as often as the first), as words occur in real text: a common
+question word hits many memories, a rare one a few. `small` draws them from
+50 words (each question word then matches about a third of the memories:
+the keyword side's worst case).
+
     git archive HEAD | tar -x -C /tmp/before      # the code to compare with
     python -m bench.memory_search --before /tmp/before --sizes 1000,10000,100000
 
@@ -18,6 +25,8 @@ a fresh database migrated by its own migrations.
 
 import argparse
 import asyncio
+import functools
+import itertools
 import json
 import os
 import random
@@ -58,11 +67,43 @@ OTHER = [
 NAMES = ["太郎", "花子", "上海", "서울", "부산", "Иван", "Ольга", "小白"]
 
 
-def corpus(rng: random.Random, size: int) -> list[str]:
+ZIPF_WORDS = 5_000
+
+
+@functools.cache
+def _zipf_vocabulary() -> tuple[list[str], list[float]]:
+    """Lower-case words of four letters or more, most frequent first, from
+    the tokenizer bundled with wordllama (a BPE vocabulary, whose token ids
+    follow frequency); cumulative Zipf weights for rng.choices."""
+    import wordllama
+
+    config = Path(wordllama.__file__).parent / "tokenizers" / "l2_supercat_tokenizer_config.json"
+    vocabulary = json.loads(config.read_text())["model"]["vocab"]
+    words = [
+        token[1:]
+        for token, _ in sorted(vocabulary.items(), key=lambda item: item[1])
+        if token.startswith("\u2581")
+        and len(token) > 4
+        and token[1:].isascii()
+        and token[1:].isalpha()
+        and token[1:].islower()
+    ][:ZIPF_WORDS]
+    weights = itertools.accumulate(1 / rank for rank in range(1, len(words) + 1))
+    return words, list(weights)
+
+
+def _draw(rng: random.Random, vocabulary: str, count: int) -> list[str]:
+    if vocabulary == "small":
+        return rng.choices(ENGLISH, k=count)
+    words, weights = _zipf_vocabulary()
+    return rng.choices(words, cum_weights=weights, k=count)
+
+
+def corpus(rng: random.Random, size: int, vocabulary: str) -> list[str]:
     texts = []
     for index in range(size):
         if index % 10 < 7:
-            words = rng.choices(ENGLISH, k=4) + rng.choices(FILLER, k=8)
+            words = _draw(rng, vocabulary, 4) + rng.choices(FILLER, k=8)
             rng.shuffle(words)
             texts.append(" ".join(words).capitalize() + ".")
         else:
@@ -70,13 +111,13 @@ def corpus(rng: random.Random, size: int) -> list[str]:
     return texts
 
 
-def questions(rng: random.Random) -> list[str]:
+def questions(rng: random.Random, vocabulary: str) -> list[str]:
     found = []
     for index in range(QUERIES):
         if index % 4 == 3:
             found.append(rng.choice(["太郎はどこ？", "机器学习", "김민수", "Иван", "猫"]))
         else:
-            found.append(f"what about my {' '.join(rng.choices(ENGLISH, k=3))}?")
+            found.append(f"what about my {' '.join(_draw(rng, vocabulary, 3))}?")
     return found
 
 
@@ -85,7 +126,7 @@ def _percentile(values: list[float], share: float) -> float:
     return ordered[min(len(ordered) - 1, int(len(ordered) * share))] * 1000
 
 
-async def measure(url: str, size: int) -> dict[str, float]:
+async def measure(url: str, size: int, vocabulary: str) -> dict[str, float]:
     """Run inside the checkout's process: its app, its migrations."""
     from sqlalchemy.ext.asyncio import create_async_engine
 
@@ -106,7 +147,7 @@ async def measure(url: str, size: int) -> dict[str, float]:
         await embedder.prepare()
 
     rng = random.Random(11)
-    texts = corpus(rng, size)
+    texts = corpus(rng, size, vocabulary)
     engine = create_async_engine(url)
     try:
         await migrations.upgrade(engine)
@@ -141,7 +182,7 @@ async def measure(url: str, size: int) -> dict[str, float]:
             # after inserts too): statistics, and pages marked all-visible,
             # which index-only scans (the first pass by meaning) rely on.
             await _admin_in(url, "VACUUM ANALYZE memories")
-        asked = questions(rng)
+        asked = questions(rng, vocabulary)
         if embedder is None:
             modes: dict[str, Any] = {
                 "keyword": lambda question: store.search_memories(
@@ -204,7 +245,7 @@ def _importable(source: Path, folder: Path) -> Path:
     return package.parent
 
 
-def run_checkout(source: Path, backend: str, size: int) -> dict[str, float]:
+def run_checkout(source: Path, backend: str, size: int, vocabulary: str) -> dict[str, float]:
     """The figures of one checkout on one backend, measured in a child process."""
     with tempfile.TemporaryDirectory() as folder:
         packages = _importable(source, Path(folder))
@@ -226,6 +267,8 @@ def run_checkout(source: Path, backend: str, size: int) -> dict[str, float]:
                     url,
                     "--size",
                     str(size),
+                    "--vocabulary",
+                    vocabulary,
                 ],
                 env={**os.environ, "PYTHONPATH": f"{packages}{os.pathsep}{source}"},
                 cwd=source,
@@ -247,20 +290,30 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--sizes", default=",".join(map(str, SIZES)), help="memories of the one user, per run"
     )
+    parser.add_argument(
+        "--vocabulary",
+        default="zipf",
+        help="zipf, small or both: the corpora measured (see above)",
+    )
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--size", type=int, help=argparse.SUPPRESS)
     arguments = parser.parse_args(argv)
     if arguments.child:
-        print(json.dumps(asyncio.run(measure(arguments.child, arguments.size))))
+        print(
+            json.dumps(asyncio.run(measure(arguments.child, arguments.size, arguments.vocabulary)))
+        )
         return 0
     sizes = [int(size) for size in arguments.sizes.split(",")]
     checkouts = {"after": ROOT} | ({"before": arguments.before} if arguments.before else {})
+    vocabularies = ["zipf", "small"] if arguments.vocabulary == "both" else [arguments.vocabulary]
     report: dict[str, Any] = {"batch": BATCH, "queries": QUERIES}
-    for size in sizes:
+    for vocabulary, size in itertools.product(vocabularies, sizes):
         for backend in ("sqlite", "postgresql"):
             for label, source in checkouts.items():
-                figures = run_checkout(source, backend, size)
-                report.setdefault(str(size), {}).setdefault(backend, {})[label] = figures
+                figures = run_checkout(source, backend, size, vocabulary)
+                report.setdefault(vocabulary, {}).setdefault(str(size), {}).setdefault(backend, {})[
+                    label
+                ] = figures
                 searches = ", ".join(
                     f"{mode} p50 {figures[f'{mode}_ms_p50']:.2f} "
                     f"p99 {figures[f'{mode}_ms_p99']:.2f}"
@@ -268,7 +321,7 @@ def main(argv: list[str] | None = None) -> int:
                     if f"{mode}_ms_p50" in figures
                 )
                 print(
-                    f"{size:>7} {backend:<10} {label:<6} ingest "
+                    f"{vocabulary:<5} {size:>7} {backend:<10} {label:<6} ingest "
                     f"{figures['ingest_batch_ms_median']:7.1f} ms per {BATCH}; search ms: "
                     f"{searches}",
                     flush=True,

@@ -6,16 +6,28 @@ then the newest. Every write runs in a transaction that holds the
 database's write lock (`engine.py`), so one user's memory writes are
 serialised, as the PostgreSQL store's advisory lock serialises them."""
 
+import functools
 import json
 from collections.abc import Sequence
 
-from sqlalchemy import ColumnElement, bindparam, delete, func, or_, select, text, update
+import numpy as np
+from sqlalchemy import (
+    ColumnElement,
+    TextClause,
+    bindparam,
+    delete,
+    func,
+    or_,
+    select,
+    text,
+    update,
+)
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from ..domain import EmbeddingBacklogCount, MemoryRecord, SessionKey, VectorQuery
-from ..embedding import StoredVector, hamming_distances, nearest_bit_strings
-from ..memory import fts5_queries
+from ..embedding import StoredVector, nearest_rows
+from ..memory import KEYWORD_HITS_PER_TERM, fts5_queries
 from ..search_text import query_terms, search_text
 from .tables import forgotten_memories, memories
 
@@ -148,42 +160,68 @@ TAKE_WHAT_FITS = """
 """
 
 # One FTS5 query per term (see app.memory.fts5_queries); a memory's score is
-# the sum of its terms' bm25, as for an OR of them. MATERIALIZED: bm25 is
-# only allowed where the query planner keeps the full-text scan as written.
-# The hits are counted per row before the table is read: a common word hits
-# thousands of rows, each read once (and only its owner and time).
-_KEYWORD_HITS = """
-    WITH hit AS MATERIALIZED (
+# the sum of its terms' bm25, as for an OR of them. Each term ranks only the
+# user's newest KEYWORD_HITS_PER_TERM memories that hold it (app.memory):
+# FTS5 walks a term's hits newest first (CROSS JOIN keeps it the outer loop,
+# so no sort is needed) and stops there. MATERIALIZED: bm25 is only allowed
+# where the query planner keeps the full-text scan as written.
+_TERM_HITS = """
+    SELECT * FROM (
         SELECT memories_fts.rowid AS id, bm25(memories_fts) AS score
-          FROM json_each(:queries) AS term
-          JOIN memories_fts ON memories_fts MATCH term.value
+          FROM memories_fts CROSS JOIN memories AS m ON m.id = memories_fts.rowid
+         WHERE memories_fts MATCH :q{index} AND m.app_name = :app_name AND m.user_id = :user_id
+         ORDER BY memories_fts.rowid DESC LIMIT :per_term
+    )"""
+
+
+def _keyword_hits(terms: int) -> str:
+    """The hits of `terms` queries (:q0, :q1, ...), counted per row."""
+    hits = " UNION ALL ".join(_TERM_HITS.format(index=index) for index in range(terms))
+    return f"""
+    WITH hit AS MATERIALIZED ({hits}
     ), grouped AS (
         SELECT id, count(*) AS matched, sum(score) AS rank_order FROM hit GROUP BY id
     )
 """
+
+
 _KEYWORD_RANKING = """
       FROM grouped JOIN memories AS m ON m.id = grouped.id
-     WHERE m.app_name = :app_name AND m.user_id = :user_id
      ORDER BY matched DESC, rank_order, m.timestamp DESC, m.id
      LIMIT :limit
 """
-# The sizes of the best only.
-_KEYWORD_TOP = (
-    _KEYWORD_HITS
-    + """, best AS (SELECT m.id, m.timestamp, matched, rank_order"""
-    + _KEYWORD_RANKING
-    + """
+
+
+@functools.cache
+def _sqlite_search(terms: int) -> TextClause:
+    """The best matches with their sizes first, then what fits."""
+    return text(
+        _keyword_hits(terms)
+        + """, best AS (SELECT m.id, m.timestamp, matched, rank_order"""
+        + _KEYWORD_RANKING
+        + """
     ), top AS (
         SELECT best.*,
                length(CAST(m.text AS BLOB)) + coalesce(length(CAST(m.content AS BLOB)), 0)
                + coalesce(length(CAST(m.custom_metadata AS BLOB)), 0) AS size
           FROM best JOIN memories AS m ON m.id = best.id
 """
-)
-_SQLITE_SEARCH = text(_KEYWORD_TOP + TAKE_WHAT_FITS)
-# The same ranking, ids only (the keyword side of a hybrid search), each
-# with whether the memory holds every term of the question (:terms).
-_SQLITE_KEYWORD_IDS = text(_KEYWORD_HITS + "SELECT m.id, matched >= :terms" + _KEYWORD_RANKING)
+        + TAKE_WHAT_FITS
+    )
+
+
+@functools.cache
+def _sqlite_keyword_ids(terms: int) -> TextClause:
+    """The same ranking, ids only (the keyword side of a hybrid search),
+    each with whether the memory holds every term of the question."""
+    return text(_keyword_hits(terms) + f"SELECT m.id, matched >= {terms}" + _KEYWORD_RANKING)
+
+
+def _term_parameters(queries: Sequence[str]) -> dict[str, object]:
+    return {f"q{index}": query for index, query in enumerate(queries)} | {
+        "per_term": KEYWORD_HITS_PER_TERM
+    }
+
 
 # Memories by row id, in the order given, as many as fit in `budget` bytes
 # (always the first), as TAKE_WHAT_FITS takes them.
@@ -228,8 +266,10 @@ async def search(
         "limit": limit,
         "budget": budget,
     }
-    parameters["queries"] = json.dumps(fts5_queries(terms))
-    result = await connection.execute(_SQLITE_SEARCH, parameters)
+    queries = fts5_queries(terms)
+    result = await connection.execute(
+        _sqlite_search(len(queries)), parameters | _term_parameters(queries)
+    )
     return [MemoryRecord(*row) for row in result]
 
 
@@ -243,27 +283,29 @@ async def keyword_ids(
         return []
     queries = fts5_queries(terms)
     result = await connection.execute(
-        _SQLITE_KEYWORD_IDS,
-        {
-            "app_name": app_name,
-            "user_id": user_id,
-            "limit": limit,
-            "queries": json.dumps(queries),
-            "terms": len(queries),
-        },
+        _sqlite_keyword_ids(len(queries)),
+        {"app_name": app_name, "user_id": user_id, "limit": limit} | _term_parameters(queries),
     )
     return [(row[0], bool(row[1])) for row in result]
 
 
-# The sign bits of the user's memories of one model, concatenated by
-# SQLite from ix_memories_vector_bits (as hex: a text must be valid UTF-8).
-# SQLite has no bit count: a Python function called per row took 2 us a row
-# (300 ms at 100,000 memories), numpy takes 10 ms once the bits are read.
+# The row ids and sign bits of the user's memories of one model, each
+# concatenated by SQLite in one scan of ix_memories_vector_bits (bits as hex:
+# a text must be valid UTF-8), in the same row order. SQLite has no bit
+# count: a Python function called per row took 2 us a row (300 ms at 100,000
+# memories), numpy takes 10 ms once the bits are read. The rows kept are
+# then found by id: a second query by their bits scanned the index again.
 _SIGN_BITS = text(
     """
-    SELECT group_concat(hex(embedding_bits), '') FROM memories
+    SELECT group_concat(id), group_concat(hex(embedding_bits), '') FROM memories
      WHERE app_name = :app_name AND user_id = :user_id AND embedding_model = :model
        AND length(embedding_bits) = :length
+"""
+)
+_COMPONENTS = text(
+    """
+    SELECT m.id, m.embedding FROM json_each(:ids) AS wanted
+      JOIN memories AS m ON m.id = wanted.value
 """
 )
 
@@ -273,25 +315,28 @@ async def nearest(
 ) -> list[tuple[int, bytes]]:
     """The `query.keep` memories nearest by sign bits (Hamming distance, ties
     by row id), with their components."""
-    found = await connection.scalar(
-        _SIGN_BITS,
-        {"app_name": app_name, "user_id": user_id, "model": query.model, "length": len(query.bits)},
-    )
-    if not found:
-        return []
-    nearest_bits = nearest_bit_strings(bytes.fromhex(found), query.bits, query.keep)
-    # The rows of those bits (a few more when memories share their bits).
-    result = await connection.execute(
-        select(memories.c.id, memories.c.embedding, memories.c.embedding_bits).where(
-            memories.c.app_name == app_name,
-            memories.c.user_id == user_id,
-            memories.c.embedding_model == query.model,
-            memories.c.embedding_bits.in_(nearest_bits),
+    found = (
+        await connection.execute(
+            _SIGN_BITS,
+            {
+                "app_name": app_name,
+                "user_id": user_id,
+                "model": query.model,
+                "length": len(query.bits),
+            },
         )
+    ).one()
+    if not found[0]:
+        return []
+    ids = nearest_rows(
+        np.array(found[0].split(","), dtype=np.int64),
+        bytes.fromhex(found[1]),
+        query.bits,
+        query.keep,
     )
-    distances = dict(zip(nearest_bits, hamming_distances(nearest_bits, query.bits), strict=True))
-    rows = sorted(result, key=lambda row: (distances[row[2]], row[0]))[: query.keep]
-    return [(row[0], row[1]) for row in rows]
+    result = await connection.execute(_COMPONENTS, {"ids": json.dumps(ids)})
+    components: dict[int, bytes] = {row[0]: row[1] for row in result}
+    return [(identifier, components[identifier]) for identifier in ids if identifier in components]
 
 
 async def read_memories(

@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..memory import KEYWORD_HITS_PER_TERM
 from .directory_listing import apps_sql, apps_variants, users_sql
 from .memory_repository import TAKE_WHAT_FITS
 from .session_listing import ListingDialect, listing_sql, listing_variants
@@ -858,7 +859,11 @@ DELETE_USER_FORGOTTEN = "DELETE FROM forgotten_memories WHERE app_name = $1 AND 
 # make two words one) and the score is the sum of the terms' ts_rank_cd (as
 # SQLite sums bm25): one pass over each hit, where one OR query rechecked
 # every term per row (2-3x slower at 100,000 memories, docs/performance.md).
-_KEYWORD_GROUPED = """
+# Each term scores only the user's newest KEYWORD_HITS_PER_TERM memories that
+# hold it (app.memory); `id + 0`: the hits come from the GIN index and are
+# sorted, where walking the primary key backwards, filtering every row, would
+# read the whole table for a rare term.
+_KEYWORD_GROUPED = f"""
 WITH term AS (
     SELECT DISTINCT query FROM (
         SELECT plainto_tsquery('english', word) AS query FROM unnest($3::text[]) AS word
@@ -871,8 +876,11 @@ WITH term AS (
 ), grouped AS (
     SELECT m.id, m.timestamp, count(*) AS matched,
            -sum(ts_rank_cd(m.search_vector, term.query)) AS rank_order
-      FROM term JOIN memories AS m ON m.search_vector @@ term.query
-     WHERE m.app_name = $1 AND m.user_id = $2
+      FROM term CROSS JOIN LATERAL (
+          SELECT id, timestamp, search_vector FROM memories
+           WHERE app_name = $1 AND user_id = $2 AND search_vector @@ term.query
+           ORDER BY id + 0 DESC LIMIT {KEYWORD_HITS_PER_TERM}
+      ) AS m
      GROUP BY m.id, m.timestamp
 ), best AS (
     SELECT * FROM grouped ORDER BY matched DESC, rank_order, timestamp DESC, id LIMIT $6
@@ -901,15 +909,15 @@ KEYWORD_MEMORY_IDS = (
 # its model ($3): the first pass of a search by meaning, rescored exactly by
 # the caller from the components. The ranking reads ix_memories_vector_bits
 # only; the components of the few kept are read after.
-NEAREST_MEMORIES = """
-WITH top AS (
-    SELECT id FROM memories
-     WHERE app_name = $1 AND user_id = $2 AND embedding_model = $3
-       AND length(embedding_bits) = length($4::varbit)
-     ORDER BY bit_count(embedding_bits # $4::varbit), id
-     LIMIT $5
-)
-SELECT m.id, m.embedding FROM top JOIN memories AS m ON m.id = top.id
+SIGN_BITS = """
+SELECT string_agg(int8send(id), ''::bytea),
+       string_agg(substr(varbit_send(embedding_bits), 5), ''::bytea)
+  FROM memories
+ WHERE app_name = $1 AND user_id = $2 AND embedding_model = $3
+   AND length(embedding_bits) = $4
+"""
+COMPONENTS = """
+SELECT id, embedding FROM memories WHERE id = ANY($1::bigint[]) AND app_name = $2 AND user_id = $3
 """
 # Memories by row id, in the order given, as many as fit in $4 bytes (always
 # the first), as TAKE_WHAT_FITS takes them.

@@ -4,6 +4,7 @@ costs a third of the client CPU per statement (docs/performance.md, "The
 PostgreSQL store's driver and pool").
 """
 
+import asyncio
 import contextlib
 import sys
 import time
@@ -945,17 +946,29 @@ class PostgresStore:
         keyword_limit: int,
         query: VectorQuery | None,
     ) -> MemoryCandidates:
-        async with (
-            self._connection() as connection,
-            connection.transaction(isolation="repeatable_read", readonly=True),
-        ):
-            keyword = await memory.keyword_ids(
-                connection, app_name, user_id, question, keyword_limit
-            )
-            nearest = (
-                [] if query is None else await memory.nearest(connection, app_name, user_id, query)
-            )
-        return MemoryCandidates(keyword, nearest)
+        # The two sides run at once, each on a connection of its own taken
+        # and given back by itself (no search holds one while waiting for
+        # another, so a busy pool cannot deadlock): at 100,000 memories each
+        # side takes some 90 ms. Two snapshots, not one: a memory written
+        # between them may be a candidate of one side only, which ranks it
+        # as a memory that side alone found.
+
+        async def keyword() -> list[tuple[int, bool]]:
+            if keyword_limit == 0:
+                return []
+            async with self._connection() as connection:
+                return await memory.keyword_ids(
+                    connection, app_name, user_id, question, keyword_limit
+                )
+
+        async def nearest() -> list[tuple[int, bytes]]:
+            if query is None:
+                return []
+            async with self._connection() as connection:
+                return await memory.nearest(connection, app_name, user_id, query)
+
+        found_by_keyword, found_nearest = await asyncio.gather(keyword(), nearest())
+        return MemoryCandidates(found_by_keyword, found_nearest)
 
     async def read_memories(
         self, app_name: str, user_id: str, ids: Sequence[int], budget: int

@@ -7,6 +7,7 @@ read-modify-write of the session state cannot interleave with another
 writer, in this process or any other, and one user's memory writes are
 serialised without a lock of their own."""
 
+import asyncio
 import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
@@ -450,16 +451,27 @@ class SqliteStore:
         keyword_limit: int,
         query: VectorQuery | None,
     ) -> MemoryCandidates:
-        async with self._read() as connection:
-            keyword = await memory_repository.keyword_ids(
-                connection, app_name, user_id, question, keyword_limit
-            )
-            nearest = (
-                []
-                if query is None
-                else await memory_repository.nearest(connection, app_name, user_id, query)
-            )
-        return MemoryCandidates(keyword, nearest)
+        # The two sides run at once on two pooled connections (each its own
+        # thread; SQLite lets go of the GIL while it steps), each taken and
+        # given back by itself. Two snapshots, not one: a memory written
+        # between them may be a candidate of one side only.
+
+        async def keyword() -> list[tuple[int, bool]]:
+            if keyword_limit == 0:
+                return []
+            async with self._read() as connection:
+                return await memory_repository.keyword_ids(
+                    connection, app_name, user_id, question, keyword_limit
+                )
+
+        async def nearest() -> list[tuple[int, bytes]]:
+            if query is None:
+                return []
+            async with self._read() as connection:
+                return await memory_repository.nearest(connection, app_name, user_id, query)
+
+        found_by_keyword, found_nearest = await asyncio.gather(keyword(), nearest())
+        return MemoryCandidates(found_by_keyword, found_nearest)
 
     async def read_memories(
         self, app_name: str, user_id: str, ids: Sequence[int], budget: int
