@@ -5,10 +5,9 @@ a transaction the store owns (`PostgresStore`'s memory methods), as
 from collections.abc import Sequence
 
 import asyncpg
-import numpy as np
 
 from ..domain import EmbeddingBacklogCount, MemoryRecord, VectorQuery
-from ..embedding import StoredVector, nearest_rows
+from ..embedding import StoredVector
 from ..search_text import query_terms, search_text
 from . import postgresql_statements as sql
 
@@ -135,17 +134,10 @@ async def keyword_ids(
 async def nearest(
     connection: asyncpg.Connection, app_name: str, user_id: str, query: VectorQuery
 ) -> list[tuple[int, bytes]]:
-    found = await connection.fetchrow(
-        sql.SIGN_BITS, app_name, user_id, query.model, len(query.bits) * 8
+    rows = await connection.fetch(
+        sql.NEAREST_MEMORIES, app_name, user_id, query.model, _bit_string(query.bits), query.keep
     )
-    if found is None or found[0] is None:
-        return []
-    ids = nearest_rows(
-        np.frombuffer(found[0], dtype=">i8").astype(np.int64), found[1], query.bits, query.keep
-    )
-    rows = await connection.fetch(sql.COMPONENTS, ids, app_name, user_id)
-    components = {row[0]: bytes(row[1]) for row in rows}
-    return [(identifier, components[identifier]) for identifier in ids if identifier in components]
+    return [(row[0], bytes(row[1])) for row in rows]
 
 
 async def read_memories(
