@@ -16,6 +16,7 @@ text, of the expected length, of finite numbers, are refused
 import asyncio
 import itertools
 import logging
+import re
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -129,6 +130,72 @@ _wordllama: "_WordLlamaModel | None" = None
 class _WordLlamaModel:
     table: Vectors  # one row per token
     tokenizer: Any  # tokenizers.Tokenizer
+    tokens: "_TokenCache"
+
+
+# The model's tokenizer (Llama's) has no pre-tokenizer: it writes a space as
+# "▁", puts one before the text, and runs BPE over the whole text as one
+# word, so its cache of words never hits and every text costs 60-120 us
+# (more than storing it: ingest of 500 memories spent a third of its time
+# there). No token of its vocabulary holds "▁" after another character, so
+# no merge crosses the start of a word: the ids of a text are the ids of its
+# pieces (a run of "▁" and the characters up to the next "▁"), each
+# tokenized once and remembered. tests/test_memory_semantic.py checks the
+# ids are the tokenizer's own.
+_PIECE = re.compile("\u2581+[^\u2581]*")
+_CACHED_PIECES = 50_000
+_CACHED_PIECE_CHARACTERS = 64
+
+
+class _TokenCache:
+    def __init__(self, tokenizer: Any) -> None:
+        from tokenizers import Tokenizer
+
+        # The same model without the text-level steps: the normalizer is
+        # applied here, truncation after joining the pieces.
+        self.pieces = Tokenizer.from_str(tokenizer.to_str())
+        self.pieces.normalizer = None
+        self.pieces.no_truncation()
+        self.pieces.no_padding()
+        self.known: dict[str, list[int]] = {}
+
+    def ids(self, texts: Sequence[str]) -> list[list[int]]:
+        """Each text's token ids, as the tokenizer's encode gives them
+        (no special tokens, at most MAX_EMBEDDED_TOKENS)."""
+        split = [
+            _PIECE.findall("\u2581" + text.replace(" ", "\u2581")) if text else [] for text in texts
+        ]
+        # A lookup table of this call's own: another thread may clear the cache.
+        found: dict[str, list[int]] = {}
+        missing: list[str] = []
+        for pieces in split:
+            for piece in pieces:
+                if piece not in found:
+                    ids = self.known.get(piece)
+                    if ids is None:
+                        missing.append(piece)
+                        found[piece] = []
+                    else:
+                        found[piece] = ids
+        if missing:
+            encode = getattr(self.pieces, "encode_batch_fast", self.pieces.encode_batch)
+            for piece, encoding in zip(
+                missing, encode(missing, add_special_tokens=False), strict=True
+            ):
+                found[piece] = encoding.ids
+                if len(piece) <= _CACHED_PIECE_CHARACTERS:
+                    if len(self.known) >= _CACHED_PIECES:
+                        self.known.clear()
+                    self.known[piece] = encoding.ids
+        return [
+            list(
+                itertools.islice(
+                    itertools.chain.from_iterable(found[piece] for piece in pieces),
+                    MAX_EMBEDDED_TOKENS,
+                )
+            )
+            for pieces in split
+        ]
 
 
 def _load_wordllama() -> _WordLlamaModel:
@@ -152,7 +219,9 @@ def _load_wordllama() -> _WordLlamaModel:
             tokenizer = model.tokenizer
             tokenizer.no_padding()
             tokenizer.enable_truncation(max_length=MAX_EMBEDDED_TOKENS)
-            _wordllama = _WordLlamaModel(np.ascontiguousarray(model.embedding), tokenizer)
+            _wordllama = _WordLlamaModel(
+                np.ascontiguousarray(model.embedding), tokenizer, _TokenCache(tokenizer)
+            )
         return _wordllama
 
 
@@ -162,13 +231,7 @@ def wordllama_vectors(texts: Sequence[str]) -> Vectors:
     model = _load_wordllama()
     if not texts:
         return np.zeros((0, model.table.shape[1]), dtype=np.float32)
-    # Without the character offsets a plain encode_batch computes (tokenizers
-    # 0.20+): about half the tokenizer's time.
-    encode = getattr(model.tokenizer, "encode_batch_fast", model.tokenizer.encode_batch)
-    token_ids = [
-        encoding.ids
-        for encoding in encode([embedded_text(text) for text in texts], add_special_tokens=False)
-    ]
+    token_ids = model.tokens.ids([embedded_text(text) for text in texts])
     lengths = np.fromiter(map(len, token_ids), dtype=np.int64, count=len(token_ids))
     ids = np.fromiter(
         itertools.chain.from_iterable(token_ids), dtype=np.int64, count=int(lengths.sum())

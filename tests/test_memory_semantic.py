@@ -12,7 +12,7 @@ from google.adk.sessions import Session
 from google.genai import types
 
 from session_state.config import Settings
-from session_state.embedding import WordLlamaEmbedder
+from session_state.embedding import WordLlamaEmbedder, _load_wordllama, embedded_text
 from tests.conftest import asgi_client
 from tests.memory_labelled_set import DISTRACTORS, EXACT_TERMS, FACTS, PARAPHRASES
 
@@ -185,3 +185,31 @@ async def test_a_long_question_and_a_long_memory_are_embedded_in_bounded_time(cl
     assert written.status_code == 200, written.text
     question = "puppy dog " * 199
     assert await _ids(client, question, "semantic") == ["long"]
+
+
+def test_texts_are_tokenized_word_by_word_as_the_model_tokenizes_them_whole():
+    # app.embedding tokenizes each word once and remembers it: the ids must
+    # be those of the model's own tokenizer, for every kind of text.
+    model = _load_wordllama()
+    texts = [
+        *FACTS.values(),
+        *DISTRACTORS,
+        *(question for question, _ in PARAPHRASES + EXACT_TERMS),
+        "two  spaces,   three, and a trailing one ",
+        "  leading spaces",
+        " ",
+        "",
+        "tab\tnew\nline",
+        "emoji 🎉🎉 and a non-breaking\u00a0space",
+        "私の名前は太郎です。 東京で働いています",
+        "Меня зовут Иван",
+        "\u2581already\u2581marked\u2581\u2581",
+        "word " * 3_000,  # more tokens than are embedded
+        "日本語" * 3_000,
+    ]
+    texts = [embedded_text(text) for text in texts]
+    own = [
+        encoding.ids for encoding in model.tokenizer.encode_batch(texts, add_special_tokens=False)
+    ]
+    assert model.tokens.ids(texts) == own
+    assert model.tokens.ids(texts) == own  # from what it remembered
