@@ -329,7 +329,8 @@ async def nearest(
     if not found[0]:
         return []
     ids = nearest_rows(
-        np.array(found[0].split(","), dtype=np.int64),
+        # Parsed in C: 100,000 strings made into an array took 4x as long.
+        np.fromstring(found[0], dtype=np.int64, sep=","),
         bytes.fromhex(found[1]),
         query.bits,
         query.keep,
