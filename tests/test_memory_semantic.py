@@ -13,6 +13,7 @@ from google.genai import types
 
 from session_state.config import Settings
 from session_state.embedding import WordLlamaEmbedder, _load_wordllama, embedded_text
+from session_state.memory import KEYWORD_HITS_PER_TERM
 from tests.conftest import asgi_client
 from tests.memory_labelled_set import DISTRACTORS, EXACT_TERMS, FACTS, PARAPHRASES
 
@@ -213,3 +214,24 @@ def test_texts_are_tokenized_word_by_word_as_the_model_tokenizes_them_whole():
     ]
     assert model.tokens.ids(texts) == own
     assert model.tokens.ids(texts) == own  # from what it remembered
+
+
+async def test_a_rare_term_comes_first_among_more_common_hits_than_a_term_ranks(client):
+    # Each term ranks the user's KEYWORD_HITS_PER_TERM memories stored last
+    # that hold it: the first "coffee" memories stored are past it, but the one that
+    # also names Lisbon is found by its rare term, and first.
+    memories = [
+        {
+            "id": f"coffee{index}",
+            "content": {"parts": [{"text": f"Coffee number {index} this week."}]},
+            "timestamp": f"2026-01-01T00:{index // 60:02d}:{index % 60:02d}Z",
+        }
+        for index in range(KEYWORD_HITS_PER_TERM + 20)
+    ]
+    memories[0]["content"] = {"parts": [{"text": "Coffee in Lisbon with Clara."}]}
+    written = await client.post(f"{MEMORY}/entries", json={"memories": memories})
+    assert written.status_code == 200, written.text
+    for mode in ("keyword", "hybrid"):
+        assert (await _ids(client, "coffee Lisbon", mode))[:1] == ["coffee0"]
+    newest = await _ids(client, "coffee", "keyword", limit=3)
+    assert newest == [f"coffee{KEYWORD_HITS_PER_TERM + 19 - index}" for index in range(3)]

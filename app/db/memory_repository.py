@@ -161,8 +161,8 @@ TAKE_WHAT_FITS = """
 
 # One FTS5 query per term (see app.memory.fts5_queries); a memory's score is
 # the sum of its terms' bm25, as for an OR of them. Each term ranks only the
-# user's newest KEYWORD_HITS_PER_TERM memories that hold it (app.memory):
-# FTS5 walks a term's hits newest first (CROSS JOIN keeps it the outer loop,
+# user's KEYWORD_HITS_PER_TERM memories stored last that hold it (app.memory):
+# FTS5 walks a term's hits by row id, last first (CROSS JOIN keeps it the outer loop,
 # so no sort is needed) and stops there. MATERIALIZED: bm25 is only allowed
 # where the query planner keeps the full-text scan as written.
 _TERM_HITS = """

@@ -859,8 +859,8 @@ DELETE_USER_FORGOTTEN = "DELETE FROM forgotten_memories WHERE app_name = $1 AND 
 # make two words one) and the score is the sum of the terms' ts_rank_cd (as
 # SQLite sums bm25): one pass over each hit, where one OR query rechecked
 # every term per row (2-3x slower at 100,000 memories, docs/performance.md).
-# Each term scores only the user's newest KEYWORD_HITS_PER_TERM memories that
-# hold it (app.memory). The hits come from the GIN index alone, then are
+# Each term scores only the user's KEYWORD_HITS_PER_TERM memories stored last
+# that hold it (app.memory). The hits come from the GIN index alone, then are
 # sorted: `id + 0` keeps the planner from walking the primary key backwards
 # (filtering every row: the whole table for a rare term), `|| ''` from
 # intersecting with every row of the user from ix_memories_app_user (8 ms a
