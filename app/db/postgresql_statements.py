@@ -859,12 +859,15 @@ DELETE_USER_FORGOTTEN = "DELETE FROM forgotten_memories WHERE app_name = $1 AND 
 # make two words one) and the score is the sum of the terms' ts_rank_cd (as
 # SQLite sums bm25): one pass over each hit, where one OR query rechecked
 # every term per row (2-3x slower at 100,000 memories, docs/performance.md).
-# Each term scores only the user's KEYWORD_HITS_PER_TERM memories stored last
-# that hold it (app.memory). The hits come from the GIN index alone, then are
-# sorted: `id + 0` keeps the planner from walking the primary key backwards
-# (filtering every row: the whole table for a rare term), `|| ''` from
-# intersecting with every row of the user from ix_memories_app_user (8 ms a
-# term at 100,000 memories, for a term of a hundred hits).
+# Each term finds only the user's KEYWORD_HITS_PER_TERM memories stored last
+# that hold it (app.memory); a memory found is then scored by every term it
+# holds (ts_rank_cd has no rarity weight, as bm25 has: counting only the rare
+# term that found it would put it level with the newest common hits). The
+# hits come from the GIN index alone, then are sorted: `id + 0` keeps the
+# planner from walking the primary key backwards (filtering every row: the
+# whole table for a rare term), `|| ''` from intersecting with every row of
+# the user from ix_memories_app_user (8 ms a term at 100,000 memories, for a
+# term of a hundred hits).
 _KEYWORD_GROUPED = f"""
 WITH term AS (
     SELECT DISTINCT query FROM (
@@ -875,14 +878,17 @@ WITH term AS (
         SELECT CAST(quote_literal(prefix) || ':*' AS tsquery) FROM unnest($5::text[]) AS prefix
     ) AS terms
      WHERE numnode(query) > 0
+), hit AS (
+    SELECT DISTINCT m.id FROM term CROSS JOIN LATERAL (
+        SELECT id FROM memories
+         WHERE app_name || '' = $1 AND user_id || '' = $2 AND search_vector @@ term.query
+         ORDER BY id + 0 DESC LIMIT {KEYWORD_HITS_PER_TERM}
+    ) AS m
 ), grouped AS (
     SELECT m.id, m.timestamp, count(*) AS matched,
            -sum(ts_rank_cd(m.search_vector, term.query)) AS rank_order
-      FROM term CROSS JOIN LATERAL (
-          SELECT id, timestamp, search_vector FROM memories
-           WHERE app_name || '' = $1 AND user_id || '' = $2 AND search_vector @@ term.query
-           ORDER BY id + 0 DESC LIMIT {KEYWORD_HITS_PER_TERM}
-      ) AS m
+      FROM hit JOIN memories AS m ON m.id = hit.id
+      JOIN term ON m.search_vector @@ term.query
      GROUP BY m.id, m.timestamp
 ), best AS (
     SELECT * FROM grouped ORDER BY matched DESC, rank_order, timestamp DESC, id LIMIT $6
