@@ -14,6 +14,14 @@ from .poolers import sqlalchemy_connect_args
 
 WRITE_OPTION = "session_state_write"
 SQLITE_BUSY_TIMEOUT_MS = 30_000
+# Every SQLite connection's settings: the pool's and the append writer's
+# (`sqlite_writer.py`) alike.
+SQLITE_PRAGMAS = (
+    "PRAGMA journal_mode=WAL",
+    f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}",
+    "PRAGMA foreign_keys=ON",
+    "PRAGMA synchronous=NORMAL",
+)
 
 
 def create_engine(settings: Settings) -> AsyncEngine:
@@ -82,10 +90,8 @@ def _create_sqlite_engine(settings: Settings) -> AsyncEngine:
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
         dbapi_connection.isolation_level = None
         cursor = dbapi_connection.cursor()
-        cursor.execute("PRAGMA journal_mode=WAL")
-        cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
-        cursor.execute("PRAGMA foreign_keys=ON")
-        cursor.execute("PRAGMA synchronous=NORMAL")
+        for pragma in SQLITE_PRAGMAS:
+            cursor.execute(pragma)
         cursor.close()
 
     @event.listens_for(engine.sync_engine, "begin")

@@ -1,9 +1,9 @@
 """`OperatorStore` on both backends, through SQLAlchemy Core: the same
 statements serve SQLite and PostgreSQL (`transfer_repository.py`,
-`operator_repository.py`, the event reads of `sqlite_statements.py` and
-the event inserts of `sqlite_append.py`, Core of no dialect). An operator's bulk tool gains
-nothing from asyncpg's lower CPU per statement, and one implementation
-keeps one copy of its SQL (docs/design.md)."""
+`operator_repository.py`, the event reads of `sqlite_statements.py`, Core
+of no dialect). An operator's bulk tool gains nothing from asyncpg's lower
+CPU per statement, and one implementation keeps one copy of its SQL
+(docs/design.md)."""
 
 from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
@@ -20,7 +20,7 @@ from ..config import Settings
 from ..domain import ALL_SESSIONS, NewEvent, SessionKey, SessionQuery, StoredEvent
 from ..setup_problems import SetupProblem
 from . import langgraph_transfer_repository as lg_sql
-from . import migrations, operator_repository, sqlite_append, sqlite_statements
+from . import migrations, operator_repository, sqlite_statements
 from . import transfer_repository as sql
 from .checkpoint_tables import lg_threads
 from .engine import WRITE_OPTION, create_engine
@@ -223,7 +223,7 @@ class _ImportTransaction:
 
     async def insert_events(self, key: SessionKey, events: Sequence[tuple[int, NewEvent]]) -> None:
         with _taken_keys_as_already_stored():
-            await sqlite_append.insert_events(self.connection, key, events)
+            await sql.insert_events(self.connection, key, events)
 
     async def stored_event_data(self, key: SessionKey, seqs: Sequence[int]) -> dict[int, str]:
         return await sql.stored_event_data(self.connection, key, seqs)

@@ -12,7 +12,6 @@ from sqlalchemy import (
     Double,
     LargeBinary,
     String,
-    case,
     cast,
     column,
     delete,
@@ -150,6 +149,14 @@ def next_change_number(app_name: str, user_id: str) -> ColumnElement[int]:
     return func.max(newest, floor) + 1
 
 
+# next_change_number, as the append's plain SQL writes it (`sqlite_append.py`).
+NEXT_CHANGE_NUMBER_SQL = (
+    "max((SELECT coalesce(max(numbered.change_number), 0) FROM sessions AS numbered"
+    " WHERE numbered.app_name = :app_name AND numbered.user_id = :user_id),"
+    " (SELECT coalesce(max(change_number), 0) FROM session_change_floor)) + 1"
+)
+
+
 async def _keep_change_numbers(connection: AsyncConnection, *conditions: Any) -> None:
     """Before sessions are deleted: the floor rises to their newest number,
     so that no later write is numbered as one of them was (a stream past it
@@ -228,6 +235,13 @@ def not_expired(now: float) -> ColumnElement[bool]:
     return or_(sessions.c.expire_time.is_(None), ~expired(now))
 
 
+# not_expired, as the append's plain SQL writes it (`sqlite_append.py`).
+NOT_EXPIRED_SQL = "(expire_time IS NULL OR expire_time > :now)"
+# The expire_time a write at :now leaves when it carries no expiry of its
+# own: an idle timeout restarts, a fixed expiry time stays.
+RESTARTED_EXPIRY_SQL = "CASE WHEN ttl_seconds IS NULL THEN expire_time ELSE :now + ttl_seconds END"
+
+
 def expiry_columns(expiry: Expiry, now: float) -> dict[str, Any]:
     """The expiry of a session created at `now`, or whose expiry is replaced."""
     return {"ttl_seconds": expiry.ttl_seconds, "expire_time": expiry.time_after(now)}
@@ -238,11 +252,7 @@ def expiry_after_write(now: float, new_expiry: Expiry | None = None) -> dict[str
     one; otherwise an idle timeout restarts and a fixed expiry time stays."""
     if new_expiry is not None:
         return expiry_columns(new_expiry, now)
-    restarted = case(
-        (sessions.c.ttl_seconds.is_(None), sessions.c.expire_time),
-        else_=now + sessions.c.ttl_seconds,
-    )
-    return {"expire_time": restarted}
+    return {"expire_time": text(RESTARTED_EXPIRY_SQL).bindparams(now=now)}
 
 
 async def insert_session(

@@ -1,6 +1,7 @@
 """The embedded store: SQLite through SQLAlchemy Core (aiosqlite), its SQL
 in `sqlite_statements.py`, `sqlite_append.py` (the append's rules) and
-`memory_repository.py`.
+`memory_repository.py`. Appends, the request most made, run in plain SQL on
+a thread of their own (`sqlite_writer.py`).
 
 Writers take the database's write lock at BEGIN (`engine.py`): the append's
 read-modify-write of the session state cannot interleave with another
@@ -9,12 +10,14 @@ serialised without a lock of their own."""
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager, closing
 from dataclasses import dataclass
+from functools import partial
 from typing import TypeVar
 
 from sqlalchemy import text
+from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from ..domain import (
@@ -58,6 +61,7 @@ from .database_errors import database_errors_as_domain_errors
 from .engine import WRITE_OPTION
 from .event_windows import events_batch
 from .migrations import SchemaNotCurrent, require_current_schema
+from .sqlite_writer import SqliteWriter
 from .state_sizes import session_state_bytes, state_past_limit
 from .store import ForkOutcome, MemoriesOf
 
@@ -75,6 +79,7 @@ def _batches(items: Sequence[T]) -> list[Sequence[T]]:
 class SqliteStore:
     def __init__(self, engine: AsyncEngine) -> None:
         self.engine = engine
+        self._appends = SqliteWriter(engine)
 
     @asynccontextmanager
     async def _read(self) -> AsyncIterator[AsyncConnection]:
@@ -103,18 +108,19 @@ class SqliteStore:
         new_expiry: Expiry | None = None,
         new_labels: Labels | None = None,
     ) -> int:
-        async with self._write() as connection:
-            return await sqlite_append.append_events(
-                connection,
-                key,
-                [event],
-                event.delta,
-                expected_revision,
-                max_state_bytes,
-                now,
-                new_expiry,
-                new_labels,
+        return await self._appends.write(
+            partial(
+                sqlite_append.append_events,
+                key=key,
+                new_events=[event],
+                delta=event.delta,
+                expected_revision=expected_revision,
+                max_state_bytes=max_state_bytes,
+                now=now,
+                new_expiry=new_expiry,
+                new_labels=new_labels,
             )
+        )
 
     async def append_events(
         self,
@@ -125,10 +131,17 @@ class SqliteStore:
         max_state_bytes: int,
         now: float,
     ) -> int:
-        async with self._write() as connection:
-            return await sqlite_append.append_events(
-                connection, key, events, delta, expected_revision, max_state_bytes, now
+        return await self._appends.write(
+            partial(
+                sqlite_append.append_events,
+                key=key,
+                new_events=events,
+                delta=delta,
+                expected_revision=expected_revision,
+                max_state_bytes=max_state_bytes,
+                now=now,
             )
+        )
 
     async def newest_kept_seq(
         self, key: SessionKey, remove_count: int, now: float
@@ -244,7 +257,12 @@ class SqliteStore:
                 if not await _delete_if_expired(connection, key, now, forget_expired_memories):
                     return None
                 await sql.insert_session(connection, key, delta.session, now, expiry, labels=labels)
-            await sqlite_append.write_shared_state(connection, key, delta, max_state_bytes)
+            await _on_cursor(
+                connection,
+                partial(
+                    sqlite_append.write_shared_state, key=key, delta=delta, limit=max_state_bytes
+                ),
+            )
             return SharedScopes(
                 await sql.read_app_state(connection, key.app_name),
                 await sql.read_user_state(connection, key.app_name, key.user_id),
@@ -617,7 +635,18 @@ class SqliteStore:
             raise DatabaseUnavailable("the database is unreachable") from error
 
     async def close(self) -> None:
+        await self._appends.close()
         await self.engine.dispose()
+
+
+async def _on_cursor(connection: AsyncConnection, work: Callable[[sqlite_append.Cursor], T]) -> T:
+    """`work` on the DB-API cursor of the connection, in its transaction."""
+
+    def run(pooled: Connection) -> T:
+        with closing(pooled.connection.cursor()) as cursor:
+            return work(cursor)
+
+    return await connection.run_sync(run)
 
 
 async def _delete_if_expired(

@@ -45,3 +45,9 @@ def state_past_limit(
         if size is not None and size > limit:
             return state_too_large(scope, size, limit)
     return None
+
+
+def encoded_session_state(state: StateDict) -> tuple[str, int]:
+    """The session state's JSON text as stored, and its session_state_bytes."""
+    encoded = json_codec.dumps(state)
+    return encoded.decode(), len(encoded)

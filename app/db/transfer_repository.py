@@ -4,14 +4,14 @@ tool, not a request path). Reads walk every table in primary-key order with
 keyset pages, so a dump of any size is read in bounded memory; writes run in
 transactions the caller owns."""
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from sqlalchemy import Row, Table, insert, null, or_, select, text, tuple_
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from .. import json_codec
-from ..domain import SessionKey
+from ..domain import NewEvent, SessionKey
 from ..search_text import search_text
 from .operator_store import SessionRecord, StoredMemory
 from .postgresql_statements import CHANGE_NUMBER
@@ -222,3 +222,26 @@ def _json_or_none(text: str | None) -> Any:
 
 def _json_text_or_none(value: Any) -> str | None:
     return None if value is None else json_codec.dumps_text(value)
+
+
+async def insert_events(
+    connection: AsyncConnection, key: SessionKey, numbered: Iterable[tuple[int, NewEvent]]
+) -> None:
+    """Inserts the session's events at the given seqs, in one statement."""
+    await connection.execute(
+        events.insert(),
+        [
+            {
+                "app_name": key.app_name,
+                "user_id": key.user_id,
+                "session_id": key.session_id,
+                "seq": seq,
+                "id": event.id,
+                "invocation_id": event.invocation_id,
+                "author": event.author,
+                "timestamp": event.timestamp,
+                "data": event.data,
+            }
+            for seq, event in numbered
+        ],
+    )
