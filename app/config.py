@@ -8,6 +8,7 @@ from typing import Annotated, Literal, Self
 
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+from sqlalchemy.engine import make_url
 
 from .auth import ApiKeys
 from .database_url import PostgresqlAddress, is_postgresql_url, parse_postgresql_url
@@ -88,6 +89,11 @@ class SettingNamePolicy(BaseSettings):
                     f"{name!r} is not a variable's full name: write {ENVIRONMENT_PREFIX}..."
                 )
         return [name.upper() for name in names]
+
+
+def _is_sqlite_in_memory(url: str) -> bool:
+    database = make_url(url).database
+    return database in (None, "", ":memory:") or "mode=memory" in url
 
 
 class Settings(SettingNamePolicy):
@@ -307,6 +313,12 @@ class Settings(SettingNamePolicy):
             return parse_postgresql_url(url).canonical()
         # A synchronous driver would block the event loop; say so at start-up.
         if url.startswith("sqlite+aiosqlite:"):
+            if _is_sqlite_in_memory(url):
+                raise ValueError(
+                    "an in-memory SQLite database cannot be shared by the service's "
+                    "connections (each would open its own): name a file, as "
+                    "sqlite+aiosqlite:///session_state.db"
+                )
             return url
         scheme = url.split("://", 1)[0] if "://" in url else None
         if scheme in _SYNCHRONOUS_SCHEMES:

@@ -29,6 +29,8 @@ BAD_VALUES = {
         "postgresql+psycopg2://postgres@localhost/x",
         "postgresql://postgres@h1:5451,h2:54x2/x",
         "postgresql://postgres@localhost/x?target_session_attrs=writable",
+        # Each connection would open a database of its own.
+        "sqlite+aiosqlite:///:memory:",
     ],
     "read_database_url": [
         "mysql://root@replica/x",
