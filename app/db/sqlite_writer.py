@@ -1,7 +1,7 @@
 """The SQLite store's appends, each one transaction in one trip to a thread
 of its own that holds a plain sqlite3 connection.
 
-Through SQLAlchemy and aiosqlite an append cost about 8 ms of the event
+Through SQLAlchemy and aiosqlite an append cost 7.7 ms of the event
 loop's CPU: some 30 trips to aiosqlite's thread (cursor, execute, fetch,
 close, each a wake-up of the loop) and the building, cache keys and results
 of eight Core statements (docs/performance.md). Here the loop makes one trip
