@@ -321,6 +321,14 @@ class PostgresChangeRelay:
             self._task = None
 
 
+async def tell_servers(dsn: str, changes: list[Change], seconds: float) -> None:
+    """`notify_processes` for a command run beside the servers: a database
+    that cannot be reached costs the streams a heartbeat's wait, so it is
+    not the command's failure."""
+    with contextlib.suppress(OSError, asyncpg.PostgresError, TimeoutError):
+        await notify_processes(dsn, changes, seconds)
+
+
 async def notify_processes(dsn: str, changes: list[Change], seconds: float) -> None:
     """Tells the relays of every server process on the database of changes
     made elsewhere (`session-state sweep`), in one NOTIFY round trip per

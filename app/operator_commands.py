@@ -246,11 +246,7 @@ async def show_session(settings: Settings, arguments: argparse.Namespace) -> int
 
 async def sweep(settings: Settings) -> int:
     """One sweeper pass; prints what it deleted as JSON."""
-    import contextlib
-
-    import asyncpg
-
-    from .changes import Change, notify_processes
+    from .changes import Change, tell_servers
     from .db.postgresql_store import asyncpg_dsn
     from .db.stores import open_store
     from .sweeper import Sweeper
@@ -270,10 +266,8 @@ async def sweep(settings: Settings) -> int:
     if not settings.is_sqlite:
         # The servers' user streams announce the expiries at once, as when
         # their own sweeper sweeps (a lost hint: at their heartbeat).
-        with contextlib.suppress(OSError, asyncpg.PostgresError, TimeoutError):
-            await notify_processes(
-                asyncpg_dsn(settings.database_url), expired, settings.db_timeout_seconds
-            )
+        dsn = asyncpg_dsn(settings.database_url)
+        await tell_servers(dsn, expired, settings.db_timeout_seconds)
     if report.swept is None:
         print("session-state: another process is sweeping this database; nothing done")
         return 0
