@@ -376,83 +376,32 @@ LEFT_OUT_OF_CI = frozenset(
     }
 )
 
-# Every file that takes 25 s or more, longest first: their time in a CI run
-# (`--durations=0` on the 2-core machine, the runs left out of CI not
-# counted). `--dist loadfile` hands out whole files in collection order
-# (`--no-loadscope-reorder` in pyproject.toml keeps it; xdist would order
-# them by their number of tests and leave a long file of few tests, such as
-# the failover, running alone at the end), so the longest start first and
-# the short ones fill in at the end; the rest follow, the files with the
-# most tests first.
+# The files that take longest, longest first (measured with `--durations=0`
+# on the 2-core machine). `--dist loadfile` hands out whole files in
+# collection order (`--no-loadscope-reorder` in pyproject.toml keeps this
+# order), so these start at once, each beside the others, instead of one of
+# them running alone at the end; the rest follow, the files with the most
+# tests first (xdist's own order).
 LONGEST_FILES_FIRST = (
-    "tests/client/test_openai_sessions.py",
-    "tests/test_docs_examples.py",
     "tests/client/test_openai_sdk_suite.py",
     "tests/test_failover.py",
-    "tests/test_pgbouncer.py",
-    "tests/test_concurrency.py",
+    "tests/client/test_openai_sessions.py",
+    "tests/test_docs_examples.py",
     "tests/test_transfer.py",
+    "tests/test_concurrency.py",
+    "tests/test_pgbouncer.py",
+    "tests/client/test_langgraph_concurrency.py",
     "tests/client/test_import_adk.py",
     "tests/test_faults.py",
+    "tests/test_multi_host_urls.py",
     "tests/client/test_openai_runner.py",
-    "tests/client/test_langgraph_concurrency.py",
+    "tests/test_sweeper.py",
     "tests/client/test_adk_api_server.py",
     "tests/test_hostile_headers_and_queries.py",
     "tests/test_contract_fuzz.py",
-    "tests/test_live_streams.py",
-    "tests/test_container_files.py",
-    "tests/test_langgraph_threads.py",
-    "tests/test_memory_ranking.py",
-    "tests/client/test_adk_threads.py",
-    "tests/test_cli_sessions.py",
-    "tests/test_api_sessions.py",
-    "tests/client/test_langgraph_conformance.py",
-    "tests/test_api_events.py",
-    "tests/test_hostile_races.py",
-    "tests/test_hostile_slow_clients.py",
-    "tests/test_cli.py",
-    "tests/test_langgraph_store_rules.py",
-    "tests/client/test_adk_runner.py",
-    "tests/test_hostile_open_mode.py",
     "tests/test_append_fast_path.py",
-    "tests/test_migrations.py",
-    "tests/test_hostile_properties.py",
-    "tests/test_expiry.py",
-    "tests/test_memory_embedder.py",
-    "tests/client/test_langgraph_graph.py",
-    "tests/test_sweeper.py",
-    "tests/test_multi_host_urls.py",
-    "tests/test_event_removal.py",
-    "tests/test_openapi.py",
-    "tests/test_store_pool.py",
-    "tests/test_api_contract.py",
-    "tests/client/test_adk_conformance.py",
-    "tests/test_memory_multilingual.py",
-    "tests/test_identifiers.py",
-    "tests/client/test_client.py",
-    "tests/test_read_replicas.py",
-    "tests/test_api_errors.py",
-    "tests/client/test_adk_identifiers.py",
-    "tests/test_memory_hostile.py",
-    "tests/client/test_adk_memory.py",
-    "tests/test_cli_says_what_it_does.py",
-    "tests/client/test_adk_newer.py",
-    "tests/test_event_batches.py",
-    "tests/test_transfer_langgraph.py",
-    "tests/test_erasure.py",
-    "tests/client/test_langgraph_store.py",
-    "tests/test_memory_races.py",
-    "tests/test_session_labels.py",
-    "tests/test_hostile_numbers.py",
-    "tests/test_hostile_depth_and_size.py",
-    "tests/client/test_contract.py",
-    "tests/client/test_adk_memory_conformance.py",
-    "tests/test_memory_semantic.py",
-    "tests/test_memory_as_adk.py",
-    "tests/test_api_state.py",
-    "tests/test_fork.py",
-    "tests/test_docs_browser.py",
-    "tests/client/test_openai_threads.py",
+    "tests/test_live_streams.py",
+    "tests/test_cli.py",
 )
 
 
