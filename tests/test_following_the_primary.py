@@ -84,12 +84,15 @@ async def test_a_server_that_stops_taking_writes_is_503_until_it_takes_them_agai
         await _admin(
             database_url, f'ALTER DATABASE "{database}" SET default_transaction_read_only = on'
         )
-        pool = app.state.service.store.pool
-        pooled = [await pool.acquire() for _ in range(3)]
-        for connection in pooled:
-            await connection.execute("SET default_transaction_read_only = on")
-        for connection in pooled:
-            await pool.release(connection)
+        # Both pools: every request's, and the one grouped appends are sent on.
+        store = app.state.service.store
+        assert store.batch_pool is not store.pool
+        for pool in (store.pool, store.batch_pool):
+            pooled = [await pool.acquire() for _ in range(pool.get_max_size())]
+            for connection in pooled:
+                await connection.execute("SET default_transaction_read_only = on")
+            for connection in pooled:
+                await pool.release(connection)
         read_only_backends = await _backends(database)
 
         _assert_unavailable(await http.post(f"{SESSION}/events", json=_event(2)))

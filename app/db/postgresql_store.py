@@ -81,6 +81,23 @@ MEMORY_BATCH = 500
 # meanwhile wait and form the next batch. (Appends sent by themselves, after
 # their session was found held, are not counted: they may wait for a lock.)
 APPEND_BATCHES_IN_FLIGHT = 2
+# The largest batch sent with the kept (generic) plan. That plan is made
+# without the batch's size and runs slower than one made for it from about
+# ten appends on, where planning (about 0.9 ms) is shared by many appends:
+# a larger batch is sent on a connection of the main pool and planned for
+# its size. Measured per batch statement: 1 append 0.49 ms kept against
+# 1.37 planned, 5 appends 0.72 against 1.50, 10 appends 1.28 against 1.08,
+# 64 appends 5.0 against 2.8.
+KEPT_PLAN_ITEMS = 8
+# Statements a batch connection sends before it is replaced (and its kept
+# plans made again): reconnecting costs a few milliseconds per this many.
+BATCH_CONNECTION_STATEMENTS = 10_000
+
+
+def _batches_in_flight(append_batch_size: int, batch_pool: asyncpg.Pool | None) -> int:
+    if append_batch_size == 1:
+        return sys.maxsize  # without batches nothing waits for one: the pool is the bound
+    return APPEND_BATCHES_IN_FLIGHT if batch_pool is None else batch_pool.get_max_size()
 
 
 def asyncpg_dsn(database_url: str) -> str:
@@ -96,6 +113,17 @@ async def _use_json_codecs(connection: asyncpg.Connection) -> None:
             decoder=json_codec.loads,
             schema="pg_catalog",
         )
+
+
+async def _plan_appends_once(connection: asyncpg.Connection) -> None:
+    """The batch connections' setup. PostgreSQL plans a prepared statement
+    again on every call while a plan made for its values looks cheaper than
+    the generic one, and the append statements' always do (the batch's
+    arrays, of unknown length, above all): about a millisecond of the
+    database's CPU per batch (docs/performance.md). On these connections,
+    which run nothing but those statements, the generic plan is kept."""
+    await _use_json_codecs(connection)
+    await connection.execute("SET plan_cache_mode = force_generic_plan")
 
 
 async def _skip_session_reset(_connection: asyncpg.Connection) -> None:
@@ -272,11 +300,18 @@ async def discard(pool: asyncpg.Pool, connection: asyncpg.Connection) -> None:
 
 class PostgresStore:
     def __init__(
-        self, pool: asyncpg.Pool, timeout: float, dsn: str, append_batch_size: int = 1
+        self,
+        pool: asyncpg.Pool,
+        timeout: float,
+        dsn: str,
+        append_batch_size: int = 1,
+        batch_pool: asyncpg.Pool | None = None,
     ) -> None:
         """`append_batch_size`: the most appends sent in one statement (1:
-        each by itself)."""
+        each by itself); `batch_pool`: the connections batches are sent on
+        (by default `pool`'s)."""
         self.pool = pool
+        self.batch_pool = batch_pool or pool
         self.timeout = timeout
         self.dsn = dsn
         self._appends = AppendBatcher(
@@ -287,8 +322,7 @@ class PostgresStore:
             # As a statement past the timeout: 503, counted and logged alike.
             timed_out=lambda: as_domain_error(TimeoutError()),
             max_items=append_batch_size,
-            # Without batches nothing waits for one: the pool is the bound.
-            max_in_flight=APPEND_BATCHES_IN_FLIGHT if append_batch_size > 1 else sys.maxsize,
+            max_in_flight=_batches_in_flight(append_batch_size, batch_pool),
             max_wait=timeout,
         )
 
@@ -301,21 +335,45 @@ class PostgresStore:
         database. `database_url` replaces the settings' (the replicas')."""
         timeout = settings.db_timeout_seconds
         dsn = asyncpg_dsn(database_url or settings.database_url)
+        options: dict[str, Any] = {
+            # No floor of idle connections: while the database is away the
+            # pool would log a failed attempt to restore it, again and again.
+            "min_size": 0,
+            "timeout": timeout,
+            "command_timeout": timeout,
+            "reset": _skip_session_reset,
+            "server_settings": {"application_name": "session-state"},
+            **poolers.asyncpg_options(settings.db_pooler),
+        }
+        connections = settings.db_pool_size + settings.db_max_overflow
+        # A connection per batch in flight, so that a batch never waits for
+        # one, taken out of the configured number (which stays the bound on
+        # a process's connections); at least one is left for the rest.
+        batch_connections = 0
+        if settings.append_batch_size > 1:
+            batch_connections = min(APPEND_BATCHES_IN_FLIGHT, connections - 1)
+        batch_pool = None
         with database_errors_as_domain_errors():
             pool = await asyncpg.create_pool(
-                dsn,
-                # No floor of idle connections: while the database is away the
-                # pool would log a failed attempt to restore it, again and again.
-                min_size=0,
-                max_size=settings.db_pool_size + settings.db_max_overflow,
-                timeout=timeout,
-                command_timeout=timeout,
-                init=_use_json_codecs,
-                reset=_skip_session_reset,
-                server_settings={"application_name": "session-state"},
-                **poolers.asyncpg_options(settings.db_pooler),
+                dsn, max_size=connections - batch_connections, init=_use_json_codecs, **options
             )
-        return cls(pool, timeout, dsn, settings.append_batch_size)
+            if batch_connections:
+                # Behind a transaction-mode pooler statements are not kept
+                # (nothing to plan once), and a SET would outlive the
+                # transaction on a server connection that others then use.
+                keeps_plans = settings.db_pooler != "transaction"
+                batch_pool = await asyncpg.create_pool(
+                    dsn,
+                    max_size=batch_connections,
+                    # A kept plan is made again when a table's statistics
+                    # change (ANALYZE); one made while the tables were nearly
+                    # empty could otherwise outlive their growth where
+                    # autovacuum is off. A new connection plans anew.
+                    max_queries=BATCH_CONNECTION_STATEMENTS,
+                    init=_plan_appends_once if keeps_plans else _use_json_codecs,
+                    **options,
+                )
+        return cls(pool, timeout, dsn, settings.append_batch_size, batch_pool)
 
     def _connection(self) -> "_PooledConnection":
         """A pooled connection; every statement on it runs by itself
@@ -674,9 +732,11 @@ class PostgresStore:
         row = await self._append_alone(append, sql.APPEND)
         return row[:4]
 
-    async def _append_alone(self, append: _Append, statement: sql.Statement) -> Sequence[Any]:
+    async def _append_alone(
+        self, append: _Append, statement: sql.Statement, pool: asyncpg.Pool | None = None
+    ) -> Sequence[Any]:
         try:
-            async with self._connection() as connection:
+            async with _PooledConnection(pool or self.pool, self.timeout) as connection:
                 row: Sequence[Any] = await connection.fetchrow(
                     statement.text, *statement.arguments(append.values(_as_is))
                 )
@@ -689,12 +749,13 @@ class PostgresStore:
         session another transaction held (to be sent by itself, waiting).
         A lone append takes the single statement (a smaller plan)."""
         if len(appends) == 1:
-            row = await self._append_alone(appends[0], sql.APPEND_UNLESS_HELD)
+            row = await self._append_alone(appends[0], sql.APPEND_UNLESS_HELD, self.batch_pool)
             return [None if row[4] else row[:4]]
         statement = sql.APPEND_BATCH
         # One array per parameter, an element per append.
         values = [append.values(json_codec.dumps_for_jsonb) for append in appends]
-        async with self._connection() as connection:
+        pool = self.batch_pool if len(appends) <= KEPT_PLAN_ITEMS else self.pool
+        async with _PooledConnection(pool, self.timeout) as connection:
             rows = await connection.fetch(statement.text, *statement.columns(values))
         return [None if row[4] else row[:4] for row in rows]
 
@@ -1138,6 +1199,8 @@ class PostgresStore:
 
     async def close(self) -> None:
         await self.pool.close()
+        if self.batch_pool is not self.pool:
+            await self.batch_pool.close()
 
 
 def _count(status: str) -> int:
