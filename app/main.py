@@ -20,6 +20,7 @@ from .api.browser_guard import BrowserGuardMiddleware
 from .api.encoded_paths import EncodedPathMiddleware
 from .api.middleware import RequestContextMiddleware
 from .api.problems import install_problem_handlers
+from .api.read_fast_path import ReadFastPath
 from .api.routes import (
     directory,
     erasure,
@@ -177,9 +178,10 @@ def create_app(
     app.include_router(health.router)
     app.include_router(operations.router)
     # The last added middleware is the outermost: request context wraps all,
-    # the append fast path is innermost (after keys and the body limit); from
+    # the two fast paths are innermost (after keys and the body limit); from
     # the API keys in, /apps/ paths are as sent, still percent-encoded.
     app.add_middleware(AppendFastPath, route=sessions.append_route())
+    app.add_middleware(ReadFastPath, route=sessions.session_route(), earlier=streams.router.routes)
     app.add_middleware(BodyLimitMiddleware, max_body_bytes=settings.max_body_bytes)
     app.add_middleware(ApiKeyMiddleware, api_keys=api_keys)
     app.add_middleware(EncodedPathMiddleware)

@@ -39,6 +39,10 @@ FAST_PATH_APPENDS = Counter(
     "outcome: answered, or client_gone before its body arrived (nothing stored).",
     ["outcome"],
 )
+FAST_PATH_READS = Counter(
+    "session_state_read_fast_path_total",
+    "Session reads the fast path took from FastAPI's route (app.api.read_fast_path).",
+)
 STALE_REJECTIONS = Counter(
     "session_state_stale_rejections_total", "Writes refused with 412 stale_session."
 )

@@ -11,19 +11,16 @@ unchanged, so its validation errors stay FastAPI's.
 """
 
 from fastapi.routing import APIRoute
-from starlette.routing import compile_path
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from ..domain import SessionKey
 from ..errors import BadRequest
-from ..identifiers import name_problem, session_id_problem
 from ..metrics import FAST_PATH_APPENDS
 from ..service import SessionService
 from . import appending
 from .bodies import decode_json
 from .dependencies import expected_revision
-from .encoded_paths import decode_segment, route_path
 from .problems import error_response
+from .session_routes import SessionRouteMatch
 
 _IF_MATCH = b"if-match"
 # Every parameter the route declares, as (where, name): the fast path reads
@@ -62,28 +59,10 @@ class AppendFastPath:
         # Set in the scope, so that metrics and logs label the request by the
         # template FastAPI would have matched.
         self.route = route
-        self.path_regex, _, self.convertors = compile_path(route.path)
-
-    def _session_key(self, scope: Scope) -> SessionKey | None:
-        """The session of a request for the route whose identifiers are all
-        valid. The path is percent-encoded (app.api.encoded_paths): each
-        segment is decoded here, as the route's parameters decode theirs."""
-        if scope["method"] not in (self.route.methods or ()):
-            return None
-        match = self.path_regex.match(route_path(scope))
-        if match is None:
-            return None
-        parameters = {
-            name: self.convertors[name].convert(decode_segment(segment))
-            for name, segment in match.groupdict().items()
-        }
-        key = SessionKey(parameters["app_name"], parameters["user_id"], parameters["session_id"])
-        if name_problem(key.app_name) or name_problem(key.user_id):
-            return None
-        return None if session_id_problem(key.session_id) else key
+        self._match = SessionRouteMatch(route)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        key = self._session_key(scope) if scope["type"] == "http" else None
+        key = self._match.session_of(scope)
         if key is None:
             await self.app(scope, receive, send)
             return

@@ -152,17 +152,27 @@ SessionFilters = Annotated[SessionQuery, Depends(session_filters)]
 # The hot routes first: routes are matched in order, and matching each costs.
 
 
-APPEND_PATH = "/apps/{app_name}/users/{user_id}/sessions/{session_id}/events"
+SESSION_PATH = "/apps/{app_name}/users/{user_id}/sessions/{session_id}"
+APPEND_PATH = f"{SESSION_PATH}/events"
 
 
 def append_route() -> APIRoute:
     """The append route, for the fast path that serves it (append_fast_path)."""
+    return _route(APPEND_PATH, "POST")
+
+
+def session_route() -> APIRoute:
+    """The session read route, for the fast path that serves it (read_fast_path)."""
+    return _route(SESSION_PATH, "GET")
+
+
+def _route(path: str, method: str) -> APIRoute:
     for route in router.routes:
-        if not isinstance(route, APIRoute) or route.path != APPEND_PATH:
+        if not isinstance(route, APIRoute) or route.path != path:
             continue
-        if "POST" in (route.methods or ()):
+        if method in (route.methods or ()):
             return route
-    raise LookupError(APPEND_PATH)
+    raise LookupError(path)
 
 
 @router.post(
@@ -298,7 +308,7 @@ async def remove_events(
 
 
 @router.get(
-    "/apps/{app_name}/users/{user_id}/sessions/{session_id}",
+    SESSION_PATH,
     response_model=Session,
     responses={200: {"headers": _ETAG_HEADER}, **problem_responses(404)},
     summary="Get a session with its events and merged state",

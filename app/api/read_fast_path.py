@@ -1,0 +1,97 @@
+"""The session read route served without FastAPI's request machinery.
+
+After the append, a session read is the call every agent turn makes (ADK's
+Runner reads the session first, the OpenAI Agents SDK's `get_items` is one),
+and FastAPI's parameter solving alone costs more server CPU than the read's
+statement (docs/performance.md). This middleware, beside the append's,
+takes a GET of the session route whose query is empty or gives
+`numRecentEvents` and `minRevision` as plain numbers, and answers through
+the route's own code (`SessionService.get_session`, `session_response`,
+`error_response`). Any other query (`afterTimestamp`, a repeated or unknown
+parameter, a value FastAPI would refuse or read another way) goes on to
+FastAPI unchanged, as does every request with a bad identifier, and a path
+a route declared before this one matches (the user stream's).
+"""
+
+import re
+from collections.abc import Sequence
+from urllib.parse import unquote
+
+from fastapi.routing import APIRoute
+from starlette.routing import BaseRoute
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from ..metrics import FAST_PATH_READS
+from ..service import SessionService
+from . import rendering
+from .problems import error_response
+from .session_routes import SessionRouteMatch
+
+# Every parameter the route declares, as (where, name): a parameter added to
+# the route must be read here too, or the fast path would answer without it
+# (tests/test_read_fast_path.py fails until both agree).
+ROUTE_PARAMETERS = frozenset(
+    {
+        ("path", "app_name"),
+        ("path", "user_id"),
+        ("path", "session_id"),
+        ("query", "num_recent_events"),
+        ("query", "after_timestamp"),
+        ("query", "min_revision"),
+    }
+)
+# The query parameters read here, by name as sent; the route's third,
+# afterTimestamp (a float: FastAPI's reading of its forms is its own), is
+# left to the route.
+_NUMBERS = {"numRecentEvents": "num_recent_events", "minRevision": "min_revision"}
+# At most 18 digits: always within the route's bound of 2**63 - 1.
+_PLAIN_NUMBER = re.compile(r"[0-9]{1,18}")
+
+
+def _numbers(query_string: bytes) -> dict[str, int] | None:
+    """The query's numbers by argument name, when the query is one the fast
+    path reads exactly as FastAPI would; None otherwise."""
+    numbers: dict[str, int] = {}
+    if not query_string:
+        return numbers
+    for pair in query_string.split(b"&"):
+        name, equals, value = pair.partition(b"=")
+        argument = _NUMBERS.get(unquote(name.decode("latin-1")))
+        if not equals or argument is None or argument in numbers:
+            return None
+        text = unquote(value.decode("latin-1"))
+        if not _PLAIN_NUMBER.fullmatch(text):
+            return None
+        numbers[argument] = int(text)
+    return numbers
+
+
+class ReadFastPath:
+    def __init__(self, app: ASGIApp, route: APIRoute, earlier: Sequence[BaseRoute]) -> None:
+        """`earlier`: the routes FastAPI tries before `route`."""
+        self.app = app
+        # Set in the scope, so that metrics and logs label the request by the
+        # template FastAPI would have matched.
+        self.route = route
+        self._match = SessionRouteMatch(route, earlier)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        key = self._match.session_of(scope)
+        numbers = None if key is None else _numbers(scope["query_string"])
+        if key is None or numbers is None:
+            await self.app(scope, receive, send)
+            return
+        scope["route"] = self.route
+        service: SessionService = scope["app"].state.service
+        try:
+            session = await service.get_session(
+                key, numbers.get("num_recent_events"), None, numbers.get("min_revision")
+            )
+            response = rendering.session_response(session)
+        except Exception as error:
+            known = error_response(error)
+            if known is None:
+                raise
+            response = known
+        FAST_PATH_READS.inc()
+        await response(scope, receive, send)

@@ -1,0 +1,51 @@
+"""Which requests a fast path may serve: those FastAPI would route to the
+route it stands in front of, with identifiers the route would accept.
+
+A fast path answers through the same code as its route, without FastAPI's
+routing, parameter solving and validation (most of a request's server CPU,
+docs/performance.md); anything it does not take goes on to FastAPI
+unchanged, so FastAPI's answers to bad requests stay FastAPI's."""
+
+from collections.abc import Sequence
+
+from fastapi.routing import APIRoute
+from starlette.routing import BaseRoute, compile_path
+from starlette.types import Scope
+
+from ..domain import SessionKey
+from ..identifiers import name_problem, session_id_problem
+from .encoded_paths import decode_segment, route_path
+
+
+class SessionRouteMatch:
+    """The session of a request for `route`: its method, its path, and no
+    route declared before it (`earlier`) that matches the path too."""
+
+    def __init__(self, route: APIRoute, earlier: Sequence[BaseRoute] = ()) -> None:
+        self.route = route
+        self.path_regex, _, self.convertors = compile_path(route.path)
+        self.methods = frozenset(route.methods or ())
+        self._earlier = [
+            compile_path(other.path)[0]
+            for other in earlier
+            if isinstance(other, APIRoute) and self.methods & set(other.methods or ())
+        ]
+
+    def session_of(self, scope: Scope) -> SessionKey | None:
+        """The session named by the path, when every identifier in it is
+        valid; the path is percent-encoded (app.api.encoded_paths) and each
+        segment decoded here, as the route's parameters decode theirs."""
+        if scope["type"] != "http" or scope["method"] not in self.methods:
+            return None
+        path = route_path(scope)
+        match = self.path_regex.match(path)
+        if match is None or any(earlier.match(path) for earlier in self._earlier):
+            return None
+        parameters = {
+            name: self.convertors[name].convert(decode_segment(segment))
+            for name, segment in match.groupdict().items()
+        }
+        key = SessionKey(parameters["app_name"], parameters["user_id"], parameters["session_id"])
+        if name_problem(key.app_name) or name_problem(key.user_id):
+            return None
+        return None if session_id_problem(key.session_id) else key
