@@ -13,6 +13,7 @@ from fastapi import FastAPI
 from starlette.middleware.cors import CORSMiddleware
 
 from . import __version__
+from .api import appending
 from .api.append_fast_path import AppendFastPath
 from .api.authentication import ApiKeyMiddleware, document_bearer_security
 from .api.body_limit import BodyLimitMiddleware
@@ -180,7 +181,8 @@ def create_app(
     # The last added middleware is the outermost: request context wraps all,
     # the two fast paths are innermost (after keys and the body limit); from
     # the API keys in, /apps/ paths are as sent, still percent-encoded.
-    app.add_middleware(AppendFastPath, route=sessions.append_route())
+    app.add_middleware(AppendFastPath, route=sessions.append_route(), answer=appending.append)
+    app.add_middleware(AppendFastPath, route=sessions.batch_route(), answer=appending.append_batch)
     app.add_middleware(ReadFastPath, route=sessions.session_route(), earlier=streams.router.routes)
     app.add_middleware(BodyLimitMiddleware, max_body_bytes=settings.max_body_bytes)
     app.add_middleware(ApiKeyMiddleware, api_keys=api_keys)

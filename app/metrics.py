@@ -35,8 +35,9 @@ EVENTS_STORED = Counter(
 )
 FAST_PATH_APPENDS = Counter(
     "session_state_append_fast_path_total",
-    "Appends the fast path took from FastAPI's route (app.api.append_fast_path), by "
-    "outcome: answered, or client_gone before its body arrived (nothing stored).",
+    "Appends (of one event or a batch) the fast paths took from FastAPI's routes "
+    "(app.api.append_fast_path), by outcome: answered, or client_gone before the body "
+    "arrived (nothing stored).",
     ["outcome"],
 )
 FAST_PATH_READS = Counter(

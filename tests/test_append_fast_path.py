@@ -12,7 +12,7 @@ from fastapi.dependencies.models import Dependant
 from prometheus_client import REGISTRY
 
 from session_state.api.append_fast_path import ROUTE_PARAMETERS, AppendFastPath
-from session_state.api.routes.sessions import append_route
+from session_state.api.routes.sessions import append_route, batch_route
 from session_state.main import create_app
 from tests.test_observability import _metric
 
@@ -82,7 +82,7 @@ CREATED = ["s", "a b", "é中😀", "x" * 128, "a/b", "A"]
 # '"0"' first: a new event is then refused as stale (412).
 IF_MATCHES = {'"0"': True, None: True, "*": True, '"1"': True, "nonsense": False, '"999"': True}
 # Near misses of the append path: FastAPI's to answer.
-OTHER_PATHS = ["/events/", "/events/batch", "/events%2F", "/event", ""]
+OTHER_PATHS = ["/events/", "/events/batch/", "/events%2F", "/event", ""]
 MAX_EVENT_BYTES = 4096  # the apps' limit: one body passes it
 FIRST = b'{"id": "e1", "author": "a", "timestamp": 1.5, "actions": {"stateDelta": {"k": 1}}}'
 BODIES = [
@@ -97,6 +97,22 @@ BODIES = [
     b"",
     b'{"id": "e3", "author": "a", "timestamp": 4, "actions": {"stateDelta": {"k": "\\u0000"}}}',
     b'{"id": "e5", "author": "a", "timestamp": 6, "content": "%s"}' % (b"x" * MAX_EVENT_BYTES),
+]
+# Bodies of the batch route (the same fast path, in front of that route).
+_TWO = b'[{"id": "b1", "author": "a", "timestamp": 7}, {"id": "b2", "author": "a", "timestamp": 8}]'
+_INFINITE = (
+    b'[{"id": "b3", "author": "a", "timestamp": 10, "actions": {"stateDelta": {"k": 1e999}}}]'
+)
+BATCH_BODIES = [
+    b'{"events": %s}' % _TWO,
+    b'{"events": %s}' % _TWO,  # a retry
+    b'{"events": [{"id": "b1", "author": "someone else", "timestamp": 9}]}',
+    b'{"events": []}',
+    b'{"events": %s}' % _INFINITE,
+    b'{"events": "none"}',
+    FIRST,
+    b"{not json",
+    b"",
 ]
 
 
@@ -119,10 +135,11 @@ def _declared_parameters(dependant: Dependant) -> set[tuple[str, str]]:
 
 
 def test_the_fast_path_reads_every_parameter_the_route_declares():
-    """Pins the fast path to the route: a query, header, cookie or body
-    parameter added to the append route would be ignored by the fast path,
+    """Pins the fast path to its routes: a query, header, cookie or body
+    parameter added to an append route would be ignored by the fast path,
     which answers most appends without FastAPI's parameter handling."""
-    assert _declared_parameters(append_route().dependant) == set(ROUTE_PARAMETERS)
+    for route in (append_route(), batch_route()):
+        assert _declared_parameters(route.dependant) == set(ROUTE_PARAMETERS), route.path
 
 
 def _without_fast_path(app: FastAPI) -> FastAPI:
@@ -160,6 +177,20 @@ def _requests() -> list[tuple[str, str | None, bytes, bool]]:
             bodies = [FIRST, FIRST, BODIES[3], BODIES[5], BODIES[-1]]
         else:
             if_matches, bodies = {None: True, "nonsense": False}, BODIES[:1] + BODIES[-1:]
+        for if_match, valid_if_match in if_matches.items():
+            for body in bodies:
+                requests.append((path, if_match, body, valid_id and valid_if_match))
+    # The batch route, after the single appends: the same choice of ids and
+    # If-Match values, with its own bodies.
+    for session_id, valid_id in SESSION_IDS.items():
+        path = f"/users/u/sessions/{quote(session_id, safe='%')}/events/batch"
+        if session_id == "s":
+            if_matches, bodies = IF_MATCHES, BATCH_BODIES
+        elif valid_id:
+            if_matches = {key: IF_MATCHES[key] for key in ('"0"', None, "nonsense")}
+            bodies = [BATCH_BODIES[0], BATCH_BODIES[2], BATCH_BODIES[-1]]
+        else:
+            if_matches, bodies = {None: True, "nonsense": False}, BATCH_BODIES[:1]
         for if_match, valid_if_match in if_matches.items():
             for body in bodies:
                 requests.append((path, if_match, body, valid_id and valid_if_match))
@@ -210,6 +241,6 @@ async def test_the_fast_path_answers_as_the_route_does(settings):
                 )
         assert held["fast"] == held["route"]  # the same events and state stored
     # Valid If-Match values: five with every body on "s", two with five bodies
-    # on each of the eight other valid session ids.
-    assert served == 5 * len(BODIES) + 8 * 2 * 5
+    # (three of a batch) on each of the eight other valid session ids.
+    assert served == 5 * len(BODIES) + 8 * 2 * 5 + 5 * len(BATCH_BODIES) + 8 * 2 * 3
     assert statuses >= {200, 201, 400, 404, 409, 412, 413, 422}

@@ -1,22 +1,27 @@
-"""The append route served without FastAPI's request machinery.
+"""The append routes (one event, a batch) served without FastAPI's request
+machinery.
 
 Appends are the hot path, and FastAPI's routing, validation and exception
 layers cost as much server CPU as the append itself (docs/performance.md,
-"Where the time goes"). This middleware sits
-inside ours (request id, metrics, API keys, body limit), matches the append
-route's own path as Starlette compiles it, and answers through the same code
-as the route (`appending.append`, `error_response`). Anything else, including
-every request with a bad identifier or If-Match, goes on to FastAPI
-unchanged, so its validation errors stay FastAPI's.
+"Where the time goes"). This middleware, one per route, sits inside ours
+(request id, metrics, API keys, body limit), matches the route's own path
+as Starlette compiles it, and answers through the same code as the route
+(`appending.append` or `appending.append_batch`, `error_response`).
+Anything else, including every request with a bad identifier or If-Match,
+goes on to FastAPI unchanged, so its validation errors stay FastAPI's.
 """
 
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from fastapi.responses import Response
 from fastapi.routing import APIRoute
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from ..domain import SessionKey
 from ..errors import BadRequest
 from ..metrics import FAST_PATH_APPENDS
 from ..service import SessionService
-from . import appending
 from .bodies import decode_json
 from .dependencies import expected_revision
 from .problems import error_response
@@ -53,12 +58,18 @@ async def _read_body(receive: Receive) -> bytes | None:
             return b"".join(chunks)
 
 
+# The route's own answer to a parsed request (app.api.appending).
+Answer = Callable[[SessionService, SessionKey, Any, int | None], Awaitable[Response]]
+
+
 class AppendFastPath:
-    def __init__(self, app: ASGIApp, route: APIRoute) -> None:
+    def __init__(self, app: ASGIApp, route: APIRoute, answer: Answer) -> None:
+        """`answer`: the code `route` answers with, given the parsed body."""
         self.app = app
         # Set in the scope, so that metrics and logs label the request by the
         # template FastAPI would have matched.
         self.route = route
+        self._answer = answer
         self._match = SessionRouteMatch(route)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -79,7 +90,7 @@ class AppendFastPath:
                 FAST_PATH_APPENDS.labels("client_gone").inc()
                 return  # nobody to answer
             document = await decode_json(body, service.limits)
-            response = await appending.append(service, key, document, revision)
+            response = await self._answer(service, key, document, revision)
         except Exception as error:
             known = error_response(error)
             if known is None:

@@ -1,5 +1,6 @@
-"""An append, from parsed request to response: shared by the FastAPI route
-and the fast path in front of it, so both answer and count alike."""
+"""An append (of one event or a batch), from parsed request to response:
+shared by the FastAPI routes and the fast paths in front of them, so both
+answer and count alike."""
 
 from typing import Any
 
@@ -16,6 +17,15 @@ _APPEND_RESULTS = {
     "event_id_conflict": "conflict",
     "session_not_found": "not_found",
 }
+
+
+async def append_batch(
+    service: SessionService, key: SessionKey, document: Any, revision: int | None
+) -> Response:
+    """201 with the stored events; 200 for a retry of a stored batch. Raises
+    ServiceError for the problem responses."""
+    outcome = await service.append_events(key, document, revision)
+    return rendering.event_batch_response(outcome.events, outcome.revision, outcome.created)
 
 
 async def append(

@@ -154,11 +154,17 @@ SessionFilters = Annotated[SessionQuery, Depends(session_filters)]
 
 SESSION_PATH = "/apps/{app_name}/users/{user_id}/sessions/{session_id}"
 APPEND_PATH = f"{SESSION_PATH}/events"
+BATCH_PATH = f"{APPEND_PATH}/batch"
 
 
 def append_route() -> APIRoute:
     """The append route, for the fast path that serves it (append_fast_path)."""
     return _route(APPEND_PATH, "POST")
+
+
+def batch_route() -> APIRoute:
+    """The batch append route, for the fast path that serves it (append_fast_path)."""
+    return _route(BATCH_PATH, "POST")
 
 
 def session_route() -> APIRoute:
@@ -215,7 +221,7 @@ async def append_event(
 
 
 @router.post(
-    APPEND_PATH + "/batch",
+    BATCH_PATH,
     status_code=201,
     response_model=EventBatch,
     responses={
@@ -236,8 +242,7 @@ async def append_events(
     key = SessionKey(app_name, user_id, session_id)
     revision = expected_revision(if_match)
     document = await read_json(request)
-    outcome = await service_of(request).append_events(key, document, revision)
-    return rendering.event_batch_response(outcome.events, outcome.revision, outcome.created)
+    return await appending.append_batch(service_of(request), key, document, revision)
 
 
 @router.delete(
