@@ -4,7 +4,6 @@ costs a third of the client CPU per statement (docs/performance.md, "The
 PostgreSQL store's driver and pool").
 """
 
-import asyncio
 import contextlib
 import sys
 import time
@@ -69,6 +68,7 @@ from .database_errors import (
 )
 from .directory_listing import directory_parameters
 from .event_windows import ERASE_CANDIDATES, events_batch, events_within
+from .memory_candidates import gather_memory_candidates
 from .migrations import SchemaNotCurrent
 from .session_listing import label_guard_parameters, listing_key, listing_parameters
 from .state_sizes import entry_sizes, session_state_bytes, state_past_limit, state_too_large
@@ -1007,29 +1007,16 @@ class PostgresStore:
         keyword_limit: int,
         query: VectorQuery | None,
     ) -> MemoryCandidates:
-        # The two sides run at once, each on a connection of its own taken
-        # and given back by itself (no search holds one while waiting for
-        # another, so a busy pool cannot deadlock): at 100,000 memories each
-        # side takes some 90 ms. Two snapshots, not one: a memory written
-        # between them may be a candidate of one side only, which ranks it
-        # as a memory that side alone found.
-
-        async def keyword() -> list[tuple[int, bool]]:
-            if keyword_limit == 0:
-                return []
-            async with self._connection() as connection:
-                return await memory.keyword_ids(
-                    connection, app_name, user_id, question, keyword_limit
-                )
-
-        async def nearest() -> list[tuple[int, bytes]]:
-            if query is None:
-                return []
-            async with self._connection() as connection:
-                return await memory.nearest(connection, app_name, user_id, query)
-
-        found_by_keyword, found_nearest = await asyncio.gather(keyword(), nearest())
-        return MemoryCandidates(found_by_keyword, found_nearest)
+        return await gather_memory_candidates(
+            self._connection,
+            memory.keyword_ids,
+            memory.nearest,
+            app_name,
+            user_id,
+            question,
+            keyword_limit,
+            query,
+        )
 
     async def read_memories(
         self, app_name: str, user_id: str, ids: Sequence[int], budget: int

@@ -8,7 +8,6 @@ read-modify-write of the session state cannot interleave with another
 writer, in this process or any other, and one user's memory writes are
 serialised without a lock of their own."""
 
-import asyncio
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager, closing
@@ -60,6 +59,7 @@ from . import sqlite_tombstones as tombstones
 from .database_errors import database_errors_as_domain_errors
 from .engine import WRITE_OPTION
 from .event_windows import events_batch
+from .memory_candidates import gather_memory_candidates
 from .migrations import SchemaNotCurrent, require_current_schema
 from .sqlite_writer import SqliteWriter
 from .state_sizes import session_state_bytes, state_past_limit
@@ -469,27 +469,16 @@ class SqliteStore:
         keyword_limit: int,
         query: VectorQuery | None,
     ) -> MemoryCandidates:
-        # The two sides run at once on two pooled connections (each its own
-        # thread; SQLite lets go of the GIL while it steps), each taken and
-        # given back by itself. Two snapshots, not one: a memory written
-        # between them may be a candidate of one side only.
-
-        async def keyword() -> list[tuple[int, bool]]:
-            if keyword_limit == 0:
-                return []
-            async with self._read() as connection:
-                return await memory_repository.keyword_ids(
-                    connection, app_name, user_id, question, keyword_limit
-                )
-
-        async def nearest() -> list[tuple[int, bytes]]:
-            if query is None:
-                return []
-            async with self._read() as connection:
-                return await memory_repository.nearest(connection, app_name, user_id, query)
-
-        found_by_keyword, found_nearest = await asyncio.gather(keyword(), nearest())
-        return MemoryCandidates(found_by_keyword, found_nearest)
+        return await gather_memory_candidates(
+            self._read,
+            memory_repository.keyword_ids,
+            memory_repository.nearest,
+            app_name,
+            user_id,
+            question,
+            keyword_limit,
+            query,
+        )
 
     async def read_memories(
         self, app_name: str, user_id: str, ids: Sequence[int], budget: int

@@ -358,7 +358,8 @@ class Store(Protocol):
         query: VectorQuery | None,
     ) -> MemoryCandidates:
         """The best keyword matches' row ids (at most `keyword_limit`) and,
-        for a vector query, the memories nearest it, read as of one snapshot."""
+        for a vector query, the memories nearest it; each side reads a
+        snapshot of its own (`memory_candidates.py`)."""
         ...
 
     async def read_memories(
