@@ -31,6 +31,7 @@ from .. import json_codec
 from ..domain import AppendNotApplied, Expiry, NewEvent, SessionKey
 from ..labels import Labels
 from ..state import ScopedDelta, StateDict, apply_delta
+from .event_rows import event_row_values
 from .sqlite_statements import NEXT_CHANGE_NUMBER_SQL, NOT_EXPIRED_SQL, RESTARTED_EXPIRY_SQL
 from .state_sizes import encoded_session_state, entry_sizes, state_past_limit
 
@@ -127,18 +128,7 @@ def append_events(
     )
     cursor.executemany(
         _INSERT_EVENT,
-        [
-            {
-                **session_parameters,
-                "seq": seq,
-                "id": event.id,
-                "invocation_id": event.invocation_id,
-                "author": event.author,
-                "timestamp": event.timestamp,
-                "data": event.data,
-            }
-            for seq, event in enumerate(new_events, start=first)
-        ],
+        [event_row_values(key, seq, event) for seq, event in enumerate(new_events, start=first)],
     )
     _upsert(cursor, app)
     _upsert(cursor, user)

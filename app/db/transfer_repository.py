@@ -13,6 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from .. import json_codec
 from ..domain import NewEvent, SessionKey
 from ..search_text import search_text
+from .event_rows import event_row_values
 from .operator_store import SessionRecord, StoredMemory
 from .postgresql_statements import CHANGE_NUMBER
 from .sqlite_statements import next_change_number
@@ -230,18 +231,5 @@ async def insert_events(
     """Inserts the session's events at the given seqs, in one statement."""
     await connection.execute(
         events.insert(),
-        [
-            {
-                "app_name": key.app_name,
-                "user_id": key.user_id,
-                "session_id": key.session_id,
-                "seq": seq,
-                "id": event.id,
-                "invocation_id": event.invocation_id,
-                "author": event.author,
-                "timestamp": event.timestamp,
-                "data": event.data,
-            }
-            for seq, event in numbered
-        ],
+        [event_row_values(key, seq, event) for seq, event in numbered],
     )
