@@ -4,10 +4,21 @@ forking a session from its history."""
 import pytest
 
 from session_state.db.store import Store
-from session_state.domain import EventsRemoved, Expiry, ForkSource, Removal, StoredEvent
+from session_state.domain import (
+    EventsRemoved,
+    Expiry,
+    ForkSource,
+    NewEvent,
+    Popped,
+    Removal,
+    SessionRow,
+    SessionSnapshot,
+    StoredEvent,
+)
 from session_state.errors import ResponseTooLarge
+from session_state.state import StateDict
 
-from .scenes import LIMIT, NOW, append, create, event, key, memories_of, outcome_of
+from .scenes import APP, LIMIT, NOW, append, create, event, key, memories_of, outcome_of
 
 
 async def _five_events(store: Store) -> list[StoredEvent]:
@@ -119,6 +130,107 @@ async def test_removing_events_without_a_state_keeps_the_state(store: Store):
 
     assert (await store.read_session(key(), NOW)).state == {"step": 5}
     assert await store.remove_events(key("none"), 0, 0, None, NOW) is None
+
+
+# -- a pop: the newest events read and removed in one call -------------------
+
+
+LABELS = {"team": "blue"}
+
+
+async def _popping_scene(store: Store, *newest: NewEvent) -> list[StoredEvent]:
+    """A session with state, labels, an idle timeout and shared state: e1,
+    then the events given, appended at NOW (so it expires at NOW + 60)."""
+    await create(store, key(), session={"step": 0}, app={"hits": 1}, user={"visits": 2})
+    assert await store.set_labels(key(), LABELS, Expiry(ttl_seconds=60), None, NOW) == 0
+    events = [event("e1"), *newest]
+    assert await append(store, key(), *events) == len(events)
+    return [StoredEvent(seq, one.data) for seq, one in enumerate(events, start=1)]
+
+
+def _session(revision: int, update_time: float, state: StateDict, hits: int = 1) -> SessionSnapshot:
+    """The session a pop answers with: without events, with its scopes."""
+    row = SessionRow(APP, "ada", "s1", state, revision, update_time, update_time + 60, LABELS)
+    return SessionSnapshot(row, {"hits": hits}, {"visits": 2}, "", 0)
+
+
+async def _nothing_written(store: Store, stored: list[StoredEvent]) -> None:
+    """The session as the appends left it: no revision, time, expiry or
+    removal of a pop's."""
+    found = await store.read_session(key(), NOW + 10)
+    assert found is not None
+    assert (found.revision, found.update_time, found.expire_time) == (len(stored), NOW, NOW + 60)
+    assert await store.read_events(key(), 0, 10, 10) == stored
+    changes = await store.read_changes(key(), 0, 10, LIMIT, NOW + 10)
+    assert changes is not None and changes.removals == []
+
+
+async def test_a_pop_removes_the_newest_events_as_one_change_and_answers_with_the_session(
+    store: Store,
+):
+    stored = await _popping_scene(store, event("e2", app={"hits": 2}), event("e3"))
+
+    popped = await store.pop_newest(key(), 2, 3, LIMIT, NOW + 10)
+
+    # The events read at the revision, removed as remove_events removes
+    # them: one change (revision, update time, idle timeout restarted);
+    # shared state stays as their appends left it.
+    after = _session(4, NOW + 10, {"step": 0}, hits=2)
+    assert popped == Popped(3, stored[1:], 2, after, changes_state=False)
+    assert await store.read_session(key(), NOW + 10) == after.session
+    assert await store.read_events(key(), 0, 10, 10) == stored[:1]
+    changes = await store.read_changes(key(), 0, 10, LIMIT, NOW + 10)
+    assert changes is not None and changes.removals == [Removal(4, ["e2", "e3"])]
+    assert await store.append_event(key(), event("e4"), 4, LIMIT, NOW + 11) == 5
+
+
+async def test_a_pop_of_an_event_that_changed_session_state_writes_nothing(store: Store):
+    """The state after must be derived from the history (the service's
+    general removal): the store says so and answers the session as read."""
+    stored = await _popping_scene(store, event("e2", session={"step": 1}), event("e3"))
+
+    popped = await store.pop_newest(key(), 2, None, LIMIT, NOW + 10)
+
+    as_read = _session(3, NOW, {"step": 1})
+    assert popped == Popped(3, stored[1:], None, as_read, changes_state=True)
+    await _nothing_written(store, stored)
+    # The newest alone changed none: it goes.
+    newest = await store.pop_newest(key(), 1, None, LIMIT, NOW + 10)
+    assert newest == Popped(3, stored[2:], 1, _session(4, NOW + 10, {"step": 1}), False)
+
+
+async def test_a_pop_at_a_stale_revision_or_past_its_budget_writes_nothing(store: Store):
+    stored = await _popping_scene(store, event("e2"))
+    as_read = _session(2, NOW, {"step": 0})
+    newest_bytes = len(stored[1].data.encode())
+
+    stale = await store.pop_newest(key(), 1, 1, LIMIT, NOW + 10)
+    too_large = await store.pop_newest(key(), 1, None, newest_bytes - 1, NOW + 10)
+
+    assert stale == too_large == Popped(2, stored[1:], None, as_read, changes_state=False)
+    await _nothing_written(store, stored)
+    # Exactly the budget is within it.
+    popped = await store.pop_newest(key(), 1, 2, newest_bytes, NOW + 10)
+    assert popped is not None and popped.removed == 1
+
+
+async def test_a_pop_of_no_events_writes_nothing(store: Store):
+    await create(store, key())
+
+    popped = await store.pop_newest(key(), 3, None, LIMIT, NOW)
+
+    assert popped is not None
+    assert (popped.revision, popped.events, popped.removed) == (0, [], None)
+    assert popped.session is not None and popped.session.session.revision == 0
+
+
+async def test_a_pop_of_a_missing_or_expired_session_is_none(store: Store):
+    await create(store, key("old"), expiry=Expiry(ttl_seconds=1))
+    await append(store, key("old"), event("e1"))
+
+    assert await store.pop_newest(key("none"), 1, None, LIMIT, NOW) is None
+    assert await store.pop_newest(key("old"), 1, None, LIMIT, NOW + 2) is None
+    assert await store.read_events(key("old"), 0, 10, 10) == [StoredEvent(1, event("e1").data)]
 
 
 async def test_the_initial_state_is_the_one_a_session_was_created_with(store: Store):
