@@ -13,6 +13,7 @@ import uuid
 from collections.abc import AsyncIterator, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Any
 
 import asyncpg
 import httpx
@@ -723,10 +724,42 @@ async def test_only_a_get_asking_for_an_event_stream_is_the_user_stream(client):
     )
     assert created.status_code == 201
     for accept in ("application/json", "*/*", "text/event-stream;q=0"):
-        found = await client.get(path, headers={"Accept": accept})
+        # Bounded: a stream opened instead would never end.
+        found = await asyncio.wait_for(client.get(path, headers={"Accept": accept}), 10)
         assert found.status_code == 200, accept
         assert (found.json()["id"], found.json()["state"]) == ("stream", {"k": 1})
         assert found.headers["etag"] == '"0"'
+
+
+def _answer(response: httpx.Response, session_id: str) -> tuple[int, Any]:
+    """A read's status and body, its session id and request id left out."""
+    body = json.loads(response.content.replace(f'"{session_id}"'.encode(), b'"the-id"'))
+    body.pop("requestId", None)
+    return response.status_code, body
+
+
+async def test_the_session_named_stream_is_read_as_the_session_route_reads_any_session(client):
+    """Its query is the session route's, read and checked alike: the same
+    answer as a twin session's but for its id."""
+    sessions = "/apps/live/users/u/sessions"
+    for session_id in ("stream", "twin"):
+        created = await client.post(sessions, json={"sessionId": session_id, "state": {"k": 1}})
+        assert created.status_code == 201, created.text
+        for event_id in ("e1", "e2"):
+            document = {"id": event_id, "author": "user", "timestamp": 1.0}
+            stored = await client.post(f"{sessions}/{session_id}/events", json=document)
+            assert stored.status_code == 201, stored.text
+    whole, last, refused = ({}, {"numRecentEvents": 1}, {"numRecentEvents": -1})
+    for query in (whole, last, refused):
+        named_stream = await client.get(f"{sessions}/stream", params=query)
+        twin = await client.get(f"{sessions}/twin", params=query)
+        assert _answer(named_stream, "stream") == _answer(twin, "twin"), query
+        # The query did what it says: every event, the last one, a 422.
+        status, body = _answer(twin, "twin")
+        if query is refused:
+            assert status == 422 and "numRecentEvents" in body["detail"]
+        else:
+            assert status == 200 and len(body["events"]) == (2 if query is whole else 1)
 
 
 def test_event_stream_accept_headers_are_told_apart():

@@ -433,7 +433,7 @@ async def list_app_sessions(
 
 
 @router.delete(
-    "/apps/{app_name}/users/{user_id}/sessions/{session_id}",
+    SESSION_PATH,
     status_code=204,
     responses=problem_responses(404),
     summary="Delete a session and its events",
@@ -454,7 +454,7 @@ async def delete_session(
 
 
 @router.patch(
-    "/apps/{app_name}/users/{user_id}/sessions/{session_id}",
+    SESSION_PATH,
     response_model=Session,
     responses={200: {"headers": _ETAG_HEADER}, **problem_responses(400, 404, 412)},
     openapi_extra=documented_body(

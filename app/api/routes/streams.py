@@ -1,10 +1,8 @@
 """Live streams: a session's changes as Server-Sent Events (app.streams)."""
 
-from collections.abc import Awaitable, Callable
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Header, Query, Request
-from fastapi.routing import APIRoute
 from starlette.responses import Response
 
 from ...domain import SessionKey
@@ -122,7 +120,6 @@ async def stream_session_events(
 USER_STREAM_PATH = "/apps/{app_name}/users/{user_id}/sessions/stream"
 # Two numbers and a session id percent-encoded (up to 12 characters each).
 CURSOR_MAX_LENGTH = 2048
-SESSION_PATH = "/apps/{app_name}/users/{user_id}/sessions/{session_id}"
 CURSOR_MESSAGE = "a user stream's cursor must be an id it sent, such as n48211.4.s1"
 
 _USER_STREAM_DESCRIPTION = """\
@@ -160,25 +157,17 @@ def asks_for_event_stream(accept: str) -> bool:
     return False
 
 
-_session_handler: Callable[[Request], Awaitable[Response]] | None = None
+# The session route's own request handler (the query read and checked as
+# that route reads it), for a GET of the session whose id is `stream`.
+_get_session = sessions.session_route().get_route_handler()
 
 
 async def _get_session_named_stream(request: Request) -> Response:
     """GET of the session whose id is `stream` (ADK allows it), answered by
     the ordinary route, with a hint when it does not exist."""
-    global _session_handler
-    if _session_handler is None:
-        route = next(
-            route
-            for route in sessions.router.routes
-            if isinstance(route, APIRoute)
-            and route.path == SESSION_PATH
-            and "GET" in (route.methods or ())
-        )
-        _session_handler = route.get_route_handler()
     request.scope["path_params"] = {**request.path_params, "session_id": "stream"}
     try:
-        return await _session_handler(request)
+        return await _get_session(request)
     except SessionNotFound as error:
         raise SessionNotFound(
             f"{error.detail}; to follow the user's sessions, send Accept: text/event-stream"
