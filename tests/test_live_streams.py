@@ -723,7 +723,7 @@ async def test_only_a_get_asking_for_an_event_stream_is_the_user_stream(client):
         "/apps/live/users/u/sessions", json={"sessionId": "stream", "state": {"k": 1}}
     )
     assert created.status_code == 201
-    for accept in ("application/json", "*/*", "text/event-stream;q=0"):
+    for accept in ("application/json", "*/*", "text/event-stream;q=0", "text/event-stream;q=5"):
         # Bounded: a stream opened instead would never end.
         found = await asyncio.wait_for(client.get(path, headers={"Accept": accept}), 10)
         assert found.status_code == 200, accept
@@ -766,8 +766,19 @@ def test_event_stream_accept_headers_are_told_apart():
     assert asks_for_event_stream("text/event-stream")
     assert asks_for_event_stream("application/json, Text/Event-Stream; q=0.5")
     assert not asks_for_event_stream("text/event-stream; q=0")
+    assert asks_for_event_stream("text/event-stream;q=1.000, */*;q=0.1")
+    assert asks_for_event_stream("text/event-stream;Q=0.001")
     assert not asks_for_event_stream("*/*")
     assert not asks_for_event_stream("")
+
+
+@pytest.mark.parametrize(
+    "weight", ["5", "1.5", "1.0001", "0.0001", "-0.5", "1e0", "inf", "nan", "", "0.5x", "\u0660.5"]
+)
+def test_an_invalid_weight_does_not_ask_for_an_event_stream(weight: str):
+    """RFC 9110: a weight is 0 to 1 with at most three decimals; any other
+    is no request for the stream (as `q=0` is none)."""
+    assert not asks_for_event_stream(f"text/event-stream;q={weight}")
 
 
 def test_a_user_cursor_reads_back_as_written_whatever_the_session_id():

@@ -1,5 +1,6 @@
 """Live streams: a session's changes as Server-Sent Events (app.streams)."""
 
+import re
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Header, Query, Request
@@ -138,10 +139,15 @@ it); any other GET of this path reads the session whose id is `stream`
 (docs/api.md, "Live streams")."""
 
 
+# RFC 9110, 12.4.2: a weight is 0 to 1 with at most three decimals (ASCII
+# digits: float() would also take 5, 1e0, inf and other scripts' digits).
+_QVALUE = re.compile(r"0(\.[0-9]{0,3})?|1(\.0{0,3})?")
+
+
 def asks_for_event_stream(accept: str) -> bool:
     """Whether an Accept header names text/event-stream (EventSource always
-    sends it) with a non-zero q; `*/*` does not: such a GET reads the
-    session whose id is `stream`."""
+    sends it) with a valid non-zero q; `*/*` does not, nor a q outside RFC
+    9110's (such as 5): such a GET reads the session whose id is `stream`."""
     for media_range in accept.split(","):
         media_type, *parameters = (part.strip() for part in media_range.split(";"))
         if media_type.lower() != EVENT_STREAM_MEDIA_TYPE:
@@ -149,10 +155,8 @@ def asks_for_event_stream(accept: str) -> bool:
         for parameter in parameters:
             name, _, value = parameter.partition("=")
             if name.strip().lower() == "q":
-                try:
-                    return float(value) > 0
-                except ValueError:
-                    return False
+                weight = value.strip()
+                return _QVALUE.fullmatch(weight) is not None and float(weight) > 0
         return True
     return False
 
