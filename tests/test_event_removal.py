@@ -329,12 +329,18 @@ async def test_concurrent_one_request_pops_each_take_a_different_event(
     count, poppers = 16, 4
     await setup_session(client, *(event(f"e{n}") for n in range(count)))
     taken: list[list[int]] = [[] for _ in range(poppers)]
+    in_flight = [0, 0]  # now, most at once
 
     async def pop(popper: int) -> None:
         while True:
-            removed = await client.delete(
-                f"{S}/s/events", params={"last": 1, "returnRemoved": "true"}
-            )
+            in_flight[0] += 1
+            in_flight[1] = max(in_flight)
+            try:
+                removed = await client.delete(
+                    f"{S}/s/events", params={"last": 1, "returnRemoved": "true"}
+                )
+            finally:
+                in_flight[0] -= 1
             assert removed.status_code in (200, 412), removed.text
             if removed.status_code == 412:  # kept changing under the server's tries
                 continue
@@ -346,8 +352,9 @@ async def test_concurrent_one_request_pops_each_take_a_different_event(
     await asyncio.gather(*(pop(popper) for popper in range(poppers)))
     everything = [number for numbers in taken for number in numbers]
     assert sorted(everything) == list(range(count))
-    # The pops raced: more than one popper took events.
-    assert sum(1 for numbers in taken if numbers) >= 2
+    # The pops raced: several were at the server at once. (Which popper wins
+    # each race is the scheduler's: on a loaded machine one took them all.)
+    assert in_flight[1] >= 2
     for numbers in taken:
         assert numbers == sorted(numbers, reverse=True)
     assert await event_ids(client) == []
