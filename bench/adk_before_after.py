@@ -1,0 +1,144 @@
+"""Two checkouts of the server, side by side in one run, driven as ADK users
+drive it: concurrent appends through `HttpSessionService` with an ADK
+`Event` built in every timed append (bench.adk_api's workload), each
+checkout's server on a database of its own, alternating per round.
+
+    git worktree add /tmp/before <commit>
+    python -m bench.adk_before_after --before /tmp/before
+    python -m bench.adk_before_after --before /tmp/before --shapes 10x40 --rounds 8
+
+Besides events/s and latency, the CPU each process spends per append over
+the workload: this load generator (`time.process_time`), the server (its
+/proc stat) and PostgreSQL (every `postgres` process's /proc stat: the
+backends and the background writers alike, so run it on a database server
+nothing else uses). Prints the medians of the rounds and after/before;
+writes bench/results/<name>.json.
+"""
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.adk_api import AdkApi, Shape, workload
+from bench.run import RESULTS, Server, create_database, drop_database, migrate
+
+WARM_UP = Shape(4, 10)
+_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def postgres_cpu_seconds() -> float:
+    """CPU time (user + system) of every process named postgres so far."""
+    ticks = 0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:  # gone since the listing
+            continue
+        name = text[text.index("(") + 1 : text.rindex(")")]
+        if name.startswith("postgres"):
+            fields = text.rsplit(")", 1)[1].split()
+            ticks += int(fields[11]) + int(fields[12])
+    return ticks / _TICKS
+
+
+async def _side(name: str, source: Path | None, port: int) -> tuple[Server, AdkApi, str]:
+    from session_state_client.adk import HttpSessionService
+
+    database = await create_database("bench_adk_before_after")
+    migrate(database)
+    server = Server(database, port=port, workers=1, source=source)
+    service = HttpSessionService(base_url=server.base_url)
+    return server, AdkApi(name, service, service.close), database
+
+
+async def run(before: Path, shapes: list[Shape], rounds: int, port: int) -> dict[str, Any]:
+    sides = {
+        "before": await _side("before", before, port),
+        "after": await _side("after", None, port + 1),  # this checkout, installed
+    }
+    runs: dict[str, dict[str, list[dict[str, float]]]] = {}
+    try:
+        for _, target, _ in sides.values():
+            await workload(target, "warm-up", WARM_UP)
+        for index in range(rounds):
+            order = ["before", "after"] if index % 2 == 0 else ["after", "before"]
+            for shape in shapes:
+                label = f"{shape.sessions}x{shape.events}"
+                for side in order:
+                    server, target, _ = sides[side]
+                    load, served, database = (
+                        time.process_time(),
+                        server.cpu_seconds(),
+                        postgres_cpu_seconds(),
+                    )
+                    figures = await workload(target, f"r{index}-{label}", shape)
+                    appends = shape.sessions * shape.events
+                    figures |= {
+                        "load_cpu_ms": (time.process_time() - load) / appends * 1000,
+                        "server_cpu_ms": (server.cpu_seconds() - served) / appends * 1000,
+                        "postgres_cpu_ms": (postgres_cpu_seconds() - database) / appends * 1000,
+                    }
+                    runs.setdefault(label, {}).setdefault(side, []).append(figures)
+                    shown = ", ".join(f"{key}={value:,.3f}" for key, value in figures.items())
+                    print(f"round {index + 1}/{rounds} {label} {side}: {shown}", flush=True)
+    finally:
+        for server, target, database in sides.values():
+            await target.close()
+            server.stop()
+            await drop_database(database)
+    medians = {
+        label: {
+            side: {key: statistics.median(run[key] for run in found) for key in found[0]}
+            for side, found in by_side.items()
+        }
+        for label, by_side in runs.items()
+    }
+    return {"rounds": rounds, "runs": runs, "medians": medians}
+
+
+FIGURES = ("events_per_s", "p99_ms", "load_cpu_ms", "server_cpu_ms", "postgres_cpu_ms")
+
+
+def table(results: dict[str, Any]) -> str:
+    lines = [
+        "| shape | figure | before | after | after / before |",
+        "| --- | --- | ---: | ---: | ---: |",
+    ]
+    for label, by_side in results["medians"].items():
+        for figure in FIGURES:
+            before, after = by_side["before"][figure], by_side["after"][figure]
+            lines.append(
+                f"| {label} | {figure} | {before:,.3f} | {after:,.3f} | {after / before:.2f} |"
+            )
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--before", type=Path, required=True, help="the checkout to compare with")
+    parser.add_argument("--shapes", default="10x40,50x40", help="sessions x events, by commas")
+    parser.add_argument("--rounds", type=int, default=4)
+    parser.add_argument("--port", type=int, default=18801, help="before's; after's is the next")
+    parser.add_argument("--name", default="adk_before_after")
+    arguments = parser.parse_args(argv)
+    shapes = [
+        Shape(*(int(number) for number in shape.split("x")))
+        for shape in arguments.shapes.split(",")
+    ]
+    results = asyncio.run(run(arguments.before.resolve(), shapes, arguments.rounds, arguments.port))
+    print()
+    print(table(results))
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / f"{arguments.name}.json").write_text(json.dumps(results, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,140 @@
+"""What a group-commit batch costs PostgreSQL with its plan kept (a generic
+plan, `plan_cache_mode = force_generic_plan`, as the batch connections are
+set) and planned for its values on every call (`auto`, what PostgreSQL does
+for this statement by itself), by batch size.
+
+    python -m bench.append_plans            # sizes 1 to 64, 4 alternating rounds
+    python -m bench.append_plans --quick    # sizes 1, 5 and 40, 2 rounds
+
+Each round and mode gets a fresh database with 200 sessions; the batch
+statement (`APPEND_BATCH`) is prepared once on one connection and sent
+`CALLS` times, each call appending one event to each of `size` sessions
+(autocommit, as the server sends it); the median time of a call after the
+first 50 (PostgreSQL's own choice settles after five) is the figure. This
+is the measurement behind `KEPT_PLAN_ITEMS` in app/db/postgresql_store.py.
+Writes bench/results/<name>.json.
+"""
+
+import argparse
+import asyncio
+import json
+import statistics
+import time
+from typing import Any
+
+import asyncpg
+
+from bench.run import RESULTS, create_database, drop_database, dsn, migrate
+from session_state.db.postgresql_statements import APPEND_BATCH
+
+SESSIONS = 200
+CALLS = 300
+SETTLING_CALLS = 50
+MODES = ("auto", "force_generic_plan")
+
+
+def _value(name: str, session: int, call: int) -> Any:
+    """One append's value of a batch parameter: an event of its own, a
+    session-scope key, nothing shared (JSON as text, as the server binds it)."""
+    values: dict[str, Any] = {
+        "app_name": "a",
+        "user_id": "u",
+        "session_id": f"s{session}",
+        "expected": None,
+        "now": 1.0e9,
+        "update_time": 1.0e9,
+        "session_delta": json.dumps({"k": call}),
+        "session_growth": 0,
+        "app_delta": "{}",
+        "app_sizes": "{}",
+        "user_delta": "{}",
+        "user_sizes": "{}",
+        "max_bytes": 10**7,
+        "replace_expiry": False,
+        "ttl": None,
+        "expire_at": None,
+        "event_id": f"e{call}-{session}",
+        "invocation_id": "i",
+        "author": "agent",
+        "event_time": 1.0e9,
+        "data": json.dumps({"author": "agent", "content": {"parts": [{"text": "x" * 200}]}}),
+    }
+    return values[name]
+
+
+async def batch_ms(mode: str, size: int) -> float:
+    """The median time of one batch statement of `size` appends, in ms."""
+    database = await create_database("bench_append_plans")
+    try:
+        migrate(database)
+        connection = await asyncpg.connect(dsn(database))
+        try:
+            await connection.execute(f"SET plan_cache_mode = {mode}")
+            await connection.execute(
+                "INSERT INTO sessions (app_name, user_id, id, state, revision, create_time,"
+                " update_time, state_bytes) SELECT 'a', 'u', 's' || g, '{}', 0, 1, 1, 2"
+                f" FROM generate_series(0, {SESSIONS - 1}) AS g"
+            )
+            statement = await connection.prepare(APPEND_BATCH.text)
+            times = []
+            for call in range(CALLS):
+                sessions = [(call * size + index) % SESSIONS for index in range(size)]
+                columns = [
+                    [_value(name, session, call) for session in sessions]
+                    for name in APPEND_BATCH.names
+                ]
+                started = time.perf_counter()
+                await statement.fetch(*columns)
+                times.append(time.perf_counter() - started)
+        finally:
+            await connection.close()
+    finally:
+        await drop_database(database)
+    return statistics.median(times[SETTLING_CALLS:]) * 1000
+
+
+async def run(sizes: tuple[int, ...], rounds: int) -> dict[str, Any]:
+    runs: dict[str, dict[str, list[float]]] = {}
+    for round_index in range(rounds):
+        order = MODES if round_index % 2 == 0 else MODES[::-1]
+        for size in sizes:
+            for mode in order:
+                figure = await batch_ms(mode, size)
+                runs.setdefault(str(size), {}).setdefault(mode, []).append(figure)
+                print(f"round {round_index + 1}: {size} appends, {mode}: {figure:.3f} ms")
+    medians = {
+        size: {mode: statistics.median(found) for mode, found in by_mode.items()}
+        for size, by_mode in runs.items()
+    }
+    return {"rounds": rounds, "calls": CALLS, "runs": runs, "medians": medians}
+
+
+def table(results: dict[str, Any]) -> str:
+    lines = [
+        "| appends in the batch | kept plan, ms | planned each call, ms | kept / planned |",
+        "| ---: | ---: | ---: | ---: |",
+    ]
+    for size, by_mode in results["medians"].items():
+        kept, planned = by_mode["force_generic_plan"], by_mode["auto"]
+        lines.append(f"| {size} | {kept:.2f} | {planned:.2f} | {kept / planned:.2f}x |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--name", default="append_plans")
+    arguments = parser.parse_args(argv)
+    sizes = (1, 5, 40) if arguments.quick else (1, 2, 5, 8, 10, 16, 24, 40, 64)
+    results = asyncio.run(run(sizes, 2 if arguments.quick else 4))
+    print()
+    print(table(results))
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / f"{arguments.name}.json").write_text(json.dumps(results, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
