@@ -20,8 +20,6 @@ bench/results/<name>.json.
 
 import argparse
 import asyncio
-import json
-import statistics
 import sys
 import time
 from collections.abc import Awaitable, Callable
@@ -35,9 +33,11 @@ from bench.run import (
     create_database,
     drop_database,
     latency_summary,
+    medians_of,
     migrate,
     sqlalchemy_url,
     timed,
+    write_results,
 )
 
 REDIS_DB = 13
@@ -260,14 +260,7 @@ async def run(shapes: tuple[Shape, ...], repetitions: int) -> dict[str, Any]:
             print(f"  creation race {target.name:<34} {race}", flush=True)
     finally:
         await cleanup()
-    medians = {
-        label: {
-            name: {key: statistics.median(run[key] for run in found) for key in found[0]}
-            for name, found in by_target.items()
-        }
-        for label, by_target in runs.items()
-    }
-    return {"repetitions": repetitions, "medians": medians, "runs": runs}
+    return {"repetitions": repetitions, "medians": medians_of(runs), "runs": runs}
 
 
 def table(results: dict[str, Any]) -> str:
@@ -388,8 +381,7 @@ def main(argv: list[str] | None = None) -> int:
     repetitions = arguments.repetitions or (1 if arguments.quick else 3)
     results = asyncio.run(run(shapes, repetitions))
     name = arguments.name or ("adk_api_quick" if arguments.quick else "adk_api")
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / f"{name}.json").write_text(json.dumps(results, indent=2) + "\n")
+    write_results(name, results)
     rendered = table(results) + "\n" + checks_table(target_checks(results))
     (RESULTS / f"{name}.md").write_text(rendered)
     print(rendered)

@@ -17,15 +17,20 @@ writes bench/results/<name>.json.
 
 import argparse
 import asyncio
-import json
 import os
-import statistics
 import time
 from pathlib import Path
 from typing import Any
 
 from bench.adk_api import AdkApi, Shape, workload
-from bench.run import RESULTS, Server, create_database, drop_database, migrate
+from bench.run import (
+    Server,
+    create_database,
+    drop_database,
+    medians_of,
+    migrate,
+    write_results,
+)
 
 WARM_UP = Shape(4, 10)
 _TICKS = os.sysconf("SC_CLK_TCK")
@@ -91,14 +96,7 @@ async def run(before: Path, shapes: list[Shape], rounds: int, port: int) -> dict
             await target.close()
             server.stop()
             await drop_database(database)
-    medians = {
-        label: {
-            side: {key: statistics.median(run[key] for run in found) for key in found[0]}
-            for side, found in by_side.items()
-        }
-        for label, by_side in runs.items()
-    }
-    return {"rounds": rounds, "runs": runs, "medians": medians}
+    return {"rounds": rounds, "runs": runs, "medians": medians_of(runs)}
 
 
 FIGURES = ("events_per_s", "p99_ms", "load_cpu_ms", "server_cpu_ms", "postgres_cpu_ms")
@@ -133,10 +131,8 @@ def main(argv: list[str] | None = None) -> int:
         for shape in arguments.shapes.split(",")
     ]
     results = asyncio.run(run(arguments.before.resolve(), shapes, arguments.rounds, arguments.port))
-    print()
-    print(table(results))
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / f"{arguments.name}.json").write_text(json.dumps(results, indent=2) + "\n")
+    print(f"\n{table(results)}")
+    write_results(arguments.name, results)
     return 0
 
 

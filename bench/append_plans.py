@@ -12,7 +12,7 @@ statement (`APPEND_BATCH`) is prepared once on one connection and sent
 (autocommit, as the server sends it); the median time of a call after the
 first 50 (PostgreSQL's own choice settles after five) is the figure. This
 is the measurement behind `KEPT_PLAN_ITEMS` in app/db/postgresql_store.py.
-Writes bench/results/<name>.json.
+Writes bench/results/append_plans.json (append_plans_quick.json).
 """
 
 import argparse
@@ -24,7 +24,7 @@ from typing import Any
 
 import asyncpg
 
-from bench.run import RESULTS, create_database, drop_database, dsn, migrate
+from bench.run import create_database, drop_database, dsn, migrate, write_results
 from session_state.db.postgresql_statements import APPEND_BATCH
 
 SESSIONS = 200
@@ -111,7 +111,7 @@ async def run(sizes: tuple[int, ...], rounds: int) -> dict[str, Any]:
 
 def table(results: dict[str, Any]) -> str:
     lines = [
-        "| appends in the batch | kept plan, ms | planned each call, ms | kept / planned |",
+        "| appends in the batch | kept plan, ms | planned each run, ms | kept / planned |",
         "| ---: | ---: | ---: | ---: |",
     ]
     for size, by_mode in results["medians"].items():
@@ -125,14 +125,12 @@ def main(argv: list[str] | None = None) -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--name", default="append_plans")
+    parser.add_argument("--name", default=None, help="append_plans, or append_plans_quick")
     arguments = parser.parse_args(argv)
     sizes = (1, 5, 40) if arguments.quick else (1, 2, 5, 8, 10, 16, 24, 40, 64)
     results = asyncio.run(run(sizes, 2 if arguments.quick else 4))
-    print()
-    print(table(results))
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / f"{arguments.name}.json").write_text(json.dumps(results, indent=2) + "\n")
+    print(f"\n{table(results)}")
+    write_results(arguments.name or f"append_plans{'_quick' if arguments.quick else ''}", results)
     return 0
 
 

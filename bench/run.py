@@ -67,6 +67,27 @@ def latency_summary(latencies: list[float]) -> dict[str, float]:
     }
 
 
+def medians_of(
+    runs: dict[str, dict[str, list[dict[str, float]]]],
+) -> dict[str, dict[str, dict[str, float]]]:
+    """Each figure's median over the repetitions, by workload and side."""
+    return {
+        workload: {
+            side: {key: statistics.median(run[key] for run in found) for key in found[0]}
+            for side, found in by_side.items()
+        }
+        for workload, by_side in runs.items()
+    }
+
+
+def write_results(name: str, results: dict[str, Any]) -> Path:
+    """The results as bench/results/<name>.json."""
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    path = RESULTS / f"{name}.json"
+    path.write_text(json.dumps(results, indent=2) + "\n")
+    return path
+
+
 async def timed(call: Callable[[], Awaitable[Any]], latencies: list[float]) -> Any:
     started = time.perf_counter()
     result = await call()

@@ -162,38 +162,34 @@ def _answered_in_process() -> float:
     return REGISTRY.get_sample_value(FAST_PATH, {"outcome": "answered"}) or 0.0
 
 
+# Each route's path suffix, every body (sent on "s"), a few (on the other
+# valid ids) and one (on the ids the fast path leaves alone); the batch
+# route's requests come after the single appends'.
+ROUTES = [
+    ("/events", BODIES, [FIRST, FIRST, BODIES[3], BODIES[5], BODIES[-1]], BODIES[:1] + BODIES[-1:]),
+    ("/events/batch", BATCH_BODIES, [BATCH_BODIES[i] for i in (0, 2, -1)], BATCH_BODIES[:1]),
+]
+
+
 def _requests() -> list[tuple[str, str | None, bytes, bool]]:
     """(path after /apps/{app}, If-Match, body, whether the fast path takes it)."""
     requests = []
-    for session_id, valid_id in SESSION_IDS.items():
-        path = f"/users/u/sessions/{quote(session_id, safe='%')}/events"
-        # The id is decided before the body is read: every If-Match with every
-        # body on one session, a few of each on the others, and an id the
-        # fast path leaves alone is left alone whatever the rest.
-        if session_id == "s":
-            if_matches, bodies = IF_MATCHES, BODIES
-        elif valid_id:
-            if_matches = {key: IF_MATCHES[key] for key in ('"0"', None, "nonsense")}
-            bodies = [FIRST, FIRST, BODIES[3], BODIES[5], BODIES[-1]]
-        else:
-            if_matches, bodies = {None: True, "nonsense": False}, BODIES[:1] + BODIES[-1:]
-        for if_match, valid_if_match in if_matches.items():
-            for body in bodies:
-                requests.append((path, if_match, body, valid_id and valid_if_match))
-    # The batch route, after the single appends: the same choice of ids and
-    # If-Match values, with its own bodies.
-    for session_id, valid_id in SESSION_IDS.items():
-        path = f"/users/u/sessions/{quote(session_id, safe='%')}/events/batch"
-        if session_id == "s":
-            if_matches, bodies = IF_MATCHES, BATCH_BODIES
-        elif valid_id:
-            if_matches = {key: IF_MATCHES[key] for key in ('"0"', None, "nonsense")}
-            bodies = [BATCH_BODIES[0], BATCH_BODIES[2], BATCH_BODIES[-1]]
-        else:
-            if_matches, bodies = {None: True, "nonsense": False}, BATCH_BODIES[:1]
-        for if_match, valid_if_match in if_matches.items():
-            for body in bodies:
-                requests.append((path, if_match, body, valid_id and valid_if_match))
+    for suffix, every_body, some_bodies, one_body in ROUTES:
+        for session_id, valid_id in SESSION_IDS.items():
+            path = f"/users/u/sessions/{quote(session_id, safe='%')}{suffix}"
+            # The id is decided before the body is read: every If-Match with
+            # every body on one session, a few of each on the others, and an
+            # id the fast path leaves alone is left alone whatever the rest.
+            if session_id == "s":
+                if_matches, bodies = IF_MATCHES, every_body
+            elif valid_id:
+                if_matches = {key: IF_MATCHES[key] for key in ('"0"', None, "nonsense")}
+                bodies = some_bodies
+            else:
+                if_matches, bodies = {None: True, "nonsense": False}, one_body
+            for if_match, valid_if_match in if_matches.items():
+                for body in bodies:
+                    requests.append((path, if_match, body, valid_id and valid_if_match))
     for suffix in OTHER_PATHS:
         requests.append((f"/users/u/sessions/s{suffix}", None, BODIES[2], False))
     return requests
