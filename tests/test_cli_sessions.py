@@ -44,7 +44,10 @@ def _expire(url: str, session_id: str) -> None:
 
 
 async def _write_sessions(url: str) -> None:
-    async with asgi_client(Settings(database_url=url, sweep_interval_seconds=0)) as http:
+    # A generous timeout, as the settings fixture's: a loaded machine once took over
+    # the 5 s default to connect.
+    settings = Settings(database_url=url, sweep_interval_seconds=0, db_timeout_seconds=30)
+    async with asgi_client(settings) as http:
         for app, user, session in (
             ("ops", "ann", "a1"),
             ("ops", "ann", "a2"),
