@@ -282,9 +282,12 @@ class PostgresChangeRelay:
             recount_at = loop.time() + PEER_RECOUNT_SECONDS
             while not lost.is_set():
                 if not self._pending:
+                    # asyncio.timeout, not wait_for: Python 3.11's wait_for can
+                    # swallow a cancellation that lands as its wait ends, and
+                    # this loop then outlives close() (a test's shutdown hung).
                     with contextlib.suppress(TimeoutError):
-                        wait = max(recount_at - loop.time(), 0)
-                        await asyncio.wait_for(self._have_pending.wait(), wait)
+                        async with asyncio.timeout(max(recount_at - loop.time(), 0)):
+                            await self._have_pending.wait()
                 if self.listen and loop.time() >= recount_at and not lost.is_set():
                     await self._count_peers(connection)
                     recount_at = loop.time() + PEER_RECOUNT_SECONDS
@@ -301,7 +304,8 @@ class PostgresChangeRelay:
         finally:
             self._connection = None
             with contextlib.suppress(Exception):
-                await asyncio.wait_for(connection.close(), self.timeout)
+                async with asyncio.timeout(self.timeout):
+                    await connection.close()
 
     async def _count_peers(self, connection: asyncpg.Connection) -> None:
         hellos = self._hellos
@@ -315,7 +319,11 @@ class PostgresChangeRelay:
 
     async def close(self) -> None:
         if self._task is not None:
-            self._task.cancel()
+            # Cancelled again until it ends: one cancellation lost inside a
+            # library call must not leave the relay running past shutdown.
+            while not self._task.done():
+                self._task.cancel()
+                await asyncio.wait([self._task], timeout=1)
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
             self._task = None

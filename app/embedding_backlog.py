@@ -249,4 +249,5 @@ class EmbeddingBacklog:
                 await asyncio.sleep(wait)
                 continue
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), timeout=wait)
+                async with asyncio.timeout(wait):  # not wait_for: see app.changes
+                    await self._wake.wait()

@@ -281,9 +281,8 @@ class MemoryService:
                 raise SemanticSearchOff.of()
             return None
         try:
-            vectors = await asyncio.wait_for(
-                self.embedder.embed([question]), QUESTION_EMBEDDING_SECONDS
-            )
+            async with asyncio.timeout(QUESTION_EMBEDDING_SECONDS):  # see app.changes
+                vectors = await self.embedder.embed([question])
         except (EmbedderFailed, TimeoutError) as error:
             if mode == "semantic":
                 raise EmbedderUnavailable.of() from None

@@ -151,7 +151,8 @@ class SessionStream:
         if self.expire_time is not None:
             timeout = min(timeout, self.expire_time - self.clock())
         try:
-            await asyncio.wait_for(waiter.flag.wait(), max(timeout, 0.0))
+            async with asyncio.timeout(max(timeout, 0.0)):  # not wait_for: see app.changes
+                await waiter.flag.wait()
         except TimeoutError:
             return False
         return True
@@ -437,7 +438,8 @@ class UserStream:
                     timeout = max(heartbeat_at - time.monotonic(), 0.0)
                     if self._pending_wait is not None:
                         timeout = min(timeout, self._pending_wait)
-                    await asyncio.wait_for(waiter.flag.wait(), timeout)
+                    async with asyncio.timeout(timeout):  # not wait_for: see app.changes
+                        await waiter.flag.wait()
                 except TimeoutError:
                     if time.monotonic() >= heartbeat_at:
                         yield HEARTBEAT

@@ -88,3 +88,24 @@ async def test_a_sweep_run_from_the_command_line_tells_the_servers_streams(
             await asyncio.wait_for(waiter.flag.wait(), 10)
     finally:
         await relay.close()
+
+
+async def test_a_relay_closed_as_a_change_is_pending_ends(fresh_postgres_url: str) -> None:
+    """Shutdown right after an append: the relay's wait for a change ends as
+    it is cancelled. (Python 3.11's wait_for returned the change and lost the
+    cancellation, and the relay outlived close(): a test's shutdown hung.)"""
+    dsn = asyncpg_dsn(fresh_postgres_url)
+    hubs = ChangeHub(), ChangeHub()
+    first, second = [await _connected(hub, dsn) for hub in hubs]
+    try:
+        await _until(lambda: first.peers, "the first relay hearing the hello")
+        for revision in range(1, 21):
+            await asyncio.sleep(0.05)  # the relay back in its wait for a change
+            hubs[1].publish(Change("app", "u", "s", "appended", revision))
+        # A change pending, and the close in the same turn of the loop.
+        hubs[0].publish(Change("app", "u", "s", "appended", 21))
+        closing = asyncio.create_task(first.close())
+        done, _ = await asyncio.wait([closing], timeout=15)
+        assert done, "the relay did not end when closed"
+    finally:
+        await second.close()

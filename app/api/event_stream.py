@@ -100,10 +100,8 @@ class EventStreamResponse(Response):
             return
         # The stream ended (deleted) or the server is shutting down.
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(
-                send({"type": "http.response.body", "body": b"", "more_body": False}),
-                self.send_timeout,
-            )
+            async with asyncio.timeout(self.send_timeout):  # not wait_for: see app.changes
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
 
     async def _send_all(self, send: Send) -> str:
         """ "ended" when the items end, "too slow" when a send waited past
@@ -119,7 +117,8 @@ class EventStreamResponse(Response):
     async def _send(self, send: Send, body: bytes) -> bool:
         message = {"type": "http.response.body", "body": body, "more_body": True}
         try:
-            await asyncio.wait_for(send(message), self.send_timeout)
+            async with asyncio.timeout(self.send_timeout):  # not wait_for: see app.changes
+                await send(message)
         except TimeoutError:
             return False
         return True
