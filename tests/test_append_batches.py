@@ -244,7 +244,9 @@ async def test_a_session_held_by_another_transaction_delays_only_its_own_appends
     stored and answered at once, and the held session's append is stored
     once the lock goes."""
     run_blocking(_truncate(postgres_url))
-    async with asgi_client(Settings(database_url=postgres_url)) as http:
+    # Held statements wait for the test: a generous statement timeout, as
+    # the settings fixture's (on a loaded machine 5 s was passed).
+    async with asgi_client(Settings(database_url=postgres_url, db_timeout_seconds=30)) as http:
         for name in ["held"] + [f"free{index}" for index in range(8)]:
             created = await http.post(
                 f"/apps/{APP}/users/{USER}/sessions", json={"sessionId": name}
@@ -474,7 +476,10 @@ async def test_hostile_values_sent_together_are_stored_and_read_back_exactly(dat
         1.5e300,
         {"a": [[[[1]]]]},
     ]
-    async with asgi_client(Settings(database_url=database_url)) as http:
+    # Held statements wait for the test: a generous statement timeout, as
+    # the settings fixture's (on a loaded machine 5 s was passed).
+    settings = Settings(database_url=database_url, db_timeout_seconds=30)
+    async with asgi_client(settings) as http:
         names = [f"hostile{index}" for index in range(len(values))]
         for name in names:
             created = await http.post(
