@@ -614,10 +614,13 @@ async def test_a_user_stream_resumed_while_appends_race_sends_every_change_exact
         http = writers[number % len(writers)]
         for _ in range(rounds):
             await append(http, f"{user}/sessions/{names[number]}")
+            # Paced, so that the resumes meet the appends even where appends
+            # are quick (a fast machine finished them within three resumes).
+            await asyncio.sleep(0.02)
 
     got: list[Message] = []
     cursor = start
-    resumes = 0
+    resumes = 0  # begun while appends were still being made
     appending = asyncio.gather(*(write(number) for number in range(len(names))))
     try:
         async with httpx.AsyncClient(base_url=servers[0].base_url, timeout=30) as reader:
@@ -625,6 +628,7 @@ async def test_a_user_stream_resumed_while_appends_race_sends_every_change_exact
             while not _all_at(got, names, rounds):
                 assert time.monotonic() < deadline, f"missing: {got}"
                 headers = {**EVENT_STREAM, "Last-Event-ID": cursor}
+                resumes += not appending.done()
                 async with reader.stream("GET", f"{user}/sessions/stream", headers=headers) as r:
                     assert r.status_code == 200
                     received = messages(r)
@@ -635,7 +639,6 @@ async def test_a_user_stream_resumed_while_appends_race_sends_every_change_exact
                             break
                         got.append(message)
                         cursor = message.raw_id
-                resumes += 1
         await appending
     finally:
         for http in writers:
