@@ -12,6 +12,7 @@ import asyncpg
 import httpx
 
 from session_state.config import Settings
+from session_state.db.postgresql_store import PostgresStore
 from session_state.main import create_app
 
 POOL_SIZE = 2
@@ -117,6 +118,14 @@ async def test_grouped_appends_keep_their_plans_on_connections_of_their_own(post
             assert await connection.fetchval("SHOW plan_cache_mode") == "force_generic_plan"
         async with store.pool.acquire() as connection:
             assert await connection.fetchval("SHOW plan_cache_mode") == "auto"
+
+    # The replicas' store only reads: all its connections serve reads.
+    replica = await PostgresStore.connect(settings, database_url=postgres_url)
+    try:
+        assert replica.batch_pool is replica.pool
+        assert replica.pool.get_max_size() == 5
+    finally:
+        await replica.close()
 
     unbatched = create_app(settings.model_copy(update={"append_batch_size": 1}))
     async with unbatched.router.lifespan_context(unbatched):

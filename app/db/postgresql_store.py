@@ -84,10 +84,8 @@ APPEND_BATCHES_IN_FLIGHT = 2
 # The largest batch sent with the kept (generic) plan. That plan is made
 # without the batch's size and runs slower than one made for it from about
 # ten appends on, where planning (about 0.9 ms) is shared by many appends:
-# a larger batch is sent on a connection of the main pool and planned for
-# its size. Measured per batch statement: 1 append 0.49 ms kept against
-# 1.37 planned, 5 appends 0.72 against 1.50, 10 appends 1.28 against 1.08,
-# 64 appends 5.0 against 2.8.
+# a larger batch is sent on a connection of the main pool, where PostgreSQL
+# chooses. The figures: `python -m bench.append_plans`.
 KEPT_PLAN_ITEMS = 8
 # Statements a batch connection sends before it is replaced (and its kept
 # plans made again): reconnecting costs a few milliseconds per this many.
@@ -116,12 +114,12 @@ async def _use_json_codecs(connection: asyncpg.Connection) -> None:
 
 
 async def _plan_appends_once(connection: asyncpg.Connection) -> None:
-    """The batch connections' setup. PostgreSQL plans a prepared statement
-    again on every call while a plan made for its values looks cheaper than
-    the generic one, and the append statements' always do (the batch's
-    arrays, of unknown length, above all): about a millisecond of the
-    database's CPU per batch (docs/performance.md). On these connections,
-    which run nothing but those statements, the generic plan is kept."""
+    """The batch connections' setup. Left to itself, PostgreSQL decides per
+    connection from a prepared statement's first runs whether to plan it
+    again on every run, and for the batch statement it sometimes does:
+    about 0.9 ms of the database's CPU per batch (docs/performance.md, "Kept
+    plans"). On these connections, which run nothing but the append
+    statements of small batches, the generic plan is always kept."""
     await _use_json_codecs(connection)
     await connection.execute("SET plan_cache_mode = force_generic_plan")
 
@@ -350,7 +348,7 @@ class PostgresStore:
         # one, taken out of the configured number (which stays the bound on
         # a process's connections); at least one is left for the rest.
         batch_connections = 0
-        if settings.append_batch_size > 1:
+        if settings.append_batch_size > 1 and database_url is None:  # replicas only read
             batch_connections = min(APPEND_BATCHES_IN_FLIGHT, connections - 1)
         batch_pool = None
         with database_errors_as_domain_errors():
