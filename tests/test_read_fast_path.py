@@ -62,6 +62,13 @@ QUERIES = {
     "numRecentEvents=1&afterTimestamp=nan": False,
     "other=1": False,
     "numRecentEvents=2&": False,
+    # Hostile: NUL, a lone surrogate's bytes, other scripts' digits, a long
+    # query: all FastAPI's to answer.
+    "numRecentEvents=1%00": False,
+    "numRecentEvents%00=1": False,
+    "numRecentEvents=%ED%A0%80": False,
+    "numRecentEvents=%D9%A3": False,
+    "minRevision=1&" + "x=1&" * 5000 + "numRecentEvents=1": False,
 }
 EVENTS = [
     {"id": f"e{number}", "author": "a", "timestamp": float(number), "actions": {}}
