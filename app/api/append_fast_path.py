@@ -24,8 +24,7 @@ from ..metrics import FAST_PATH_APPENDS
 from ..service import SessionService
 from .bodies import decode_json
 from .dependencies import expected_revision
-from .problems import error_response
-from .session_routes import SessionRouteMatch
+from .session_routes import SessionRouteMatch, answered
 
 _IF_MATCH = b"if-match"
 # Every parameter the route declares, as (where, name): the fast path reads
@@ -84,17 +83,19 @@ class AppendFastPath:
             return
         scope["route"] = self.route
         service: SessionService = scope["app"].state.service
-        try:
-            body = await _read_body(receive)
-            if body is None:
-                FAST_PATH_APPENDS.labels("client_gone").inc()
-                return  # nobody to answer
-            document = await decode_json(body, service.limits)
-            response = await self._answer(service, key, document, revision)
-        except Exception as error:
-            known = error_response(error)
-            if known is None:
-                raise
-            response = known
+        response = await answered(self._respond(service, key, receive, revision))
+        if response is None:
+            FAST_PATH_APPENDS.labels("client_gone").inc()
+            return  # nobody to answer
         FAST_PATH_APPENDS.labels("answered").inc()
         await response(scope, receive, send)
+
+    async def _respond(
+        self, service: SessionService, key: SessionKey, receive: Receive, revision: int | None
+    ) -> Response | None:
+        """The route's answer; None when the client went away before its
+        body arrived. The body limit's 413 is raised by `receive`."""
+        body = await _read_body(receive)
+        if body is None:
+            return None
+        return await self._answer(service, key, await decode_json(body, service.limits), revision)

@@ -17,15 +17,16 @@ import re
 from collections.abc import Sequence
 from urllib.parse import unquote
 
+from fastapi.responses import Response
 from fastapi.routing import APIRoute
 from starlette.routing import BaseRoute
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from ..domain import SessionKey
 from ..metrics import FAST_PATH_READS
 from ..service import SessionService
 from . import rendering
-from .problems import error_response
-from .session_routes import SessionRouteMatch
+from .session_routes import SessionRouteMatch, answered
 
 # Every parameter the route declares, as (where, name): a parameter added to
 # the route must be read here too, or the fast path would answer without it
@@ -83,15 +84,14 @@ class ReadFastPath:
             return
         scope["route"] = self.route
         service: SessionService = scope["app"].state.service
-        try:
-            session = await service.get_session(
-                key, numbers.get("num_recent_events"), None, numbers.get("min_revision")
-            )
-            response = rendering.session_response(session)
-        except Exception as error:
-            known = error_response(error)
-            if known is None:
-                raise
-            response = known
+        response = await answered(_read(service, key, numbers))
         FAST_PATH_READS.inc()
         await response(scope, receive, send)
+
+
+async def _read(service: SessionService, key: SessionKey, numbers: dict[str, int]) -> Response:
+    """The route's own reading of the session and its answer."""
+    session = await service.get_session(
+        key, numbers.get("num_recent_events"), None, numbers.get("min_revision")
+    )
+    return rendering.session_response(session)

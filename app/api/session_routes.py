@@ -6,8 +6,10 @@ routing, parameter solving and validation (most of a request's server CPU,
 docs/performance.md); anything it does not take goes on to FastAPI
 unchanged, so FastAPI's answers to bad requests stay FastAPI's."""
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
+from typing import TypeVar
 
+from fastapi.responses import Response
 from fastapi.routing import APIRoute
 from starlette.routing import BaseRoute, compile_path
 from starlette.types import Scope
@@ -15,6 +17,22 @@ from starlette.types import Scope
 from ..domain import SessionKey
 from ..identifiers import name_problem, session_id_problem
 from .encoded_paths import decode_segment, route_path
+from .problems import error_response
+
+# What a fast path's work gives: a response, or (None) nobody to answer.
+Answer = TypeVar("Answer", bound=Response | None)
+
+
+async def answered(work: Awaitable[Answer]) -> Answer | Response:
+    """`work`'s answer, or the problem response of the error it raised, as
+    FastAPI's handlers would give it; anything else (a bug) is raised on."""
+    try:
+        return await work
+    except Exception as error:
+        known = error_response(error)
+        if known is None:
+            raise
+        return known
 
 
 class SessionRouteMatch:
