@@ -242,15 +242,16 @@ async def test_filtered_pages_miss_nothing_and_repeat_nothing_under_concurrent_w
     writers = [asyncio.create_task(writer(number)) for number in range(3)]
     try:
         await asyncio.sleep(0)
+        writes_before = writes_during_walks
         ascending = await walk()
-        writes_after_first = writes_during_walks
         descending = await walk(order="desc")
         bounded = await walk(updatedBefore=cutoff)
     finally:
         walking = False
         await asyncio.gather(*writers)
-    # The writes interleaved with the walks.
-    assert writes_after_first > 0 and writes_during_walks > writes_after_first
+    # The writes interleaved with the walks (on a fast machine the first walk
+    # can end before the first write does: counted over the three).
+    assert writes_during_walks > writes_before
     assert touched
     stable = prod_before - set(touched)
     # Each walk ends where it began (its first page pins it, or the caller's
@@ -260,7 +261,11 @@ async def test_filtered_pages_miss_nothing_and_repeat_nothing_under_concurrent_w
     for listed in (ascending, descending, bounded):
         assert all(s["labels"] == {"env": "prod"} for s in listed)
         found = [s["id"] for s in listed]
-        assert len(found) == len(set(found))
+        # A session appended to just as the walk began can be met twice
+        # (docs/api.md, "Walking a list": its event was stamped before the
+        # walk's end and stored after the first page); no other can.
+        assert [i for i in found if i in stable] == sorted(stable & set(found), key=found.index)
+        assert all(found.count(i) <= 2 for i in found)
         assert stable <= set(found) <= prod_before | created
 
 
