@@ -119,6 +119,13 @@ class PayloadTooLarge(ServiceError):
         self.answer_limit = answer_limit
 
     @classmethod
+    def appends_answer(cls, size: int, limit: int) -> Self:
+        return cls(
+            f"the appends' answer could be {size} bytes, above the {limit} it may carry",
+            answer_limit=limit,
+        )
+
+    @classmethod
     def batch_answer(cls, size: int, limit: int) -> Self:
         return cls(
             f"the batch's events are {size} bytes as stored, above the {limit} "

@@ -40,3 +40,5 @@ STATE_DELTA_DESCRIPTION = (
 
 # Events one batch append may carry.
 MAX_BATCH_EVENTS = 1000
+# Appends one request to several sessions may carry (POST /apps/{app}/appends).
+MAX_APPENDS_PER_REQUEST = 100

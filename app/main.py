@@ -14,7 +14,7 @@ from starlette.middleware.cors import CORSMiddleware
 
 from . import __version__
 from .api import appending
-from .api.append_fast_path import AppendFastPath
+from .api.append_fast_path import AppendFastPath, AppendsFastPath
 from .api.authentication import ApiKeyMiddleware, document_bearer_security
 from .api.body_limit import BodyLimitMiddleware
 from .api.browser_guard import BrowserGuardMiddleware
@@ -183,6 +183,7 @@ def create_app(
     # the API keys in, /apps/ paths are as sent, still percent-encoded.
     app.add_middleware(AppendFastPath, route=sessions.append_route(), answer=appending.append)
     app.add_middleware(AppendFastPath, route=sessions.batch_route(), answer=appending.append_batch)
+    app.add_middleware(AppendsFastPath, route=sessions.appends_route())
     app.add_middleware(ReadFastPath, route=sessions.session_route(), earlier=streams.router.routes)
     app.add_middleware(BodyLimitMiddleware, max_body_bytes=settings.max_body_bytes)
     app.add_middleware(ApiKeyMiddleware, api_keys=api_keys)

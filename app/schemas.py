@@ -30,6 +30,7 @@ from .identifiers import (
     session_id_problem,
 )
 from .labels import LABEL_KEY_PATTERN, LABEL_RULE, LABEL_VALUE_PATTERN, MAX_LABELS, labels_problem
+from .limits import MAX_INT64
 
 
 def _session_id(text: str) -> str:
@@ -62,6 +63,28 @@ def _labels(labels: dict[str, Any]) -> dict[str, str]:
 
 
 LABELS_DESCRIPTION = f"Labels (GCP's label rules: {LABEL_RULE})."
+
+
+def _name(text: str) -> str:
+    message = name_problem(text)
+    if message is not None:
+        raise PydanticCustomError("identifier", message)
+    return text
+
+
+NameIdentifier = Annotated[
+    str,
+    AfterValidator(_name),
+    WithJsonSchema(
+        {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": IDENTIFIER_MAX_LENGTH,
+            "pattern": NAME_PATTERN,
+            "description": f"{NAME_RULE}.",
+        }
+    ),
+]
 
 SessionLabels = Annotated[
     dict[str, Any],
@@ -279,6 +302,41 @@ class EventBatch(WireModel):
     events: list[Event] = Field(description="The events as stored, in order.")
 
 
+class SessionAppend(RequestBody):
+    """One append of a request to several sessions: what a single append's
+    path, If-Match header and body say."""
+
+    user_id: NameIdentifier
+    session_id: SessionIdentifier
+    if_match: int | None = Field(
+        default=None,
+        ge=0,
+        le=MAX_INT64,
+        strict=True,
+        description="The revision the append is based on, as If-Match names it (412 in its "
+        "result when the session moved past it). Null or absent: no condition.",
+    )
+    # Checked by the append's own rules, so that its problems are its
+    # result's, not the request's.
+    event: Annotated[
+        Any,
+        WithJsonSchema(
+            {
+                "type": "object",
+                "description": "The event, as a single append's body (the Event schema).",
+            }
+        ),
+    ]
+
+
+class SessionAppendsRequest(RequestBody):
+    appends: list[SessionAppend] = Field(
+        min_length=1,
+        max_length=contract.MAX_APPENDS_PER_REQUEST,
+        description="Each stored as its own append; a session's appends in this order.",
+    )
+
+
 class StateResponse(WireModel):
     state: dict[str, Any] = Field(description="Keys without their scope prefix.")
 
@@ -454,3 +512,25 @@ class Problem(BaseModel):
     detail: str
     code: str
     errors: list[FieldProblem] | None = None
+
+
+class SessionAppendResult(WireModel):
+    """One append's answer, as a single append would have been answered."""
+
+    status: int = Field(
+        description="A single append's status: 201 stored, 200 a retry or a partial event, "
+        "or the error's (404, 409, 412, 413, 422, 503)."
+    )
+    revision: int | None = Field(
+        default=None,
+        description="The revision the event produced (a single append's ETag); absent for "
+        "a partial event (not stored) and for an error.",
+    )
+    event: Event | None = Field(
+        default=None, description="The stored event (or the partial one as sent)."
+    )
+    problem: Problem | None = Field(default=None, description="The error, as its own answer.")
+
+
+class SessionAppendResults(WireModel):
+    results: list[SessionAppendResult] = Field(description="In the order of the appends.")

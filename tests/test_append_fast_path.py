@@ -11,8 +11,13 @@ from fastapi import FastAPI
 from fastapi.dependencies.models import Dependant
 from prometheus_client import Counter
 
-from session_state.api.append_fast_path import ROUTE_PARAMETERS, AppendFastPath
-from session_state.api.routes.sessions import append_route, batch_route
+from session_state.api.append_fast_path import (
+    APPENDS_ROUTE_PARAMETERS,
+    ROUTE_PARAMETERS,
+    AppendFastPath,
+    AppendsFastPath,
+)
+from session_state.api.routes.sessions import append_route, appends_route, batch_route
 from session_state.main import create_app
 from session_state.metrics import FAST_PATH_APPENDS
 from tests.test_observability import _metric
@@ -141,10 +146,13 @@ def test_the_fast_path_reads_every_parameter_the_route_declares():
     which answers most appends without FastAPI's parameter handling."""
     for route in (append_route(), batch_route()):
         assert _declared_parameters(route.dependant) == set(ROUTE_PARAMETERS), route.path
+    route = appends_route()
+    assert _declared_parameters(route.dependant) == set(APPENDS_ROUTE_PARAMETERS)
 
 
 def _without_fast_path(app: FastAPI) -> FastAPI:
-    app.user_middleware = [m for m in app.user_middleware if m.cls is not AppendFastPath]
+    fast_paths = (AppendFastPath, AppendsFastPath)
+    app.user_middleware = [m for m in app.user_middleware if m.cls not in fast_paths]
     return app
 
 
@@ -251,3 +259,75 @@ async def test_the_fast_path_answers_as_the_route_does(settings):
     # (three of a batch) on each of the eight other valid session ids.
     assert served == 5 * len(BODIES) + 8 * 2 * 5 + 5 * len(BATCH_BODIES) + 8 * 2 * 3
     assert statuses >= {200, 201, 400, 404, 409, 412, 413, 422}
+
+
+# The route of appends to several sessions: each app name as sent, and
+# whether its fast path takes the request (the app of a valid name only);
+# each app (with or without the fast path) has its own, on one database.
+APP_NAMES = {
+    "{}": True,
+    "{}%2Fb": True,
+    "%41{}": True,
+    "%zz{}": False,
+    "%C3{}": False,
+    "%0A{}": False,
+}
+CREATED_APPS = ["{}", "{}/b", "A{}"]
+_ONE = b'{"userId": "u", "sessionId": "s", "event": %s}'
+APPENDS_BODIES = [
+    b'{"appends": [%s, %s]}' % (_ONE % FIRST, _ONE % BODIES[3]),
+    b'{"appends": [%s]}' % (_ONE % BODIES[4]),
+    b'{"appends": [%s]}' % (_ONE % BODIES[-1]),
+    b'{"appends": [%s]}' % (b'{"userId": "u", "sessionId": " s", "event": {}}'),
+    b'{"appends": []}',
+    b'{"appends": [%s]}' % (_ONE % BODIES[9]),
+    b"{not json",
+    b"",
+]
+
+
+def _appends_outcome(response: httpx.Response) -> tuple[object, ...]:
+    """`_outcome`, without the request ids of the results' problems."""
+    status, headers, body = _outcome(response)
+    if isinstance(body, dict):
+        for result in body.get("results", []):
+            result.get("problem", {}).pop("requestId", None)
+    return status, headers, body
+
+
+async def test_the_appends_fast_path_answers_as_its_route_does(settings):
+    settings = settings.model_copy(update={"max_event_bytes": MAX_EVENT_BYTES})
+    apps = {"fast": create_app(settings), "route": _without_fast_path(create_app(settings))}
+    async with AsyncExitStack() as stack:
+        clients = {}
+        for name, app in apps.items():
+            await stack.enter_async_context(app.router.lifespan_context(app))
+            clients[name] = await stack.enter_async_context(
+                httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url=ASGI_URL)
+            )
+            for app_name in CREATED_APPS:
+                created = await clients[name].post(
+                    f"/apps/{quote(app_name.format(name), safe='')}/users/u/sessions",
+                    json={"sessionId": "s"},
+                )
+                assert created.status_code == 201
+        statuses = set()
+        for app_name, taken in APP_NAMES.items():
+            for suffix in ("/appends", "/appends/", "/append"):
+                for body in APPENDS_BODIES:
+                    path = f"/apps/{quote(app_name, safe='%{}')}{suffix}"
+                    answered_before = _answered_in_process()
+                    fast = await clients["fast"].post(path.format("fast"), content=body)
+                    answered = _answered_in_process() - answered_before
+                    route = await clients["route"].post(path.format("route"), content=body)
+                    assert answered == (taken and suffix == "/appends"), (path, body)
+                    assert _appends_outcome(fast) == _appends_outcome(route), (path, body)
+                    statuses.add(fast.status_code)
+        for app_name in CREATED_APPS:
+            reads = [
+                (await c.get(f"/apps/{quote(app_name.format(n), safe='')}/users/u/sessions/s"))
+                for n, c in clients.items()
+            ]
+            assert reads[0].json()["events"] == reads[1].json()["events"]
+            assert reads[0].json()["events"], app_name
+    assert statuses >= {200, 400, 404, 422}

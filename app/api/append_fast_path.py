@@ -1,12 +1,13 @@
-"""The append routes (one event, a batch) served without FastAPI's request
-machinery.
+"""The append routes (one event, a batch, appends to several sessions)
+served without FastAPI's request machinery.
 
 Appends are the hot path, and FastAPI's routing, validation and exception
 layers cost as much server CPU as the append itself (docs/performance.md,
 "Where the time goes"). This middleware, one per route, sits inside ours
 (request id, metrics, API keys, body limit), matches the route's own path
 as Starlette compiles it, and answers through the same code as the route
-(`appending.append` or `appending.append_batch`, `error_response`).
+(`appending.append`, `appending.append_batch`,
+`session_appends.append_to_sessions`, `error_response`).
 Anything else, including every request with a bad identifier or If-Match,
 goes on to FastAPI unchanged, so its validation errors stay FastAPI's.
 """
@@ -24,6 +25,7 @@ from ..metrics import FAST_PATH_APPENDS
 from ..service import SessionService
 from .bodies import decode_json
 from .dependencies import expected_revision
+from .session_appends import append_to_sessions
 from .session_routes import SessionRouteMatch, answered
 
 _IF_MATCH = b"if-match"
@@ -34,6 +36,8 @@ _IF_MATCH = b"if-match"
 ROUTE_PARAMETERS = frozenset(
     {("path", "app_name"), ("path", "user_id"), ("path", "session_id"), ("header", "if_match")}
 )
+# The same for the route of appends to several sessions.
+APPENDS_ROUTE_PARAMETERS = frozenset({("path", "app_name")})
 
 
 def _if_match(scope: Scope) -> str | None:
@@ -99,3 +103,36 @@ class AppendFastPath:
         if body is None:
             return None
         return await self._answer(service, key, await decode_json(body, service.limits), revision)
+
+
+class AppendsFastPath:
+    """The route of appends to several sessions of one app, as the append
+    routes above: what it does not take goes on to FastAPI."""
+
+    def __init__(self, app: ASGIApp, route: APIRoute) -> None:
+        self.app = app
+        self.route = route
+        self._match = SessionRouteMatch(route)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        app_name = self._match.app_of(scope)
+        if app_name is None:
+            await self.app(scope, receive, send)
+            return
+        scope["route"] = self.route
+        service: SessionService = scope["app"].state.service
+        response = await answered(self._respond(service, app_name, receive))
+        if response is None:
+            FAST_PATH_APPENDS.labels("client_gone").inc()
+            return
+        FAST_PATH_APPENDS.labels("answered").inc()
+        await response(scope, receive, send)
+
+    async def _respond(
+        self, service: SessionService, app_name: str, receive: Receive
+    ) -> Response | None:
+        body = await _read_body(receive)
+        if body is None:
+            return None
+        document = await decode_json(body, service.limits)
+        return await append_to_sessions(service, app_name, document, len(body))

@@ -6,7 +6,7 @@ from typing import Any
 
 from fastapi.responses import Response
 
-from ..domain import SessionKey
+from ..domain import AppendOutcome, SessionKey
 from ..errors import ServiceError
 from ..metrics import APPENDS
 from ..service import SessionService
@@ -33,6 +33,27 @@ async def append(
 ) -> Response:
     """201 with the stored event; 200 for a retry, or for a partial event
     (not stored). Raises ServiceError for the problem responses."""
+    outcome = await counted_append(service, key, document, revision)
+    if outcome.revision is None:
+        return Response(
+            outcome.event,
+            status_code=200,
+            media_type=rendering.JSON_MEDIA_TYPE,
+            headers={"Session-State-Persisted": "false"},
+        )
+    return Response(
+        outcome.event,
+        status_code=append_status(outcome),
+        media_type=rendering.JSON_MEDIA_TYPE,
+        headers={"ETag": rendering.etag(outcome.revision)},
+    )
+
+
+async def counted_append(
+    service: SessionService, key: SessionKey, document: Any, revision: int | None
+) -> AppendOutcome:
+    """One append, counted by its result: a single append's and each of a
+    request to several sessions (app.api.session_appends)."""
     try:
         outcome = await service.append_event(key, document, revision)
     except ServiceError as error:
@@ -40,19 +61,11 @@ async def append(
         raise
     if outcome.revision is None:
         APPENDS.labels("partial").inc()
-        return Response(
-            outcome.event,
-            status_code=200,
-            media_type=rendering.JSON_MEDIA_TYPE,
-            headers={"Session-State-Persisted": "false"},
-        )
-    if outcome.created:
-        APPENDS.labels("stored").inc()
     else:
-        APPENDS.labels("retry").inc()
-    return Response(
-        outcome.event,
-        status_code=201 if outcome.created else 200,
-        media_type=rendering.JSON_MEDIA_TYPE,
-        headers={"ETag": rendering.etag(outcome.revision)},
-    )
+        APPENDS.labels("stored" if outcome.created else "retry").inc()
+    return outcome
+
+
+def append_status(outcome: AppendOutcome) -> int:
+    """201 for a stored event; 200 for a retry or a partial event."""
+    return 201 if outcome.created else 200

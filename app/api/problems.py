@@ -35,15 +35,11 @@ GENERIC_CODES = {404: "not_found", 405: "method_not_allowed", 400: "bad_request"
 OTHER_HTTP_ERROR_CODE = "http_error"
 
 
-def problem_response(
-    status: int,
-    code: str,
-    title: str,
-    detail: str,
-    *,
-    headers: dict[str, str] | None = None,
-    **extra: Any,
-) -> Response:
+def problem_document(
+    status: int, code: str, title: str, detail: str, **extra: Any
+) -> dict[str, Any]:
+    """A problem's body (RFC 9457): an answer's, or one append's among
+    several (app.api.session_appends)."""
     body = {
         "type": f"urn:session-state:problem:{code}",
         "title": title,
@@ -55,6 +51,19 @@ def problem_response(
     request_id = current_request_id.get()
     if request_id is not None:
         body["requestId"] = request_id
+    return body
+
+
+def problem_response(
+    status: int,
+    code: str,
+    title: str,
+    detail: str,
+    *,
+    headers: dict[str, str] | None = None,
+    **extra: Any,
+) -> Response:
+    body = problem_document(status, code, title, detail, **extra)
     return Response(
         json_codec.dumps(body), status_code=status, media_type=PROBLEM_MEDIA_TYPE, headers=headers
     )
@@ -80,20 +89,28 @@ def http_detail(error: ServiceError) -> str:
 
 def service_error_response(error: ServiceError) -> Response:
     """Every domain error's answer, the route's and the append fast path's
-    alike: the one place a 412 is counted."""
-    extra: dict[str, Any] = {}
+    alike."""
     headers = None
-    if isinstance(error, InvalidInput):
-        extra["errors"] = [{"loc": e.loc, "msg": e.msg} for e in error.errors]
     if isinstance(error, DatabaseUnavailable):
         headers = {"Retry-After": RETRY_AFTER_SECONDS}
     if isinstance(error, Unauthorized):
         headers = {"WWW-Authenticate": "Bearer"}
+    return Response(
+        json_codec.dumps(service_error_document(error)),
+        status_code=error.status,
+        media_type=PROBLEM_MEDIA_TYPE,
+        headers=headers,
+    )
+
+
+def service_error_document(error: ServiceError) -> dict[str, Any]:
+    """A domain error's problem body: the one place a 412 is counted."""
+    extra: dict[str, Any] = {}
+    if isinstance(error, InvalidInput):
+        extra["errors"] = [{"loc": e.loc, "msg": e.msg} for e in error.errors]
     if isinstance(error, StaleSession):
         STALE_REJECTIONS.inc()
-    return problem_response(
-        error.status, error.code, error.title, http_detail(error), headers=headers, **extra
-    )
+    return problem_document(error.status, error.code, error.title, http_detail(error), **extra)
 
 
 def _validation_error_response(error: RequestValidationError) -> Response:

@@ -36,8 +36,8 @@ async def answered(work: Awaitable[Answer]) -> Answer | Response:
 
 
 class SessionRouteMatch:
-    """The session of a request for `route`: its method, its path, and no
-    route declared before it (`earlier`) that matches the path too."""
+    """The session (or app) of a request for `route`: its method, its path,
+    and no route declared before it (`earlier`) that matches the path too."""
 
     def __init__(self, route: APIRoute, earlier: Sequence[BaseRoute] = ()) -> None:
         self.route = route
@@ -51,19 +51,33 @@ class SessionRouteMatch:
 
     def session_of(self, scope: Scope) -> SessionKey | None:
         """The session named by the path, when every identifier in it is
-        valid; the path is percent-encoded (app.api.encoded_paths) and each
-        segment decoded here, as the route's parameters decode theirs."""
+        valid."""
+        parameters = self.parameters_of(scope)
+        if parameters is None:
+            return None
+        key = SessionKey(parameters["app_name"], parameters["user_id"], parameters["session_id"])
+        if name_problem(key.user_id):
+            return None
+        return None if session_id_problem(key.session_id) else key
+
+    def app_of(self, scope: Scope) -> str | None:
+        """The app named by the path of a route of one app, when valid."""
+        parameters = self.parameters_of(scope)
+        return None if parameters is None else parameters["app_name"]
+
+    def parameters_of(self, scope: Scope) -> dict[str, str] | None:
+        """The path's parameters, decoded, with a valid app name; None for a
+        request of another route or method. The path is percent-encoded
+        (app.api.encoded_paths) and each segment decoded here, as the
+        route's parameters decode theirs."""
         if scope["type"] != "http" or scope["method"] not in self.methods:
             return None
         path = route_path(scope)
         match = self.path_regex.match(path)
         if match is None or any(earlier.match(path) for earlier in self._earlier):
             return None
-        parameters = {
+        parameters: dict[str, str] = {
             name: self.convertors[name].convert(decode_segment(segment))
             for name, segment in match.groupdict().items()
         }
-        key = SessionKey(parameters["app_name"], parameters["user_id"], parameters["session_id"])
-        if name_problem(key.app_name) or name_problem(key.user_id):
-            return None
-        return None if session_id_problem(key.session_id) else key
+        return None if name_problem(parameters["app_name"]) else parameters

@@ -19,6 +19,7 @@ from session_state_client._client import (
     Timeout,
     client_settings,
 )
+from session_state_client._coalescing import AppendCoalescer
 from session_state_client._constants import (
     DEFAULT_MAX_RETRIES,
     DEFAULT_TIMEOUT,
@@ -84,6 +85,7 @@ class AsyncSessionStateClient:
         self.max_retries = max_retries
         self._http = AiohttpTransport(url, headers, timeout, http_client)
         self._revisions = SeenRevisions()
+        self._appends = AppendCoalescer(self._send, self._revisions)
 
     async def _send(self, call: Call[T]) -> T:
         """The call made, and retried while `_requests` allows it."""
@@ -318,8 +320,13 @@ class AsyncSessionStateClient:
         sent as it is, and must carry its id. `if_match`: the revision the write
         is based on (StaleSessionError when the session moved on)."""
         document = event if isinstance(event, bytes) else _requests.with_event_id(event)
-        return await self._send(
-            _requests.append_event(app_name, user_id, session_id, document, if_match)
+        return await self._appends.send(
+            _requests.append_event(app_name, user_id, session_id, document, if_match),
+            app_name=app_name,
+            user_id=user_id,
+            session_id=session_id,
+            event=document,
+            if_match=if_match,
         )
 
     async def append_events(

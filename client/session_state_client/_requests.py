@@ -126,6 +126,11 @@ def _session_path(app_name: str, user_id: str, session_id: str) -> str:
     return f"/apps/{_segment(app_name)}/users/{_segment(user_id)}/sessions/{_segment(session_id)}"
 
 
+def appends_path(app_name: str) -> str:
+    """Where appends to several sessions of the app go together."""
+    return f"/apps/{_segment(app_name)}/appends"
+
+
 def event_stream_path(app_name: str, user_id: str, session_id: str) -> str:
     return _session_path(app_name, user_id, session_id) + "/events/stream"
 

@@ -18,6 +18,7 @@ from session_state_client._client import (
     Timeout,
     client_settings,
 )
+from session_state_client._coalescing import DirectAppends
 from session_state_client._constants import (
     DEFAULT_MAX_RETRIES,
     DEFAULT_TIMEOUT,
@@ -83,6 +84,7 @@ class SessionStateClient:
         self.max_retries = max_retries
         self._http = HttpxTransport(url, headers, timeout, http_client)
         self._revisions = SeenRevisions()
+        self._appends = DirectAppends(self._send, self._revisions)
 
     def _send(self, call: Call[T]) -> T:
         """The call made, and retried while `_requests` allows it."""
@@ -306,7 +308,14 @@ class SessionStateClient:
         sent as it is, and must carry its id. `if_match`: the revision the write
         is based on (StaleSessionError when the session moved on)."""
         document = event if isinstance(event, bytes) else _requests.with_event_id(event)
-        return self._send(_requests.append_event(app_name, user_id, session_id, document, if_match))
+        return self._appends.send(
+            _requests.append_event(app_name, user_id, session_id, document, if_match),
+            app_name=app_name,
+            user_id=user_id,
+            session_id=session_id,
+            event=document,
+            if_match=if_match,
+        )
 
     def append_events(
         self,

@@ -41,6 +41,7 @@ RENAMES = {
     "AsyncSessionStateClient": "SessionStateClient",
     "AsyncIterator": "Iterator",
     "AiohttpTransport": "HttpxTransport",
+    "AppendCoalescer": "DirectAppends",
     "AIOHTTP_ERRORS": "HTTPX_ERRORS",
     "aiohttp_failure": "httpx_failure",
     "aiohttp": "httpx",

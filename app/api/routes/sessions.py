@@ -22,11 +22,13 @@ from ...schemas import (
     Problem,
     Session,
     SessionAfterRemoval,
+    SessionAppendResults,
+    SessionAppendsRequest,
     SessionList,
     StateResponse,
 )
-from .. import appending, examples, page_tokens, rendering
-from ..bodies import documented_body, read_json, validate_body
+from .. import appending, examples, page_tokens, rendering, session_appends
+from ..bodies import decode_json, documented_body, limits_of, read_json, validate_body
 from ..dependencies import (
     AppName,
     IfMatch,
@@ -155,6 +157,7 @@ SessionFilters = Annotated[SessionQuery, Depends(session_filters)]
 SESSION_PATH = "/apps/{app_name}/users/{user_id}/sessions/{session_id}"
 APPEND_PATH = f"{SESSION_PATH}/events"
 BATCH_PATH = f"{APPEND_PATH}/batch"
+APPENDS_PATH = "/apps/{app_name}/appends"
 
 
 def append_route() -> APIRoute:
@@ -165,6 +168,11 @@ def append_route() -> APIRoute:
 def batch_route() -> APIRoute:
     """The batch append route, for the fast path that serves it (append_fast_path)."""
     return _route(BATCH_PATH, "POST")
+
+
+def appends_route() -> APIRoute:
+    """The route of appends to several sessions, for its fast path (append_fast_path)."""
+    return _route(APPENDS_PATH, "POST")
 
 
 def session_route() -> APIRoute:
@@ -243,6 +251,21 @@ async def append_events(
     revision = expected_revision(if_match)
     document = await read_json(request)
     return await appending.append_batch(service_of(request), key, document, revision)
+
+
+@router.post(
+    APPENDS_PATH,
+    response_model=SessionAppendResults,
+    responses=problem_responses(400, 413),
+    openapi_extra=documented_body(SessionAppendsRequest, required=True),
+    summary="Append to several sessions at once, each append answered on its own",
+)
+async def append_to_sessions(app_name: AppName, request: Request) -> Response:
+    body = await request.body()
+    document = await decode_json(body, limits_of(request))
+    return await session_appends.append_to_sessions(
+        service_of(request), app_name, document, len(body)
+    )
 
 
 @router.delete(

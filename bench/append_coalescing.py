@@ -1,0 +1,110 @@
+"""Appends sent together or each alone, side by side in one run: the ADK
+workload of bench.adk_api (concurrent appends through `HttpSessionService`,
+an ADK `Event` built in every timed append) against one server, with the
+client's appends each in a request of their own ("alone") and sent
+together behind 1, 2 or 4 requests in flight per app, rotating per round.
+
+    python -m bench.append_coalescing
+    python -m bench.append_coalescing --shapes 10x40 --rounds 6 --in-flight 1,2,4
+
+Prints the medians of the rounds, with the CPU each process spent per
+append (this load generator, the server, PostgreSQL); writes
+bench/results/<name>.json.
+"""
+
+import argparse
+import asyncio
+import time
+from typing import Any
+
+from bench.adk_api import AdkApi, Shape, workload
+from bench.adk_before_after import WARM_UP, postgres_cpu_seconds
+from bench.run import Server, create_database, drop_database, medians_of, migrate, write_results
+
+# A client that never sends appends together: every request its own (the
+# coalescer's own setting for a server without the route).
+ALONE = "alone"
+
+
+def _variant(service: Any, name: str) -> None:
+    appends = service.client._appends  # the client's coalescer (bench only)
+    if name == ALONE:
+        appends.max_in_flight = 1 << 30
+    else:
+        appends.max_in_flight = int(name.removeprefix("in-flight-"))
+
+
+async def run(shapes: list[Shape], in_flight: list[int], rounds: int, port: int) -> dict[str, Any]:
+    from session_state_client.adk import HttpSessionService
+
+    database = await create_database("bench_append_coalescing")
+    migrate(database)
+    server = Server(database, port=port, workers=1)
+    service = HttpSessionService(base_url=server.base_url)
+    target = AdkApi("session-state", service, service.close)
+    variants = [ALONE, *(f"in-flight-{n}" for n in in_flight)]
+    runs: dict[str, dict[str, list[dict[str, float]]]] = {}
+    try:
+        await workload(target, "warm-up", WARM_UP)
+        for index in range(rounds):
+            order = variants[index % len(variants) :] + variants[: index % len(variants)]
+            for shape in shapes:
+                label = f"{shape.sessions}x{shape.events}"
+                for variant in order:
+                    _variant(service, variant)
+                    load, served, database_cpu = (
+                        time.process_time(),
+                        server.cpu_seconds(),
+                        postgres_cpu_seconds(),
+                    )
+                    figures = await workload(target, f"r{index}-{label}-{variant}", shape)
+                    appends = shape.sessions * shape.events
+                    figures |= {
+                        "load_cpu_ms": (time.process_time() - load) / appends * 1000,
+                        "server_cpu_ms": (server.cpu_seconds() - served) / appends * 1000,
+                        "postgres_cpu_ms": (postgres_cpu_seconds() - database_cpu) / appends * 1000,
+                    }
+                    runs.setdefault(label, {}).setdefault(variant, []).append(figures)
+                    shown = ", ".join(f"{key}={value:,.3f}" for key, value in figures.items())
+                    print(f"round {index + 1}/{rounds} {label} {variant}: {shown}", flush=True)
+    finally:
+        await target.close()
+        server.stop()
+        await drop_database(database)
+    return {"rounds": rounds, "runs": runs, "medians": medians_of(runs)}
+
+
+FIGURES = ("events_per_s", "p50_ms", "p99_ms", "load_cpu_ms", "server_cpu_ms", "postgres_cpu_ms")
+
+
+def table(results: dict[str, Any]) -> str:
+    lines = ["| shape | variant | " + " | ".join(FIGURES) + " |", "| --- | --- |" + " ---: |" * 6]
+    for label, by_variant in results["medians"].items():
+        alone = by_variant[ALONE]["events_per_s"]
+        for variant, figures in by_variant.items():
+            shown = " | ".join(f"{figures[figure]:,.3f}" for figure in FIGURES)
+            ratio = figures["events_per_s"] / alone
+            lines.append(f"| {label} | {variant} ({ratio:.2f}x) | {shown} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--shapes", default="10x40,50x40", help="sessions x events, by commas")
+    parser.add_argument("--in-flight", default="1,2,4", help="requests in flight, by commas")
+    parser.add_argument("--rounds", type=int, default=4)
+    parser.add_argument("--port", type=int, default=18811)
+    parser.add_argument("--name", default="append_coalescing")
+    args = parser.parse_args(argv)
+    shapes = [Shape(*map(int, shape.split("x"))) for shape in args.shapes.split(",")]
+    in_flight = [int(n) for n in args.in_flight.split(",")]
+    results = asyncio.run(run(shapes, in_flight, args.rounds, args.port))
+    print(table(results))
+    write_results(args.name, results)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,269 @@
+"""Appends sent together: while an app's append requests are in flight, the
+appends a client's callers make meanwhile wait, and go to the server in one
+request (`POST /apps/{app}/appends`), each answered on its own.
+
+Why: an agent server appends to many conversations at once, and each
+request costs the client, the server's HTTP stack and the server's task
+about as much as the append itself (docs/performance.md). Sent together,
+they share that cost, and the server's group commit stores them in one
+statement as it would concurrent requests.
+
+Nothing changes for a caller: an append made while fewer than
+`MAX_IN_FLIGHT` of its app's appends are out is sent at once, alone, as
+before (so a caller appending one event at a time never waits for
+another); each append of a request gets the answer, the exception and the
+retries it would have had alone. A request the server refuses whole (an
+older server without the route, or a body above its limit) is sent again
+as single appends. Only the async client sends appends together (the sync
+client's callers are threads, each waiting on its own request).
+"""
+
+import asyncio
+import weakref
+from collections import deque
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import httpx
+import pydantic_core
+
+from session_state_client import _requests
+from session_state_client._constants import RETRYABLE_STATUSES
+from session_state_client._exceptions import APIStatusError, error_from_response
+from session_state_client._models import AppendResult
+from session_state_client._requests import Answer, Call
+from session_state_client._revisions import SeenRevisions
+
+T = TypeVar("T")
+Send = Callable[[Call[T]], Awaitable[T]]
+
+# An app's append requests out at once, per event loop, before appends wait
+# to go together (the server's group commit keeps two batches in flight too).
+MAX_IN_FLIGHT = 2
+# The server's limit (MAX_APPENDS_PER_REQUEST).
+MAX_TOGETHER = 100
+# Statuses of a request refused whole that single appends may not meet: the
+# route unknown (an older server), the body too large, or the wrapper refused.
+_SENT_ALONE_AFTER = frozenset({404, 405, 413, 422})
+
+
+@dataclass(eq=False)
+class _Waiting:
+    call: Call[AppendResult]
+    user_id: str
+    session_id: str
+    event: Any
+    if_match: int | None
+    answer: "asyncio.Future[AppendResult]"
+
+
+class _AppRequests:
+    """One app's appends on one event loop."""
+
+    def __init__(self) -> None:
+        self.in_flight = 0
+        self.waiting: deque[_Waiting] = deque()
+
+
+class AppendCoalescer:
+    def __init__(self, send: Send[Any], seen: SeenRevisions) -> None:
+        """`send`: the client's own (retries included); `seen`: its revisions."""
+        self._send = send
+        self._seen = seen
+        self._by_loop: weakref.WeakKeyDictionary[
+            asyncio.AbstractEventLoop, dict[str, _AppRequests]
+        ] = weakref.WeakKeyDictionary()
+        # Strong references to running tasks (the loop keeps weak ones).
+        self._tasks: set[asyncio.Task[None]] = set()
+        # Cleared when the server does not know the route: appends go alone.
+        self.server_takes_many = True
+        self.max_in_flight = MAX_IN_FLIGHT
+
+    async def send(
+        self,
+        call: Call[AppendResult],
+        *,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        event: Any,
+        if_match: int | None,
+    ) -> AppendResult:
+        app = self._app_requests(app_name)
+        if app.in_flight < self.max_in_flight or not self.server_takes_many:
+            app.in_flight += 1
+            try:
+                result: AppendResult = await self._send(call)
+                return result
+            finally:
+                self._done(app_name, app)
+        answer: asyncio.Future[AppendResult] = asyncio.get_running_loop().create_future()
+        app.waiting.append(_Waiting(call, user_id, session_id, event, if_match, answer))
+        # Cancelled while waiting: the future is cancelled with it and never sent.
+        return await answer
+
+    def _app_requests(self, app_name: str) -> _AppRequests:
+        loop = asyncio.get_running_loop()
+        apps = self._by_loop.get(loop)
+        if apps is None:
+            apps = self._by_loop[loop] = {}
+        app = apps.get(app_name)
+        if app is None:
+            app = apps[app_name] = _AppRequests()
+        return app
+
+    def _done(self, app_name: str, app: _AppRequests) -> None:
+        """A request of `app` ended: the appends waiting go, together."""
+        app.in_flight -= 1
+        batch: list[_Waiting] = []
+        while app.waiting and len(batch) < MAX_TOGETHER:
+            waiting = app.waiting.popleft()
+            if not waiting.answer.done():
+                batch.append(waiting)
+        if not batch:
+            return
+        app.in_flight += 1
+        task = asyncio.create_task(self._send_together(app_name, app, batch))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _send_together(self, app_name: str, app: _AppRequests, batch: list[_Waiting]) -> None:
+        try:
+            if len(batch) == 1:
+                await _settle(batch[0], self._send(batch[0].call))
+            else:
+                await self._send_many(app_name, batch)
+        except asyncio.CancelledError:
+            for waiting in batch:
+                waiting.answer.cancel()
+            raise
+        except Exception as error:  # no answer at all (after the retries)
+            for waiting in batch:
+                if not waiting.answer.done():
+                    waiting.answer.set_exception(error)
+        finally:
+            self._done(app_name, app)
+
+    async def _send_many(self, app_name: str, batch: list[_Waiting]) -> None:
+        call = _appends_call(app_name, batch)
+        try:
+            answer = await self._send(call)
+        except APIStatusError as refused:
+            if refused.status_code not in _SENT_ALONE_AFTER:
+                raise
+            if refused.status_code in (404, 405):
+                self.server_takes_many = False
+            await self._send_alone(batch)
+            return
+        results = answer.body["results"]
+        alone: list[_Waiting] = []
+        for waiting, result in zip(batch, results, strict=True):
+            status = result["status"]
+            if waiting.answer.done():
+                continue
+            if status < 400:
+                revision = result.get("revision")
+                self._seen.see("note", waiting.call.session, revision)
+                waiting.answer.set_result(
+                    AppendResult.model_construct(
+                        event=result["event"],
+                        revision=revision,
+                        persisted=revision is not None,
+                        replayed=revision is not None and status == 200,
+                    )
+                )
+            elif status in RETRYABLE_STATUSES:
+                alone.append(waiting)  # retried as a single append would be
+            else:
+                waiting.answer.set_exception(_item_error(answer.response, status, result))
+        if alone:
+            await self._send_alone(alone)
+
+    async def _send_alone(self, batch: list[_Waiting]) -> None:
+        """Each append as a single request; a session's in their order."""
+        by_session: dict[str | None, list[_Waiting]] = {}
+        for waiting in batch:
+            by_session.setdefault(waiting.call.session, []).append(waiting)
+
+        async def in_order(appends: list[_Waiting]) -> None:
+            for waiting in appends:
+                if not waiting.answer.done():
+                    await _settle(waiting, self._send(waiting.call))
+
+        await asyncio.gather(*(in_order(appends) for appends in by_session.values()))
+
+
+async def _settle(waiting: _Waiting, sent: Awaitable[AppendResult]) -> None:
+    """The waiting append's answer: the result or the error of `sent`."""
+    try:
+        result = await sent
+    except asyncio.CancelledError:
+        raise
+    except Exception as error:
+        if not waiting.answer.done():
+            waiting.answer.set_exception(error)
+        return
+    if not waiting.answer.done():
+        waiting.answer.set_result(result)
+
+
+@dataclass(frozen=True)
+class _Answers:
+    body: dict[str, Any]
+    response: Answer
+
+
+def _appends_call(app_name: str, batch: list[_Waiting]) -> Call[_Answers]:
+    items = []
+    for waiting in batch:
+        head: dict[str, Any] = {"userId": waiting.user_id, "sessionId": waiting.session_id}
+        if waiting.if_match is not None:
+            head["ifMatch"] = waiting.if_match
+        # The event spliced in as encoded (an ADK event comes as bytes already).
+        event = _requests.encode(waiting.event)
+        items.append(pydantic_core.to_json(head)[:-1] + b',"event":' + event + b"}")
+    body = b'{"appends":[' + b",".join(items) + b"]}"
+    return Call(
+        "POST",
+        _requests.appends_path(app_name),
+        lambda response: _Answers(pydantic_core.from_json(response.content), response),
+        json=body,
+        # Every event carries its id: the server answers a repeat as a retry.
+        repeatable=True,
+    )
+
+
+def _item_error(response: Answer, status: int, result: dict[str, Any]) -> APIStatusError:
+    """The exception a single append would have raised for `result`."""
+    request_id = response.headers.get("x-request-id")
+    headers = {"content-type": "application/problem+json"}
+    if request_id is not None:
+        headers["x-request-id"] = request_id
+    url = str(response.request.url if isinstance(response, httpx.Response) else response.url)
+    item = httpx.Response(
+        status,
+        headers=headers,
+        content=pydantic_core.to_json(result.get("problem") or {}),
+        request=httpx.Request("POST", url),
+    )
+    return error_from_response(item)
+
+
+class DirectAppends:
+    """The sync client's appends: each its own request."""
+
+    def __init__(self, send: Callable[[Call[AppendResult]], AppendResult], seen: SeenRevisions):
+        self._send = send
+
+    def send(
+        self,
+        call: Call[AppendResult],
+        *,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        event: Any,
+        if_match: int | None,
+    ) -> AppendResult:
+        return self._send(call)
