@@ -26,7 +26,8 @@ HTTP_LATENCY = Histogram(
 )
 APPENDS = Counter(
     "session_state_appends_total",
-    "Append requests by result: stored, retry, partial, stale, conflict, not_found.",
+    "Appends of one event (each its own request, or one of several sent together) by "
+    "result: stored, retry, partial, stale, conflict, not_found, invalid.",
     ["result"],
 )
 EVENTS_STORED = Counter(

@@ -1,0 +1,280 @@
+"""The async client's appends sent together (session_state_client._coalescing)
+against a started server, over real sockets: each caller gets the answer and
+the exception it would have had alone, a session's appends keep their order,
+an append cancelled while it waits is never sent, and a server without the
+route gets single appends."""
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Any
+
+import asyncpg
+import httpx
+import pytest
+import uvicorn
+from google.adk.events import Event, EventActions
+
+from session_state.config import Settings
+from session_state.main import create_app
+from session_state_client import (
+    AsyncSessionStateClient,
+    EventIdConflictError,
+    NotFoundError,
+    StaleSessionError,
+    ValidationError,
+)
+from session_state_client.adk import HttpSessionService
+from tests.conftest import ServerProcess, free_port
+from tests.test_observability import _metric
+
+APPENDS_ROUTE = "/apps/{app_name}/appends"
+
+
+async def _appends_requests(base_url: str) -> float:
+    """Requests the server answered on the route of appends to several sessions."""
+    async with httpx.AsyncClient() as http:
+        metrics = (await http.get(f"{base_url}/metrics")).text
+    return _metric(
+        metrics,
+        "session_state_http_requests_total",
+        method="POST",
+        route=APPENDS_ROUTE,
+        status="200",
+    )
+
+
+async def _create(client: AsyncSessionStateClient, app: str, sessions: list[str]) -> None:
+    for session in sessions:
+        await client.create_session(app_name=app, user_id="u", session_id=session)
+
+
+async def test_appends_at_once_go_together_and_each_gets_its_own_answer(server: ServerProcess):
+    app = "together"
+    sessions = [f"s{index}" for index in range(24)]
+    async with AsyncSessionStateClient(base_url=server.base_url) as client:
+        await _create(client, app, [*sessions, "stale", "conflicted"])
+        stored_first = {"id": "c0", "author": "agent"}
+        await client.append_event(
+            app_name=app, user_id="u", session_id="conflicted", event=stored_first
+        )
+        requests_before = await _appends_requests(server.base_url)
+
+        async def conversation(session: str) -> list[int | None]:
+            revisions = []
+            for step in range(6):
+                event = {
+                    "id": f"{session}-{step}",
+                    "author": "agent",
+                    "actions": {"stateDelta": {"step": step, "app:last": session}},
+                }
+                appended = await client.append_event(
+                    app_name=app, user_id="u", session_id=session, event=event
+                )
+                revisions.append(appended.revision)
+            return revisions
+
+        async def failing(kind: str) -> BaseException | None:
+            try:
+                if kind == "missing":
+                    event: dict[str, Any] = {"id": "m", "author": "agent"}
+                    await client.append_event(
+                        app_name=app, user_id="u", session_id="missing", event=event
+                    )
+                elif kind == "stale":
+                    await client.append_event(
+                        app_name=app,
+                        user_id="u",
+                        session_id="stale",
+                        event={"id": "late", "author": "agent"},
+                        if_match=9,
+                    )
+                elif kind == "conflict":
+                    await client.append_event(
+                        app_name=app,
+                        user_id="u",
+                        session_id="conflicted",
+                        event={"id": "c0", "author": "someone else"},
+                    )
+                else:
+                    await client.append_event(
+                        app_name=app, user_id="u", session_id="s1", event={"id": "bad"}
+                    )
+            except Exception as error:
+                return error
+            return None
+
+        kinds = ["missing", "stale", "conflict", "invalid"] * 3
+        outcomes = await asyncio.gather(
+            *(conversation(session) for session in sessions), *(failing(kind) for kind in kinds)
+        )
+        requests = await _appends_requests(server.base_url) - requests_before
+        for revisions in outcomes[: len(sessions)]:
+            assert revisions == [1, 2, 3, 4, 5, 6]
+        expected = {
+            "missing": NotFoundError,
+            "stale": StaleSessionError,
+            "conflict": EventIdConflictError,
+            "invalid": ValidationError,
+        }
+        for kind, error in zip(kinds, outcomes[len(sessions) :], strict=True):
+            assert type(error) is expected[kind], (kind, error)
+        for session in sessions:
+            stored = await client.get_session(app_name=app, user_id="u", session_id=session)
+            assert stored is not None
+            assert [event["id"] for event in stored.events] == [f"{session}-{s}" for s in range(6)]
+            assert stored.state["step"] == 5
+        # Sent together: fewer requests than appends.
+        assert requests >= 1
+
+
+@contextlib.asynccontextmanager
+async def _held_at_the_database(postgres_url: str, app: str) -> AsyncIterator[asyncpg.Connection]:
+    """The app key `app:gate` locked by another transaction: appends that
+    change it wait at the database until this ends."""
+    dsn = postgres_url.replace("postgresql+asyncpg://", "postgresql://")
+    holder = await asyncpg.connect(dsn)
+    try:
+        async with holder.transaction():
+            await holder.execute(
+                "SELECT 1 FROM app_states WHERE app_name = $1 AND key = 'gate' FOR UPDATE", app
+            )
+            yield holder
+    finally:
+        await holder.close()
+
+
+async def _waiting_for_a_lock(postgres_url: str, count: int) -> None:
+    dsn = postgres_url.replace("postgresql+asyncpg://", "postgresql://")
+    observer = await asyncpg.connect(dsn)
+    try:
+        for _ in range(500):
+            waiting = await observer.fetchval(
+                "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'session-state' "
+                "AND wait_event_type = 'Lock' AND datname = current_database()"
+            )
+            if waiting >= count:
+                return
+            await asyncio.sleep(0.02)
+        raise AssertionError(f"{count} appends held: not within 10 s")
+    finally:
+        await observer.close()
+
+
+async def test_an_append_cancelled_while_it_waits_is_never_sent(
+    postgresql_server: ServerProcess, postgres_url: str
+):
+    app = "cancelled"
+    gate = {"author": "agent", "actions": {"stateDelta": {"app:gate": 1}}}
+    async with AsyncSessionStateClient(base_url=postgresql_server.base_url) as client:
+        await _create(client, app, ["gate0", "gate1", "gone", "kept"])
+        await client.append_event(app_name=app, user_id="u", session_id="gate0", event=gate)
+
+        def append(session: str, event: dict[str, Any]) -> "asyncio.Task[Any]":
+            return asyncio.create_task(
+                client.append_event(app_name=app, user_id="u", session_id=session, event=event)
+            )
+
+        async with _held_at_the_database(postgres_url, app):
+            # The app's two requests in flight, both held at the database.
+            leads = [append("gate0", dict(gate)), append("gate1", dict(gate))]
+            await _waiting_for_a_lock(postgres_url, 2)
+            gone = append("gone", {"id": "gone", "author": "agent"})
+            kept = append("kept", {"id": "kept", "author": "agent"})
+            await asyncio.sleep(0.2)
+            assert not gone.done() and not kept.done()  # waiting behind the two
+            gone.cancel()
+        assert [(await lead).revision for lead in leads] == [2, 1]
+        assert (await kept).revision == 1
+        with pytest.raises(asyncio.CancelledError):
+            await gone
+        stored = await client.get_session(app_name=app, user_id="u", session_id="gone")
+        assert stored is not None and stored.events == []
+
+
+def _as_an_older_server(settings: Settings) -> Any:
+    """The app as a server from before the route of appends to several
+    sessions answers it: its 404 for a path it does not know."""
+    app = create_app(settings)
+
+    async def older(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope["path"].endswith("/appends"):
+            scope = {**scope, "path": "/no-such-route", "raw_path": b"/no-such-route"}
+        await app(scope, receive, send)
+
+    return older
+
+
+@contextlib.asynccontextmanager
+async def _served(app: Any) -> AsyncIterator[str]:
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    serving = asyncio.create_task(server.serve())
+    try:
+        while not server.started:
+            assert not serving.done(), "the server stopped"
+            await asyncio.sleep(0.01)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        await serving
+
+
+async def test_a_server_without_the_route_gets_single_appends(settings: Settings):
+    app = "older"
+    sessions = [f"s{index}" for index in range(10)]
+    served = _as_an_older_server(settings)
+    async with _served(served) as base_url, AsyncSessionStateClient(base_url=base_url) as client:
+        await _create(client, app, sessions)
+
+        async def conversation(session: str) -> None:
+            for step in range(4):
+                event = {"id": f"{session}-{step}", "author": "agent"}
+                await client.append_event(
+                    app_name=app, user_id="u", session_id=session, event=event
+                )
+
+        await asyncio.gather(*(conversation(session) for session in sessions))
+        # It asked once (404), and sent every append alone from then on.
+        assert client._appends.server_takes_many is False
+        for session in sessions:
+            stored = await client.get_session(app_name=app, user_id="u", session_id=session)
+            assert stored is not None
+            assert [event["id"] for event in stored.events] == [f"{session}-{s}" for s in range(4)]
+
+
+async def test_adk_conversations_at_once_lose_nothing(server: ServerProcess):
+    """ADK's own objects through the adapter, many sessions appending at
+    once (an agent server's conversations): every event and key kept."""
+    service = HttpSessionService(base_url=server.base_url)
+    requests_before = await _appends_requests(server.base_url)
+    try:
+        adk_sessions = [
+            await service.create_session(app_name="adk-at-once", user_id=f"u{i % 3}")
+            for i in range(16)
+        ]
+
+        async def conversation(index: int) -> None:
+            session = adk_sessions[index]
+            for step in range(8):
+                delta = {"step": step, f"user:last{index}": step, "temp:scratch": step}
+                event = Event(
+                    author="agent",
+                    invocation_id=f"i{step}",
+                    actions=EventActions(state_delta=delta),
+                )
+                await service.append_event(session, event)
+
+        await asyncio.gather(*(conversation(index) for index in range(16)))
+        assert await _appends_requests(server.base_url) > requests_before
+        for index, session in enumerate(adk_sessions):
+            stored = await service.get_session(
+                app_name="adk-at-once", user_id=session.user_id, session_id=session.id
+            )
+            assert stored is not None
+            assert [event.invocation_id for event in stored.events] == [f"i{s}" for s in range(8)]
+            assert stored.state["step"] == 7 and stored.state[f"user:last{index}"] == 7
+            assert "temp:scratch" not in stored.state
+            assert [event.id for event in stored.events] == [e.id for e in session.events]
+    finally:
+        await service.close()
