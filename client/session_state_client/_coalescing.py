@@ -19,6 +19,7 @@ client's callers are threads, each waiting on its own request).
 """
 
 import asyncio
+import threading
 import weakref
 from collections import deque
 from collections.abc import Awaitable, Callable
@@ -74,6 +75,7 @@ class AppendCoalescer:
         self._by_loop: weakref.WeakKeyDictionary[
             asyncio.AbstractEventLoop, dict[str, _AppRequests]
         ] = weakref.WeakKeyDictionary()
+        self._lock = threading.Lock()
         # Strong references to running tasks (the loop keeps weak ones).
         self._tasks: set[asyncio.Task[None]] = set()
         # Cleared when the server does not know the route: appends go alone.
@@ -107,10 +109,12 @@ class AppendCoalescer:
         loop = asyncio.get_running_loop()
         apps = self._by_loop.get(loop)
         if apps is None:
-            apps = self._by_loop[loop] = {}
+            # Each thread of ADK's sync Runner runs loops of its own.
+            with self._lock:
+                apps = self._by_loop.setdefault(loop, {})
         app = apps.get(app_name)
         if app is None:
-            app = apps[app_name] = _AppRequests()
+            app = apps[app_name] = _AppRequests()  # only this loop's thread uses `apps`
         return app
 
     def _done(self, app_name: str, app: _AppRequests) -> None:
@@ -159,12 +163,12 @@ class AppendCoalescer:
         results = answer.body["results"]
         alone: list[_Waiting] = []
         for waiting, result in zip(batch, results, strict=True):
-            status = result["status"]
+            status, revision = result["status"], result.get("revision")
+            # Written, whether or not its caller still waits: reads see it.
+            self._seen.see("note", waiting.call.session, revision)
             if waiting.answer.done():
                 continue
             if status < 400:
-                revision = result.get("revision")
-                self._seen.see("note", waiting.call.session, revision)
                 waiting.answer.set_result(
                     AppendResult.model_construct(
                         event=result["event"],
