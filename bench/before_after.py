@@ -52,7 +52,12 @@ def migrate_from(source: Path, database_url: str) -> None:
 
 
 async def measure(
-    source: Path, port: int, round_index: int, backend: str, prefix: str = "bench_before_after"
+    source: Path,
+    port: int,
+    round_index: int,
+    backend: str,
+    prefix: str = "bench_before_after",
+    appends_alone: bool = False,
 ) -> dict[str, float]:
     if backend == "sqlite":
         database = None
@@ -64,6 +69,9 @@ async def measure(
     migrate_from(source, database_url)
     server = Server("", port, workers=1, source=source, database_url=database_url)
     target = HttpTarget(server.base_url)
+    if appends_alone:
+        # Every append its own request: the server's single-append path.
+        target.client._appends.max_in_flight = 1 << 30
     try:
         cpu_before = server.cpu_seconds()
         spread = await concurrent_appends(target, f"spread-{round_index}", FULL, spread_delta)
@@ -98,6 +106,7 @@ async def run(
     backend: str = "postgresql",
     port: int = 18700,
     prefix: str = "bench_before_after",
+    appends_alone: bool = False,
 ) -> dict[str, Any]:
     sides = {"before": before, "after": ROOT}
     figures: dict[str, list[dict[str, float]]] = {"before": [], "after": []}
@@ -105,7 +114,9 @@ async def run(
         order = ["before", "after"] if index % 2 == 0 else ["after", "before"]
         for side in order:
             print(f"round {index + 1}/{rounds}: {side}", flush=True)
-            figures[side].append(await measure(sides[side], port + index, index, backend, prefix))
+            figures[side].append(
+                await measure(sides[side], port + index, index, backend, prefix, appends_alone)
+            )
     medians = {
         side: {key: statistics.median(run[key] for run in runs) for key in runs[0]}
         for side, runs in figures.items()
@@ -128,6 +139,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--backend", choices=("postgresql", "sqlite"), default="postgresql")
     parser.add_argument("--port", type=int, default=18700, help="the first round's server port")
     parser.add_argument("--prefix", default="bench_before_after", help="of database names")
+    parser.add_argument(
+        "--appends-alone",
+        action="store_true",
+        help="the client sends every append in a request of its own (not together)",
+    )
     arguments = parser.parse_args(argv)
     results = asyncio.run(
         run(
@@ -136,6 +152,7 @@ def main(argv: list[str] | None = None) -> int:
             arguments.backend,
             arguments.port,
             arguments.prefix,
+            arguments.appends_alone,
         )
     )
     RESULTS.mkdir(exist_ok=True)
