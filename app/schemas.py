@@ -66,6 +66,7 @@ LABELS_DESCRIPTION = f"Labels (GCP's label rules: {LABEL_RULE})."
 
 
 def _name(text: str) -> str:
+    """An app name or user id, as the path's rule has it (app.identifiers)."""
     message = name_problem(text)
     if message is not None:
         raise PydanticCustomError("identifier", message)
@@ -377,28 +378,9 @@ class MemoryEntry(WireModel):
     )
 
 
-def _memory_id(text: str) -> str:
-    message = name_problem(text)
-    if message is not None:
-        raise PydanticCustomError("identifier", message)
-    return text
-
-
 # The rule of the path segment that deletes it (DELETE .../memory/{memoryId}):
 # an id a body could store but no path could name would be undeletable.
-MemoryId = Annotated[
-    str,
-    AfterValidator(_memory_id),
-    WithJsonSchema(
-        {
-            "type": "string",
-            "minLength": 1,
-            "maxLength": IDENTIFIER_MAX_LENGTH,
-            "pattern": NAME_PATTERN,
-            "description": f"{NAME_RULE}.",
-        }
-    ),
-]
+MemoryId = NameIdentifier
 
 
 class MemoryEvent(WireModel):

@@ -51,6 +51,21 @@ def postgres_cpu_seconds() -> float:
     return ticks / _TICKS
 
 
+async def workload_with_cpu(
+    server: Server, target: AdkApi, app: str, shape: Shape
+) -> dict[str, float]:
+    """`workload`'s figures, and the CPU each process spent per append in
+    it: this load generator, the server and PostgreSQL."""
+    load, served, database = time.process_time(), server.cpu_seconds(), postgres_cpu_seconds()
+    figures = await workload(target, app, shape)
+    appends = shape.sessions * shape.events
+    return figures | {
+        "load_cpu_ms": (time.process_time() - load) / appends * 1000,
+        "server_cpu_ms": (server.cpu_seconds() - served) / appends * 1000,
+        "postgres_cpu_ms": (postgres_cpu_seconds() - database) / appends * 1000,
+    }
+
+
 async def _side(name: str, source: Path | None, port: int) -> tuple[Server, AdkApi, str]:
     from session_state_client.adk import HttpSessionService
 
@@ -76,18 +91,7 @@ async def run(before: Path, shapes: list[Shape], rounds: int, port: int) -> dict
                 label = f"{shape.sessions}x{shape.events}"
                 for side in order:
                     server, target, _ = sides[side]
-                    load, served, database = (
-                        time.process_time(),
-                        server.cpu_seconds(),
-                        postgres_cpu_seconds(),
-                    )
-                    figures = await workload(target, f"r{index}-{label}", shape)
-                    appends = shape.sessions * shape.events
-                    figures |= {
-                        "load_cpu_ms": (time.process_time() - load) / appends * 1000,
-                        "server_cpu_ms": (server.cpu_seconds() - served) / appends * 1000,
-                        "postgres_cpu_ms": (postgres_cpu_seconds() - database) / appends * 1000,
-                    }
+                    figures = await workload_with_cpu(server, target, f"r{index}-{label}", shape)
                     runs.setdefault(label, {}).setdefault(side, []).append(figures)
                     shown = ", ".join(f"{key}={value:,.3f}" for key, value in figures.items())
                     print(f"round {index + 1}/{rounds} {label} {side}: {shown}", flush=True)

@@ -14,11 +14,10 @@ bench/results/<name>.json.
 
 import argparse
 import asyncio
-import time
 from typing import Any
 
 from bench.adk_api import AdkApi, Shape, workload
-from bench.adk_before_after import WARM_UP, postgres_cpu_seconds
+from bench.adk_before_after import WARM_UP, workload_with_cpu
 from bench.run import Server, create_database, drop_database, medians_of, migrate, write_results
 
 # A client that never sends appends together: every request its own (the
@@ -52,18 +51,9 @@ async def run(shapes: list[Shape], in_flight: list[int], rounds: int, port: int)
                 label = f"{shape.sessions}x{shape.events}"
                 for variant in order:
                     _variant(service, variant)
-                    load, served, database_cpu = (
-                        time.process_time(),
-                        server.cpu_seconds(),
-                        postgres_cpu_seconds(),
+                    figures = await workload_with_cpu(
+                        server, target, f"r{index}-{label}-{variant}", shape
                     )
-                    figures = await workload(target, f"r{index}-{label}-{variant}", shape)
-                    appends = shape.sessions * shape.events
-                    figures |= {
-                        "load_cpu_ms": (time.process_time() - load) / appends * 1000,
-                        "server_cpu_ms": (server.cpu_seconds() - served) / appends * 1000,
-                        "postgres_cpu_ms": (postgres_cpu_seconds() - database_cpu) / appends * 1000,
-                    }
                     runs.setdefault(label, {}).setdefault(variant, []).append(figures)
                     shown = ", ".join(f"{key}={value:,.3f}" for key, value in figures.items())
                     print(f"round {index + 1}/{rounds} {label} {variant}: {shown}", flush=True)

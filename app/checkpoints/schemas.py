@@ -10,8 +10,7 @@ from pydantic import AfterValidator, Field, WithJsonSchema
 from pydantic_core import PydanticCustomError
 
 from ..config import MAX_TTL_SECONDS
-from ..identifiers import IDENTIFIER_MAX_LENGTH, NAME_PATTERN, NAME_RULE, name_problem
-from ..schemas import WireModel
+from ..schemas import NameIdentifier, WireModel
 from .domain import PruneStrategy
 
 # Checkpoint namespaces nest ("outer:<task id>|inner:<task id>"), so they are
@@ -20,26 +19,7 @@ MAX_TEXT_LENGTH = 4096
 MAX_THREADS_PER_CALL = 1000
 
 
-def _name(text: str) -> str:
-    problem = name_problem(text)
-    if problem is not None:
-        raise PydanticCustomError("identifier", problem)
-    return text
-
-
-Name = Annotated[
-    str,
-    AfterValidator(_name),
-    WithJsonSchema(
-        {
-            "type": "string",
-            "minLength": 1,
-            "maxLength": IDENTIFIER_MAX_LENGTH,
-            "pattern": NAME_PATTERN,
-            "description": f"{NAME_RULE}.",
-        }
-    ),
-]
+Name = NameIdentifier
 Text = Annotated[str, Field(max_length=MAX_TEXT_LENGTH)]
 
 
