@@ -8,11 +8,11 @@ about as much as the append itself (docs/performance.md). Sent together,
 they share that cost, and the server's group commit stores them in one
 statement as it would concurrent requests.
 
-Nothing changes for a caller: an append made while fewer than
-`MAX_IN_FLIGHT` of its app's appends are out is sent at once, alone, as
-before (so a caller appending one event at a time never waits for
-another); each append of a request gets the answer, the exception and the
-retries it would have had alone. A request the server refuses whole (an
+Nothing changes for a caller but when its append leaves: one made while
+fewer than `MAX_IN_FLIGHT` of its app's appends are out is sent at once,
+alone, as before (so a lone conversation never waits); one made while
+they are out waits for one of them to end. Each append of a request gets
+the answer, the exception and the retries it would have had alone. A request the server refuses whole (an
 older server without the route, or a body above its limit) is sent again
 as single appends. Only the async client sends appends together (the sync
 client's callers are threads, each waiting on its own request).
