@@ -457,3 +457,81 @@ def test_the_async_client_follows_its_caller_from_event_loop_to_event_loop(scrip
 
     asyncio.run(close())
     assert len(scripted.seen) == 3
+
+
+# -- appends sent together (async client) ----------------------------------------
+
+
+def _appends_at_once(url: str, count: int) -> list[Any]:
+    """`count` appends to as many sessions at once, through one async client."""
+
+    async def run() -> list[Any]:
+        async with AsyncSessionStateClient(base_url=url, max_retries=2) as client:
+            return await asyncio.gather(
+                *(
+                    client.append_event(
+                        app_name="a", user_id="u", session_id=f"s{n}", event={"author": "a"}
+                    )
+                    for n in range(count)
+                ),
+                return_exceptions=True,
+            )
+
+    return asyncio.run(run())
+
+
+def test_an_append_answered_503_among_others_is_retried_alone(scripted):
+    """The first two appends are in flight (slow), the next two wait and go
+    together; the server answers one of those 503 (its database went away
+    for it), which is then sent again alone, with the same event id."""
+    singles = 0
+
+    def answer(seen: Seen) -> Answer:
+        nonlocal singles
+        if seen.path == "/apps/a/appends":
+            first, _ = seen.json()["appends"]
+            unavailable = {"code": "database_unavailable", "status": 503, "detail": "away"}
+            results = [
+                {"status": 201, "revision": 1, "event": first["event"]},
+                {"status": 503, "problem": unavailable},
+            ]
+            return Answer(200, {"results": results})
+        singles += 1
+        return Answer(201, seen.json(), {"ETag": '"1"'}, delay=0.5 if singles <= 2 else 0.0)
+
+    scripted.default = answer
+    appended = _appends_at_once(scripted.url, 4)
+    assert [result.revision for result in appended] == [1, 1, 1, 1]
+    paths = [seen.path.rsplit("/", 2)[-1] for seen in scripted.seen]
+    assert paths == ["events", "events", "appends", "events"]
+    together, again = scripted.seen[2].json()["appends"], scripted.seen[3]
+    assert again.path == f"/apps/a/users/u/sessions/{together[1]['sessionId']}/events"
+    assert again.json()["id"] == together[1]["event"]["id"]
+
+
+def test_appends_sent_together_are_sent_again_together_after_a_lost_answer(scripted):
+    """The request of appends together loses its answer (the connection
+    drops): it is sent again whole, the same body (the same event ids),
+    and every caller gets its result."""
+    singles = 0
+    together: list[Seen] = []
+
+    def answer(seen: Seen) -> Action:
+        nonlocal singles
+        if seen.path == "/apps/a/appends":
+            together.append(seen)
+            if len(together) == 1:
+                return "drop"
+            results = [
+                {"status": 201, "revision": 1, "event": item["event"]}
+                for item in seen.json()["appends"]
+            ]
+            return Answer(200, {"results": results})
+        singles += 1
+        return Answer(201, seen.json(), {"ETag": '"1"'}, delay=0.5 if singles <= 2 else 0.0)
+
+    scripted.default = answer
+    appended = _appends_at_once(scripted.url, 5)
+    assert [result.revision for result in appended] == [1] * 5
+    assert len(together) == 2 and together[0].body == together[1].body
+    assert len(together[0].json()["appends"]) == 3
