@@ -12,10 +12,11 @@ Nothing changes for a caller but when its append leaves: one made while
 fewer than `MAX_IN_FLIGHT` of its app's appends are out is sent at once,
 alone, as before (so a lone conversation never waits); one made while
 they are out waits for one of them to end. Each append of a request gets
-the answer, the exception and the retries it would have had alone. A request the server refuses whole (an
-older server without the route, or a body above its limit) is sent again
-as single appends. Only the async client sends appends together (the sync
-client's callers are threads, each waiting on its own request).
+the answer, the exception and the retries it would have had alone. A
+request the server refuses whole (an older server without the route, or a
+body above its limit) is sent again as single appends. Only the async
+client sends appends together (the sync client's callers are threads,
+each waiting on its own request).
 """
 
 import asyncio
