@@ -179,8 +179,9 @@ def create_app(
     app.include_router(health.router)
     app.include_router(operations.router)
     # The last added middleware is the outermost: request context wraps all,
-    # the two fast paths are innermost (after keys and the body limit); from
-    # the API keys in, /apps/ paths are as sent, still percent-encoded.
+    # the fast paths (three appends, the read) are innermost (after keys and
+    # the body limit); from the API keys in, /apps/ paths are as sent, still
+    # percent-encoded.
     app.add_middleware(AppendFastPath, route=sessions.append_route(), answer=appending.append)
     app.add_middleware(AppendFastPath, route=sessions.batch_route(), answer=appending.append_batch)
     app.add_middleware(AppendsFastPath, route=sessions.appends_route())

@@ -169,6 +169,18 @@ REFUSED = [
     ("ifMatch huge", {"appends": [append("ann", "s", event("z"), if_match=2**63)]}, 422),
     ("ifMatch fraction", {"appends": [{**append("ann", "s", event("z")), "ifMatch": 0.5}]}, 422),
     ("a NUL in an event", {"appends": [append("ann", "s", event("z", k="\u0000"))]}, 422),
+    ("ifMatch 1e3", {"appends": [{**append("ann", "s", event("z")), "ifMatch": 1e3}]}, 422),
+]
+# Sent as raw JSON: values json.dumps would not write (a lone surrogate,
+# numbers past float's range), in an event and in the wrapper.
+_RAW_EVENT = '{"appends": [{"userId": "ann", "sessionId": "s", "event": %s}]}'
+REFUSED_RAW = [
+    ("a lone surrogate in an event", _RAW_EVENT % '{"author": "a", "content": "\\ud800"}'),
+    ("a lone surrogate in a user id", _RAW_EVENT.replace('"ann"', '"a\\udfff"') % "{}"),
+    ("an infinite number in an event", _RAW_EVENT % '{"author": "a", "n": 1e999}'),
+    ("an infinite ifMatch", _RAW_EVENT.replace('"s",', '"s", "ifMatch": 1e999,') % "{}"),
+    ("a huge ifMatch", _RAW_EVENT.replace('"s",', '"s", "ifMatch": 1%s,' % ("0" * 400)) % "{}"),
+    ("too deep an event", _RAW_EVENT % ('{"author": "a", "x": ' + "[" * 300 + "]" * 300 + "}")),
 ]
 
 
@@ -183,6 +195,18 @@ async def test_a_request_refused_whole_writes_nothing(
     assert refused.status_code == status, refused.text
     assert refused.headers["content-type"] == "application/problem+json"
     assert refused.json()["code"] == "validation_error"
+    read = await client.get("/apps/chat/users/ann/sessions/s")
+    assert read.json()["events"] == [] and read.headers["etag"] == '"0"'
+
+
+@pytest.mark.parametrize("body", [case[1] for case in REFUSED_RAW], ids=[c[0] for c in REFUSED_RAW])
+async def test_a_hostile_value_anywhere_refuses_the_request_whole(
+    client: httpx.AsyncClient, body: str
+):
+    await client.post("/apps/chat/users/ann/sessions", json={"sessionId": "s"})
+    refused = await client.post("/apps/chat/appends", content=body.encode())
+    assert refused.status_code in (400, 422), refused.text
+    assert refused.headers["content-type"] == "application/problem+json"
     read = await client.get("/apps/chat/users/ann/sessions/s")
     assert read.json()["events"] == [] and read.headers["etag"] == '"0"'
 

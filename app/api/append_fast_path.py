@@ -63,14 +63,41 @@ async def _read_body(receive: Receive) -> bytes | None:
 
 # The route's own answer to a parsed request (app.api.appending).
 Answer = Callable[[SessionService, SessionKey, Any, int | None], Awaitable[Response]]
+# What a fast path does with the request's body: the service, the raw body
+# (its size bounds an answer) and the body parsed.
+Respond = Callable[[SessionService, bytes, Any], Awaitable[Response]]
+
+
+async def _serve(
+    route: APIRoute, respond: Respond, scope: Scope, receive: Receive, send: Send
+) -> None:
+    """Answers a request a fast path took: its body read and parsed once,
+    then `respond`'s answer, or the problem response of its error."""
+    # Set in the scope, so that metrics and logs label the request by the
+    # template FastAPI would have matched.
+    scope["route"] = route
+    service: SessionService = scope["app"].state.service
+
+    async def work() -> Response | None:
+        body = await _read_body(receive)  # the body limit's 413 is raised here
+        if body is None:
+            return None  # the client went away before its body arrived
+        return await respond(service, body, await decode_json(body, service.limits))
+
+    response = await answered(work())
+    if response is None:
+        FAST_PATH_APPENDS.labels("client_gone").inc()
+        return  # nobody to answer
+    FAST_PATH_APPENDS.labels("answered").inc()
+    await response(scope, receive, send)
 
 
 class AppendFastPath:
+    """An append route of one session (one event, a batch)."""
+
     def __init__(self, app: ASGIApp, route: APIRoute, answer: Answer) -> None:
         """`answer`: the code `route` answers with, given the parsed body."""
         self.app = app
-        # Set in the scope, so that metrics and logs label the request by the
-        # template FastAPI would have matched.
         self.route = route
         self._answer = answer
         self._match = SessionRouteMatch(route)
@@ -85,29 +112,15 @@ class AppendFastPath:
         except BadRequest:
             await self.app(scope, receive, send)
             return
-        scope["route"] = self.route
-        service: SessionService = scope["app"].state.service
-        response = await answered(self._respond(service, key, receive, revision))
-        if response is None:
-            FAST_PATH_APPENDS.labels("client_gone").inc()
-            return  # nobody to answer
-        FAST_PATH_APPENDS.labels("answered").inc()
-        await response(scope, receive, send)
 
-    async def _respond(
-        self, service: SessionService, key: SessionKey, receive: Receive, revision: int | None
-    ) -> Response | None:
-        """The route's answer; None when the client went away before its
-        body arrived. The body limit's 413 is raised by `receive`."""
-        body = await _read_body(receive)
-        if body is None:
-            return None
-        return await self._answer(service, key, await decode_json(body, service.limits), revision)
+        async def respond(service: SessionService, _body: bytes, document: Any) -> Response:
+            return await self._answer(service, key, document, revision)
+
+        await _serve(self.route, respond, scope, receive, send)
 
 
 class AppendsFastPath:
-    """The route of appends to several sessions of one app, as the append
-    routes above: what it does not take goes on to FastAPI."""
+    """The route of appends to several sessions of one app."""
 
     def __init__(self, app: ASGIApp, route: APIRoute) -> None:
         self.app = app
@@ -119,20 +132,8 @@ class AppendsFastPath:
         if app_name is None:
             await self.app(scope, receive, send)
             return
-        scope["route"] = self.route
-        service: SessionService = scope["app"].state.service
-        response = await answered(self._respond(service, app_name, receive))
-        if response is None:
-            FAST_PATH_APPENDS.labels("client_gone").inc()
-            return
-        FAST_PATH_APPENDS.labels("answered").inc()
-        await response(scope, receive, send)
 
-    async def _respond(
-        self, service: SessionService, app_name: str, receive: Receive
-    ) -> Response | None:
-        body = await _read_body(receive)
-        if body is None:
-            return None
-        document = await decode_json(body, service.limits)
-        return await append_to_sessions(service, app_name, document, len(body))
+        async def respond(service: SessionService, body: bytes, document: Any) -> Response:
+            return await append_to_sessions(service, app_name, document, len(body))
+
+        await _serve(self.route, respond, scope, receive, send)

@@ -259,6 +259,8 @@ class DirectAppends:
     """The sync client's appends: each its own request."""
 
     def __init__(self, send: Callable[[Call[AppendResult]], AppendResult], seen: SeenRevisions):
+        # `seen` goes unused: the generated client builds both alike, and
+        # `send` records each answer's revision itself.
         self._send = send
 
     def send(
