@@ -6,6 +6,8 @@ route gets single appends."""
 
 import asyncio
 import contextlib
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -278,3 +280,76 @@ async def test_adk_conversations_at_once_lose_nothing(server: ServerProcess):
             assert [event.id for event in stored.events] == [e.id for e in session.events]
     finally:
         await service.close()
+
+
+# Threads, each on an event loop of its own (as ADK's sync Runner.run makes
+# one per call), append at once through one client: each loop's appends go
+# together, and nothing is left behind when a loop ends (its connections
+# are closed then; no task of the coalescer is pending) or when the client
+# is closed from yet another loop: Python's dev mode prints no warning.
+_THREADS_PROGRAM = """
+import asyncio, sys, threading
+from session_state_client import AsyncSessionStateClient
+
+base_url, app = sys.argv[1], sys.argv[2]
+client = AsyncSessionStateClient(base_url=base_url)
+failures = []
+
+def thread(number):
+    async def conversation(session):
+        await client.create_session(app_name=app, user_id="u", session_id=session)
+        for step in range(5):
+            event = {"id": f"{session}-{step}", "author": "agent"}
+            await client.append_event(app_name=app, user_id="u", session_id=session, event=event)
+
+    async def run():
+        await asyncio.gather(*(conversation(f"t{number}-s{n}") for n in range(8)))
+
+    try:
+        asyncio.run(run())
+        asyncio.run(round_two(number))  # a second loop on the thread, as a second Runner.run
+    except BaseException as error:
+        failures.append(repr(error))
+
+async def round_two(number):
+    await asyncio.gather(*(
+        client.append_event(app_name=app, user_id="u", session_id=f"t{number}-s{n}",
+                            event={"id": f"t{number}-s{n}-again", "author": "agent"})
+        for n in range(8)
+    ))
+
+threads = [threading.Thread(target=thread, args=(n,)) for n in range(4)]
+[t.start() for t in threads]
+[t.join() for t in threads]
+asyncio.run(client.close())
+print("failures:", failures)
+print("done")
+"""
+
+
+def test_threads_each_on_its_own_loop_append_together_and_close_cleanly(server: ServerProcess):
+    app = "threads-together"
+    requests_before = asyncio.run(_appends_requests(server.base_url))
+    finished = subprocess.run(
+        [sys.executable, "-W", "always", "-X", "dev", "-c", _THREADS_PROGRAM, server.base_url, app],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert finished.returncode == 0, finished.stderr
+    assert finished.stdout.splitlines() == ["failures: []", "done"], finished.stdout
+    for problem in ("Unclosed", "never awaited", "Task was destroyed", "Traceback"):
+        assert problem not in finished.stderr, finished.stderr
+    assert asyncio.run(_appends_requests(server.base_url)) > requests_before
+
+    async def check() -> None:
+        async with AsyncSessionStateClient(base_url=server.base_url) as client:
+            for number in range(4):
+                for n in range(8):
+                    session = f"t{number}-s{n}"
+                    stored = await client.get_session(app_name=app, user_id="u", session_id=session)
+                    assert stored is not None
+                    expected = [f"{session}-{step}" for step in range(5)] + [f"{session}-again"]
+                    assert [event["id"] for event in stored.events] == expected
+
+    asyncio.run(check())
