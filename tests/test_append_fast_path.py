@@ -3,7 +3,8 @@ real socket to a started server: what an ASGI test client cannot show."""
 
 import asyncio
 import time
-from contextlib import AsyncExitStack
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
 from urllib.parse import quote
 
 import httpx
@@ -150,6 +151,26 @@ def test_the_fast_path_reads_every_parameter_the_route_declares():
     assert _declared_parameters(route.dependant) == set(APPENDS_ROUTE_PARAMETERS)
 
 
+@asynccontextmanager
+async def _fast_and_route(settings, prefix: str) -> AsyncIterator[dict[str, httpx.AsyncClient]]:
+    """Clients of two apps on `settings`, started: "fast" as served, "route"
+    without the fast paths; each client's base URL ends in `prefix` with its
+    name in place of {} ("/apps/{}": sessions of its own)."""
+    settings = settings.model_copy(update={"max_event_bytes": MAX_EVENT_BYTES})
+    apps = {"fast": create_app(settings), "route": _without_fast_path(create_app(settings))}
+    async with AsyncExitStack() as stack:
+        clients = {}
+        for name, app in apps.items():
+            await stack.enter_async_context(app.router.lifespan_context(app))
+            clients[name] = await stack.enter_async_context(
+                httpx.AsyncClient(
+                    transport=httpx.ASGITransport(app=app),
+                    base_url=ASGI_URL + prefix.format(name),
+                )
+            )
+        yield clients
+
+
 def _without_fast_path(app: FastAPI) -> FastAPI:
     fast_paths = (AppendFastPath, AppendsFastPath)
     app.user_middleware = [m for m in app.user_middleware if m.cls not in fast_paths]
@@ -218,17 +239,8 @@ async def test_the_fast_path_answers_as_the_route_does(settings):
     """The same requests to an app with the fast path and to one without it,
     each app on sessions of its own: the same answers, the fast path having
     answered exactly those it should (its counter moves by one for each)."""
-    settings = settings.model_copy(update={"max_event_bytes": MAX_EVENT_BYTES})
-    apps = {"fast": create_app(settings), "route": _without_fast_path(create_app(settings))}
-    async with AsyncExitStack() as stack:
-        clients = {}
-        for name, app in apps.items():
-            await stack.enter_async_context(app.router.lifespan_context(app))
-            clients[name] = await stack.enter_async_context(
-                httpx.AsyncClient(
-                    transport=httpx.ASGITransport(app=app), base_url=f"{ASGI_URL}/apps/{name}"
-                )
-            )
+    async with _fast_and_route(settings, "/apps/{}") as clients:
+        for name in clients:
             for session_id in CREATED:
                 created = await clients[name].post(
                     "/users/u/sessions", json={"sessionId": session_id}
@@ -296,15 +308,8 @@ def _appends_outcome(response: httpx.Response) -> tuple[object, ...]:
 
 
 async def test_the_appends_fast_path_answers_as_its_route_does(settings):
-    settings = settings.model_copy(update={"max_event_bytes": MAX_EVENT_BYTES})
-    apps = {"fast": create_app(settings), "route": _without_fast_path(create_app(settings))}
-    async with AsyncExitStack() as stack:
-        clients = {}
-        for name, app in apps.items():
-            await stack.enter_async_context(app.router.lifespan_context(app))
-            clients[name] = await stack.enter_async_context(
-                httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url=ASGI_URL)
-            )
+    async with _fast_and_route(settings, "") as clients:
+        for name in clients:
             for app_name in CREATED_APPS:
                 created = await clients[name].post(
                     f"/apps/{quote(app_name.format(name), safe='')}/users/u/sessions",
