@@ -4,6 +4,7 @@ Responses are rendered by `app.api.rendering` (stored event JSON is spliced in
 verbatim); these models are what the OpenAPI spec shows for them.
 """
 
+from collections.abc import Callable
 from typing import Annotated, Any, Literal, Self
 
 from pydantic import (
@@ -33,25 +34,39 @@ from .labels import LABEL_KEY_PATTERN, LABEL_RULE, LABEL_VALUE_PATTERN, MAX_LABE
 from .limits import MAX_INT64
 
 
-def _session_id(text: str) -> str:
-    message = session_id_problem(text)
-    if message is not None:
-        raise PydanticCustomError("identifier", message)
-    return text
+def held_to(problem_of: Callable[[str], str | None], kind: str) -> AfterValidator:
+    """A validator refusing a text in which `problem_of` finds a problem,
+    with the rule's own words (the same the paths' checks give)."""
+
+    def check(text: str) -> str:
+        problem = problem_of(text)
+        if problem is not None:
+            raise PydanticCustomError(kind, problem)
+        return text
+
+    return AfterValidator(check)
 
 
-SessionIdentifier = Annotated[
-    str,
-    AfterValidator(_session_id),
-    WithJsonSchema(
+def _identifier_schema(pattern: str, rule: str) -> WithJsonSchema:
+    return WithJsonSchema(
         {
             "type": "string",
             "minLength": 1,
             "maxLength": IDENTIFIER_MAX_LENGTH,
-            "pattern": SESSION_ID_PATTERN,
-            "description": f"{SESSION_ID_RULE}.",
+            "pattern": pattern,
+            "description": f"{rule}.",
         }
-    ),
+    )
+
+
+SessionIdentifier = Annotated[
+    str,
+    held_to(session_id_problem, "identifier"),
+    _identifier_schema(SESSION_ID_PATTERN, SESSION_ID_RULE),
+]
+# An app name or user id, as the path's rule has it (app.identifiers).
+NameIdentifier = Annotated[
+    str, held_to(name_problem, "identifier"), _identifier_schema(NAME_PATTERN, NAME_RULE)
 ]
 
 
@@ -64,28 +79,6 @@ def _labels(labels: dict[str, Any]) -> dict[str, str]:
 
 LABELS_DESCRIPTION = f"Labels (GCP's label rules: {LABEL_RULE})."
 
-
-def _name(text: str) -> str:
-    """An app name or user id, as the path's rule has it (app.identifiers)."""
-    message = name_problem(text)
-    if message is not None:
-        raise PydanticCustomError("identifier", message)
-    return text
-
-
-NameIdentifier = Annotated[
-    str,
-    AfterValidator(_name),
-    WithJsonSchema(
-        {
-            "type": "string",
-            "minLength": 1,
-            "maxLength": IDENTIFIER_MAX_LENGTH,
-            "pattern": NAME_PATTERN,
-            "description": f"{NAME_RULE}.",
-        }
-    ),
-]
 
 SessionLabels = Annotated[
     dict[str, Any],

@@ -9,7 +9,7 @@ from pydantic_core import PydanticCustomError
 
 from ..config import MAX_TTL_SECONDS
 from ..json_rules import text_problem
-from ..schemas import WireModel
+from ..schemas import WireModel, held_to
 
 MAX_LABEL_LENGTH = 256
 MAX_NAMESPACE_DEPTH = 32
@@ -26,20 +26,16 @@ def _label(text: str) -> str:
     return text
 
 
-def _text(text: str) -> str:
-    problem = text_problem(text)
-    if problem is not None:
-        raise PydanticCustomError("text", problem)
-    return text
+_text = held_to(text_problem, "text")
 
 
 Label = Annotated[
     str,
     Field(min_length=1, max_length=MAX_LABEL_LENGTH, description='No "." (LangGraph\'s rule).'),
     AfterValidator(_label),
-    AfterValidator(_text),
+    _text,
 ]
-Key = Annotated[str, Field(min_length=1, max_length=MAX_KEY_LENGTH), AfterValidator(_text)]
+Key = Annotated[str, Field(min_length=1, max_length=MAX_KEY_LENGTH), _text]
 ItemNamespace = Annotated[
     list[Label],
     Field(
@@ -83,7 +79,7 @@ class SearchOperation(WireModel):
         description="Each key's value equal, or an object of operators $eq $ne $gt $gte "
         "$lt $lte (the ordering ones compare numbers).",
     )
-    query: Annotated[str, Field(max_length=MAX_QUERY_LENGTH), AfterValidator(_text)] | None = Field(
+    query: Annotated[str, Field(max_length=MAX_QUERY_LENGTH), _text] | None = Field(
         default=None,
         description="Keywords: only items whose text holds every word (case-folded). "
         "Search by meaning is to come.",
@@ -101,7 +97,7 @@ PatternLabel = Annotated[
     str,
     Field(min_length=1, max_length=MAX_LABEL_LENGTH, description='A label, or "*" for any.'),
     AfterValidator(_pattern_label),
-    AfterValidator(_text),
+    _text,
 ]
 
 
