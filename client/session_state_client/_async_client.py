@@ -320,14 +320,7 @@ class AsyncSessionStateClient:
         sent as it is, and must carry its id. `if_match`: the revision the write
         is based on (StaleSessionError when the session moved on)."""
         document = event if isinstance(event, bytes) else _requests.with_event_id(event)
-        return await self._appends.send(
-            _requests.append_event(app_name, user_id, session_id, document, if_match),
-            app_name=app_name,
-            user_id=user_id,
-            session_id=session_id,
-            event=document,
-            if_match=if_match,
-        )
+        return await self._appends.send(app_name, user_id, session_id, document, if_match)
 
     async def append_events(
         self,

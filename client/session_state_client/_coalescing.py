@@ -84,15 +84,10 @@ class AppendCoalescer:
         self.max_in_flight = MAX_IN_FLIGHT
 
     async def send(
-        self,
-        call: Call[AppendResult],
-        *,
-        app_name: str,
-        user_id: str,
-        session_id: str,
-        event: Any,
-        if_match: int | None,
+        self, app_name: str, user_id: str, session_id: str, event: Any, if_match: int | None
     ) -> AppendResult:
+        """The append of `event` (a dict with its id, or encoded JSON)."""
+        call = _requests.append_event(app_name, user_id, session_id, event, if_match)
         app = self._app_requests(app_name)
         if app.in_flight < self.max_in_flight or not self.server_takes_many:
             app.in_flight += 1
@@ -264,13 +259,6 @@ class DirectAppends:
         self._send = send
 
     def send(
-        self,
-        call: Call[AppendResult],
-        *,
-        app_name: str,
-        user_id: str,
-        session_id: str,
-        event: Any,
-        if_match: int | None,
+        self, app_name: str, user_id: str, session_id: str, event: Any, if_match: int | None
     ) -> AppendResult:
-        return self._send(call)
+        return self._send(_requests.append_event(app_name, user_id, session_id, event, if_match))

@@ -308,14 +308,7 @@ class SessionStateClient:
         sent as it is, and must carry its id. `if_match`: the revision the write
         is based on (StaleSessionError when the session moved on)."""
         document = event if isinstance(event, bytes) else _requests.with_event_id(event)
-        return self._appends.send(
-            _requests.append_event(app_name, user_id, session_id, document, if_match),
-            app_name=app_name,
-            user_id=user_id,
-            session_id=session_id,
-            event=document,
-            if_match=if_match,
-        )
+        return self._appends.send(app_name, user_id, session_id, document, if_match)
 
     def append_events(
         self,
