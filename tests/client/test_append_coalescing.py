@@ -163,6 +163,16 @@ async def _waiting_for_a_lock(postgres_url: str, count: int) -> None:
         await observer.close()
 
 
+async def _until_waiting(client: AsyncSessionStateClient, app: str, count: int) -> None:
+    """Until `count` appends of `app` wait in the client's coalescer."""
+    apps = client._appends._by_loop[asyncio.get_running_loop()]
+    for _ in range(500):
+        if app in apps and len(apps[app].waiting) == count:
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"{count} appends waiting: not within 5 s")
+
+
 async def test_an_append_cancelled_while_it_waits_is_never_sent(
     postgresql_server: ServerProcess, postgres_url: str
 ):
@@ -183,8 +193,7 @@ async def test_an_append_cancelled_while_it_waits_is_never_sent(
             await _waiting_for_a_lock(postgres_url, 2)
             gone = append("gone", {"id": "gone", "author": "agent"})
             kept = append("kept", {"id": "kept", "author": "agent"})
-            await asyncio.sleep(0.2)
-            assert not gone.done() and not kept.done()  # waiting behind the two
+            await _until_waiting(client, app, 2)  # both behind the two in flight
             gone.cancel()
         assert [(await lead).revision for lead in leads] == [2, 1]
         assert (await kept).revision == 1
