@@ -27,9 +27,8 @@ ALONE = "alone"
 
 def _variant(service: Any, name: str) -> None:
     appends = service.client._appends  # the client's coalescer (bench only)
-    if name == ALONE:
-        appends.max_in_flight = 1 << 30
-    else:
+    appends.together = name != ALONE
+    if name != ALONE:
         appends.max_in_flight = int(name.removeprefix("in-flight-"))
 
 
@@ -88,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=18811)
     parser.add_argument("--name", default="append_coalescing")
     args = parser.parse_args(argv)
-    shapes = [Shape(*map(int, shape.split("x"))) for shape in args.shapes.split(",")]
+    shapes = Shape.parse_all(args.shapes)
     in_flight = [int(n) for n in args.in_flight.split(",")]
     results = asyncio.run(run(shapes, in_flight, args.rounds, args.port))
     print(table(results))

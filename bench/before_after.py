@@ -71,7 +71,7 @@ async def measure(
     target = HttpTarget(server.base_url)
     if appends_alone:
         # Every append its own request: the server's single-append path.
-        target.client._appends.max_in_flight = 1 << 30
+        target.client._appends.together = False
     try:
         cpu_before = server.cpu_seconds()
         spread = await concurrent_appends(target, f"spread-{round_index}", FULL, spread_delta)

@@ -1,6 +1,6 @@
-"""Appends sent together: while an app's append requests are in flight, the
-appends a client's callers make meanwhile wait, and go to the server in one
-request (`POST /apps/{app}/appends`), each answered on its own.
+"""Appends sent together: the appends a client's callers make in one turn
+of the event loop, or while the app's requests are in flight, go to the
+server in one request (`POST /apps/{app}/appends`), each answered on its own.
 
 Why: an agent server appends to many conversations at once, and each
 request costs the client, the server's HTTP stack and the server's task
@@ -8,22 +8,26 @@ about as much as the append itself (docs/performance.md). Sent together,
 they share that cost, and the server's group commit stores them in one
 statement as it would concurrent requests.
 
-Nothing changes for a caller but when its append leaves: one made while
-fewer than `MAX_IN_FLIGHT` of its app's appends are out is sent at once,
-alone, as before (so a lone conversation never waits); one made while
-they are out waits for one of them to end. Each append of a request gets
-the answer, the exception and the retries it would have had alone. A
-request the server refuses whole (an older server without the route, or a
-body above its limit) is sent again as single appends. Only the async
-client sends appends together (the sync client's callers are threads,
-each waiting on its own request).
+Nothing changes for a caller but when its append leaves. An append made
+while fewer than `MAX_IN_FLIGHT` of its app's requests are out leaves at
+the end of the current turn of the loop, with the appends other callers
+make in the same turn (the conversations one answer woke): alone when
+there are none, so a lone conversation waits for nothing but that turn.
+What gathers is split among the free requests, so that the server works
+on one part while the next is sent and their answers wake their callers
+apart. Appends made while the requests are out wait for one to end, then
+go together. Each append of a request gets the answer, the exception and
+the retries it would have had alone. A request the server refuses whole
+(an older server without the route, or a body above its limit) is sent
+again as single appends. Only the async client sends appends together
+(the sync client's callers are threads, each waiting on its own request).
 """
 
 import asyncio
 import threading
 import weakref
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -41,7 +45,7 @@ T = TypeVar("T")
 Send = Callable[[Call[T]], Awaitable[T]]
 
 # An app's append requests out at once, per event loop, before appends wait
-# to go together (the server's group commit keeps two batches in flight too).
+# for one to end (the server's group commit keeps two batches in flight too).
 MAX_IN_FLIGHT = 2
 # The server's limit (MAX_APPENDS_PER_REQUEST).
 MAX_TOGETHER = 100
@@ -66,6 +70,23 @@ class _AppRequests:
     def __init__(self) -> None:
         self.in_flight = 0
         self.waiting: deque[_Waiting] = deque()
+        # A request is taken and will leave at the end of this turn of the loop.
+        self.gathering = False
+
+
+def _no_loop() -> None:
+    return None
+
+
+def _take(app: _AppRequests) -> list[_Waiting]:
+    """The appends waiting, oldest first, as many as go together; those
+    whose caller has gone (their answer cancelled) are dropped unsent."""
+    batch: list[_Waiting] = []
+    while app.waiting and len(batch) < MAX_TOGETHER:
+        waiting = app.waiting.popleft()
+        if not waiting.answer.done():
+            batch.append(waiting)
+    return batch
 
 
 class AppendCoalescer:
@@ -77,54 +98,103 @@ class AppendCoalescer:
             asyncio.AbstractEventLoop, dict[str, _AppRequests]
         ] = weakref.WeakKeyDictionary()
         self._lock = threading.Lock()
+        self._last: tuple[Callable[[], asyncio.AbstractEventLoop | None], dict[str, _AppRequests]]
+        self._last = (_no_loop, {})
         # Strong references to running tasks (the loop keeps weak ones).
         self._tasks: set[asyncio.Task[None]] = set()
         # Cleared when the server does not know the route: appends go alone.
         self.server_takes_many = True
         self.max_in_flight = MAX_IN_FLIGHT
+        # Off: every append is a request of its own.
+        self.together = True
 
     async def send(
         self, app_name: str, user_id: str, session_id: str, event: Any, if_match: int | None
     ) -> AppendResult:
         """The append of `event` (a dict with its id, or encoded JSON)."""
         call = _requests.append_event(app_name, user_id, session_id, event, if_match)
+        if not (self.together and self.server_takes_many):
+            result: AppendResult = await self._send(call)
+            return result
         app = self._app_requests(app_name)
-        if app.in_flight < self.max_in_flight or not self.server_takes_many:
-            app.in_flight += 1
-            try:
-                result: AppendResult = await self._send(call)
+        mine = _Waiting(
+            call, user_id, session_id, event, if_match, asyncio.get_running_loop().create_future()
+        )
+        app.waiting.append(mine)
+        if app.gathering or app.in_flight >= self.max_in_flight:
+            # Cancelled while waiting: the future is cancelled with it and never sent.
+            return await mine.answer
+        # A request is free: this caller sends it, after one turn of the event
+        # loop, so that the appends other callers make in the same turn (the
+        # conversations one answer woke) go with it.
+        app.gathering = True
+        app.in_flight += 1
+        try:
+            await asyncio.sleep(0)
+        except asyncio.CancelledError:
+            mine.answer.cancel()
+            app.gathering = False
+            self._done(app_name, app)
+            raise
+        app.gathering = False
+        batch = _take(app)
+        if batch == [mine]:
+            try:  # alone, in the caller's own task, as without the coalescer
+                result = await self._send(call)
                 return result
             finally:
                 self._done(app_name, app)
-        answer: asyncio.Future[AppendResult] = asyncio.get_running_loop().create_future()
-        app.waiting.append(_Waiting(call, user_id, session_id, event, if_match, answer))
-        # Cancelled while waiting: the future is cancelled with it and never sent.
-        return await answer
+        self._send_parts(app_name, app, batch)
+        return await mine.answer
 
     def _app_requests(self, app_name: str) -> _AppRequests:
         loop = asyncio.get_running_loop()
-        apps = self._by_loop.get(loop)
-        if apps is None:
+        # The common case, one loop, skips the weak mapping's lookup. One
+        # tuple, swapped whole: threads on other loops may swap it meanwhile.
+        last_loop, apps = self._last
+        if last_loop() is not loop:
             # Each thread of ADK's sync Runner runs loops of its own.
             with self._lock:
                 apps = self._by_loop.setdefault(loop, {})
+            self._last = (weakref.ref(loop), apps)
         app = apps.get(app_name)
         if app is None:
             app = apps[app_name] = _AppRequests()  # only this loop's thread uses `apps`
         return app
 
     def _done(self, app_name: str, app: _AppRequests) -> None:
-        """A request of `app` ended: the appends waiting go, together."""
+        """A request of `app` ended: the appends waiting go together, at the
+        end of this turn of the loop (with those its answer leads to)."""
         app.in_flight -= 1
-        batch: list[_Waiting] = []
-        while app.waiting and len(batch) < MAX_TOGETHER:
-            waiting = app.waiting.popleft()
-            if not waiting.answer.done():
-                batch.append(waiting)
-        if not batch:
-            return
-        app.in_flight += 1
-        task = asyncio.create_task(self._send_together(app_name, app, batch))
+        if app.waiting and not app.gathering:
+            app.gathering = True
+            app.in_flight += 1
+            asyncio.get_running_loop().call_soon(self._send_gathered, app_name, app)
+
+    def _send_gathered(self, app_name: str, app: _AppRequests) -> None:
+        app.gathering = False
+        batch = _take(app)
+        if batch:
+            self._send_parts(app_name, app, batch)
+        else:
+            self._done(app_name, app)
+
+    def _send_parts(self, app_name: str, app: _AppRequests, batch: list[_Waiting]) -> None:
+        """The batch in as many requests as are free (one is taken already),
+        in near-equal parts, oldest first: while the server works on one
+        part, this process sends the next, and their answers come back
+        apart, so the callers they wake do not all wait on one request."""
+        parts = min(len(batch), self.max_in_flight - app.in_flight + 1)
+        app.in_flight += parts - 1
+        size, larger = divmod(len(batch), parts)
+        start = 0
+        for index in range(parts):
+            end = start + size + (index < larger)
+            self._start(self._send_together(app_name, app, batch[start:end]))
+            start = end
+
+    def _start(self, work: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.create_task(work)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 

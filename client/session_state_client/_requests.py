@@ -1,6 +1,7 @@
 """What each API call sends and how its answer is read, shared by the sync and
 async clients, and when a failed attempt may be repeated."""
 
+import functools
 import random
 import uuid
 from collections.abc import Callable, Mapping
@@ -108,6 +109,7 @@ def read_and_remember(call: Call[T], response: Answer, seen: SeenRevisions) -> T
     return result
 
 
+@functools.lru_cache(maxsize=4096)  # a client names the same sessions again and again
 def _segment(value: str) -> str:
     """One path segment: every character but letters, digits and `-._~`
     percent-encoded ('/' as %2F); "." and ".." escaped too, which URL

@@ -188,8 +188,11 @@ async def test_an_append_cancelled_while_it_waits_is_never_sent(
             )
 
         async with _held_at_the_database(postgres_url, app):
-            # The app's two requests in flight, both held at the database.
-            leads = [append("gate0", dict(gate)), append("gate1", dict(gate))]
+            # The app's two requests in flight, both held at the database
+            # (each made in a turn of its own, so each goes alone).
+            leads = [append("gate0", dict(gate))]
+            await _waiting_for_a_lock(postgres_url, 1)
+            leads.append(append("gate1", dict(gate)))
             await _waiting_for_a_lock(postgres_url, 2)
             gone = append("gone", {"id": "gone", "author": "agent"})
             kept = append("kept", {"id": "kept", "author": "agent"})

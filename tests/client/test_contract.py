@@ -462,22 +462,97 @@ def test_the_async_client_follows_its_caller_from_event_loop_to_event_loop(scrip
 # -- appends sent together (async client) ----------------------------------------
 
 
-def _appends_at_once(url: str, count: int) -> list[Any]:
-    """`count` appends to as many sessions at once, through one async client."""
+def _appends_behind_two(url: str, count: int) -> list[Any]:
+    """`count` appends to as many sessions through one async client: the
+    first two each made in a turn of the loop of its own (so each goes
+    alone, and both are in flight), the others at once, behind them."""
 
     async def run() -> list[Any]:
         async with AsyncSessionStateClient(base_url=url, max_retries=2) as client:
-            return await asyncio.gather(
-                *(
+
+            def append(n: int) -> "asyncio.Task[Any]":
+                return asyncio.create_task(
                     client.append_event(
                         app_name="a", user_id="u", session_id=f"s{n}", event={"author": "a"}
                     )
-                    for n in range(count)
-                ),
-                return_exceptions=True,
-            )
+                )
+
+            leads = []
+            for n in range(2):
+                leads.append(append(n))
+                await asyncio.sleep(0.05)
+            rest = [append(n) for n in range(2, count)]
+            return await asyncio.gather(*leads, *rest, return_exceptions=True)
 
     return asyncio.run(run())
+
+
+def test_appends_made_in_one_turn_of_the_loop_go_together(scripted):
+    """Nothing in flight: an append made alone goes alone; four made in the
+    same turn of the event loop (as the conversations one answer woke) go
+    together, in two requests of two (both requests of the app are free)."""
+
+    def answer(seen: Seen) -> Answer:
+        if seen.path == "/apps/a/appends":
+            results = [
+                {"status": 201, "revision": 1, "event": item["event"]}
+                for item in seen.json()["appends"]
+            ]
+            return Answer(200, {"results": results})
+        return Answer(201, seen.json(), {"ETag": '"1"'})
+
+    scripted.default = answer
+
+    async def run() -> list[Any]:
+        async with AsyncSessionStateClient(base_url=scripted.url) as client:
+
+            def append(n: int) -> Any:
+                return client.append_event(
+                    app_name="a", user_id="u", session_id=f"s{n}", event={"author": "a"}
+                )
+
+            alone = await append(0)
+            return [alone, *await asyncio.gather(*(append(n) for n in range(1, 5)))]
+
+    appended = asyncio.run(run())
+    assert [result.revision for result in appended] == [1] * 5
+    assert scripted.seen[0].path == "/apps/a/users/u/sessions/s0/events"
+    assert [seen.path for seen in scripted.seen[1:]] == ["/apps/a/appends"] * 2
+    groups = [[item["sessionId"] for item in seen.json()["appends"]] for seen in scripted.seen[1:]]
+    assert sorted(groups) == [["s1", "s2"], ["s3", "s4"]]
+
+
+def test_the_appends_gathered_by_a_cancelled_caller_still_go(scripted):
+    """The caller whose append was to carry those made in the same turn is
+    cancelled before its request leaves: its append is never sent, the
+    others go (in a request each: both of the app's are free)."""
+
+    def answer(seen: Seen) -> Answer:
+        return Answer(201, seen.json(), {"ETag": '"1"'})
+
+    scripted.default = answer
+
+    async def run() -> list[Any]:
+        async with AsyncSessionStateClient(base_url=scripted.url) as client:
+            appends = [
+                asyncio.create_task(
+                    client.append_event(
+                        app_name="a", user_id="u", session_id=f"s{n}", event={"author": "a"}
+                    )
+                )
+                for n in range(3)
+            ]
+            await asyncio.sleep(0)  # each has made its append; the first gathers
+            appends[0].cancel()
+            return await asyncio.gather(*appends, return_exceptions=True)
+
+    cancelled, *appended = asyncio.run(run())
+    assert isinstance(cancelled, asyncio.CancelledError)
+    assert [result.revision for result in appended] == [1, 1]
+    assert sorted(seen.path for seen in scripted.seen) == [
+        "/apps/a/users/u/sessions/s1/events",
+        "/apps/a/users/u/sessions/s2/events",
+    ]
 
 
 def test_an_append_answered_503_among_others_is_retried_alone(scripted):
@@ -500,7 +575,7 @@ def test_an_append_answered_503_among_others_is_retried_alone(scripted):
         return Answer(201, seen.json(), {"ETag": '"1"'}, delay=0.5 if singles <= 2 else 0.0)
 
     scripted.default = answer
-    appended = _appends_at_once(scripted.url, 4)
+    appended = _appends_behind_two(scripted.url, 4)
     assert [result.revision for result in appended] == [1, 1, 1, 1]
     paths = [seen.path.rsplit("/", 2)[-1] for seen in scripted.seen]
     assert paths == ["events", "events", "appends", "events"]
@@ -531,7 +606,7 @@ def test_appends_sent_together_are_sent_again_together_after_a_lost_answer(scrip
         return Answer(201, seen.json(), {"ETag": '"1"'}, delay=0.5 if singles <= 2 else 0.0)
 
     scripted.default = answer
-    appended = _appends_at_once(scripted.url, 5)
+    appended = _appends_behind_two(scripted.url, 5)
     assert [result.revision for result in appended] == [1] * 5
     assert len(together) == 2 and together[0].body == together[1].body
     assert len(together[0].json()["appends"]) == 3
