@@ -13,9 +13,16 @@ own database number, flushed before and after); and session-state's raw async
 client sending dicts, the server's own ceiling. Every delta touches session,
 `user:`, `app:` and `temp:` keys, and one `app:` key shared by every session.
 
+Before each timed workload, for every side alike, both PostgreSQL databases
+are vacuumed (autovacuum is off on this machine's cluster) and Python's
+garbage is collected (the sides share this process).
+
 After each workload the stored result is read back through the same target
 and checked: every event there in append order, every key holding its last
-value. Prints medians, ratios and the checks; writes
+value. "app CPU ms/append" is this process's CPU per timed append: the
+whole append for ADK's and the Redis service, the client's part for ours
+(our server and PostgreSQL run in processes of their own). Prints medians,
+ratios and the checks; writes
 bench/results/<name>.json.
 """
 
@@ -39,6 +46,7 @@ from bench.run import (
     migrate,
     sqlalchemy_url,
     timed,
+    vacuum,
     write_results,
 )
 
@@ -168,9 +176,10 @@ async def workload(target: Any, app: str, shape: Shape) -> dict[str, float]:
     # database service leaves many) would otherwise make the full collection
     # they trigger land in the next side's window (70 ms here, in the tail).
     gc.collect()
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.process_time()
     await asyncio.gather(*(writer(h, sid) for h, sid in zip(handles, ids, strict=True)))
     elapsed = time.perf_counter() - started
+    load_cpu = time.process_time() - cpu_started
     lost_keys = misordered = lost_events = 0
     last = shape.events - 1
     for user, session_id in zip(users, ids, strict=True):
@@ -189,6 +198,9 @@ async def workload(target: Any, app: str, shape: Shape) -> dict[str, float]:
     return {
         "events_per_s": len(latencies) / elapsed,
         **latency_summary(latencies),
+        # This process's CPU per append while timed: what the side costs
+        # the application (the Redis peer's and ADK's whole append).
+        "load_cpu_ms": load_cpu / len(latencies) * 1000,
         "lost_events": lost_events,
         "misordered_sessions": misordered,
         "lost_keys": lost_keys,
@@ -210,7 +222,9 @@ async def creation_race(target: Any, app: str, count: int = 20) -> dict[str, flo
     return {"keys_written": 2 * count, "keys_lost": lost}
 
 
-async def build_targets() -> tuple[list[Any], Callable[[], Awaitable[None]]]:
+async def build_targets() -> tuple[list[Any], list[str], Callable[[], Awaitable[None]]]:
+    """The targets, the PostgreSQL databases they keep (ADK's and ours),
+    and what closes them all."""
     import redis.asyncio as redis
     from google.adk.sessions import DatabaseSessionService
     from google.adk_community.sessions import RedisSessionService
@@ -246,11 +260,11 @@ async def build_targets() -> tuple[list[Any], Callable[[], Awaitable[None]]]:
         for name in (adk_database, ours_database):
             await drop_database(name)
 
-    return targets, cleanup
+    return targets, [adk_database, ours_database], cleanup
 
 
 async def run(shapes: tuple[Shape, ...], repetitions: int) -> dict[str, Any]:
-    targets, cleanup = await build_targets()
+    targets, databases, cleanup = await build_targets()
     runs: dict[str, dict[str, list[dict[str, float]]]] = {}
     try:
         for target in targets:
@@ -262,6 +276,11 @@ async def run(shapes: tuple[Shape, ...], repetitions: int) -> dict[str, Any]:
                 for target in order:
                     # Two targets share one server: an app of each target's own.
                     app = f"t{targets.index(target)}-r{repetition}-{label}"
+                    # Autovacuum is off on this cluster: the dead rows every
+                    # append leaves are cleared before each workload, in both
+                    # databases alike, as autovacuum would in production.
+                    for database in databases:
+                        await vacuum(database)
                     figures = await workload(target, app, shape)
                     runs.setdefault(label, {}).setdefault(target.name, []).append(figures)
                     shown = ", ".join(f"{k}={v:,.1f}" for k, v in figures.items())
@@ -279,8 +298,8 @@ def table(results: dict[str, Any]) -> str:
     ours = OURS
     lines = [
         "| sessions x events | target | events/s | p50 ms | p99 ms | vs ADK db | vs Redis |"
-        " lost events | misordered | lost keys |",
-        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        " app CPU ms/append | lost events | misordered | lost keys |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for label, by_target in results["medians"].items():
         if label == "creation race":
@@ -292,7 +311,8 @@ def table(results: dict[str, Any]) -> str:
             lines.append(
                 f"| {label} | {'**' + name + '**' if name == ours else name} | {speed:,.0f} |"
                 f" {figures['p50_ms']:.1f} | {figures['p99_ms']:.1f} | {speed / adk:.2f}x |"
-                f" {speed / redis_speed:.2f}x | {figures['lost_events']:.0f} |"
+                f" {speed / redis_speed:.2f}x | {figures['load_cpu_ms']:.3f} |"
+                f" {figures['lost_events']:.0f} |"
                 f" {figures['misordered_sessions']:.0f} | {figures['lost_keys']:.0f} |"
             )
     race = results["medians"]["creation race"]

@@ -7,18 +7,17 @@ checkout's server on a database of its own, alternating per round.
     python -m bench.adk_before_after --before /tmp/before
     python -m bench.adk_before_after --before /tmp/before --shapes 10x40 --rounds 8
 
-Besides events/s and latency, the CPU each process spends per append over
-the workload: this load generator (`time.process_time`), the server (its
-/proc stat) and PostgreSQL (every `postgres` process's /proc stat: the
-backends and the background writers alike, so run it on a database server
-nothing else uses). Prints the medians of the rounds and after/before;
-writes bench/results/<name>.json.
+Besides events/s and latency, the CPU each process spends per append: this
+load generator over the timed appends (`time.process_time`), and over the
+whole workload the server (its /proc stat) and PostgreSQL (every
+`postgres` process's /proc stat: the backends and the background writers
+alike, so run it on a database server nothing else uses). Prints the
+medians of the rounds and after/before; writes bench/results/<name>.json.
 """
 
 import argparse
 import asyncio
 import os
-import time
 from pathlib import Path
 from typing import Any
 
@@ -54,13 +53,13 @@ def postgres_cpu_seconds() -> float:
 async def workload_with_cpu(
     server: Server, target: AdkApi, app: str, shape: Shape
 ) -> dict[str, float]:
-    """`workload`'s figures, and the CPU each process spent per append in
-    it: this load generator, the server and PostgreSQL."""
-    load, served, database = time.process_time(), server.cpu_seconds(), postgres_cpu_seconds()
+    """`workload`'s figures (with this load generator's CPU per timed
+    append), and the CPU the server and PostgreSQL spent per append in it
+    (sessions made and read back included)."""
+    served, database = server.cpu_seconds(), postgres_cpu_seconds()
     figures = await workload(target, app, shape)
     appends = shape.sessions * shape.events
     return figures | {
-        "load_cpu_ms": (time.process_time() - load) / appends * 1000,
         "server_cpu_ms": (server.cpu_seconds() - served) / appends * 1000,
         "postgres_cpu_ms": (postgres_cpu_seconds() - database) / appends * 1000,
     }
