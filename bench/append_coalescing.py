@@ -2,37 +2,72 @@
 workload of bench.adk_api (concurrent appends through `HttpSessionService`,
 an ADK `Event` built in every timed append) against one server, with the
 client's appends each in a request of their own ("alone") and sent
-together behind 1, 2 or 4 requests in flight per app, rotating per round.
+together behind 1, 2 or 4 requests in flight per app, rotating per round;
+with `--before`, also through the coalescer of another checkout
+(`client/session_state_client/_coalescing.py` there), in the same client.
 
     python -m bench.append_coalescing
     python -m bench.append_coalescing --shapes 10x40 --rounds 6 --in-flight 1,2,4
+    git worktree add /tmp/before <commit>
+    python -m bench.append_coalescing --in-flight 2 --before /tmp/before
 
 Prints the medians of the rounds, with the CPU each process spent per
-append (this load generator, the server, PostgreSQL); writes
-bench/results/<name>.json.
+append (this load generator over the timed appends, the server and
+PostgreSQL over the workload); each timed workload starts on a vacuumed
+database. Writes bench/results/<name>.json.
 """
 
 import argparse
 import asyncio
+import importlib.util
+from pathlib import Path
 from typing import Any
 
 from bench.adk_api import AdkApi, Shape, workload
 from bench.adk_before_after import WARM_UP, workload_with_cpu
-from bench.run import Server, create_database, drop_database, medians_of, migrate, write_results
+from bench.run import (
+    Server,
+    create_database,
+    drop_database,
+    medians_of,
+    migrate,
+    vacuum,
+    write_results,
+)
 
 # A client that never sends appends together: every request its own (the
 # coalescer's own setting for a server without the route).
 ALONE = "alone"
 
 
-def _variant(service: Any, name: str) -> None:
-    appends = service.client._appends  # the client's coalescer (bench only)
-    appends.together = name != ALONE
+BEFORE = "before"
+
+
+def _coalescer_of(checkout: Path) -> Any:
+    """The coalescer class of another checkout's client, loaded beside this
+    one's (it imports the client's other modules, which it shares)."""
+    path = checkout / "client" / "session_state_client" / "_coalescing.py"
+    spec = importlib.util.spec_from_file_location("session_state_client._before_coalescing", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.AppendCoalescer
+
+
+def _variant(service: Any, name: str, coalescers: dict[str, Any]) -> None:
+    """The client's coalescer set for `name` (bench only: private state)."""
+    client = service.client
+    client._appends = coalescers[BEFORE if name == BEFORE else "now"]
+    if name == BEFORE:
+        return
+    client._appends.together = name != ALONE
     if name != ALONE:
-        appends.max_in_flight = int(name.removeprefix("in-flight-"))
+        client._appends.max_in_flight = int(name.removeprefix("in-flight-"))
 
 
-async def run(shapes: list[Shape], in_flight: list[int], rounds: int, port: int) -> dict[str, Any]:
+async def run(
+    shapes: list[Shape], in_flight: list[int], rounds: int, port: int, before: Path | None = None
+) -> dict[str, Any]:
     from session_state_client.adk import HttpSessionService
 
     database = await create_database("bench_append_coalescing")
@@ -41,6 +76,10 @@ async def run(shapes: list[Shape], in_flight: list[int], rounds: int, port: int)
     service = HttpSessionService(base_url=server.base_url)
     target = AdkApi("session-state", service, service.close)
     variants = [ALONE, *(f"in-flight-{n}" for n in in_flight)]
+    coalescers = {"now": service.client._appends}
+    if before is not None:
+        variants.append(BEFORE)
+        coalescers[BEFORE] = _coalescer_of(before)(service.client._send, service.client._revisions)
     runs: dict[str, dict[str, list[dict[str, float]]]] = {}
     try:
         await workload(target, "warm-up", WARM_UP)
@@ -49,7 +88,8 @@ async def run(shapes: list[Shape], in_flight: list[int], rounds: int, port: int)
             for shape in shapes:
                 label = f"{shape.sessions}x{shape.events}"
                 for variant in order:
-                    _variant(service, variant)
+                    _variant(service, variant, coalescers)
+                    await vacuum(database)
                     figures = await workload_with_cpu(
                         server, target, f"r{index}-{label}-{variant}", shape
                     )
@@ -86,10 +126,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=4)
     parser.add_argument("--port", type=int, default=18811)
     parser.add_argument("--name", default="append_coalescing")
+    parser.add_argument("--before", type=Path, help="a checkout whose coalescer to compare")
     args = parser.parse_args(argv)
     shapes = Shape.parse_all(args.shapes)
     in_flight = [int(n) for n in args.in_flight.split(",")]
-    results = asyncio.run(run(shapes, in_flight, args.rounds, args.port))
+    results = asyncio.run(run(shapes, in_flight, args.rounds, args.port, args.before))
     print(table(results))
     write_results(args.name, results)
     return 0
