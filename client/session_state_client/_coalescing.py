@@ -183,15 +183,23 @@ class AppendCoalescer:
         """The batch in as many requests as are free (one is taken already),
         in near-equal parts, oldest first: while the server works on one
         part, this process sends the next, and their answers come back
-        apart, so the callers they wake do not all wait on one request."""
-        parts = min(len(batch), self.max_in_flight - app.in_flight + 1)
-        app.in_flight += parts - 1
-        size, larger = divmod(len(batch), parts)
-        start = 0
-        for index in range(parts):
-            end = start + size + (index < larger)
-            self._start(self._send_together(app_name, app, batch[start:end]))
-            start = end
+        apart, so the callers they wake do not all wait on one request. A
+        session's appends stay in one part, in their order (the server runs
+        a request's appends to one session in order; two requests, at once)."""
+        count = min(len(batch), self.max_in_flight - app.in_flight + 1)
+        size = -(-len(batch) // count)
+        parts: list[list[_Waiting]] = [[]]
+        part_of: dict[str | None, list[_Waiting]] = {}
+        for waiting in batch:
+            part = part_of.get(waiting.call.session)
+            if part is None:
+                if len(parts[-1]) >= size and len(parts) < count:
+                    parts.append([])
+                part = part_of[waiting.call.session] = parts[-1]
+            part.append(waiting)
+        app.in_flight += len(parts) - 1
+        for part in parts:
+            self._start(self._send_together(app_name, app, part))
 
     def _start(self, work: Coroutine[Any, Any, None]) -> None:
         task = asyncio.create_task(work)

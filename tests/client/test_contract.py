@@ -522,6 +522,42 @@ def test_appends_made_in_one_turn_of_the_loop_go_together(scripted):
     assert sorted(groups) == [["s1", "s2"], ["s3", "s4"]]
 
 
+def test_a_sessions_appends_made_in_one_turn_stay_in_one_request_in_order(scripted):
+    """Split among the free requests, a session's appends still go in one
+    request, in the order they were made (two requests run at once)."""
+
+    def answer(seen: Seen) -> Answer:
+        if seen.path != "/apps/a/appends":
+            return Answer(201, seen.json(), {"ETag": '"1"'})
+        results = [
+            {"status": 201, "revision": 1, "event": item["event"]}
+            for item in seen.json()["appends"]
+        ]
+        return Answer(200, {"results": results})
+
+    scripted.default = answer
+
+    async def run() -> list[Any]:
+        async with AsyncSessionStateClient(base_url=scripted.url) as client:
+            sessions = ["s1", "s2", "s1", "s3"]
+            return await asyncio.gather(
+                *(
+                    client.append_event(
+                        app_name="a", user_id="u", session_id=session, event={"id": f"e{n}"}
+                    )
+                    for n, session in enumerate(sessions)
+                )
+            )
+
+    asyncio.run(run())
+    together, alone = scripted.seen
+    if together.path != "/apps/a/appends":
+        together, alone = alone, together
+    sent = [(item["sessionId"], item["event"]["id"]) for item in together.json()["appends"]]
+    assert sent == [("s1", "e0"), ("s2", "e1"), ("s1", "e2")]
+    assert alone.path == "/apps/a/users/u/sessions/s3/events" and alone.json()["id"] == "e3"
+
+
 def test_the_appends_gathered_by_a_cancelled_caller_still_go(scripted):
     """The caller whose append was to carry those made in the same turn is
     cancelled before its request leaves: its append is never sent, the
