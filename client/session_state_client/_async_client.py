@@ -70,6 +70,11 @@ class AsyncSessionStateClient:
         http_client: an aiohttp.ClientSession to use, on its own event loop
             (its timeout, headers and proxy settings are kept; requests go to
             `base_url`).
+        appends_together: whether the async client sends the appends its
+            callers make at once in one request (POST /apps/{app}/appends);
+            False: every append a request of its own (for a gateway that
+            passes only the single append's route). The sync client sends
+            each append alone either way.
     """
 
     def __init__(
@@ -80,12 +85,13 @@ class AsyncSessionStateClient:
         timeout: Timeout = DEFAULT_TIMEOUT,
         max_retries: int = DEFAULT_MAX_RETRIES,
         http_client: aiohttp.ClientSession | None = None,
+        appends_together: bool = True,
     ) -> None:
         url, headers = client_settings(base_url, api_key)
         self.max_retries = max_retries
         self._http = AiohttpTransport(url, headers, timeout, http_client)
         self._revisions = SeenRevisions()
-        self._appends = AppendCoalescer(self._send, self._revisions)
+        self._appends = AppendCoalescer(self._send, self._revisions, together=appends_together)
 
     async def _send(self, call: Call[T]) -> T:
         """The call made, and retried while `_requests` allows it."""

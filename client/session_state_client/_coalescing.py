@@ -90,8 +90,9 @@ def _take(app: _AppRequests) -> list[_Waiting]:
 
 
 class AppendCoalescer:
-    def __init__(self, send: Send[Any], seen: SeenRevisions) -> None:
-        """`send`: the client's own (retries included); `seen`: its revisions."""
+    def __init__(self, send: Send[Any], seen: SeenRevisions, *, together: bool = True) -> None:
+        """`send`: the client's own (retries included); `seen`: its revisions;
+        `together`: False sends every append as a request of its own."""
         self._send = send
         self._seen = seen
         self._by_loop: weakref.WeakKeyDictionary[
@@ -106,7 +107,7 @@ class AppendCoalescer:
         self.server_takes_many = True
         self.max_in_flight = MAX_IN_FLIGHT
         # Off: every append is a request of its own.
-        self.together = True
+        self.together = together
 
     async def send(
         self, app_name: str, user_id: str, session_id: str, event: Any, if_match: int | None
@@ -331,9 +332,16 @@ def _item_error(response: Answer, status: int, result: dict[str, Any]) -> APISta
 class DirectAppends:
     """The sync client's appends: each its own request."""
 
-    def __init__(self, send: Callable[[Call[AppendResult]], AppendResult], seen: SeenRevisions):
-        # `seen` goes unused: the generated client builds both alike, and
-        # `send` records each answer's revision itself.
+    def __init__(
+        self,
+        send: Callable[[Call[AppendResult]], AppendResult],
+        seen: SeenRevisions,
+        *,
+        together: bool = True,
+    ):
+        # `seen` and `together` go unused: the generated client builds both
+        # alike, `send` records each answer's revision itself, and every
+        # append goes alone.
         self._send = send
 
     def send(

@@ -69,6 +69,11 @@ class SessionStateClient:
             (only for requests that are safe to repeat; never on 409 or 412).
         http_client: an httpx.Client to use (its base URL, if it has one,
             and its timeout are kept).
+        appends_together: whether the async client sends the appends its
+            callers make at once in one request (POST /apps/{app}/appends);
+            False: every append a request of its own (for a gateway that
+            passes only the single append's route). The sync client sends
+            each append alone either way.
     """
 
     def __init__(
@@ -79,12 +84,13 @@ class SessionStateClient:
         timeout: Timeout = DEFAULT_TIMEOUT,
         max_retries: int = DEFAULT_MAX_RETRIES,
         http_client: httpx.Client | None = None,
+        appends_together: bool = True,
     ) -> None:
         url, headers = client_settings(base_url, api_key)
         self.max_retries = max_retries
         self._http = HttpxTransport(url, headers, timeout, http_client)
         self._revisions = SeenRevisions()
-        self._appends = DirectAppends(self._send, self._revisions)
+        self._appends = DirectAppends(self._send, self._revisions, together=appends_together)
 
     def _send(self, call: Call[T]) -> T:
         """The call made, and retried while `_requests` allows it."""

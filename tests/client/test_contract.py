@@ -558,6 +558,39 @@ def test_a_sessions_appends_made_in_one_turn_stay_in_one_request_in_order(script
     assert alone.path == "/apps/a/users/u/sessions/s3/events" and alone.json()["id"] == "e3"
 
 
+def test_appends_made_at_once_go_alone_when_not_together(scripted):
+    """`appends_together=False` (a gateway that passes only the single
+    append's route): appends made at once go as single appends, each a
+    request of its own, through the ADK adapter too."""
+    from google.adk.events import Event
+    from google.adk.sessions import Session as AdkSession
+
+    from session_state_client.adk import HttpSessionService
+
+    def answer(seen: Seen) -> Answer:
+        return Answer(201, seen.json(), {"ETag": '"1"'})
+
+    scripted.default = answer
+
+    async def run() -> None:
+        service = HttpSessionService(base_url=scripted.url, appends_together=False)
+        sessions = [AdkSession(app_name="a", user_id="u", id=f"s{n}") for n in range(3)]
+        try:
+            await asyncio.gather(
+                *(
+                    service.append_event(session, Event(id=f"e{n}", author="agent"))
+                    for n, session in enumerate(sessions)
+                )
+            )
+        finally:
+            await service.close()
+
+    asyncio.run(run())
+    assert sorted(seen.path for seen in scripted.seen) == [
+        f"/apps/a/users/u/sessions/s{n}/events" for n in range(3)
+    ]
+
+
 def test_the_appends_gathered_by_a_cancelled_caller_still_go(scripted):
     """The caller whose append was to carry those made in the same turn is
     cancelled before its request leaves: its append is never sent, the
