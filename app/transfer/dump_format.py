@@ -27,6 +27,7 @@ from ..json_rules import find_unstorable
 from ..labels import labels_problem
 from ..langgraph_store.schemas import ItemNamespace, Key
 from ..limits import MAX_INT64
+from ..schemas import held_to
 from ..state import APP_PREFIX, TEMP_PREFIX, USER_PREFIX
 
 FORMAT: Literal["session-state-dump"] = "session-state-dump"
@@ -37,16 +38,6 @@ MAX_DEPTH = 512
 # No line of a dump is longer: an event is at most 4 MiB as stored by default,
 # and a scope's state 1 MiB; a longer line is refused, never read whole.
 MAX_LINE_BYTES = 64 * 1024 * 1024
-
-
-def _checked(problem_of: Any) -> Any:
-    def check(text: str) -> str:
-        problem = problem_of(text)
-        if problem is not None:
-            raise PydanticCustomError("identifier", problem)
-        return text
-
-    return AfterValidator(check)
 
 
 def _session_scope_only(state: dict[str, Any]) -> dict[str, Any]:
@@ -70,8 +61,8 @@ SessionLabels = Annotated[dict[str, str], AfterValidator(_labels)]
 # A session's own keys: app: and user: keys live in their scopes' lines,
 # temp: keys are never stored.
 SessionState = Annotated[dict[str, Any], AfterValidator(_session_scope_only)]
-Name = Annotated[str, _checked(name_problem)]
-SessionId = Annotated[str, _checked(session_id_problem)]
+Name = Annotated[str, held_to(name_problem, "identifier")]
+SessionId = Annotated[str, held_to(session_id_problem, "identifier")]
 EventId = Annotated[str, Field(min_length=1, max_length=128)]
 Seconds = Annotated[float, Field(ge=0, le=253402300799, allow_inf_nan=False)]
 # Integers a BIGINT column holds.

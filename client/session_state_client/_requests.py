@@ -109,15 +109,27 @@ def read_and_remember(call: Call[T], response: Answer, seen: SeenRevisions) -> T
     return result
 
 
-@functools.lru_cache(maxsize=4096)  # a client names the same sessions again and again
-def _segment(value: str) -> str:
-    """One path segment: every character but letters, digits and `-._~`
-    percent-encoded ('/' as %2F); "." and ".." escaped too, which URL
-    libraries would otherwise resolve as the current and parent segment."""
+def _encoded_segment(value: str) -> str:
     encoded = quote(value, safe="")
     if encoded in (".", ".."):
         return encoded.replace(".", "%2E")
     return encoded
+
+
+# A client names the same sessions again and again. Only values as long as
+# the server's identifiers (128 characters) are kept: a longer one, which
+# the server refuses anyway, is encoded each time, so the cache stays small.
+_CACHED_SEGMENT_LENGTH = 128
+_cached_segment = functools.lru_cache(maxsize=4096)(_encoded_segment)
+
+
+def _segment(value: str) -> str:
+    """One path segment: every character but letters, digits and `-._~`
+    percent-encoded ('/' as %2F); "." and ".." escaped too, which URL
+    libraries would otherwise resolve as the current and parent segment."""
+    if len(value) > _CACHED_SEGMENT_LENGTH:
+        return _encoded_segment(value)
+    return _cached_segment(value)
 
 
 def _session_path(app_name: str, user_id: str, session_id: str) -> str:

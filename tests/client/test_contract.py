@@ -340,6 +340,19 @@ def _calls(kind: str, url: str) -> None:
     call(kind, "erase_app", options, app_name="a p/p & q")
 
 
+def test_a_huge_identifier_is_encoded_but_never_kept():
+    """Path segments are cached (a client names the same sessions again and
+    again), but only as long as the server's identifiers: a huge one, which
+    the server refuses, is encoded each time and does not stay in memory."""
+    from session_state_client import _requests
+
+    huge = "é/" * 50_000
+    _requests._cached_segment.cache_clear()
+    call = _requests.append_event("a", "u", huge, {"id": "e"}, None)
+    assert call.path == "/apps/a/users/u/sessions/" + "%C3%A9%2F" * 50_000 + "/events"
+    assert _requests._cached_segment.cache_info().currsize == 2  # "a" and "u" only
+
+
 def test_both_clients_send_the_same_requests(scripted):
     def answer(seen: Seen) -> Answer:
         if seen.method == "DELETE":
