@@ -356,33 +356,6 @@ def server(request: pytest.FixtureRequest) -> ServerProcess:
     return process
 
 
-# Long scenario runs that CI leaves out on its 2-core machine, where the
-# suite must finish within CI's 20 minutes (most have a run on the other
-# backend or a shorter sibling in CI). `LONG_TESTS=1 pytest` runs them.
-LEFT_OUT_OF_CI = frozenset(
-    {
-        "tests/client/test_openai_sdk_suite.py::"
-        "test_the_sdks_session_tests_pass_on_session_state_session[sqlite]",
-        "tests/test_transfer.py::test_an_import_killed_midway_completes_when_run_again",
-        "tests/test_multi_host_urls.py::"
-        "test_every_command_works_through_a_url_whose_first_host_is_down",
-        "tests/client/test_langgraph_concurrency.py::"
-        "test_two_processes_lose_nothing_and_match_postgres_saver[sqlite]",
-        "tests/test_append_fast_path.py::test_the_fast_path_answers_as_the_route_does[sqlite]",
-        "tests/test_sweeper.py::test_two_servers_sweep_under_traffic_and_lose_nothing",
-        "tests/test_cli.py::test_serve_with_several_workers_shares_one_database",
-        "tests/test_concurrency.py::"
-        "test_batches_single_appends_and_removals_from_both_servers_lose_nothing[sqlite]",
-        "tests/test_concurrency.py::test_concurrent_writers_of_user_and_app_keys_lose_nothing[sqlite]",
-        "tests/client/test_openai_sessions.py::"
-        "test_two_processes_adding_at_once_lose_nothing_and_keep_order[sqlite]",
-        "tests/client/test_openai_sessions.py::"
-        "test_two_processes_popping_at_once_each_take_different_items[sqlite]",
-        "tests/test_live_streams.py::"
-        "test_every_event_arrives_once_in_revision_order_with_the_append_etags[sqlite]",
-    }
-)
-
 # The files that take longest, longest first (measured with `--durations=0`
 # on the 2-core machine). `--dist loadfile` hands out whole files in
 # collection order (`--no-loadscope-reorder` in pyproject.toml keeps this
@@ -390,6 +363,7 @@ LEFT_OUT_OF_CI = frozenset(
 # them running alone at the end; the rest follow, the files with the most
 # tests first (xdist's own order).
 LONGEST_FILES_FIRST = (
+    "tests/test_containers_on_engine.py",
     "tests/client/test_openai_sdk_suite.py",
     "tests/test_failover.py",
     "tests/client/test_openai_sessions.py",
@@ -425,9 +399,3 @@ def _longest_first(items: list[pytest.Item]) -> None:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     _longest_first(items)
-    if os.environ.get("CI") != "true" or os.environ.get("LONG_TESTS"):
-        return
-    left_out = [item for item in items if item.nodeid in LEFT_OUT_OF_CI]
-    if left_out:
-        config.hook.pytest_deselected(items=left_out)
-        items[:] = [item for item in items if item.nodeid not in LEFT_OUT_OF_CI]
