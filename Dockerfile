@@ -5,10 +5,15 @@ ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 RUN python -m venv /opt/venv
 ENV PATH=/opt/venv/bin:$PATH
 WORKDIR /src
-COPY pyproject.toml README.md ./
+# The dependencies first, in a layer of their own: a change to the code
+# rebuilds only the last layer instead of downloading every dependency again.
+COPY pyproject.toml ./
+RUN python -c "import tomllib; print(*tomllib.load(open('pyproject.toml', 'rb'))['project']['dependencies'], sep='\n')" > requirements.txt \
+    && pip install -r requirements.txt
+COPY README.md ./
 COPY app ./app
 COPY migrations ./migrations
-RUN pip install .
+RUN pip install --no-deps .
 
 # Run: only the virtual environment, as an unprivileged user.
 FROM python:3.11-slim AS runtime
