@@ -14,6 +14,7 @@ from pydantic_settings import SettingsError
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError
 
+from .cli_reports import database_shown
 from .database_url import (
     DatabaseUrlError,
     PostgresqlAddress,
@@ -38,7 +39,11 @@ def explain(error: BaseException, database_url: str) -> str | None:
         return _settings_problem(error)
     if isinstance(error, SettingsError):
         return _unparsable_setting(error)
-    if isinstance(error, SetupProblem | SchemaNotCurrent | UnknownRevision | UnknownSetting):
+    if isinstance(error, SchemaNotCurrent):
+        # Named as serve's start-up line names it: a URL from the wrong shell
+        # or .env file shows here.
+        return error.told(database_shown(database_url))
+    if isinstance(error, SetupProblem | UnknownRevision | UnknownSetting):
         return str(error)
     if isinstance(error, CommandError):
         return f"{error} (run `session-state migrate --help` for the revisions)"

@@ -11,8 +11,11 @@ import uuid
 
 import httpx
 import pytest
+from sqlalchemy.engine import make_url
 
 from session_state.db import migrations
+from session_state.db.migrations import SchemaNotCurrent
+from session_state.setup_problems import explain
 from tests.cli_runner import run_cli
 from tests.conftest import POSTGRES_ADMIN_URL, drop_postgres_database, free_port
 
@@ -59,6 +62,34 @@ def test_a_bad_database_url_is_one_line_naming_the_setting(command, database_url
 def test_a_password_in_a_refused_url_is_not_printed():
     result = _run("migrate", "--database-url", "mysql://root:hunter2@localhost/x")
     assert "hunter2" not in _one_line(result)
+
+
+@pytest.mark.parametrize("command", ["serve", "apps"])
+def test_an_unmigrated_database_is_named_without_its_password(command, fresh_postgres_url):
+    """An empty database is often one other than the operator meant (another
+    shell's or .env file's URL): the line names the one it looked at, as
+    serve's start-up line does."""
+    url = make_url(fresh_postgres_url).set(password="hunter2")
+    arguments = ["--port", str(free_port())] if command == "serve" else []
+    shown_url = url.render_as_string(hide_password=False)
+    line = _one_line(_run(command, *arguments, "--database-url", shown_url))
+    assert (
+        f"the database schema of PostgreSQL {url.host}:{url.port}/{url.database} "
+        "is at revision none (empty database)"
+    ) in line
+    assert "run `session-state migrate`" in line
+    assert "hunter2" not in line and "postgres@" not in line
+
+
+def test_a_sqlite_database_behind_is_named_by_its_absolute_path(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    head = migrations.head_revision()
+    line = explain(SchemaNotCurrent("0003", head), "sqlite+aiosqlite:///relative.db")
+    assert line == (
+        f"the database schema of SQLite file {tmp_path / 'relative.db'} is at revision 0003, "
+        f"the latest is {head}: run `session-state migrate` "
+        "(with the same SESSION_STATE_DATABASE_URL) first"
+    )
 
 
 @pytest.mark.parametrize(

@@ -35,6 +35,21 @@ MIGRATIONS_DIRECTORY = _migrations_directory()
 class SchemaNotCurrent(RuntimeError):
     """The database schema is not at the latest migration."""
 
+    def __init__(self, current: str | None, head: str | None) -> None:
+        self.current = current
+        self.head = head
+        super().__init__(self.told())
+
+    def told(self, database: str | None = None) -> str:
+        """The message, naming `database` (as cli_reports.database_shown
+        writes it) when the caller knows which one it looked at."""
+        of = f" of {database}" if database else ""
+        return (
+            f"the database schema{of} is at revision "
+            f"{self.current or 'none (empty database)'}, the latest is {self.head}: "
+            "run `session-state migrate` (with the same SESSION_STATE_DATABASE_URL) first"
+        )
+
 
 class UnknownRevision(ValueError):
     """A migration target that is not in the history."""
@@ -142,8 +157,4 @@ def require_revision_current(current: str | None) -> None:
     an empty database) is the latest."""
     head = head_revision()
     if current != head:
-        raise SchemaNotCurrent(
-            f"the database schema is at revision {current or 'none (empty database)'}, "
-            f"the latest is {head}: run `session-state migrate` "
-            "(with the same SESSION_STATE_DATABASE_URL) first"
-        )
+        raise SchemaNotCurrent(current, head)
