@@ -17,6 +17,7 @@ from tests.conftest import (
     drop_postgres_database,
     migrate,
 )
+from tests.in_flight import InFlight
 
 APP = "concurrency"
 USER = "writer"
@@ -56,6 +57,7 @@ async def http() -> httpx.AsyncClient:
 
 async def test_concurrent_writers_of_user_and_app_keys_lose_nothing(servers, http):
     bases = itertools.cycle([server.base_url for server in servers])
+    in_flight = InFlight()
     session_ids = [f"s{index}" for index in range(SESSIONS)]
     for session_id in session_ids:
         response = await http.post(
@@ -68,8 +70,9 @@ async def test_concurrent_writers_of_user_and_app_keys_lose_nothing(servers, htt
             "author": "agent",
             "actions": {"stateDelta": {f"user:{session_id}_k{key_index}": key_index}},
         }
-        response = await http.post(
-            f"{base}/apps/{APP}/users/{USER}/sessions/{session_id}/events", json=event
+        response = await in_flight.time(
+            http.post(f"{base}/apps/{APP}/users/{USER}/sessions/{session_id}/events", json=event),
+            base,
         )
         return response.status_code
 
@@ -78,7 +81,9 @@ async def test_concurrent_writers_of_user_and_app_keys_lose_nothing(servers, htt
             "sessionId": f"created{index}",
             "state": {f"user:created{index}": index, f"app:created{index}": index},
         }
-        response = await http.post(f"{base}/apps/{APP}/users/{USER}/sessions", json=body)
+        response = await in_flight.time(
+            http.post(f"{base}/apps/{APP}/users/{USER}/sessions", json=body), base
+        )
         return response.status_code
 
     work = [
@@ -91,6 +96,9 @@ async def test_concurrent_writers_of_user_and_app_keys_lose_nothing(servers, htt
         work.insert(index * len(work) // CREATIONS, create(next(bases), index))
     statuses = await asyncio.gather(*work)
     assert set(statuses) == {201}
+    # The writers raced: many requests at once, on both servers together.
+    assert in_flight.most_at_once() >= 8, in_flight.most_at_once()
+    assert in_flight.overlapped_across(servers[0].base_url, servers[1].base_url)
 
     user_state = (await http.get(f"{servers[0].base_url}/apps/{APP}/users/{USER}/state")).json()
     expected_user_keys = {
@@ -113,16 +121,26 @@ async def test_two_writers_with_the_same_revision_get_one_success_and_one_412(se
     path = f"/apps/{APP}/users/{USER}/sessions"
     created = await http.post(f"{first}{path}", json={"sessionId": "contended"})
     revision = created.headers["ETag"]
+    raced = 0
     for round_number in range(PRECONDITION_ROUNDS):
+        in_flight = InFlight()
 
-        async def write(base: str, writer: str, etag: str = revision, n: int = round_number):
-            return await http.post(
+        async def write(
+            base: str,
+            writer: str,
+            etag: str = revision,
+            n: int = round_number,
+            in_flight: InFlight = in_flight,
+        ):
+            request = http.post(
                 f"{base}{path}/contended/events",
                 json={"author": writer, "actions": {"stateDelta": {"winner": f"{writer}{n}"}}},
                 headers={"If-Match": etag},
             )
+            return await in_flight.time(request, base)
 
         responses = await asyncio.gather(write(first, "a"), write(second, "b"))
+        raced += in_flight.overlapped_across(first, second)
         statuses = sorted(response.status_code for response in responses)
         assert statuses == [201, 412], f"round {round_number}: {statuses}"
         winner = next(response for response in responses if response.status_code == 201)
@@ -130,6 +148,9 @@ async def test_two_writers_with_the_same_revision_get_one_success_and_one_412(se
         assert loser.json()["code"] == "stale_session"
         revision = winner.headers["ETag"]
 
+    # In some round both writes were in flight at once (else the 412 proves
+    # only that a revision moved on).
+    assert raced >= 1
     session = (await http.get(f"{first}{path}/contended")).json()
     assert len(session["events"]) == PRECONDITION_ROUNDS
     assert session["state"]["winner"] == session["events"][-1]["actions"]["stateDelta"]["winner"]
@@ -139,7 +160,9 @@ async def test_the_same_event_sent_to_both_servers_at_once_is_stored_once(server
     first, second = (server.base_url for server in servers)
     path = f"/apps/{APP}/users/{USER}/sessions"
     await http.post(f"{first}{path}", json={"sessionId": "retried"})
+    raced = 0
     for index in range(20):
+        in_flight = InFlight()
         event = {
             "id": f"event-{index}",
             "author": "agent",
@@ -147,14 +170,17 @@ async def test_the_same_event_sent_to_both_servers_at_once_is_stored_once(server
             "actions": {"stateDelta": {"app:retried_counter": index}},
         }
         responses = await asyncio.gather(
-            http.post(f"{first}{path}/retried/events", json=event),
-            http.post(f"{second}{path}/retried/events", json=event),
+            in_flight.time(http.post(f"{first}{path}/retried/events", json=event), first),
+            in_flight.time(http.post(f"{second}{path}/retried/events", json=event), second),
         )
+        raced += in_flight.overlapped_across(first, second)
         assert sorted(response.status_code for response in responses) == [200, 201]
         assert responses[0].json() == responses[1].json() == event
         # A later retry, after the success, is recognised as well.
         again = await http.post(f"{second}{path}/retried/events", json=event)
         assert again.status_code == 200
+    # In some round both copies were in flight at once, not one after the other.
+    assert raced >= 1
     session = (await http.get(f"{second}{path}/retried")).json()
     assert [event["id"] for event in session["events"]] == [f"event-{i}" for i in range(20)]
 
@@ -172,6 +198,7 @@ async def test_the_same_events_sent_to_both_servers_at_once_in_many_sessions_are
     session_ids = [f"paired{index}" for index in range(SESSIONS)]
     for session_id in session_ids:
         await http.post(f"{first}{path}", json={"sessionId": session_id})
+    in_flight = InFlight()
     for step in range(5):
         events = {
             session_id: {
@@ -183,7 +210,9 @@ async def test_the_same_events_sent_to_both_servers_at_once_in_many_sessions_are
             for session_id in session_ids
         }
         sends = [
-            http.post(f"{base}{path}/{session_id}/events", json=events[session_id])
+            in_flight.time(
+                http.post(f"{base}{path}/{session_id}/events", json=events[session_id]), base
+            )
             for session_id in session_ids
             for base in (first, second)
         ]
@@ -192,6 +221,9 @@ async def test_the_same_events_sent_to_both_servers_at_once_in_many_sessions_are
             pair = responses[2 * index : 2 * index + 2]
             assert sorted(response.status_code for response in pair) == [200, 201], session_id
             assert pair[0].json() == pair[1].json() == events[session_id]
+    # The servers' appends ran together (many at once, on both servers).
+    assert in_flight.most_at_once() >= 8, in_flight.most_at_once()
+    assert in_flight.overlapped_across(first, second)
     user_state = (await http.get(f"{second}/apps/{APP}/users/{USER}/state")).json()["state"]
     for session_id in session_ids:
         session = (await http.get(f"{second}{path}/{session_id}")).json()

@@ -11,6 +11,8 @@ import uuid
 import httpx
 import pytest
 
+from tests.in_flight import InFlight
+
 ROUNDS = 25
 RETRIES_PER_ROUND = 8
 
@@ -56,7 +58,7 @@ async def test_deleting_a_session_while_appends_retry_a_stored_event_never_fails
 
 
 async def test_memories_never_outlive_a_session_deleted_with_them(base_url):
-    survived = 0
+    survived = raced = 0
     async with httpx.AsyncClient(base_url=base_url, timeout=30) as http:
         for trial in range(ROUNDS):
             user = f"/apps/races/users/m{uuid.uuid4().hex[:8]}"
@@ -65,12 +67,18 @@ async def test_memories_never_outlive_a_session_deleted_with_them(base_url):
             for index in range(5):
                 event = {"author": "user", "content": {"parts": [{"text": f"{word} fact {index}"}]}}
                 await http.post(f"{user}/sessions/s/events", json=event)
+            in_flight = InFlight()
             ingested, deleted = await asyncio.gather(
-                http.post(f"{user}/memory", json={"sessionId": "s"}),
-                http.delete(f"{user}/sessions/s", params={"deleteMemories": "true"}),
+                in_flight.time(http.post(f"{user}/memory", json={"sessionId": "s"}), "ingest"),
+                in_flight.time(
+                    http.delete(f"{user}/sessions/s", params={"deleteMemories": "true"}), "delete"
+                ),
             )
+            raced += in_flight.overlapped_across("ingest", "delete")
             assert ingested.status_code in (200, 404), ingested.text
             assert deleted.status_code == 204, deleted.text
             found = await http.get(f"{user}/memory", params={"query": word})
             survived += len(found.json()["memories"]) > 0
     assert survived == 0
+    # The race was run: in some round the ingest and the delete were in flight at once.
+    assert raced >= 1

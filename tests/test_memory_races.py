@@ -11,6 +11,8 @@ import uuid
 import httpx
 import pytest
 
+from tests.in_flight import InFlight
+
 ROUNDS = 20
 ADDS_PER_ROUND = 6
 
@@ -44,22 +46,23 @@ async def test_concurrent_adds_of_the_same_events_store_each_once(base_url):
 
 
 async def test_a_delete_racing_adds_never_leaves_the_deleted_id_stored(base_url):
+    raced = 0
     async with httpx.AsyncClient(base_url=base_url, timeout=60) as http:
         for trial in range(ROUNDS):
+            in_flight = InFlight()
             user = f"/apps/races/users/d{uuid.uuid4().hex[:8]}/memory"
             word = f"narwhal{trial}x"
             event = {"id": "gone", "author": "user", "content": {"parts": [{"text": word}]}}
             first = await http.post(f"{user}/events", json={"sessionId": "s0", "events": [event]})
             assert first.json() == {"memoriesAdded": 1}
 
-            async def add(session: str, event=event, user=user):
-                return await http.post(
-                    f"{user}/events", json={"sessionId": session, "events": [event]}
-                )
+            async def add(session: str, event=event, user=user, in_flight=in_flight):
+                body = {"sessionId": session, "events": [event]}
+                return await in_flight.time(http.post(f"{user}/events", json=body), "add")
 
-            async def delete(user=user):
+            async def delete(user=user, in_flight=in_flight):
                 await asyncio.sleep(0.001)
-                return await http.delete(f"{user}/gone")
+                return await in_flight.time(http.delete(f"{user}/gone"), "delete")
 
             *adds, deleted = await asyncio.gather(
                 *[add(f"s{index % 2}") for index in range(ADDS_PER_ROUND)], delete()
@@ -68,3 +71,6 @@ async def test_a_delete_racing_adds_never_leaves_the_deleted_id_stored(base_url)
             assert all(answer.status_code == 200 for answer in adds), [a.text for a in adds]
             found = await http.get(user, params={"query": word})
             assert found.json()["memories"] == [], trial
+            raced += in_flight.overlapped_across("add", "delete")
+    # The race was run: in some round the delete was in flight with an add.
+    assert raced >= 1

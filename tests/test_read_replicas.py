@@ -7,6 +7,7 @@ server answered is read from `session_state_reads_total{target}`.
 """
 
 import asyncio
+import contextlib
 import re
 import time
 import uuid
@@ -175,18 +176,29 @@ async def test_a_caught_up_replica_answers_reads_lists_event_pages_and_searches(
         assert answered.by() == (len(_every_read(user, session)) + 1, 0)
 
 
-async def test_a_read_with_a_revision_the_replica_lacks_and_reads_past_the_lag_go_to_the_primary(
+async def test_a_read_with_a_revision_the_replica_lacks_goes_to_the_primary(
     pair: ReplicaPair,
 ) -> None:
+    # A bound no measurement here reaches: the replica stays usable.
     async with (
-        _served(_settings(pair, max_lag=1.0)) as (http, replica),
+        _served(_settings(pair, max_lag=60.0)) as (http, replica),
         _replay_paused(pair) as paused,
     ):
         user, session, before = await _new_session(http)
+        await _replica_serves(http, user, session, before)
         await paused.pause()
         newer = await _append(http, user, session)
+        assert await replica.measure() is not None
+        assert replica.is_usable()
 
-        # The replica has not replayed the append: the primary answers.
+        # The replica may answer, and has not replayed the append: a plain
+        # read gets the older revision from it...
+        answered = Answered()
+        plain = await http.get(_session_path(user, session))
+        assert _etag(plain) == before
+        assert answered.by() == (1, 0)
+
+        # ...and a read naming the newer revision falls back to the primary.
         answered = Answered()
         read = await http.get(_session_path(user, session), params={"minRevision": newer})
         assert _etag(read) == newer and len(read.json()["events"]) == 2
@@ -196,7 +208,18 @@ async def test_a_read_with_a_revision_the_replica_lacks_and_reads_past_the_lag_g
         assert len(page.json()["events"]) == 2
         assert answered.by() == (0, 2)
 
-        # Once its lag passes the bound, plain reads go to the primary too.
+
+async def test_reads_past_the_lag_go_to_the_primary(pair: ReplicaPair) -> None:
+    async with (
+        _served(_settings(pair, max_lag=1.0)) as (http, replica),
+        _replay_paused(pair) as paused,
+    ):
+        user, session, before = await _new_session(http)
+        await _replica_serves(http, user, session, before)
+        await paused.pause()
+        newer = await _append(http, user, session)
+
+        # Once its lag passes the bound, plain reads go to the primary.
         async def lagging() -> bool:
             lag = await replica.measure()
             return lag is not None and lag > 1.0
@@ -234,12 +257,25 @@ async def test_a_stopped_replica_costs_reads_on_the_primary_never_an_error(
         await _replica_serves(http, user, session, revision)
 
 
-async def _write_and_read_back(base_url: str) -> None:
+async def _write_and_read_back(base_url: str, pair: ReplicaPair) -> None:
     """WRITERS writers at once, each appending to a session of its own and
-    reading it back after each append through one client."""
+    reading it back after each append through one client. Replay is paused
+    for a while midway (the replica stays within its lag bound): the reads
+    then need revisions the replica lacks."""
+    appended = 0
+    # (count, event): each event is set once that many appends were made.
+    waits: list[tuple[int, asyncio.Event]] = []
+
+    async def until_appended(count: int, at_most_seconds: float) -> None:
+        reached = asyncio.Event()
+        waits.append((count, reached))
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(reached.wait(), at_most_seconds)
+
     async with AsyncSessionStateClient(base_url=base_url, max_retries=0) as client:
 
         async def write_and_read(writer: int) -> None:
+            nonlocal appended
             user = f"w{writer}-{uuid.uuid4().hex[:6]}"
             await client.create_session(app_name=APP, user_id=user, session_id="s")
             for turn in range(APPENDS_PER_WRITER):
@@ -247,37 +283,77 @@ async def _write_and_read_back(base_url: str) -> None:
                 stored = await client.append_event(
                     app_name=APP, user_id=user, session_id="s", event=event
                 )
+                appended += 1
+                for count, reached in waits:
+                    if appended >= count:
+                        reached.set()
                 read = await client.get_session(app_name=APP, user_id=user, session_id="s")
                 assert read.revision is not None and stored.revision is not None
                 assert read.revision >= stored.revision
                 assert read.events[-1]["id"] == f"e{turn}"
                 assert len(read.events) == turn + 1
 
-        await asyncio.gather(*(write_and_read(writer) for writer in range(WRITERS)))
+        async def pause_replay_midway() -> None:
+            async with _replay_paused(pair) as replay:
+                await until_appended(WRITERS * APPENDS_PER_WRITER // 4, CATCH_UP_SECONDS * 4)
+                await replay.pause()
+                # A few appends each while paused, well within the lag bound.
+                await until_appended(appended + 3 * WRITERS, 2.0)
+
+        await asyncio.gather(
+            pause_replay_midway(), *(write_and_read(writer) for writer in range(WRITERS))
+        )
+
+
+def _served_by(base_url: str) -> dict[str, float]:
+    metrics = httpx.get(f"{base_url}/metrics").text
+    return {
+        target: float(count)
+        for target, count in re.findall(
+            r'session_state_reads_total\{target="(\w+)"\} ([0-9.e+]+)', metrics
+        )
+    }
+
+
+async def _until_the_replica_answers(base_url: str) -> None:
+    """Reads until the server's replica answers one: its lag is measured."""
+    async with httpx.AsyncClient(base_url=base_url) as http:
+        user = f"warm-{uuid.uuid4().hex[:6]}"
+        created = await http.post(f"/apps/{APP}/users/{user}/sessions", json={"sessionId": "s"})
+        assert created.status_code == 201
+
+        async def answered() -> bool:
+            before = _served_by(base_url).get("replica", 0)
+            assert (await http.get(_session_path(user, "s"))).status_code == 200
+            return _served_by(base_url).get("replica", 0) > before
+
+        await _eventually(answered, "the replica answers a read")
 
 
 def test_clients_read_their_own_writes_under_concurrent_writes(pair: ReplicaPair) -> None:
-    """The client sends the revision its append returned: no read is older."""
+    """The client sends the revision its append returned: no read is older,
+    though the replica (usable throughout) lagged behind some appends and
+    the primary answered those reads."""
     server = ServerProcess(
         pair.primary_url,
         SESSION_STATE_READ_DATABASE_URL=pair.replica_url,
         SESSION_STATE_SWEEP_INTERVAL_SECONDS="0",
     ).start()
     try:
-        run_blocking(_write_and_read_back(server.base_url))
-        metrics = httpx.get(f"{server.base_url}/metrics").text
+        run_blocking(_until_the_replica_answers(server.base_url))
+        before = _served_by(server.base_url)
+        run_blocking(_write_and_read_back(server.base_url, pair))
+        served = _served_by(server.base_url)
     finally:
         server.stop()
-    served = {
-        target: float(count)
-        for target, count in re.findall(
-            r'session_state_reads_total\{target="(\w+)"\} ([0-9.e+]+)', metrics
-        )
-    }
-    # Both sides answered: the scenario happened, reads raced the replay.
-    assert served.get("replica", 0) > 0, served
-    assert sum(served.values()) == WRITERS * APPENDS_PER_WRITER
-    print(f"reads answered: {served}")
+    replica, primary = (
+        served.get(side, 0) - before.get(side, 0) for side in ("replica", "primary")
+    )
+    # Both sides answered: the replica, and the primary in its place for
+    # the reads of revisions it had not replayed (the fallback was taken).
+    assert replica > 0 and primary > 0, served
+    assert replica + primary == WRITERS * APPENDS_PER_WRITER
+    print(f"reads answered: replica {replica}, primary {primary}")
 
 
 def test_the_client_sends_the_newest_revision_it_saw_of_a_session() -> None:

@@ -225,6 +225,13 @@ async def test_two_servers_sweep_under_traffic_and_lose_nothing(own_postgres_url
                 created = await http.post(url(number, f"{_user('bob')}/sessions"), json=body)
                 assert created.status_code == 201
             stored: dict[str, int] = dict.fromkeys(alive + forever, 0)
+            # Expiring once the appends have begun: swept under traffic.
+            late = [f"late-{number}" for number in range(10)]
+            for number, session_id in enumerate(late):
+                body = {"sessionId": session_id, "ttlSeconds": 2}
+                created = await http.post(url(number, f"{_user('cy')}/sessions"), json=body)
+                assert created.status_code == 201
+            swept_before_traffic = sum(_swept_total(server) for server in servers)
 
             async def keep_appending(session_id: str) -> None:
                 deadline = time.monotonic() + 6.0
@@ -239,13 +246,18 @@ async def test_two_servers_sweep_under_traffic_and_lose_nothing(own_postgres_url
                     await asyncio.sleep(0.1)
 
             await asyncio.gather(*(keep_appending(session_id) for session_id in stored))
+            swept_under_traffic = (
+                sum(_swept_total(server) for server in servers) - swept_before_traffic
+            )
+        # The servers swept while the appends went on, the late sessions at least.
+        assert swept_under_traffic >= len(late), swept_under_traffic
 
         deadline = time.monotonic() + 10
-        while sum(_swept_total(server) for server in servers) < len(expiring):
+        while sum(_swept_total(server) for server in servers) < len(expiring + late):
             assert time.monotonic() < deadline, "the expired sessions were not all swept"
             await asyncio.sleep(0.2)
         # Each expired session was swept once, by one of the two.
-        assert sum(_swept_total(server) for server in servers) == len(expiring)
+        assert sum(_swept_total(server) for server in servers) == len(expiring + late)
         connection = await asyncpg.connect(own_postgres_url.replace("+asyncpg", ""))
         try:
             rows = await connection.fetch("SELECT id, revision FROM sessions ORDER BY id")

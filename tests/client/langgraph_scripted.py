@@ -8,6 +8,8 @@ prints the graph's state and history as JSON (what `summary` gives)."""
 import json
 import operator
 import sys
+import time
+from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
@@ -97,10 +99,25 @@ def build_counter(checkpointer: BaseCheckpointSaver[Any]) -> Any:
     return graph.compile(checkpointer=checkpointer)
 
 
-def hammer(checkpointer: BaseCheckpointSaver[Any], name: str, turns: int) -> None:
+def meet(directory: Path, name: str, peers: int) -> None:
+    """Waits until `peers` processes (this one among them) reached here: a
+    process that started slower would otherwise find the other's turns done."""
+    (directory / name).touch()
+    deadline = time.monotonic() + 120
+    while len(list(directory.iterdir())) < peers:
+        if time.monotonic() > deadline:
+            raise SystemExit(f"{name}: the other writers never came")
+        time.sleep(0.01)
+
+
+def hammer(
+    checkpointer: BaseCheckpointSaver[Any], name: str, turns: int, meeting: tuple[Path, int]
+) -> None:
     """`turns` turns on a thread of this process's own and on the shared one,
-    interleaved."""
+    interleaved; started when all writers are ready (`meeting`: a directory
+    and how many)."""
     graph = build_counter(checkpointer)
+    meet(meeting[0], name, meeting[1])
     for turn in range(turns):
         for thread_id in (f"own-{name}", "shared"):
             config = {"configurable": {"thread_id": thread_id}}
@@ -109,16 +126,18 @@ def hammer(checkpointer: BaseCheckpointSaver[Any], name: str, turns: int) -> Non
 
 def main() -> None:
     if sys.argv[1] == "hammer":
-        # hammer session BASE_URL APP NAME TURNS | hammer postgres DSN - NAME TURNS
-        kind, target, app_name, name, turns = sys.argv[2:7]
+        # hammer session BASE_URL APP NAME TURNS MEETING_DIR WRITERS
+        # hammer postgres DSN - NAME TURNS MEETING_DIR WRITERS
+        kind, target, app_name, name, turns, directory, writers = sys.argv[2:9]
+        meeting = (Path(directory), int(writers))
         if kind == "postgres":
             from langgraph.checkpoint.postgres import PostgresSaver
 
             with PostgresSaver.from_conn_string(target) as postgres:
-                hammer(postgres, name, int(turns))
+                hammer(postgres, name, int(turns), meeting)
         else:
             with SessionStateSaver(target, app_name=app_name) as saver:
-                hammer(saver, name, int(turns))
+                hammer(saver, name, int(turns), meeting)
         return
     base_url, app_name, thread_id, phase = sys.argv[1:5]
     config = {"configurable": {"thread_id": thread_id, "user_id": "alice"}}

@@ -2,8 +2,10 @@
 each its own thread and one shared thread: nothing is lost, and the outcome
 is LangGraph's own PostgresSaver's for the same two processes, on both backends."""
 
+import itertools
 import subprocess
 import sys
+import tempfile
 import uuid
 from typing import Any
 
@@ -20,10 +22,26 @@ WRITERS = ("a", "b")
 
 def _run_writers(kind: str, target: str, app_name: str) -> None:
     command = [sys.executable, "-m", "tests.client.langgraph_scripted", "hammer", kind]
-    processes = [
-        subprocess.Popen([*command, target, app_name, name, str(TURNS)]) for name in WRITERS
+    with tempfile.TemporaryDirectory() as meeting:
+        processes = [
+            subprocess.Popen(
+                [*command, target, app_name, name, str(TURNS), meeting, str(len(WRITERS))]
+            )
+            for name in WRITERS
+        ]
+        assert [process.wait(timeout=300) for process in processes] == [0, 0]
+
+
+def _writers_in_order(saver: Any, thread_id: str) -> list[str]:
+    """Who wrote each turn of a thread, in the order the turns were stored
+    (each turn's first checkpoint after its input ends with the input)."""
+    graph = scripted.build_counter(saver)
+    history = reversed(list(graph.get_state_history({"configurable": {"thread_id": thread_id}})))
+    return [
+        state.values["steps"][-1].split(":")[0]
+        for state in history
+        if state.metadata["source"] == "loop" and not state.values["steps"][-1].startswith("seen")
     ]
-    assert [process.wait(timeout=300) for process in processes] == [0, 0]
 
 
 def _outcome(saver: Any) -> dict[str, Any]:
@@ -62,8 +80,13 @@ def test_two_processes_lose_nothing_and_match_postgres_saver(
     _run_writers("session", server.base_url, app_name)
     with SessionStateSaver(server.base_url, app_name=app_name) as saver:
         ours = _outcome(saver)
+        shared_turns = _writers_in_order(saver, "shared")
         own = scripted.build_counter(saver).get_state({"configurable": {"thread_id": "own-a"}})
 
+    # The two processes' turns on the shared thread interleaved (one after
+    # the other would switch writers once).
+    switches = sum(first != second for first, second in itertools.pairwise(shared_turns))
+    assert switches >= 2, shared_turns
     sequential = _sequential_own_thread()
     # Each process's own thread is exactly what one process alone makes.
     assert ours["own-a"]["checkpoints"] == sequential["checkpoints"]
