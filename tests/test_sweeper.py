@@ -17,8 +17,8 @@ import pytest
 from session_state.config import Settings
 from session_state.db.stores import open_store
 from session_state.domain import SessionKey
+from session_state.lifecycle.sweeper import Sweeper
 from session_state.main import create_app
-from session_state.sweeper import Sweeper
 
 from .conftest import (
     Clock,
