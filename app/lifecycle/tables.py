@@ -28,6 +28,8 @@ class Table:
     export: Export
     # Why a table is never swept, derived or left out of exports.
     why: str = ""
+    # SQLite's own (PostgreSQL indexes the same in the owning table).
+    sqlite_only: bool = False
 
 
 TABLES = (
@@ -48,6 +50,7 @@ TABLES = (
         "user",
         "derived",
         "kept by triggers from sessions.labels, which is exported",
+        sqlite_only=True,
     ),
     Table(
         "session_tombstones",
@@ -100,6 +103,7 @@ TABLES = (
         "user",
         "derived",
         "SQLite's full-text index of memories, kept by triggers",
+        sqlite_only=True,
     ),
     Table("lg_threads", "langgraph", "expired", "user", "exported"),
     Table("lg_checkpoints", "langgraph", "with thread", "user", "exported"),
