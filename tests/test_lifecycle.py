@@ -2,10 +2,12 @@
 with real rows of every feature written over HTTP: every table a migrated
 database holds is accounted for by the registry; `session-state sweep` frees
 every feature's expired rows and keeps every live one; an erasure that fails
-part-way leaves everything in place, and a retry finishes it."""
+part-way leaves everything in place, and a retry finishes it; an export holds
+every table the registry says it exports."""
 
 import asyncio
 import base64
+import io
 import json
 import os
 import subprocess
@@ -20,8 +22,10 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from session_state.config import Settings
+from session_state.db.sql_operator_store import opened_operator_store
 from session_state.lifecycle.tables import TABLES, unaccounted
 from session_state.main import create_app
+from session_state.transfer.exporter import Exporter
 
 from .conftest import Clock
 
@@ -271,3 +275,40 @@ async def test_an_erasure_failing_at_its_last_table_leaves_everything_and_a_retr
         else:
             assert rows == before[(table, user)], f"{table}: {user}'s rows were erased"
     assert (await client.get(f"/apps/{APP}/users/ada/sessions")).json()["sessions"] == []
+
+
+# Where each table the registry says is exported is found in a dump: a line
+# kind, or a list in a thread's line.
+_DUMPED_AS = {
+    "sessions": ("session", None),
+    "events": ("event", None),
+    "user_states": ("user", None),
+    "app_states": ("app", None),
+    "memories": ("memory", None),
+    "forgotten_memories": ("forgotten", None),
+    "lg_threads": ("thread", None),
+    "lg_checkpoints": ("thread", "checkpoints"),
+    "lg_channel_values": ("thread", "channelValues"),
+    "lg_writes": ("thread", "writes"),
+    "lg_store_items": ("storeItem", None),
+}
+
+
+async def test_an_export_holds_every_table_the_registry_says_it_exports(
+    database_url: str, client: httpx.AsyncClient
+):
+    await _seed(client, "ada")
+    exported = {table.name for table in TABLES if table.export == "exported"}
+    assert exported == set(_DUMPED_AS), "say where a newly exported table is in a dump"
+
+    out = io.StringIO()
+    settings = Settings(database_url=database_url)
+    async with opened_operator_store(settings, create=False) as store:
+        await Exporter(store, out, APP, None, now=time.time()).run()
+
+    lines = [json.loads(line) for line in out.getvalue().splitlines()[1:]]
+    for table, (kind, inside) in _DUMPED_AS.items():
+        found = [line for line in lines if line.get("kind") == kind]
+        if inside is not None:
+            found = [row for line in found for row in line[inside]]
+        assert found, f"{table}: exported, says the registry, but not in the dump"
