@@ -266,6 +266,10 @@ class Swept(_Counts):
     sessions: int = 0
     events: int = 0
     memories: int = 0
+    # LangGraph's expired threads (with their checkpoints and writes) and
+    # store items, swept after the sessions (app.lifecycle.sweeper).
+    threads: int = 0
+    store_items: int = 0
 
 
 @dataclass(frozen=True)
@@ -284,6 +288,9 @@ class Erased(_Counts):
     events: int = 0
     state_keys: int = 0
     memories: int = 0
+    # LangGraph's threads (with their checkpoints and writes) and store items.
+    threads: int = 0
+    store_items: int = 0
 
 
 @dataclass(frozen=True)

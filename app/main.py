@@ -5,7 +5,7 @@ import contextlib
 import gc
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -46,11 +46,12 @@ from .embedding import open_embedder
 from .embedding_backlog import EmbeddingBacklog
 from .expiry import ExpiryDefaults
 from .langgraph_store.service import StoreService
+from .lifecycle.erasure import Erasure
+from .lifecycle.sweeper import Sweeper
 from .limits import Limits
 from .memory_service import MemoryService
 from .observability import fastapi_telemetry
 from .service import SessionService
-from .sweeper import Sweeper
 
 DESCRIPTION = (
     "Sessions, event history and scoped key-value state of AI agents "
@@ -133,10 +134,10 @@ def create_app(
             store,
             clock=clock,
             with_memories=forget_expired_memories,
-            also_sweep=_both(app.state.checkpoints.sweep_expired, app.state.store.sweep_expired),
-            changes=app.state.service.changes,
+            changes=changes,
             tombstone_retention_seconds=settings.tombstone_retention_seconds,
         )
+        app.state.erasure = Erasure(store, changes)
         sweeping = None
         if settings.sweep_interval_seconds > 0:
             sweeping = asyncio.create_task(app.state.sweeper.run(settings.sweep_interval_seconds))
@@ -223,12 +224,3 @@ def _freeze_start_up_objects() -> None:
         _frozen = True
         gc.collect()
         gc.freeze()
-
-
-def _both(
-    first: Callable[[float], Awaitable[int]], second: Callable[[float], Awaitable[int]]
-) -> Callable[[float], Awaitable[int]]:
-    async def sweep(now: float) -> int:
-        return await first(now) + await second(now)
-
-    return sweep

@@ -15,6 +15,8 @@ from dataclasses import asdict
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
+from pydantic.alias_generators import to_camel
+
 from . import json_codec
 from .api.page_tokens import USERS_TOKEN, name_cursor, name_token
 from .config import Settings
@@ -249,7 +251,7 @@ async def sweep(settings: Settings) -> int:
     from .changes import Change, tell_servers
     from .db.postgresql_store import asyncpg_dsn
     from .db.stores import open_store
-    from .sweeper import Sweeper
+    from .lifecycle.sweeper import Sweeper
 
     store = await open_store(settings)
     expired: list[Change] = []
@@ -271,7 +273,8 @@ async def sweep(settings: Settings) -> int:
     if report.swept is None:
         print("session-state: another process is sweeping this database; nothing done")
         return 0
-    _print_json({**asdict(report.swept), "expiredLeft": report.waiting, "seconds": report.seconds})
+    swept = {to_camel(name): rows for name, rows in asdict(report.swept).items()}
+    _print_json({**swept, "expiredLeft": report.waiting, "seconds": report.seconds})
     return 0
 
 

@@ -7,7 +7,6 @@ import logging
 import time
 import uuid
 from collections.abc import Awaitable, Callable
-from dataclasses import asdict
 from typing import Any
 
 from . import history, json_codec
@@ -20,7 +19,6 @@ from .domain import (
     AppendNotApplied,
     AppendOutcome,
     BatchOutcome,
-    Erased,
     EventPage,
     Expiry,
     ForkSource,
@@ -59,8 +57,6 @@ logger = logging.getLogger("session_state")
 # A write that wrote nothing is explained by a read; if the read finds no
 # reason (the session changed in between), the write is tried again.
 WRITE_ATTEMPTS = 3
-# Events an erasure deletes per transaction (a session with more goes alone).
-ERASE_BATCH_EVENTS = 10_000
 # What a batch's answer holds besides its events: {"events":[...]}.
 BATCH_ANSWER_WRAPPER = b'{"events":[]}'
 
@@ -77,7 +73,6 @@ class SessionService:
         *,
         clock: Callable[[], float] = time.time,
         new_id: Callable[[], str] = new_uuid,
-        erase_batch_events: int = ERASE_BATCH_EVENTS,
         expiry_defaults: ExpiryDefaults | None = None,
         forget_expired_memories: bool = False,
         replica: Replica | None = None,
@@ -90,7 +85,6 @@ class SessionService:
         # Told of each committed change, for live streams (app.streams).
         self.changes = changes or ChangeHub()
         self.reads = ReadRouting(store, replica)
-        self.erase_batch_events = erase_batch_events
         self.expiry_defaults = expiry_defaults or ExpiryDefaults()
         self.forget_expired_memories = forget_expired_memories
         self.limits = limits or Limits()
@@ -611,20 +605,6 @@ class SessionService:
         page, more, _revision = found
         return EventPage([row.data for row in page], page[-1].seq if more and page else None)
 
-    async def erase_user(self, app_name: str, user_id: str) -> Erased:
-        """Everything of the user in the app; nothing when there is nothing."""
-        erased = await self.store.erase_user(app_name, user_id, self.erase_batch_events)
-        self.changes.publish(Change(app_name, user_id, None, "deleted"))
-        _log_erasure(erased, app=app_name, user=user_id)
-        return erased
-
-    async def erase_app(self, app_name: str) -> Erased:
-        """Everything of the app, every user's included."""
-        erased = await self.store.erase_app(app_name, self.erase_batch_events)
-        self.changes.publish(Change(app_name, None, None, "deleted"))
-        _log_erasure(erased, app=app_name)
-        return erased
-
     def _published(self, key: SessionKey, kind: ChangeKind, revision: int | None) -> None:
         self.changes.publish(Change(key.app_name, key.user_id, key.session_id, kind, revision))
 
@@ -664,8 +644,3 @@ def _view(
 
 def _reached(revision: int, min_revision: int | None) -> bool:
     return min_revision is None or revision >= min_revision
-
-
-def _log_erasure(erased: Erased, **whose: str) -> None:
-    # Who and how much, never what: counts only.
-    logger.info("erased", extra={**whose, **asdict(erased)})

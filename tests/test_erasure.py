@@ -75,7 +75,7 @@ async def test_erasing_twice_is_the_same_as_once(client):
 
 
 async def test_a_user_with_many_sessions_is_erased_in_batches(client, app_under_test):
-    app_under_test.state.service.erase_batch_events = 4  # several transactions
+    app_under_test.state.erasure.batch_events = 4  # several transactions
     await _seed(client, "ada", sessions=7, events=3)
     assert (await client.delete(_user("ada"))).status_code == 204
     assert await _what_is_left(client, "ada") == {"sessions": [], "state": {}, "memories": []}
@@ -98,7 +98,7 @@ async def test_erasing_an_app_needs_its_name_again(client):
 
 
 async def test_appends_racing_an_erasure_get_201_or_404_and_leave_nothing(client, app_under_test):
-    app_under_test.state.service.erase_batch_events = 5
+    app_under_test.state.erasure.batch_events = 5
     await _seed(client, "ada", sessions=6, events=4)
     statuses: list[int] = []
     erasing = asyncio.Event()

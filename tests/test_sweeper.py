@@ -1,13 +1,10 @@
 """The sweeper deletes expired sessions with their events (and, if asked,
 their memories), in bounded batches, and nothing else; with several server
 processes on one PostgreSQL database one sweeps at a time, under traffic,
-and no other write is lost. `session-state sweep` does one pass."""
+and no other write is lost. `session-state sweep`: tests/test_lifecycle.py."""
 
 import asyncio
-import json
 import re
-import subprocess
-import sys
 import time
 
 import asyncpg
@@ -17,8 +14,8 @@ import pytest
 from session_state.config import Settings
 from session_state.db.stores import open_store
 from session_state.domain import SessionKey
+from session_state.lifecycle.sweeper import Sweeper
 from session_state.main import create_app
-from session_state.sweeper import Sweeper
 
 from .conftest import (
     Clock,
@@ -273,28 +270,3 @@ async def test_two_servers_sweep_under_traffic_and_lose_nothing(own_postgres_url
     finally:
         for server in servers:
             server.stop()
-
-
-def test_the_sweep_command_does_one_pass(tmp_path):
-    url = f"sqlite+aiosqlite:///{tmp_path / 'cron.db'}"
-    migrate(url)
-
-    async def seed() -> None:
-        # Created an hour ago with a minute to live: expired by the real clock.
-        app = create_app(Settings(database_url=url), clock=Clock(time.time() - 3600))
-        transport = httpx.ASGITransport(app=app)
-        async with (
-            app.router.lifespan_context(app),
-            httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client,
-        ):
-            await _seed(client, "ada", "old", events=2, ttlSeconds=60)
-            await _seed(client, "ada", "kept", events=1)
-
-    asyncio.run(seed())
-    command = [sys.executable, "-m", "session_state.cli", "sweep", "--database-url", url]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=60)
-    assert done.returncode == 0, done.stderr
-    report = json.loads(done.stdout)
-    assert (report["sessions"], report["events"], report["expiredLeft"]) == (1, 2, 0)
-    again = subprocess.run(command, capture_output=True, text=True, timeout=60)
-    assert json.loads(again.stdout)["sessions"] == 0

@@ -112,14 +112,3 @@ class CheckpointService:
     async def delete_runs(self, app_name: str, run_ids: Sequence[str]) -> None:
         if run_ids:
             CHECKPOINTS_PRUNED.labels("runs").inc(await self.store.delete_runs(app_name, run_ids))
-
-    async def erase_user(self, app_name: str, user_id: str) -> None:
-        THREADS_REMOVED.labels("erased").inc(await self.store.erase_user(app_name, user_id))
-
-    async def erase_app(self, app_name: str) -> None:
-        THREADS_REMOVED.labels("erased").inc(await self.store.erase_app(app_name))
-
-    async def sweep_expired(self, now: float) -> int:
-        swept = await self.store.sweep_expired(now, SWEEP_BATCH_THREADS)
-        THREADS_REMOVED.labels("swept").inc(swept)
-        return swept

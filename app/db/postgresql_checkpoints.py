@@ -177,8 +177,9 @@ _DELETE_RUNS = """
 DELETE FROM lg_checkpoints WHERE app_name = $1 AND run_id = ANY($2::text[])
 RETURNING thread_id, checkpoint_ns, checkpoint_id
 """
-_ERASE_USER = "DELETE FROM lg_threads WHERE app_name = $1 AND user_id = $2"
-_ERASE_APP = "DELETE FROM lg_threads WHERE app_name = $1"
+# Erased with the rest of the user or app (app.lifecycle.erasure).
+ERASE_USER_THREADS = "DELETE FROM lg_threads WHERE app_name = $1 AND user_id = $2"
+ERASE_APP_THREADS = "DELETE FROM lg_threads WHERE app_name = $1"
 _SWEEP = """
 DELETE FROM lg_threads WHERE (app_name, thread_id) IN (
     SELECT app_name, thread_id FROM lg_threads
@@ -389,14 +390,6 @@ class PostgresCheckpoints:
             threads = sorted({row[0] for row in deleted})
             await self._after_deleting(connection, app_name, threads, deleted)
         return len(deleted)
-
-    async def erase_user(self, app_name: str, user_id: str) -> int:
-        async with self._transaction() as connection:
-            return _count(await connection.execute(_ERASE_USER, app_name, user_id))
-
-    async def erase_app(self, app_name: str) -> int:
-        async with self._transaction() as connection:
-            return _count(await connection.execute(_ERASE_APP, app_name))
 
     async def sweep_expired(self, now: float, batch: int) -> int:
         swept = 0

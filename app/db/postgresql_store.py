@@ -55,8 +55,10 @@ from ..labels import Labels
 from ..metrics import DB_POOL_IN_USE
 from ..state import ScopedDelta, StateDict
 from . import forking, migrations, poolers
+from . import postgresql_checkpoints as checkpoints
 from . import postgresql_memory as memory
 from . import postgresql_statements as sql
+from . import postgresql_store_items as store_items
 from . import postgresql_tombstones as tombstones
 from .append_batches import AppendBatcher
 from .database_errors import (
@@ -1076,50 +1078,18 @@ class PostgresStore:
             await memory.store_embeddings(connection, model, vectors)
 
     # -- erasure -------------------------------------------------------------
+    # One transaction over every feature's tables (app.lifecycle.tables): a
+    # reader sees all of it or none of it, and a failure anywhere leaves it
+    # all in place for a retry.
 
     async def erase_user(self, app_name: str, user_id: str, batch_events: int) -> Erased:
-        erased = await self._erase_sessions(app_name, user_id, batch_events)
+        # The memory lock first, as every memory write takes it before rows.
         async with self._memory_write(app_name, user_id) as connection:
-            await tombstones.collapse(connection, app_name, user_id, time.time())
-            state_keys = _count(await connection.execute(sql.DELETE_USER_STATE, app_name, user_id))
-            memories = _count(await connection.execute(sql.DELETE_USER_MEMORIES, app_name, user_id))
-            await connection.execute(sql.DELETE_USER_FORGOTTEN, app_name, user_id)
-        return erased + Erased(state_keys=state_keys, memories=memories)
+            return await _erase(connection, app_name, user_id, batch_events)
 
     async def erase_app(self, app_name: str, batch_events: int) -> Erased:
-        erased = await self._erase_sessions(app_name, None, batch_events)
         async with self._transaction() as connection:
-            await tombstones.collapse(connection, app_name, None, time.time())
-            state_keys = _count(await connection.execute(sql.DELETE_APP_STATE, app_name))
-            state_keys += _count(await connection.execute(sql.DELETE_APP_USER_STATES, app_name))
-            memories = _count(await connection.execute(sql.DELETE_APP_MEMORIES, app_name))
-            await connection.execute(sql.DELETE_APP_FORGOTTEN, app_name)
-        return erased + Erased(state_keys=state_keys, memories=memories)
-
-    async def _erase_sessions(
-        self, app_name: str, user_id: str | None, batch_events: int
-    ) -> Erased:
-        """Deletes the sessions with their events, a transaction per batch,
-        until none is left (sessions created meanwhile included)."""
-        erased = Erased()
-        while True:
-            async with self._transaction() as connection:
-                candidates = await connection.fetch(
-                    sql.ERASABLE_SESSIONS, app_name, user_id, ERASE_CANDIDATES
-                )
-                sized = [((row[0], row[1]), row[2]) for row in candidates]
-                batch = events_batch(sized, batch_events)
-                if not batch:
-                    return erased
-                users = [user for user, _ in batch]
-                ids = [session_id for _, session_id in batch]
-                events = await connection.execute(
-                    sql.DELETE_EVENTS_OF_SESSIONS, app_name, users, ids
-                )
-                sessions = await connection.execute(sql.DELETE_SESSIONS, app_name, users, ids)
-                erased_keys = [SessionKey(app_name, user, id_) for user, id_ in batch]
-                await tombstones.write(connection, erased_keys, "deleted", time.time())
-            erased += Erased(sessions=_count(sessions), events=_count(events))
+            return await _erase(connection, app_name, None, batch_events)
 
     # -- the sweeper ---------------------------------------------------------
 
@@ -1289,3 +1259,45 @@ async def _sweep_batch(
     keys = [SessionKey(*key) for key in batch]
     await tombstones.write(connection, keys, "expired", now)
     return Swept(sessions, events, memories), keys
+
+
+async def _erase(
+    connection: asyncpg.Connection, app_name: str, user_id: str | None, batch_events: int
+) -> Erased:
+    """Everything of the user (every user's, and the app's state, when None)
+    in the app, in the caller's transaction. Sessions go with their events in
+    statements of at most `batch_events` events (sessions created meanwhile
+    included), each leaving a tombstone, collapsed at the end."""
+    erased = Erased()
+    while True:
+        candidates = await connection.fetch(
+            sql.ERASABLE_SESSIONS, app_name, user_id, ERASE_CANDIDATES
+        )
+        batch = events_batch([((row[0], row[1]), row[2]) for row in candidates], batch_events)
+        if not batch:
+            break
+        users = [user for user, _ in batch]
+        ids = [session_id for _, session_id in batch]
+        events = await connection.execute(sql.DELETE_EVENTS_OF_SESSIONS, app_name, users, ids)
+        sessions = await connection.execute(sql.DELETE_SESSIONS, app_name, users, ids)
+        erased_keys = [SessionKey(app_name, user, id_) for user, id_ in batch]
+        await tombstones.write(connection, erased_keys, "deleted", time.time())
+        erased += Erased(sessions=_count(sessions), events=_count(events))
+    await tombstones.collapse(connection, app_name, user_id, time.time())
+    if user_id is None:
+        state_keys = _count(await connection.execute(sql.DELETE_APP_STATE, app_name))
+        state_keys += _count(await connection.execute(sql.DELETE_APP_USER_STATES, app_name))
+        memories = _count(await connection.execute(sql.DELETE_APP_MEMORIES, app_name))
+        await connection.execute(sql.DELETE_APP_FORGOTTEN, app_name)
+        threads = _count(await connection.execute(checkpoints.ERASE_APP_THREADS, app_name))
+        items = _count(await connection.execute(store_items.ERASE_APP_ITEMS, app_name))
+    else:
+        owner = (app_name, user_id)
+        state_keys = _count(await connection.execute(sql.DELETE_USER_STATE, *owner))
+        memories = _count(await connection.execute(sql.DELETE_USER_MEMORIES, *owner))
+        await connection.execute(sql.DELETE_USER_FORGOTTEN, *owner)
+        threads = _count(await connection.execute(checkpoints.ERASE_USER_THREADS, *owner))
+        items = _count(await connection.execute(store_items.ERASE_USER_ITEMS, *owner))
+    return erased + Erased(
+        state_keys=state_keys, memories=memories, threads=threads, store_items=items
+    )

@@ -60,8 +60,9 @@ SELECT {_COLUMNS} FROM lg_store_items
 _NAMESPACES = (
     f"SELECT DISTINCT namespace FROM lg_store_items WHERE app_name = $1 AND {_LIVE} AND {_UNDER}"
 )
-_ERASE_USER = "DELETE FROM lg_store_items WHERE app_name = $1 AND user_id = $2"
-_ERASE_APP = "DELETE FROM lg_store_items WHERE app_name = $1"
+# Erased with the rest of the user or app (app.lifecycle.erasure).
+ERASE_USER_ITEMS = "DELETE FROM lg_store_items WHERE app_name = $1 AND user_id = $2"
+ERASE_APP_ITEMS = "DELETE FROM lg_store_items WHERE app_name = $1"
 _SWEEP = """
 DELETE FROM lg_store_items WHERE ctid IN (
     SELECT ctid FROM lg_store_items
@@ -204,14 +205,6 @@ class PostgresStoreItems:
                 connection.transaction(),
             ):
                 yield _Transaction(connection)
-
-    async def erase_user(self, app_name: str, user_id: str) -> int:
-        async with self.transaction(write=True) as items:
-            return _count(await items.connection.execute(_ERASE_USER, app_name, user_id))
-
-    async def erase_app(self, app_name: str) -> int:
-        async with self.transaction(write=True) as items:
-            return _count(await items.connection.execute(_ERASE_APP, app_name))
 
     async def sweep_expired(self, now: float, batch: int) -> int:
         swept = 0

@@ -395,17 +395,6 @@ class SqliteCheckpoints:
             await _after_deleting(connection, app_name, deleted)
         return len(deleted)
 
-    async def erase_user(self, app_name: str, user_id: str) -> int:
-        async with self._write() as connection:
-            result = await connection.execute(
-                _ERASE_USER, {"app_name": app_name, "user_id": user_id}
-            )
-            return result.rowcount
-
-    async def erase_app(self, app_name: str) -> int:
-        async with self._write() as connection:
-            return (await connection.execute(_ERASE_APP, {"app_name": app_name})).rowcount
-
     async def sweep_expired(self, now: float, batch: int) -> int:
         swept = 0
         while True:
@@ -510,3 +499,12 @@ def _decoded(row: dict[str, Any]) -> dict[str, Any]:
     row["metadata"] = json_codec.loads(row["metadata"])
     row["channel_versions"] = json_codec.loads(row["channel_versions"])
     return row
+
+
+async def erase_threads(connection: AsyncConnection, app_name: str, user_id: str | None) -> int:
+    """Erased with the rest of the user (or app, when None) in the caller's
+    transaction (app.lifecycle.erasure)."""
+    if user_id is None:
+        return (await connection.execute(_ERASE_APP, {"app_name": app_name})).rowcount
+    where = {"app_name": app_name, "user_id": user_id}
+    return (await connection.execute(_ERASE_USER, where)).rowcount

@@ -54,7 +54,9 @@ from ..history import changes_session_state
 from ..labels import Labels
 from ..state import ScopedDelta, StateDict
 from . import forking, memory_repository, sqlite_append
+from . import sqlite_checkpoints as checkpoints
 from . import sqlite_statements as sql
+from . import sqlite_store_items as store_items
 from . import sqlite_tombstones as tombstones
 from .database_errors import database_errors_as_domain_errors
 from .engine import WRITE_OPTION
@@ -542,41 +544,17 @@ class SqliteStore:
             await memory_repository.store_embeddings(connection, model, vectors)
 
     # -- erasure -------------------------------------------------------------
+    # One transaction over every feature's tables (app.lifecycle.tables): a
+    # reader sees all of it or none of it, and a failure anywhere leaves it
+    # all in place for a retry.
 
     async def erase_user(self, app_name: str, user_id: str, batch_events: int) -> Erased:
-        erased = await self._erase_sessions(app_name, user_id, batch_events)
         async with self._write() as connection:
-            await tombstones.collapse(connection, app_name, user_id, time.time())
-            state_keys = await sql.delete_scope_state(connection, app_name, user_id)
-            memories = await memory_repository.delete_user_memories(connection, app_name, user_id)
-        return erased + Erased(state_keys=state_keys, memories=memories)
+            return await _erase(connection, app_name, user_id, batch_events)
 
     async def erase_app(self, app_name: str, batch_events: int) -> Erased:
-        erased = await self._erase_sessions(app_name, None, batch_events)
         async with self._write() as connection:
-            await tombstones.collapse(connection, app_name, None, time.time())
-            state_keys = await sql.delete_scope_state(connection, app_name, None)
-            memories = await memory_repository.delete_app_memories(connection, app_name)
-        return erased + Erased(state_keys=state_keys, memories=memories)
-
-    async def _erase_sessions(
-        self, app_name: str, user_id: str | None, batch_events: int
-    ) -> Erased:
-        """Deletes the sessions with their events, a transaction per batch,
-        until none is left (sessions created meanwhile included)."""
-        erased = Erased()
-        while True:
-            async with self._write() as connection:
-                candidates = await sql.erasable_sessions(connection, app_name, user_id)
-                batch = events_batch(candidates, batch_events)
-                if not batch:
-                    return erased
-                sessions, events = await sql.delete_sessions_with_events(
-                    connection, app_name, batch
-                )
-                erased_keys = [SessionKey(app_name, user, id_) for user, id_ in batch]
-                await tombstones.write(connection, erased_keys, "deleted", time.time())
-            erased += Erased(sessions=sessions, events=events)
+            return await _erase(connection, app_name, None, batch_events)
 
     # -- the sweeper ---------------------------------------------------------
 
@@ -690,3 +668,31 @@ class _ForkStatements:
         self, source: SessionKey, session_id: str, after_seq: int, up_to_seq: int
     ) -> None:
         await sql.copy_events(self.connection, source, session_id, after_seq, up_to_seq)
+
+
+async def _erase(
+    connection: AsyncConnection, app_name: str, user_id: str | None, batch_events: int
+) -> Erased:
+    """Everything of the user (every user's, and the app's state, when None)
+    in the app, in the caller's transaction. Sessions go with their events in
+    statements of at most `batch_events` events, each leaving a tombstone,
+    collapsed at the end."""
+    erased = Erased()
+    while batch := events_batch(
+        await sql.erasable_sessions(connection, app_name, user_id), batch_events
+    ):
+        sessions, events = await sql.delete_sessions_with_events(connection, app_name, batch)
+        erased_keys = [SessionKey(app_name, user, id_) for user, id_ in batch]
+        await tombstones.write(connection, erased_keys, "deleted", time.time())
+        erased += Erased(sessions=sessions, events=events)
+    await tombstones.collapse(connection, app_name, user_id, time.time())
+    state_keys = await sql.delete_scope_state(connection, app_name, user_id)
+    if user_id is None:
+        memories = await memory_repository.delete_app_memories(connection, app_name)
+    else:
+        memories = await memory_repository.delete_user_memories(connection, app_name, user_id)
+    threads = await checkpoints.erase_threads(connection, app_name, user_id)
+    items = await store_items.erase_items(connection, app_name, user_id)
+    return erased + Erased(
+        state_keys=state_keys, memories=memories, threads=threads, store_items=items
+    )

@@ -261,15 +261,6 @@ class SqliteStoreItems:
                 async with connection.begin():
                     yield _Transaction(connection)
 
-    async def erase_user(self, app_name: str, user_id: str) -> int:
-        async with self.transaction(write=True) as items:
-            where = {"app_name": app_name, "user_id": user_id}
-            return (await items.connection.execute(_ERASE_USER, where)).rowcount
-
-    async def erase_app(self, app_name: str) -> int:
-        async with self.transaction(write=True) as items:
-            return (await items.connection.execute(_ERASE_APP, {"app_name": app_name})).rowcount
-
     async def sweep_expired(self, now: float, batch: int) -> int:
         swept = 0
         while True:
@@ -279,3 +270,12 @@ class SqliteStoreItems:
             swept += deleted
             if deleted < batch:
                 return swept
+
+
+async def erase_items(connection: AsyncConnection, app_name: str, user_id: str | None) -> int:
+    """Erased with the rest of the user (or app, when None) in the caller's
+    transaction (app.lifecycle.erasure)."""
+    if user_id is None:
+        return (await connection.execute(_ERASE_APP, {"app_name": app_name})).rowcount
+    where = {"app_name": app_name, "user_id": user_id}
+    return (await connection.execute(_ERASE_USER, where)).rowcount

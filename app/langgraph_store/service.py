@@ -27,7 +27,7 @@ from .domain import (
 from .errors import ItemTooLarge
 from .filters import Condition, FilterProblem, compile_filter
 from .matching import literal_prefix, matches_namespace, query_words, searchable_text
-from .metrics import STORE_ITEMS_REMOVED, STORE_OPERATIONS
+from .metrics import STORE_OPERATIONS
 from .storage import ItemStorage, ItemTransaction
 
 SWEEP_BATCH_ITEMS = 1000
@@ -121,17 +121,6 @@ class StoreService:
                         [FieldError(["body", "ops", index, "filter"], str(problem))]
                     ) from None
         return filters
-
-    async def erase_user(self, app_name: str, user_id: str) -> None:
-        STORE_ITEMS_REMOVED.labels("erased").inc(await self.storage.erase_user(app_name, user_id))
-
-    async def erase_app(self, app_name: str) -> None:
-        STORE_ITEMS_REMOVED.labels("erased").inc(await self.storage.erase_app(app_name))
-
-    async def sweep_expired(self, now: float) -> int:
-        swept = await self.storage.sweep_expired(now, SWEEP_BATCH_ITEMS)
-        STORE_ITEMS_REMOVED.labels("swept").inc(swept)
-        return swept
 
 
 def _has_puts(operations: Sequence[Operation]) -> bool:

@@ -8,7 +8,7 @@ from session_state.db.postgresql_store import PostgresStore
 from session_state.db.sqlite_store import SqliteStore
 from session_state.db.store import Store
 from session_state.db.stores import open_store
-from session_state.domain import Erased, Expiry, Swept
+from session_state.domain import Erased, Expiry, SessionKey, Swept
 
 from .scenes import APP, LIMIT, NOW, append, create, event, key, memories_of, memory
 
@@ -88,14 +88,39 @@ async def test_a_sweep_takes_memories_when_asked_in_bounded_batches(store: Store
 async def test_racing_sweeps_delete_each_session_once(store: Store, second_store: Store):
     for number in range(20):
         await create(store, key(f"s{number}"), expiry=Expiry(ttl_seconds=1))
+        # An event each: a batch holds two sessions (batches count events).
+        await append(store, key(f"s{number}"), event("e1"))
+    first_batch_committed = asyncio.Event()
 
-    outcomes = await asyncio.gather(
-        store.sweep_expired(NOW + 1, batch_events=2, with_memories=False),
-        second_store.sweep_expired(NOW + 1, batch_events=2, with_memories=False),
+    class Committed(list[SessionKey]):
+        """The first pass's swept sessions, told as each batch commits."""
+
+        def __iadd__(self, keys):  # type: ignore[override,no-untyped-def]
+            result = super().__iadd__(keys)
+            first_batch_committed.set()
+            return result
+
+    first_swept = Committed()
+
+    async def second_pass() -> tuple[int, Swept | None]:
+        await first_batch_committed.wait()
+        begun_after = len(first_swept)
+        return begun_after, await second_store.sweep_expired(
+            NOW + 1, batch_events=2, with_memories=False
+        )
+
+    first, (begun_after, second) = await asyncio.gather(
+        store.sweep_expired(NOW + 1, batch_events=2, with_memories=False, expired=first_swept),
+        second_pass(),
     )
 
+    # The race happened: the second pass began after the first had committed
+    # a batch and before it had swept everything.
+    assert 0 < begun_after < 20
+    outcomes = [first, second]
     # None: the other process was sweeping (PostgreSQL's lock); it took all.
     assert sum(swept.sessions for swept in outcomes if swept is not None) == 20
+    assert len(first_swept) == (first.sessions if first is not None else 0)
     assert await store.count_expired(NOW + 1) == 0
 
 

@@ -5,10 +5,9 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Request, Response
 
 from ...errors import BadRequest
-from ..dependencies import AppName, UserId, service_of
+from ...lifecycle.erasure import Erasure
+from ..dependencies import AppName, UserId
 from .sessions import problem_responses
-from .store import store_of
-from .threads import checkpoints_of
 
 router = APIRouter(tags=["erasure"])
 
@@ -20,9 +19,7 @@ router = APIRouter(tags=["erasure"])
     summary="Erase a user: sessions, events, user state, memories, threads, store items",
 )
 async def erase_user(app_name: AppName, user_id: UserId, request: Request) -> Response:
-    await service_of(request).erase_user(app_name, user_id)
-    await checkpoints_of(request).erase_user(app_name, user_id)
-    await store_of(request).erase_user(app_name, user_id)
+    await _erasure(request).erase_user(app_name, user_id)
     return Response(status_code=204)
 
 
@@ -44,7 +41,10 @@ async def erase_app(
         raise BadRequest(
             f"erasing an app needs ?confirm= with its name ({app_name!r}): nothing was erased"
         )
-    await service_of(request).erase_app(app_name)
-    await checkpoints_of(request).erase_app(app_name)
-    await store_of(request).erase_app(app_name)
+    await _erasure(request).erase_app(app_name)
     return Response(status_code=204)
+
+
+def _erasure(request: Request) -> Erasure:
+    erasure: Erasure = request.app.state.erasure
+    return erasure

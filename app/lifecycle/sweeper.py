@@ -1,4 +1,6 @@
-"""The sweeper: deletes expired sessions with their events.
+"""The sweeper: deletes expired sessions with their events, and every other
+feature's expired rows (LangGraph's threads and store items; see
+lifecycle.tables for what each table's rows go with).
 
 Expired sessions are already missing for every API call (the store's reads
 and writes compare their expiry with the clock); the sweeper only frees
@@ -13,23 +15,29 @@ transaction mode); on SQLite they take turns batch by batch.
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
-from .changes import Change, ChangeHub
-from .db.store import Store
-from .domain import SessionKey, Swept
-from .errors import DatabaseUnavailable
-from .metrics import (
+from ..changes import Change, ChangeHub
+from ..checkpoints.metrics import THREADS_REMOVED
+from ..checkpoints.service import SWEEP_BATCH_THREADS
+from ..db.checkpoint_stores import checkpoint_store_for
+from ..db.store import Store
+from ..db.store_item_storages import item_storage_for
+from ..domain import SessionKey, Swept
+from ..errors import DatabaseUnavailable
+from ..langgraph_store.metrics import STORE_ITEMS_REMOVED
+from ..langgraph_store.service import SWEEP_BATCH_ITEMS
+from ..metrics import (
     ROWS_SWEPT,
     SESSIONS_EXPIRED_WAITING,
     SESSIONS_SWEPT,
     SWEEP_DURATION,
     SWEEPS,
 )
-from .observability import trace_without_data
-from .service import ERASE_BATCH_EVENTS
-from .streams import TOMBSTONE_RETENTION_SECONDS
+from ..observability import trace_without_data
+from ..streams import TOMBSTONE_RETENTION_SECONDS
+from .erasure import ERASE_BATCH_EVENTS
 
 logger = logging.getLogger("session_state")
 
@@ -52,15 +60,13 @@ class Sweeper:
         clock: Callable[[], float] = time.time,
         with_memories: bool = False,
         batch_events: int = ERASE_BATCH_EVENTS,
-        also_sweep: Callable[[float], Awaitable[int]] | None = None,
         changes: ChangeHub | None = None,
         announce: Callable[[Change], None] | None = None,
         tombstone_retention_seconds: float = TOMBSTONE_RETENTION_SECONDS,
     ) -> None:
-        """`also_sweep`: what else expires by the same clock (LangGraph's
-        threads), swept after the sessions in each pass."""
         self.store = store
-        self.also_sweep = also_sweep
+        self.threads = checkpoint_store_for(store)
+        self.store_items = item_storage_for(store)
         self.clock = clock
         self.with_memories = with_memories
         self.batch_events = batch_events
@@ -84,8 +90,8 @@ class Sweeper:
                 )
             finally:
                 self._announce(expired)
-            if self.also_sweep is not None:
-                await self.also_sweep(self.clock())
+            if swept is not None:
+                swept += await self._sweep_langgraph(self.clock())
             await self.store.prune_tombstones(self.clock() - self.tombstone_retention_seconds)
         except DatabaseUnavailable:
             SWEEPS.labels("failed").inc()
@@ -99,12 +105,20 @@ class Sweeper:
             SESSIONS_SWEPT.inc(swept.sessions)
             for table, rows in asdict(swept).items():
                 ROWS_SWEPT.labels(table).inc(rows)
-            if swept.sessions:
+            if any(asdict(swept).values()):
                 # Counts only, never whose: a session id may name a person.
                 logger.info("swept", extra={**asdict(swept), "seconds": round(seconds, 3)})
         waiting = await self.store.count_expired(self.clock())
         SESSIONS_EXPIRED_WAITING.set(waiting)
         return SweepReport(swept, waiting, seconds)
+
+    async def _sweep_langgraph(self, now: float) -> Swept:
+        """What expires by the same clock besides sessions, after them."""
+        threads = await self.threads.sweep_expired(now, SWEEP_BATCH_THREADS)
+        THREADS_REMOVED.labels("swept").inc(threads)
+        items = await self.store_items.sweep_expired(now, SWEEP_BATCH_ITEMS)
+        STORE_ITEMS_REMOVED.labels("swept").inc(items)
+        return Swept(threads=threads, store_items=items)
 
     def _announce(self, expired: list[SessionKey]) -> None:
         if self.announce is None:

@@ -1,0 +1,48 @@
+"""Erasing a user, or an app: every feature's rows (lifecycle.tables), in
+one transaction of the store, so that a reader sees all of them or none and
+a failure leaves everything for a retry. The HTTP routes call it."""
+
+import logging
+from dataclasses import asdict
+
+from ..changes import Change, ChangeHub
+from ..checkpoints.metrics import THREADS_REMOVED
+from ..db.store import Store
+from ..domain import Erased
+from ..langgraph_store.metrics import STORE_ITEMS_REMOVED
+
+logger = logging.getLogger("session_state")
+
+# Events deleted per statement (a session with more goes alone), so that no
+# statement holds a huge list of keys; all in the erasure's one transaction.
+ERASE_BATCH_EVENTS = 10_000
+
+
+class Erasure:
+    def __init__(
+        self, store: Store, changes: ChangeHub, *, batch_events: int = ERASE_BATCH_EVENTS
+    ) -> None:
+        self.store = store
+        self.changes = changes
+        self.batch_events = batch_events
+
+    async def erase_user(self, app_name: str, user_id: str) -> Erased:
+        """Everything of the user in the app; nothing when there is nothing."""
+        erased = await self.store.erase_user(app_name, user_id, self.batch_events)
+        self.changes.publish(Change(app_name, user_id, None, "deleted"))
+        _record(erased, app=app_name, user=user_id)
+        return erased
+
+    async def erase_app(self, app_name: str) -> Erased:
+        """Everything of the app, every user's included."""
+        erased = await self.store.erase_app(app_name, self.batch_events)
+        self.changes.publish(Change(app_name, None, None, "deleted"))
+        _record(erased, app=app_name)
+        return erased
+
+
+def _record(erased: Erased, **whose: str) -> None:
+    THREADS_REMOVED.labels("erased").inc(erased.threads)
+    STORE_ITEMS_REMOVED.labels("erased").inc(erased.store_items)
+    # Who and how much, never what: counts only.
+    logger.info("erased", extra={**whose, **asdict(erased)})
