@@ -12,6 +12,16 @@ from sqlalchemy.engine import make_url
 
 from .auth import ApiKeys
 from .database_url import PostgresqlAddress, is_postgresql_url, parse_postgresql_url
+from .host_names import split_host
+from .limits import (
+    DEFAULT_MAX_EVENT_BYTES,
+    DEFAULT_MAX_JSON_DEPTH,
+    DEFAULT_MAX_KEY_LENGTH,
+    DEFAULT_MAX_RESPONSE_BYTES,
+    DEFAULT_MAX_STATE_BYTES,
+    MAX_JSON_DEPTH_CEILING,
+    MAX_KEY_LENGTH_CEILING,
+)
 
 ENVIRONMENT_PREFIX = "SESSION_STATE_"
 DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./session_state.db"
@@ -26,20 +36,6 @@ _SYNCHRONOUS_SCHEMES = {
     "sqlite": "sqlite+aiosqlite",
 }
 
-# Limits on what one request may store or receive. The defaults are far above
-# what an agent writes by accident; each can be lowered (or raised within the
-# maximum) per deployment.
-DEFAULT_MAX_JSON_DEPTH = 64
-# orjson refuses to write documents nested deeper than 254 levels, and a stored
-# event wraps a state value in three more levels.
-MAX_JSON_DEPTH_CEILING = 200
-DEFAULT_MAX_KEY_LENGTH = 256
-# PostgreSQL's btree entries hold at most ~2,700 bytes: app name, user id and
-# key (4 bytes a character at worst) must fit one.
-MAX_KEY_LENGTH_CEILING = 256
-DEFAULT_MAX_STATE_BYTES = 1024 * 1024
-DEFAULT_MAX_EVENT_BYTES = 4 * 1024 * 1024
-DEFAULT_MAX_RESPONSE_BYTES = 16 * 1024 * 1024
 DEFAULT_REQUEST_HEAD_TIMEOUT_SECONDS = 10.0
 MAX_REQUEST_HEAD_TIMEOUT_SECONDS = 30.0
 # The longest expiry a request or a setting may give: far beyond any
@@ -345,7 +341,7 @@ class Settings(SettingNamePolicy):
     @classmethod
     def _refuse_a_port_or_scheme(cls, host: str) -> str:
         # Empty binds every interface, as 0.0.0.0 does.
-        if not host or _is_ip_address(host) or _host_name_and_port(host) == (host.lower(), None):
+        if not host or _is_ip_address(host) or split_host(host) == (host.lower(), None):
             return host
         raise ValueError(
             f"{host!r} is not an address or a host name: write one such as 127.0.0.1, "
@@ -380,7 +376,7 @@ class Settings(SettingNamePolicy):
     @classmethod
     def _refuse_what_is_no_host(cls, hosts: list[str]) -> list[str]:
         for host in hosts:
-            if host != "*" and _host_name_and_port(host) is None:
+            if host != "*" and split_host(host) is None:
                 raise ValueError(
                     f"{host!r} is not a host name: write names such as api or "
                     "api.example.com (a port may follow), comma-separated, or *"
@@ -476,14 +472,6 @@ def _is_ip_address(text: str) -> bool:
     except ValueError:
         return False
     return True
-
-
-def _host_name_and_port(text: str) -> tuple[str, int | None] | None:
-    # The browser guard's reading of a Host, so that a name listed here is
-    # one it can match (imported late: it imports this module).
-    from .api.browser_guard import split_host
-
-    return split_host(text)
 
 
 @lru_cache

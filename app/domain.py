@@ -6,19 +6,13 @@ from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Literal, Self
 
 from .errors import StateTooLarge
+from .identifiers import SessionKey as SessionKey
 from .labels import LabelFilter, Labels
 from .state import ScopedDelta, StateDict
 
 SortOrder = Literal["asc", "desc"]
 # Where a page of sessions ends: (update time, user id, session id).
 SessionCursor = tuple[float, str, str]
-
-
-@dataclass(frozen=True)
-class SessionKey:
-    app_name: str
-    user_id: str
-    session_id: str
 
 
 @dataclass(frozen=True)

@@ -4,10 +4,9 @@ so its wording is written once; the API adds what only HTTP names (If-Match,
 settings, query parameters) where a client needs them."""
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Self
+from typing import Self
 
-if TYPE_CHECKING:
-    from .domain import SessionKey
+from .identifiers import SessionKey
 
 
 class ServiceError(Exception):
@@ -34,7 +33,7 @@ class SessionNotFound(ServiceError):
     title = "Session not found"
 
     @classmethod
-    def of(cls, key: "SessionKey") -> Self:
+    def of(cls, key: SessionKey) -> Self:
         return cls(f"session {key.session_id!r} not found")
 
 
@@ -44,7 +43,7 @@ class SessionAlreadyExists(ServiceError):
     title = "Session already exists"
 
     @classmethod
-    def of(cls, key: "SessionKey") -> Self:
+    def of(cls, key: SessionKey) -> Self:
         return cls(f"session {key.session_id!r} already exists")
 
 
@@ -56,7 +55,7 @@ class InitialStateUnknown(ServiceError):
     title = "The session's initial state is unknown"
 
     @classmethod
-    def of(cls, key: "SessionKey", *, remedy: str = "") -> Self:
+    def of(cls, key: SessionKey, *, remedy: str = "") -> Self:
         """`remedy`: what the caller can do instead, appended after a colon."""
         detail = (
             f"session {key.session_id!r} was created before this service recorded the state "
@@ -188,7 +187,7 @@ class InvalidInput(ServiceError):
         self.errors = errors
 
     @classmethod
-    def no_such_event(cls, where: list[str | int], key: "SessionKey") -> Self:
+    def no_such_event(cls, where: list[str | int], key: SessionKey) -> Self:
         """The event named at `where` is not one of the session's."""
         return cls([FieldError(where, f"session {key.session_id!r} has no such event")])
 

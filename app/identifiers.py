@@ -19,6 +19,7 @@ clients (session_state_client.adk) strip before they send.
 """
 
 import re
+from dataclasses import dataclass
 
 IDENTIFIER_MAX_LENGTH = 128
 
@@ -68,3 +69,12 @@ def _problem(text: str) -> str | None:
     if _SURROGATE.search(text):
         return "an identifier holds no lone surrogate (U+D800 to U+DFFF)"
     return None
+
+
+@dataclass(frozen=True)
+class SessionKey:
+    """A session's name: the app, the user and the session id together."""
+
+    app_name: str
+    user_id: str
+    session_id: str

@@ -2,15 +2,22 @@
 the README and the OpenAPI description read them from here."""
 
 from dataclasses import dataclass
+from typing import Protocol
 
-from .config import (
-    DEFAULT_MAX_EVENT_BYTES,
-    DEFAULT_MAX_JSON_DEPTH,
-    DEFAULT_MAX_KEY_LENGTH,
-    DEFAULT_MAX_RESPONSE_BYTES,
-    DEFAULT_MAX_STATE_BYTES,
-    Settings,
-)
+# Limits on what one request may store or receive. The defaults are far above
+# what an agent writes by accident; each can be lowered (or raised within the
+# maximum) per deployment.
+DEFAULT_MAX_JSON_DEPTH = 64
+# orjson refuses to write documents nested deeper than 254 levels, and a stored
+# event wraps a state value in three more levels.
+MAX_JSON_DEPTH_CEILING = 200
+DEFAULT_MAX_KEY_LENGTH = 256
+# PostgreSQL's btree entries hold at most ~2,700 bytes: app name, user id and
+# key (4 bytes a character at worst) must fit one.
+MAX_KEY_LENGTH_CEILING = 256
+DEFAULT_MAX_STATE_BYTES = 1024 * 1024
+DEFAULT_MAX_EVENT_BYTES = 4 * 1024 * 1024
+DEFAULT_MAX_RESPONSE_BYTES = 16 * 1024 * 1024
 
 # Event timestamps are epoch seconds from 1970-01-01 to 9999-12-31 (what
 # every datetime library can show, memory entries included).
@@ -25,6 +32,23 @@ MAX_RETURNED_REMOVED_EVENTS = 100
 OFFLOAD_BODY_BYTES = 256 * 1024
 
 
+class LimitSettings(Protocol):
+    """The settings a deployment's limits are read from (app.config.Settings
+    has them); named here so that the settings depend on this module and not
+    the reverse."""
+
+    @property
+    def max_json_depth(self) -> int: ...
+    @property
+    def max_key_length(self) -> int: ...
+    @property
+    def max_state_bytes(self) -> int: ...
+    @property
+    def max_event_bytes(self) -> int: ...
+    @property
+    def max_response_bytes(self) -> int: ...
+
+
 @dataclass(frozen=True)
 class Limits:
     max_json_depth: int = DEFAULT_MAX_JSON_DEPTH
@@ -34,7 +58,7 @@ class Limits:
     max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> "Limits":
+    def from_settings(cls, settings: LimitSettings) -> "Limits":
         return cls(
             max_json_depth=settings.max_json_depth,
             max_key_length=settings.max_key_length,

@@ -26,6 +26,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from ..auth import ApiKeys
 from ..config import Settings
 from ..errors import Forbidden
+from ..host_names import canonical_name, is_ipv6, split_host
 from .problems import service_error_response
 
 EXEMPT_PATHS = frozenset({"/healthz", "/readyz"})
@@ -52,49 +53,11 @@ def _shown(value: str) -> str:
     return repr(value)
 
 
-def _canonical_name(name: str) -> str:
-    """Lower case; an IP address in its canonical form (`0::1` is `::1`)."""
-    name = name.lower()
-    try:
-        return str(ipaddress.ip_address(name))
-    except ValueError:
-        return name
-
-
-def split_host(authority: str) -> tuple[str, int | None] | None:
-    """`name[:port]` or `[ipv6][:port]` as (canonical name, port); None when
-    it is not a well-formed host."""
-    if authority.startswith("["):
-        name, bracket, rest = authority[1:].partition("]")
-        if not bracket or not _is_ipv6(name):
-            return None
-    else:
-        name, colon, port_text = authority.partition(":")
-        rest = colon + port_text
-    port = None
-    if rest:
-        port_text = rest[1:]
-        if not rest.startswith(":") or not port_text.isascii() or not port_text.isdigit():
-            return None
-        port = int(port_text)
-    if not name or not all(c.isascii() and (c.isalnum() or c in "-._:") for c in name):
-        return None
-    return _canonical_name(name), port
-
-
-def _is_ipv6(text: str) -> bool:
-    try:
-        ipaddress.IPv6Address(text)
-    except ValueError:
-        return False
-    return True
-
-
 def _configured_name(entry: str) -> str:
     """A name from the settings: `::1`, `[::1]`, `api` or `api:8000` alike."""
     bare = entry.strip().strip("[]")
-    if _is_ipv6(bare):
-        return _canonical_name(bare)
+    if is_ipv6(bare):
+        return canonical_name(bare)
     parsed = split_host(entry.strip())
     return parsed[0] if parsed is not None else entry.strip().lower()
 

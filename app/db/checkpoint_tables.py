@@ -20,7 +20,7 @@ from sqlalchemy import (
     text,
 )
 
-from .tables import IDENTIFIER_LENGTH, JsonDocument, metadata
+from .table_base import IDENTIFIER_LENGTH, JsonDocument, metadata
 
 _THREAD = ["app_name", "thread_id"]
 _THREAD_REFERENCE = ["lg_threads.app_name", "lg_threads.thread_id"]

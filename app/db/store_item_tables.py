@@ -6,7 +6,7 @@ string prefix; its first label is kept apart as the item's user, for erasure.
 
 from sqlalchemy import Column, Double, Index, String, Table, Text, text
 
-from .tables import IDENTIFIER_LENGTH, JsonDocument, metadata
+from .table_base import IDENTIFIER_LENGTH, JsonDocument, metadata
 
 lg_store_items = Table(
     "lg_store_items",

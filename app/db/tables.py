@@ -4,10 +4,7 @@ One row per key means two writers of different keys of the same app never wait
 for each other; only writers of the same key serialize on its row.
 """
 
-from typing import Any
-
 from sqlalchemy import (
-    JSON,
     BigInteger,
     Column,
     Double,
@@ -15,55 +12,24 @@ from sqlalchemy import (
     Index,
     Integer,
     LargeBinary,
-    MetaData,
     String,
     Table,
     Text,
     UniqueConstraint,
     text,
 )
-from sqlalchemy.dialects.postgresql import BIT, JSONB
-from sqlalchemy.engine import Dialect
-from sqlalchemy.types import TypeDecorator
+from sqlalchemy.dialects.postgresql import BIT
 
-from .. import json_codec
-from ..identifiers import IDENTIFIER_MAX_LENGTH
+# LangGraph's tables join the same metadata (the migrations compare it whole).
+from . import checkpoint_tables, store_item_tables  # noqa: F401
+from .table_base import IDENTIFIER_LENGTH, JsonValue
 
-# Column widths of app names, user ids, session ids and event ids: the API's
-# identifier limit (the migrations keep the number they were written with).
-IDENTIFIER_LENGTH = IDENTIFIER_MAX_LENGTH
+# Read from here by the migrations and the SQLite statements.
+from .table_base import JsonDocument as JsonDocument
+from .table_base import metadata as metadata
+
 # An embedder's model id as stored with its vectors ("openai/<model>@<dimensions>").
 EMBEDDING_MODEL_LENGTH = 300
-
-
-class JsonText(TypeDecorator[Any]):
-    """JSON kept in a TEXT column. SQLite gives a column declared JSON numeric
-    affinity, which would turn a stored `1.0` into the integer 1."""
-
-    impl = Text
-    cache_ok = True
-
-    def process_bind_param(self, value: Any, dialect: Dialect) -> str:
-        return json_codec.dumps_text(value)
-
-    def process_result_value(self, value: str | None, dialect: Dialect) -> Any:
-        return None if value is None else json_codec.loads(value)
-
-
-# JSONB on PostgreSQL (for the database-side `||` merge). On SQLite a session's
-# state (always an object, so never mistaken for a number) is a JSON column; one
-# key's value, which may be a bare number, is TEXT (see JsonText).
-JsonDocument = JSON().with_variant(JSONB(), "postgresql")
-JsonValue = JsonText().with_variant(JSONB(), "postgresql")
-
-metadata = MetaData(
-    naming_convention={
-        "ix": "ix_%(table_name)s_%(column_0_N_name)s",
-        "uq": "uq_%(table_name)s_%(column_0_N_name)s",
-        "fk": "fk_%(table_name)s_%(referred_table_name)s",
-        "pk": "pk_%(table_name)s",
-    }
-)
 
 app_states = Table(
     "app_states",
@@ -269,7 +235,3 @@ SEARCH_INDEX_OBJECTS = frozenset(
         "memories_fts_content",
     }
 )
-
-# LangGraph's checkpoint tables join the same metadata (migrations compare it).
-from . import checkpoint_tables as _checkpoint_tables  # noqa: E402, F401
-from . import store_item_tables as _store_item_tables  # noqa: E402, F401

@@ -1,0 +1,213 @@
+"""The server's modules import each other without circles, and its foundation
+imports nothing above it (docs/design.md, "The foundation").
+
+The graph is read from the sources with `ast`, not from what Python happens to
+have imported: every `import` and `from ... import` counts, relative ones
+resolved, including those inside functions and under `if TYPE_CHECKING:`, since
+a late or type-only import is a circle put off, not one avoided."""
+
+import ast
+from collections.abc import Mapping, Set
+from pathlib import Path
+
+import pytest
+
+APP = Path(__file__).parent.parent / "app"
+# The server's package is the folder app/, installed as session_state.
+PACKAGE_NAMES = ("app", "session_state")
+
+# The foundation: what every feature and the HTTP layer build on. Each of these
+# imports only others of them (and libraries), so no feature module and
+# nothing of app.api.
+FOUNDATION = frozenset(
+    {
+        "app.config",  # the settings
+        "app.database_url",  # database URLs, which the settings read
+        "app.host_names",  # Host names, which the settings check
+        "app.auth",  # API keys and the apps each may use
+        "app.errors",  # the domain errors, mapped to HTTP in app.api.problems
+        "app.identifiers",  # the identifier rule and the key of a session
+        "app.json_codec",  # JSON in and out
+        "app.json_rules",  # which JSON values are accepted
+        "app.limits",  # the limits every request is held to
+        "app.labels",  # session labels and their filters
+        "app.state",  # scoped state keys and deltas
+        "app.domain",  # the values the layers pass each other
+    }
+)
+
+Graph = Mapping[str, Set[str]]
+
+
+def module_name(path: Path, root: Path = APP) -> str:
+    parts = list(path.relative_to(root.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _own_module(name: str, modules: Set[str]) -> str | None:
+    """The server's module that importing `name` runs: `name` itself, else the
+    module holding it (`app.db.tables.sessions` is `app.db.tables`); None for
+    a library."""
+    first, _, rest = name.partition(".")
+    if first not in PACKAGE_NAMES:
+        return None
+    name = ".".join(["app", rest]) if rest else "app"
+    while name and name not in modules:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def imports_of(module: str, is_package: bool, source: str, modules: Set[str]) -> set[str]:
+    """The server's modules that `module` imports, anywhere in its source."""
+    package = module if is_package else module.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                origin = ".".join([*base, node.module] if node.module else base)
+            else:
+                origin = node.module or ""
+            # `from package import module` imports the module; any other name
+            # comes from the module `origin` names.
+            names = [f"{origin}.{alias.name}" for alias in node.names]
+        else:
+            continue
+        for name in names:
+            target = _own_module(name, modules)
+            if target is not None and target != module:
+                found.add(target)
+    return found
+
+
+def import_graph(root: Path = APP) -> dict[str, set[str]]:
+    paths = {module_name(path, root): path for path in sorted(root.rglob("*.py"))}
+    return {
+        module: imports_of(module, path.name == "__init__.py", path.read_text(), set(paths))
+        for module, path in paths.items()
+    }
+
+
+def find_circles(graph: Graph) -> list[list[str]]:
+    """One circle (first module repeated last) for each group of modules that
+    reach each other (Tarjan's strongly connected components)."""
+    index: dict[str, int] = {}
+    lowest: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    groups: list[set[str]] = []
+
+    def visit(module: str) -> None:
+        index[module] = lowest[module] = len(index)
+        stack.append(module)
+        on_stack.add(module)
+        for target in sorted(graph.get(module, ())):
+            if target not in index:
+                visit(target)
+                lowest[module] = min(lowest[module], lowest[target])
+            elif target in on_stack:
+                lowest[module] = min(lowest[module], index[target])
+        if lowest[module] == index[module]:
+            group = set()
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                group.add(member)
+                if member == module:
+                    break
+            if len(group) > 1:
+                groups.append(group)
+
+    for module in sorted(graph):
+        if module not in index:
+            visit(module)
+    return sorted(_circle_in(group, graph) for group in groups)
+
+
+def _circle_in(group: set[str], graph: Graph) -> list[str]:
+    """The shortest way from the group's first module back to itself."""
+    start = min(group)
+    paths = {target: [start, target] for target in graph[start] if target in group}
+    while start not in paths:
+        paths = {
+            target: [*path, target]
+            for module, path in sorted(paths.items(), reverse=True)
+            for target in graph[module]
+            if target in group
+        }
+    return paths[start]
+
+
+def test_every_form_of_import_is_read() -> None:
+    modules = {"app", "app.a", "app.b", "app.e", "app.f", "app.pkg", "app.pkg.c", "app.pkg.d"}
+    source = """
+from typing import TYPE_CHECKING
+import json
+import app.a
+from session_state.b import something
+from . import c
+from .d import name as other_name
+
+if TYPE_CHECKING:
+    from ..e import OnlyATypeHere
+
+
+def later() -> None:
+    from ..f import late
+"""
+    assert imports_of("app.pkg.x", False, source, modules) == {
+        "app.a",
+        "app.b",
+        "app.pkg.c",
+        "app.pkg.d",
+        "app.e",
+        "app.f",
+    }
+    # A package's own __init__ is one level up from itself, not from its parent.
+    assert imports_of("app.pkg", True, "from .c import z", modules) == {"app.pkg.c"}
+    # A name that is no module comes from the package that holds it.
+    assert imports_of("app.pkg.x", False, "from . import helper", modules) == {"app.pkg"}
+
+
+def test_a_circle_is_found_and_shown_whole() -> None:
+    graph = {
+        "app.a": {"app.b"},
+        "app.b": {"app.c", "app.d"},
+        "app.c": {"app.a"},
+        "app.d": set(),
+        "app.e": {"app.a", "app.f"},
+        "app.f": {"app.e"},
+    }
+    assert find_circles(graph) == [
+        ["app.a", "app.b", "app.c", "app.a"],
+        ["app.e", "app.f", "app.e"],
+    ]
+    assert find_circles({"app.a": {"app.b"}, "app.b": set()}) == []
+
+
+@pytest.fixture(scope="module")
+def graph() -> dict[str, set[str]]:
+    return import_graph()
+
+
+def test_the_server_has_no_import_circles(graph: dict[str, set[str]]) -> None:
+    # The graph is the server's: every module, with the imports that wire them.
+    assert len(graph) > 100
+    assert sum(map(len, graph.values())) > 500
+    assert "app.config" in graph["app.main"]
+    circles = find_circles(graph)
+    assert not circles, "import circles:\n" + "\n".join(" -> ".join(c) for c in circles)
+
+
+def test_the_foundation_imports_only_the_foundation(graph: dict[str, set[str]]) -> None:
+    assert not FOUNDATION - graph.keys(), f"not modules: {sorted(FOUNDATION - graph.keys())}"
+    above = {
+        module: sorted(graph[module] - FOUNDATION)
+        for module in sorted(FOUNDATION)
+        if graph[module] - FOUNDATION
+    }
+    assert not above, f"foundation modules importing modules above the foundation: {above}"
