@@ -246,3 +246,68 @@ async def test_a_value_past_the_item_limit_is_422_item_too_large(client: httpx.A
     big = {"text": "x" * (1024 * 1024)}
     answer = await client.post(BATCH, json={"ops": [_put(["ann"], "k", big)]})
     assert_problem(answer, 422, "item_too_large")
+
+
+ORDERED_VALUES: list[Any] = [
+    -100, -10, -9.5, -2, -1, -0.5, 0, 0.25, 1, 2, 9, 9.75, 10, 11, 19, 100, 1000, 12_345_678_901,
+    # Not numbers: never ordered, whatever their text.
+    "10", "9", "-5", True, None, [10],
+]  # fmt: skip
+THRESHOLDS = [9, 10, -1, -9.5, 0.3, 2, 100, -0.5, 1e10]
+COMPARED = {
+    "$gt": lambda value, bound: value > bound,
+    "$gte": lambda value, bound: value >= bound,
+    "$lt": lambda value, bound: value < bound,
+    "$lte": lambda value, bound: value <= bound,
+}
+
+
+async def test_ordering_operators_compare_numbers_by_value_not_as_text(
+    client: httpx.AsyncClient,
+) -> None:
+    """10 > 9, -10 < -9.5, 0.25 < 2, 12345678901 > 1e10: compared as numbers
+    (text would put "10" before "9" and "-10" after "-9.5"); strings,
+    booleans and the rest are never ordered."""
+    await _batch(
+        client,
+        *(_put(["nums"], f"k{index}", {"n": value}) for index, value in enumerate(ORDERED_VALUES)),
+    )
+    numbers = {
+        f"k{index}": value
+        for index, value in enumerate(ORDERED_VALUES)
+        if isinstance(value, int | float) and not isinstance(value, bool)
+    }
+    for operator, compare in COMPARED.items():
+        for bound in THRESHOLDS:
+            [found] = await _batch(
+                client,
+                {
+                    "op": "search",
+                    "namespacePrefix": ["nums"],
+                    "filter": {"n": {operator: bound}},
+                    "limit": 100,
+                },
+            )
+            got = sorted(item["key"] for item in found)
+            wanted = sorted(key for key, value in numbers.items() if compare(value, bound))
+            assert got == wanted, (operator, bound)
+    # A range of two operators, and one nested in an object.
+    [between] = await _batch(
+        client,
+        {
+            "op": "search",
+            "namespacePrefix": ["nums"],
+            "filter": {"n": {"$gt": -10, "$lte": 10}},
+            "limit": 100,
+        },
+    )
+    assert sorted(item["value"]["n"] for item in between) == [
+        -9.5, -2, -1, -0.5, 0, 0.25, 1, 2, 9, 9.75, 10
+    ]  # fmt: skip
+    await _batch(
+        client, _put(["deep"], "a", {"m": {"n": 10}}), _put(["deep"], "b", {"m": {"n": 9}})
+    )
+    [deep] = await _batch(
+        client, {"op": "search", "namespacePrefix": ["deep"], "filter": {"m": {"n": {"$gt": 9}}}}
+    )
+    assert [item["key"] for item in deep] == ["a"]

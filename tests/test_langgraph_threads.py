@@ -370,3 +370,37 @@ async def test_metrics_count_checkpoints_writes_and_removed_threads(
     )
     removed = 'session_state_threads_removed_total{how="deleted"}'
     assert value(after, removed) - value(before, removed) == 1
+
+
+async def test_pending_writes_come_in_langgraph_order_task_path_task_id_index(
+    client: httpx.AsyncClient,
+) -> None:
+    """LangGraph applies a checkpoint's writes sorted by (task path, task id,
+    index): tasks written in another order than their ids', two of them of
+    the same path, each with several indexes, come back in that order."""
+    assert (await put(client, "c1", checkpoint_body({"a": "1"}, {"a": 0}))).status_code == 204
+    # (task id, task path), in the order their writes are sent.
+    tasks = [("t-c", "~0"), ("t-a", "~1"), ("t-b", "~1"), ("t-0", "~1"), ("t-z", "~0")]
+    for task_id, task_path in tasks:
+        writes = [
+            {
+                "taskId": task_id,
+                "taskPath": task_path,
+                "idx": idx,
+                "channel": "a",
+                "type": "json",
+                "data": b64(f"{task_id}/{idx}"),
+            }
+            for idx in (1, 0, 2)
+        ]
+        answer = await client.post(f"{thread_url()}/checkpoints/c1/writes", json={"writes": writes})
+        assert answer.status_code == 204, answer.text
+    [checkpoint] = await listed(client)
+    got = [
+        (write["taskPath"], write["taskId"], write["idx"]) for write in checkpoint["pendingWrites"]
+    ]
+    wanted = sorted((task_path, task_id, idx) for task_id, task_path in tasks for idx in (0, 1, 2))
+    assert got == wanted
+    assert [json.loads(base64.b64decode(w["data"])) for w in checkpoint["pendingWrites"]] == [
+        f"{task_id}/{idx}" for _, task_id, idx in wanted
+    ]

@@ -48,6 +48,22 @@ class Message:
     raw_id: str = ""
 
 
+# Every wait on a stream is bounded: a message that never comes fails the
+# test in seconds (a stream's heartbeats would keep it waiting until pytest's
+# own timeout).
+MESSAGE_WAIT_SECONDS = 15
+
+
+async def next_message(
+    received: AsyncIterator[Message], seconds: float = MESSAGE_WAIT_SECONDS
+) -> Message:
+    """The stream's next message; a failure if none comes within `seconds`."""
+    try:
+        return await asyncio.wait_for(anext(received), seconds)
+    except TimeoutError:
+        raise AssertionError(f"no stream message within {seconds} s") from None
+
+
 async def messages(response: httpx.Response) -> AsyncIterator[Message]:
     """The stream's messages (comments and retry lines skipped)."""
     fields: dict[str, str] = {}
@@ -124,7 +140,9 @@ async def collect(
     ) as response:
         assert response.status_code == 200, await response.aread()
         assert response.headers["content-type"].startswith("text/event-stream")
-        async for message in messages(response):
+        received = messages(response)
+        while True:
+            message = await next_message(received)
             got.append(message)
             if message.event == "deleted" or (message.id is not None and message.id >= until):
                 break
@@ -361,26 +379,37 @@ async def test_the_clients_follow_a_session_and_resume_by_themselves_after_a_dro
         if flavour == "async":
             client = AsyncSessionStateClient(base_url=proxied)
             got = []
-            async for message in client.stream_events(**where, after=0):
-                got.append(message)
-                if len(got) == 10:
-                    proxy.drop()
-                if message.revision == 30:
-                    break
-            await client.aclose()
+            stream = aiter(client.stream_events(**where, after=0))
+            try:
+                while not got or got[-1].revision != 30:
+                    got.append(await asyncio.wait_for(anext(stream), MESSAGE_WAIT_SECONDS))
+                    if len(got) == 10:
+                        proxy.drop()
+            finally:
+                await client.aclose()
         else:
+            sync_client = SessionStateClient(base_url=proxied)
 
             def follow() -> list[StreamMessage]:
                 messages = []
-                with SessionStateClient(base_url=proxied) as client:
-                    for message in client.stream_events(**where, after=0):
+                with sync_client:
+                    for message in sync_client.stream_events(**where, after=0):
                         messages.append(message)
                         on_tenth(len(messages))
                         if message.revision == 30:
                             break
                 return messages
 
-            got = await asyncio.to_thread(follow)
+            following = asyncio.ensure_future(asyncio.to_thread(follow))
+            try:
+                got = await asyncio.wait_for(asyncio.shield(following), 60)
+            except TimeoutError:
+                # Ends the thread's read: its connection and client closed.
+                await proxy.close()
+                sync_client.close()
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(following, 30)
+                raise AssertionError("the sync client's stream stalled") from None
         await appending
         await proxy.close()
     assert [m.revision for m in got] == list(range(1, 31))
@@ -404,16 +433,16 @@ async def test_a_user_stream_summarises_each_change_and_resumes_by_its_cursor(se
         received = messages(response)
         session = f"{user}/sessions/s1"
         assert (await writer.post(f"{user}/sessions", json={"sessionId": "s1"})).status_code == 201
-        created = await anext(received)
+        created = await next_message(received)
         assert (created.event, json.loads(created.data)["sessionId"]) == ("created", "s1")
         await append(writer, session, 2)
-        appended = await anext(received)
+        appended = await next_message(received)
         assert (appended.event, json.loads(appended.data)["revision"]) == ("appended", 2)
         assert (await writer.delete(f"{session}/events", params={"last": 1})).status_code == 200
-        removed = await anext(received)
+        removed = await next_message(received)
         assert (removed.event, json.loads(removed.data)["revision"]) == ("removed", 3)
         assert (await writer.delete(session)).status_code == 204
-        deleted = await anext(received)
+        deleted = await next_message(received)
         assert (deleted.event, json.loads(deleted.data)) == ("deleted", {"sessionId": "s1"})
         cursor = created.raw_id
     # A resume from the cursor of `created` finds what changed since: the
@@ -439,7 +468,8 @@ async def test_a_graceful_shutdown_ends_streams_cleanly(streaming_servers):
             stopping = asyncio.create_task(asyncio.to_thread(server.stop))
             # The body ends as a body ends (no protocol error), long before
             # uvicorn's 30 s grace would have run out.
-            rest = [line async for line in response.aiter_lines()]
+            async with asyncio.timeout(20):
+                rest = [line async for line in response.aiter_lines()]
             ended_after = time.monotonic() - started
     await stopping
     assert not [line for line in rest if line.startswith("event:")]
@@ -480,7 +510,7 @@ async def _user_messages(
     ):
         assert response.status_code == 200, await response.aread()
         received = messages(response)
-        return [await asyncio.wait_for(anext(received), 20) for _ in range(count)]
+        return [await next_message(received, 20) for _ in range(count)]
 
 
 async def test_a_user_stream_resumed_replays_deletions_and_expiries_once_in_order(servers):
@@ -496,7 +526,7 @@ async def test_a_user_stream_resumed_replays_deletions_and_expiries_once_in_orde
         await writer_post_session(last.base_url, user, "s1")
         created = await writer.post(f"{user}/sessions", json={"sessionId": "s2", "ttlSeconds": 1})
         assert created.status_code == 201
-        seen = [await anext(received), await anext(received)]
+        seen = [await next_message(received), await next_message(received)]
         assert [_summary(m) for m in seen] == [("created", "s1"), ("created", "s2")]
     # Away: s1 deleted on one process, s2 expired and swept, s3 created.
     async with httpx.AsyncClient(base_url=last.base_url, timeout=30) as writer:
@@ -527,8 +557,8 @@ async def test_a_user_stream_announces_an_expiry_as_it_is_swept(servers):
         received = messages(response)
         created = await writer.post(f"{user}/sessions", json={"sessionId": "s", "ttlSeconds": 1})
         assert created.status_code == 201
-        assert _summary(await anext(received)) == ("created", "s")
-        expired = await asyncio.wait_for(anext(received), 20)
+        assert _summary(await next_message(received)) == ("created", "s")
+        expired = await next_message(received, 20)
     assert _summary(expired) == ("expired", "s")
 
 
@@ -701,7 +731,7 @@ async def test_a_transaction_open_before_later_commits_does_not_make_its_change_
             )
             assert committed == 2
             await transaction.commit()
-            got = [await asyncio.wait_for(anext(received), 10) for _ in range(3)]
+            got = [await next_message(received) for _ in range(3)]
     finally:
         await connection.close()
     # The held change first: its number is the lowest.

@@ -235,3 +235,41 @@ async def test_a_rare_term_comes_first_among_more_common_hits_than_a_term_ranks(
         assert (await _ids(client, "coffee Lisbon", mode))[:1] == ["coffee0"]
     newest = await _ids(client, "coffee", "keyword", limit=3)
     assert newest == [f"coffee{KEYWORD_HITS_PER_TERM + 19 - index}" for index in range(3)]
+
+
+CODE_MEMORIES = {
+    # The code is a few words of a long memory about something else: its
+    # meaning is the garden's, and a question of the code alone is nearer
+    # in meaning to the short memories of look-alike codes (one word each,
+    # so that they share no keyword with it).
+    "courier": "We spent Saturday in the garden planting tomatoes, basil and two rows of "
+    "beans; the neighbours brought lemonade and we talked about the summer holidays until "
+    "late. The courier left the box labelled XJ-4471-B by the shed.",
+    "stock": "Part number XJ4417C is out of stock at the warehouse.",
+    "shipped": "Order reference XK4471D was shipped to the depot.",
+    "router": "The serial on the router is JX7144B.",
+    "printer": "Ticket QP1180A about the printer is closed.",
+}
+
+
+async def test_the_default_search_finds_by_keywords_what_meaning_cannot_place(client):
+    """An identifier only the keyword side places: the default (hybrid)
+    search has its memory first, whether the memory holds every word of the
+    question (the keyword ranking stands) or not (the two rankings fused)."""
+    memories = [
+        {"id": memory_id, "content": {"role": "user", "parts": [{"text": text}]}}
+        for memory_id, text in CODE_MEMORIES.items()
+    ]
+    written = await client.post(f"{MEMORY}/entries", json={"memories": memories})
+    assert written.status_code == 200, written.text
+    holds_every_word = ["XJ-4471-B", "where is XJ-4471-B"]  # "where is": stop words
+    fused = ["XJ-4471-B parcel", "the XJ-4471-B package"]
+    for question in holds_every_word + fused:
+        # Meaning alone ranks a look-alike code first: only keywords find it.
+        assert (await _ids(client, question, "semantic"))[:1] != ["courier"], question
+        assert (await _ids(client, question, "keyword"))[:1] == ["courier"], question
+        found = await _ids(client, question)
+        assert found[:1] == ["courier"], (question, found)
+        assert await _ids(client, question, "hybrid") == found
+        # The path taken: the keyword ranking alone, or fused with meaning's.
+        assert ("stock" in found) == (question in fused), (question, found)

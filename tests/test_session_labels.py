@@ -4,9 +4,12 @@ when it has some; and request bodies that refuse fields the API does not
 define. On SQLite and PostgreSQL (the `client` fixture runs each on both)."""
 
 import asyncio
+import uuid
+
+import httpx
 
 from session_state.config import Settings
-from tests.conftest import asgi_client
+from tests.conftest import ServerProcess, asgi_client
 
 APP = "/apps/travel"
 SESSIONS = f"{APP}/users/ada/sessions"
@@ -119,6 +122,62 @@ async def test_concurrent_patches_of_labels_and_state_lose_nothing(client):
     assert not any(
         f"k{other}" in session["state"] for other in range(count, 2 * count) if other != number
     )
+
+
+async def test_labels_patched_with_a_state_delta_land_with_its_event_for_every_reader(
+    server: ServerProcess,
+):
+    """PATCHes of labels and state raced by several writers against a
+    started server, while readers read the session: every read sees the
+    labels written with the state it sees (one transaction, never the state
+    of one PATCH beside the labels of another), and so does the end."""
+    session = f"{SESSIONS}/{uuid.uuid4().hex[:8]}"
+    writers, patches_each = 4, 8
+    in_flight = most_in_flight = 0
+    reads_while_writing = 0
+    seen: set[str] = set()
+    writing = True
+    async with httpx.AsyncClient(base_url=server.base_url, timeout=30) as http:
+        created = await http.post(SESSIONS, json={"sessionId": session.rsplit("/", 1)[1]})
+        assert created.status_code == 201, created.text
+
+        async def write(writer: int) -> None:
+            nonlocal in_flight, most_in_flight
+            for number in range(patches_each):
+                tag = f"w{writer}-{number}"
+                in_flight += 1
+                most_in_flight = max(most_in_flight, in_flight)
+                try:
+                    body = {"labels": {"writer": tag}, "stateDelta": {"writer": tag}}
+                    answer = await http.patch(session, json=body)
+                finally:
+                    in_flight -= 1
+                assert answer.status_code == 200, answer.text
+
+        async def read() -> None:
+            nonlocal reads_while_writing
+            while writing:
+                answer = await http.get(session, params={"numRecentEvents": 0})
+                assert answer.status_code == 200, answer.text
+                body = answer.json()
+                assert body.get("labels", {}).get("writer") == body["state"].get("writer"), body
+                if in_flight and "writer" in body["state"]:
+                    reads_while_writing += 1
+                    seen.add(body["state"]["writer"])
+
+        readers = [asyncio.create_task(read()) for _ in range(3)]
+        try:
+            await asyncio.wait_for(asyncio.gather(*(write(w) for w in range(writers))), 60)
+        finally:
+            writing = False
+            await asyncio.gather(*readers)
+        final = (await http.get(session)).json()
+    assert len(final["events"]) == writers * patches_each
+    last_delta = final["events"][-1]["actions"]["stateDelta"]
+    assert final["labels"] == {"writer": final["state"]["writer"]} == last_delta
+    # The race happened: PATCHes overlapped, and readers read between them.
+    assert most_in_flight >= 2, most_in_flight
+    assert reads_while_writing >= 10 and len(seen) >= 5, (reads_while_writing, len(seen))
 
 
 async def test_a_fork_copies_the_labels_unless_given(client):

@@ -130,6 +130,52 @@ async def test_appends_at_once_go_together_and_each_gets_its_own_answer(server: 
         assert requests >= 1
 
 
+async def test_many_appends_to_a_few_sessions_in_one_turn_keep_each_sessions_order(
+    server: ServerProcess,
+):
+    """Appends to three sessions made in one turn, with four requests free:
+    what gathered is split among requests, each session's appends in one of
+    them (no more requests than sessions), and every session's events are
+    stored in the order its appends were made. A session's first appends
+    are the big ones: a request holding only its later ones would be stored
+    first."""
+    app = "one-turn"
+    counts = {"a": 12, "b": 6, "c": 6}
+    async with AsyncSessionStateClient(base_url=server.base_url) as client:
+        client._appends.max_in_flight = 4
+        await _create(client, app, list(counts))
+        requests_before = await _appends_requests(server.base_url)
+        made = [(session, step) for session, count in counts.items() for step in range(count)]
+
+        def event(session: str, step: int) -> dict[str, Any]:
+            padding = "x" * (200_000 if step < counts[session] // 2 else 10)
+            return {
+                "id": f"{session}-{step}",
+                "author": "agent",
+                "customMetadata": {"padding": padding},
+                "actions": {"stateDelta": {"step": step}},
+            }
+
+        results = await asyncio.gather(
+            *(
+                client.append_event(
+                    app_name=app, user_id="u", session_id=session, event=event(session, step)
+                )
+                for session, step in made
+            )
+        )
+        requests = await _appends_requests(server.base_url) - requests_before
+        for session, count in counts.items():
+            stored = await client.get_session(app_name=app, user_id="u", session_id=session)
+            assert stored is not None
+            assert [e["id"] for e in stored.events] == [f"{session}-{s}" for s in range(count)]
+            assert stored.state["step"] == count - 1
+    # Each append's answer is its own revision, in the order made.
+    assert [result.revision for result in results] == [step + 1 for _, step in made]
+    # Together, and split: more than one request, no more than the sessions.
+    assert 2 <= requests <= len(counts), requests
+
+
 @contextlib.asynccontextmanager
 async def _held_at_the_database(postgres_url: str, app: str) -> AsyncIterator[asyncpg.Connection]:
     """The app key `app:gate` locked by another transaction: appends that
