@@ -16,6 +16,26 @@ SessionCursor = tuple[float, str, str]
 
 
 @dataclass(frozen=True)
+class ChangeHorizon:
+    """The session writes committed before a walk of a list began, by their
+    change numbers (never by a clock): those below `bound` but none of
+    `running` (PostgreSQL's transactions still in flight then; SQLite has
+    none). docs/api.md, "Walking a list"."""
+
+    bound: int
+    running: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class SessionPosition:
+    """Where a page of a walk starts: after `cursor`, among the sessions
+    last written before `horizon`."""
+
+    cursor: SessionCursor
+    horizon: ChangeHorizon
+
+
+@dataclass(frozen=True)
 class NewEvent:
     """An event ready to store: validated, ``temp:`` keys removed, JSON encoded."""
 
@@ -124,6 +144,8 @@ class SessionListing:
     app_state: StateDict
     user_states: dict[str, StateDict]
     more: bool
+    # The walk's horizon: the one given, or, on a first page, read with it.
+    horizon: ChangeHorizon | None = None
 
 
 @dataclass(frozen=True)
@@ -359,7 +381,7 @@ class SessionPage:
     """`next_after`: where the next page starts, None on the last."""
 
     sessions: list[SessionView]
-    next_after: SessionCursor | None
+    next_after: SessionPosition | None
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,10 @@ MAX_INT64 = 2**63 - 1
 # Events a removal may answer with (`returnRemoved`): a pop's worth, bounded
 # so that the answer is read in one go.
 MAX_RETURNED_REMOVED_EVENTS = 100
+# Transactions in flight a walk's horizon names, at most (PostgreSQL):
+# past them, its bound is lowered to the first left out, so that a sessions
+# page token stays within MAX_TOKEN_LENGTH (app.pagination).
+MAX_RUNNING_IN_HORIZON = 128
 # Bodies above this are parsed and checked off the event loop.
 OFFLOAD_BODY_BYTES = 256 * 1024
 

@@ -14,8 +14,9 @@ from typing import Any
 from . import json_codec
 from .errors import BadRequest
 
-# Far above any token we issue (a cursor of two 128-character identifiers).
-MAX_TOKEN_LENGTH = 2048
+# Above any token we issue: a cursor of two 128-character identifiers and a
+# walk's horizon (limits.MAX_RUNNING_IN_HORIZON numbers).
+MAX_TOKEN_LENGTH = 4096
 INVALID_TOKEN = "pageToken is not a valid page token"
 FOREIGN_TOKEN = "pageToken does not belong to this list"
 

@@ -25,9 +25,9 @@ from .domain import (
     ListedApp,
     ListedUser,
     RemovalOutcome,
-    SessionCursor,
     SessionKey,
     SessionPage,
+    SessionPosition,
     SessionQuery,
     SessionRow,
     SessionSnapshot,
@@ -189,11 +189,13 @@ class SessionService:
         app_name: str,
         user_id: str | None,
         page_size: int,
-        after: SessionCursor | None,
+        after: SessionPosition | None,
         query: SessionQuery = ALL_SESSIONS,
     ) -> SessionPage:
         """The sessions `query` selects after `after` (all users' when
-        `user_id` is None); without `query.include_state`, with `{}` as state."""
+        `user_id` is None); without `query.include_state`, with `{}` as state.
+        A walk is pinned by its first page's horizon, which every position
+        after it carries."""
         max_bytes = self.limits.max_response_bytes - RESPONSE_OVERHEAD_BYTES
         now = self.clock()
         listing = await self.reads.read(
@@ -212,10 +214,11 @@ class SessionService:
             )
             for row in page
         ]
-        if not (listing.more and page):
+        if not (listing.more and page) or listing.horizon is None:
             return SessionPage(sessions, None)
         last = page[-1]
-        return SessionPage(sessions, (last.update_time, last.user_id, last.id))
+        cursor = (last.update_time, last.user_id, last.id)
+        return SessionPage(sessions, SessionPosition(cursor, listing.horizon))
 
     async def list_apps(
         self, allowed: frozenset[str] | None, page_size: int, after: str | None

@@ -13,8 +13,8 @@ from dataclasses import replace
 import asyncpg
 
 from session_state.db import postgresql_statements as sql
-from session_state.db.session_listing import listing_parameters, listing_sql
-from session_state.domain import SessionQuery
+from session_state.db.session_listing import listing_parameters, listing_sql, parse_horizon
+from session_state.domain import ChangeHorizon, SessionPosition, SessionQuery
 from session_state.labels import LabelFilter
 
 PROBE, GUARD, PAGE = 6, 8, 3
@@ -43,7 +43,7 @@ def _statement(guarded: bool, after: bool, descending: bool) -> sql.Statement:
 
 async def _pages(connection, app, query, guarded, now):
     """Every page of the list, in order (a page's last row is the cursor)."""
-    pages, after = [], None
+    pages, after, horizon = [], None, None
     descending = query.order == "desc"
     while True:
         statement = _statement(guarded, after is not None, descending)
@@ -51,16 +51,17 @@ async def _pages(connection, app, query, guarded, now):
         if guarded:
             assert "label_guard" in statement.names
             values.update(label_probe=PROBE, label_guard=GUARD)
-        rows = [
-            tuple(row)
-            for row in await connection.fetch(statement.text, *statement.arguments(values))
-        ]
+        fetched = await connection.fetch(statement.text, *statement.arguments(values))
+        if after is None and fetched:
+            horizon = parse_horizon(fetched[-1][8])
+        # Without the horizon: each walk reads its own.
+        rows = [tuple(row)[:8] for row in fetched]
         page = rows[:PAGE]
         pages.append(page)
         if len(rows) <= PAGE:
             return pages
         last = page[-1]
-        after = (last[4], last[0], last[1])
+        after = SessionPosition((last[4], last[0], last[1]), horizon)
 
 
 async def test_every_way_of_a_filtered_list_gives_the_plain_walks_pages(postgres_url):
@@ -118,4 +119,51 @@ async def test_every_way_of_a_filtered_list_gives_the_plain_walks_pages(postgres
                 assert len(found) == len(set(found)) == listed, (labels, order)
     finally:
         await connection.execute("DELETE FROM sessions WHERE app_name = $1", app)
+        await connection.close()
+
+
+async def test_a_walk_s_later_pages_are_read_in_list_order_from_the_order_indexes(postgres_url):
+    """The horizon that pins a walk is a filter on the rows the order index
+    gives, never a sort of the app's sessions: with sorting priced out, each
+    unlabelled page after the first still reads an order index."""
+    connection = await asyncpg.connect(
+        postgres_url.replace("postgresql+asyncpg://", "postgresql://")
+    )
+    try:
+        async with connection.transaction():
+            await connection.execute("SET LOCAL enable_sort = off")
+            await connection.execute("SET LOCAL enable_seqscan = off")
+            horizon = ChangeHorizon(1 << 40, (1 << 39, (1 << 39) + 5))
+            after = SessionPosition((time.time(), "ada", "s1"), horizon)
+            for one_user, index in (
+                (False, "ix_sessions_app_order"),
+                (True, "ix_sessions_app_user_order"),
+            ):
+                for order in ("asc", "desc"):
+                    statement = sql.LISTINGS[(one_user, True, order == "desc", False)]
+                    query = SessionQuery(order=order)
+                    values = listing_parameters(
+                        "plans",
+                        "ada" if one_user else None,
+                        after,
+                        query,
+                        PAGE,
+                        1 << 30,
+                        time.time(),
+                    )
+                    plan = "\n".join(
+                        row[0]
+                        for row in await connection.fetch(
+                            "EXPLAIN " + statement.text, *statement.arguments(values)
+                        )
+                    )
+                    assert index in plan, plan
+                    # The page's rows are the first the index gives past the
+                    # cursor: its scan is right under the LIMIT (what sorts
+                    # after it sorts only those rows).
+                    lines = [line.strip() for line in plan.splitlines()]
+                    limit = next(i for i, line in enumerate(lines) if line.startswith("->  Limit"))
+                    scan = "Index Scan Backward" if order == "desc" else "Index Scan"
+                    assert lines[limit + 1].startswith(f"->  {scan} using {index} "), plan
+    finally:
         await connection.close()

@@ -2,21 +2,30 @@
 (app.pagination) naming its list. What a token decodes to is checked in full
 here, so the rules only ever see a well-formed cursor."""
 
-import math
-from dataclasses import replace
 from typing import Any
 
-from ..domain import ALL_SESSIONS, SessionCursor, SessionKey, SessionQuery, SortOrder
+from ..domain import (
+    ALL_SESSIONS,
+    ChangeHorizon,
+    SessionKey,
+    SessionPosition,
+    SessionQuery,
+    SortOrder,
+)
 from ..errors import BadRequest
 from ..identifiers import IDENTIFIER_MAX_LENGTH
 from ..json_rules import text_problem
-from ..limits import MAX_INT64
+from ..limits import MAX_INT64, MAX_RUNNING_IN_HORIZON
 from ..pagination import INVALID_TOKEN, decode_token, encode_token
 
 SESSIONS_TOKEN = "sessions"
 APPS_TOKEN = "apps"
 USERS_TOKEN = "users"
 EVENTS_TOKEN = "events"
+FORMER_SESSIONS_TOKEN = (
+    "pageToken was made by an earlier version of the server, whose walks were"
+    " pinned by its clock: start the list again without pageToken"
+)
 
 
 def _sessions_list(app_name: str, user_id: str | None, query: SessionQuery) -> tuple[str, ...]:
@@ -38,70 +47,52 @@ def _events_list(key: SessionKey, order: SortOrder) -> tuple[str, ...]:
     return (key.app_name, key.user_id, key.session_id, order)
 
 
-def session_cursor(
+def session_position(
     token: str | None, app_name: str, user_id: str | None, query: SessionQuery = ALL_SESSIONS
-) -> SessionCursor | None:
+) -> SessionPosition | None:
     """Where a sessions page token's page starts: a finite time and two
-    identifiers. BadRequest for anything else, or another list's token."""
-    return _session_position(token, app_name, user_id, query)[0]
-
-
-def session_walk(
-    token: str | None, app_name: str, user_id: str | None, query: SessionQuery, now: float
-) -> tuple[SessionCursor | None, SessionQuery]:
-    """Where a page of a walk starts, and the query it runs: without the
-    caller's `updatedBefore`, the walk's end is pinned at the time its first
-    page was asked for (`now` then, carried by the tokens after it), so that
-    a session an update moves past the walk's position is not listed again
-    (docs/api.md, "Walking a list")."""
-    after, pinned_end = _session_position(token, app_name, user_id, query)
-    if query.updated_before is not None:
-        return after, query
+    identifiers, and the horizon its walk was pinned at (its first page's:
+    docs/api.md, "Walking a list"). BadRequest for anything else, another
+    list's token, or a token of before walks were pinned by change numbers
+    (it carried no horizon, or a time)."""
     if token is None:
-        # updatedBefore is exclusive: a session written at this very time
-        # was there when the walk began.
-        pinned_end = math.nextafter(now, math.inf)
-    if pinned_end is None:  # a token of before the walk's end was pinned
-        return after, query
-    return after, replace(query, updated_before=pinned_end)
-
-
-def _session_position(
-    token: str | None, app_name: str, user_id: str | None, query: SessionQuery
-) -> tuple[SessionCursor | None, float | None]:
-    if token is None:
-        return None, None
+        return None
     position = decode_token(token, SESSIONS_TOKEN, _sessions_list(app_name, user_id, query))
-    if len(position) not in (3, 4):
+    if len(position) in (3, 4):
+        raise BadRequest(FORMER_SESSIONS_TOKEN)
+    if len(position) != 5:
         raise BadRequest(INVALID_TOKEN)
-    update_time, user, session_id = position[:3]
-    pinned_end = position[3] if len(position) == 4 else None
+    update_time, user, session_id, bound, offsets = position
     if not (
         _is_time(update_time)
-        and (pinned_end is None or _is_time(pinned_end))
         and _is_identifier(user)
         and _is_identifier(session_id)
+        and _is_int64(bound)
+        and isinstance(offsets, list)
+        and len(offsets) <= MAX_RUNNING_IN_HORIZON
+        and all(_is_int64(offset) and 1 <= offset <= bound for offset in offsets)
     ):
         raise BadRequest(INVALID_TOKEN)
-    return (float(update_time), user, session_id), (
-        None if pinned_end is None else float(pinned_end)
-    )
+    horizon = ChangeHorizon(bound, tuple(sorted(bound - offset for offset in offsets)))
+    return SessionPosition((float(update_time), user, session_id), horizon)
 
 
 def sessions_token(
-    after: SessionCursor | None,
+    after: SessionPosition | None,
     app_name: str,
     user_id: str | None,
     query: SessionQuery = ALL_SESSIONS,
-    walk: SessionQuery | None = None,
 ) -> str | None:
-    """The next page's token; `walk` (what session_walk gave), when its end
-    was pinned, carries that end on."""
+    """The next page's token: the cursor and the walk's horizon, the
+    transactions in flight as distances below its bound (short numbers)."""
     if after is None:
         return None
-    position: list[Any] = list(after)
-    if walk is not None and query.updated_before is None and walk.updated_before is not None:
-        position.append(walk.updated_before)
+    horizon = after.horizon
+    position: list[Any] = [
+        *after.cursor,
+        horizon.bound,
+        [horizon.bound - number for number in horizon.running],
+    ]
     return encode_token(SESSIONS_TOKEN, _sessions_list(app_name, user_id, query), position)
 
 

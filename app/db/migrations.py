@@ -11,7 +11,7 @@ from alembic.script import ScriptDirectory
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from .tables import LABEL_ROWS_OBJECTS, LABELS_INDEX, SEARCH_INDEX_OBJECTS
+from .tables import CHANGE_NUMBER_INDEX, LABEL_ROWS_OBJECTS, LABELS_INDEX, SEARCH_INDEX_OBJECTS
 
 
 def _migrations_directory() -> Path:
@@ -59,10 +59,12 @@ def include_object(
     _object: object, name: str | None, _type: str, _reflected: bool, _compare_to: object
 ) -> bool:
     """For autogenerate: the dialect-specific full-text and labels indexes
-    (and SQLite's label rows) are written by hand in the migrations, and are
-    not part of the shared models."""
+    (and SQLite's label rows and change number index) are written by hand in
+    the migrations, and are not part of the shared models."""
     return (
-        name not in SEARCH_INDEX_OBJECTS and name != LABELS_INDEX and name not in LABEL_ROWS_OBJECTS
+        name not in SEARCH_INDEX_OBJECTS
+        and name not in (LABELS_INDEX, CHANGE_NUMBER_INDEX)
+        and name not in LABEL_ROWS_OBJECTS
     )
 
 

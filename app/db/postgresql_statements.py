@@ -441,6 +441,9 @@ _LISTING_DIALECT = ListingDialect(
     has_labels="s.labels @> CAST(:label_equal AS jsonb)"
     " AND s.labels ?& CAST(:label_keys AS text[])",
     labels_bytes="coalesce(octet_length(CAST(s.labels AS text)), 0)",
+    # The statement's snapshot: change numbers are writers' transaction ids.
+    horizon="CAST(pg_current_snapshot() AS text)",
+    not_running="{0} <> ALL(CAST(:walk_running AS bigint[]))",
     label_guard=True,
 )
 

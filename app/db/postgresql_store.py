@@ -36,9 +36,9 @@ from ..domain import (
     Popped,
     Removal,
     SessionChanges,
-    SessionCursor,
     SessionKey,
     SessionListing,
+    SessionPosition,
     SessionQuery,
     SessionRow,
     SessionSnapshot,
@@ -72,7 +72,12 @@ from .directory_listing import directory_parameters
 from .event_windows import ERASE_CANDIDATES, events_batch, events_within
 from .memory_candidates import gather_memory_candidates
 from .migrations import SchemaNotCurrent
-from .session_listing import label_guard_parameters, listing_key, listing_parameters
+from .session_listing import (
+    label_guard_parameters,
+    listing_key,
+    listing_parameters,
+    parse_horizon,
+)
 from .state_sizes import entry_sizes, session_state_bytes, state_past_limit, state_too_large
 from .store import ForkOutcome, MemoriesOf
 
@@ -467,7 +472,7 @@ class PostgresStore:
         self,
         app_name: str,
         user_id: str | None,
-        after: SessionCursor | None,
+        after: SessionPosition | None,
         limit: int,
         max_bytes: int,
         now: float,
@@ -484,19 +489,22 @@ class PostgresStore:
                 for row in rows
             ]
             fetched = rows[-1][7] if rows else 0
+            horizon = after.horizon if after is not None else None
+            if after is None and rows:
+                horizon = parse_horizon(rows[-1][8])
             if len(page) > limit:
                 page, more = page[:limit], True
             else:
                 # Fewer rows than candidates: the budget cut the page.
                 more = fetched > len(page)
             if not query.include_state:
-                return SessionListing(page, {}, {}, more)
+                return SessionListing(page, {}, {}, more, horizon)
             users = sorted({row.user_id for row in page})
             user_states: dict[str, StateDict] = {user: {} for user in users}
             for user, name, value in await connection.fetch(sql.READ_USER_STATES, app_name, users):
                 user_states[user][name] = value
             app_state = await self._app_state(connection, app_name)
-        return SessionListing(page, app_state, user_states, more)
+        return SessionListing(page, app_state, user_states, more, horizon)
 
     async def page_apps(
         self, allowed: frozenset[str] | None, after: str | None, limit: int, now: float

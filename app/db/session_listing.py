@@ -7,8 +7,9 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from ..domain import SessionCursor, SessionQuery
+from ..domain import ChangeHorizon, SessionPosition, SessionQuery
 from ..labels import LabelFilter
+from ..limits import MAX_RUNNING_IN_HORIZON
 
 # What a session in a list adds besides its state (ids, field names, time).
 LISTED_SESSION_OVERHEAD_BYTES = 512
@@ -22,6 +23,12 @@ class ListingDialect:
 
     has_labels: str
     labels_bytes: str
+    # A walk's horizon as its first page reads it, in one statement with the
+    # page: text as PostgreSQL writes a snapshot, `xmin:xmax:xip,...`
+    # (parse_horizon).
+    horizon: str
+    # `{0}` (a change number) is none of :walk_running.
+    not_running: str
     # Whether the store keeps a row per label in list order (SQLite's
     # session_labels, migration 0016), which an app-wide filtered list
     # walks from its driving label (:drive_key, and :drive_value when
@@ -87,6 +94,10 @@ def listing_sql(
             conditions.append(
                 f"({time}, {user}, {session}) {beyond} (:after_time, :after_user, :after_id)"
             )
+            # The walk's pin: a session written since it began may have
+            # moved past its position (never a clock: events carry agents').
+            number = "s.change_number" if alias == "l." else f"{alias}change_number"
+            conditions.append(f"{number} < :walk_bound AND {dialect.not_running.format(number)}")
         order = ", ".join(f"{name} {direction}" for name in (time, user, session))
         return conditions, order
 
@@ -139,7 +150,7 @@ def listing_sql(
         rare = "(SELECT count(*) FROM matches) < :label_guard"
         matches = f"""near AS MATERIALIZED ({labels_walk([], "LIMIT :label_probe")}
         ), matches AS MATERIALIZED (
-            SELECT s.user_id, s.id, s.update_time, s.expire_time
+            SELECT s.user_id, s.id, s.update_time, s.expire_time, s.change_number
               FROM sessions AS s
              WHERE s.app_name = :app_name AND {dialect.has_labels}
              LIMIT :label_guard
@@ -158,6 +169,8 @@ def listing_sql(
             UNION ALL
             ({labels_walk([f"NOT {common}", f"NOT {rare}"], "OFFSET 0")})"""
     user_of_row = ":user_id" if one_user else "candidates.user_id"
+    # A first page reads where its walk is pinned, as of the page's rows.
+    horizon = "" if after_cursor else f",\n               {dialect.horizon} AS horizon"
     order = ", ".join(f"{{0}}{name} {direction}" for name in ("update_time", "user_id", "id"))
     return f"""
         WITH {matches}candidates AS ({candidates}
@@ -175,7 +188,7 @@ def listing_sql(
               FROM candidates
             WINDOW listed AS (ORDER BY {order.format("candidates.")})
         )
-        SELECT user_id, id, state, revision, update_time, expire_time, labels, fetched
+        SELECT user_id, id, state, revision, update_time, expire_time, labels, fetched{horizon}
           FROM windowed
          WHERE position = 1 OR running <= :max_bytes
          ORDER BY position
@@ -195,7 +208,7 @@ def listing_variants() -> list[tuple[bool, bool, bool, bool]]:
 def listing_parameters(
     app_name: str,
     user_id: str | None,
-    after: SessionCursor | None,
+    after: SessionPosition | None,
     query: SessionQuery,
     limit: int,
     max_bytes: int,
@@ -215,7 +228,9 @@ def listing_parameters(
     if user_id is not None:
         parameters["user_id"] = user_id
     if after is not None:
-        parameters.update(after_time=after[0], after_user=after[1], after_id=after[2])
+        after_time, after_user, after_id = after.cursor
+        parameters.update(after_time=after_time, after_user=after_user, after_id=after_id)
+        parameters.update(walk_bound=after.horizon.bound, walk_running=list(after.horizon.running))
     if not query.labels.empty:
         labels = query.labels
         parameters.update(label_equal=labels.equal, label_keys=list(labels.present))
@@ -238,8 +253,23 @@ def driving_label(labels: LabelFilter) -> dict[str, str]:
     return {"drive_key": labels.present[0]}
 
 
+def parse_horizon(text: str) -> ChangeHorizon:
+    """A walk's horizon from a snapshot's text (`xmin:xmax:xip,...`, the
+    listing's `horizon` column): the numbers below xmax, but not the
+    transactions then in flight. Past MAX_RUNNING_IN_HORIZON of them, the
+    bound is the first left out: the sessions written by the newest leave
+    the walk (never listed twice)."""
+    _, bound, listed = text.split(":")
+    running = sorted(int(number) for number in listed.split(",") if number)
+    if len(running) > MAX_RUNNING_IN_HORIZON:
+        return ChangeHorizon(
+            running[MAX_RUNNING_IN_HORIZON], tuple(running[:MAX_RUNNING_IN_HORIZON])
+        )
+    return ChangeHorizon(int(bound), tuple(running))
+
+
 def listing_key(
-    user_id: str | None, after: SessionCursor | None, query: SessionQuery
+    user_id: str | None, after: SessionPosition | None, query: SessionQuery
 ) -> tuple[bool, bool, bool, bool]:
     """Which variant of the statement a list runs (`listing_variants`)."""
     return (user_id is not None, after is not None, query.order == "desc", not query.labels.empty)

@@ -31,14 +31,15 @@ from sqlalchemy.sql.selectable import TextualSelect
 from .. import json_codec
 from ..domain import (
     ALL_SESSIONS,
+    ChangeHorizon,
     EventsRemoved,
     Expiry,
     ListedApp,
     ListedUser,
     Removal,
     SessionChanges,
-    SessionCursor,
     SessionKey,
+    SessionPosition,
     SessionQuery,
     SessionRow,
     SessionSnapshot,
@@ -56,6 +57,7 @@ from .session_listing import (
     listing_parameters,
     listing_sql,
     listing_variants,
+    parse_horizon,
 )
 from .state_sizes import session_state_bytes
 from .tables import (
@@ -133,26 +135,24 @@ def events_of(key: SessionKey) -> list[Any]:
 _numbered = sessions.alias("numbered")
 
 
-def next_change_number(app_name: str, user_id: str) -> ColumnElement[int]:
-    """The number a write of one of the user's session rows gives it: the
-    user's newest plus one, past every deleted session's (the floor). One
-    writer at a time (BEGIN IMMEDIATE): the numbers grow in commit order. A
-    column of the write, not a statement more."""
-    newest = (
-        select(func.coalesce(func.max(_numbered.c.change_number), 0))
-        .where(_numbered.c.app_name == app_name, _numbered.c.user_id == user_id)
-        .scalar_subquery()
-    )
+def next_change_number() -> ColumnElement[int]:
+    """The number a write of a session row gives it: the newest of any
+    session plus one, past every deleted session's (the floor). One writer at
+    a time (BEGIN IMMEDIATE): the numbers grow in commit order, across every
+    app and user, so that a walk of an app's list is pinned by one number
+    (session_listing). A column of the write, not a statement more; the
+    newest is read from ix_sessions_change_number (migration 0019)."""
+    newest = select(func.coalesce(func.max(_numbered.c.change_number), 0)).scalar_subquery()
     floor = select(
         func.coalesce(func.max(session_change_floor.c.change_number), 0)
     ).scalar_subquery()
     return func.max(newest, floor) + 1
 
 
-# next_change_number, as the append's plain SQL writes it (`sqlite_append.py`).
+# next_change_number, as plain SQL (the append's, `sqlite_append.py`, and
+# a walk's horizon: every number below it is committed).
 NEXT_CHANGE_NUMBER_SQL = (
-    "max((SELECT coalesce(max(numbered.change_number), 0) FROM sessions AS numbered"
-    " WHERE numbered.app_name = :app_name AND numbered.user_id = :user_id),"
+    "max((SELECT coalesce(max(numbered.change_number), 0) FROM sessions AS numbered),"
     " (SELECT coalesce(max(change_number), 0) FROM session_change_floor)) + 1"
 )
 
@@ -217,7 +217,7 @@ async def read_user_changes(
         .limit(limit)
     )
     rows = [(row[0], int(row[1]), float(row[2]), int(row[3]), bool(row[4])) for row in found]
-    horizon = await connection.execute(select(next_change_number(app_name, user_id)))
+    horizon = await connection.execute(select(next_change_number()))
     return rows, int(horizon.scalar_one())
 
 
@@ -282,7 +282,7 @@ async def insert_session(
             update_time=now,
             # SQL NULL, not JSON null, for none (the filters test IS NOT NULL).
             labels=labels or null(),
-            change_number=next_change_number(key.app_name, key.user_id),
+            change_number=next_change_number(),
             **expiry_columns(expiry, now),
         )
         .on_conflict_do_nothing()
@@ -357,7 +357,7 @@ async def set_expiry(
         .where(*conditions)
         .values(
             **expiry_columns(expiry, now),
-            change_number=next_change_number(key.app_name, key.user_id),
+            change_number=next_change_number(),
         )
         .returning(sessions.c.revision)
     )
@@ -380,7 +380,7 @@ async def set_labels(
         conditions.append(sessions.c.revision == expected_revision)
     columns: dict[str, Any] = {
         "labels": labels or null(),
-        "change_number": next_change_number(key.app_name, key.user_id),
+        "change_number": next_change_number(),
     }
     if expiry is not None:
         columns.update(expiry_columns(expiry, now))
@@ -401,6 +401,9 @@ _LISTING_DIALECT = ListingDialect(
     " AND NOT EXISTS (SELECT 1 FROM json_each(:label_keys) AS k"
     " WHERE json_type(s.labels, '$.\"' || k.value || '\"') IS NULL)",
     labels_bytes="coalesce(length(s.labels), 0)",
+    # As PostgreSQL writes a snapshot with nothing in flight: one writer.
+    horizon=f"(SELECT n || ':' || n || ':' FROM (SELECT {NEXT_CHANGE_NUMBER_SQL} AS n))",
+    not_running="{0} NOT IN (SELECT value FROM json_each(:walk_running))",
     label_rows=True,
 )
 
@@ -426,6 +429,7 @@ def _listing_statement(
         column("expire_time", Double),
         column("labels", JsonDocument),
         column("fetched", BigInteger),
+        *([] if after_cursor else [column("horizon", String)]),
     )
 
 
@@ -441,18 +445,21 @@ async def page_sessions(
     connection: AsyncConnection,
     app_name: str,
     user_id: str | None,
-    after: SessionCursor | None,
+    after: SessionPosition | None,
     limit: int,
     max_bytes: int,
     now: float,
     query: SessionQuery = ALL_SESSIONS,
-) -> tuple[list[SessionRow], bool]:
+) -> tuple[list[SessionRow], bool, ChangeHorizon | None]:
     """A page in ADK's order (lastUpdateTime, userId, id), read from an index,
     of at most `limit` sessions whose merged state (each session's size
     bound, the app's and the user's sizes) comes to at most `max_bytes`
-    (always at least one session); and whether more follow. One statement:
-    the database cuts the page before any state leaves it."""
+    (always at least one session); whether more follow; and the walk's
+    horizon (a first page's is read with its rows). One statement: the
+    database cuts the page before any state leaves it."""
     parameters = listing_parameters(app_name, user_id, after, query, limit, max_bytes, now)
+    if "walk_running" in parameters:
+        parameters["walk_running"] = json_codec.dumps_text(parameters["walk_running"])
     if "label_equal" in parameters:
         parameters["label_equal"] = json_codec.dumps_text(parameters["label_equal"])
         parameters["label_keys"] = json_codec.dumps_text(parameters["label_keys"])
@@ -463,6 +470,7 @@ async def page_sessions(
     result = await connection.execute(statement, parameters)
     rows: list[SessionRow] = []
     fetched = 0
+    horizon = None if after is None else after.horizon
     for row in result:
         user, session_id, state, revision, update_time, expire_time, labels = row[:7]
         rows.append(
@@ -471,10 +479,12 @@ async def page_sessions(
             )
         )
         fetched = row[7]
+        if after is None:
+            horizon = parse_horizon(row[8])
     if len(rows) > limit:
-        return rows[:limit], True
+        return rows[:limit], True, horizon
     # Fewer rows than candidates: the budget cut the page.
-    return rows, fetched > len(rows)
+    return rows, fetched > len(rows), horizon
 
 
 _APPS = {
@@ -750,7 +760,7 @@ async def remove_events(
             **changes,
             revision=sessions.c.revision + 1,
             update_time=now,
-            change_number=next_change_number(key.app_name, key.user_id),
+            change_number=next_change_number(),
         )
         .returning(sessions.c.revision)
     )

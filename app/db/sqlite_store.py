@@ -35,9 +35,9 @@ from ..domain import (
     NewEvent,
     Popped,
     SessionChanges,
-    SessionCursor,
     SessionKey,
     SessionListing,
+    SessionPosition,
     SessionQuery,
     SessionRow,
     SessionSnapshot,
@@ -274,23 +274,23 @@ class SqliteStore:
         self,
         app_name: str,
         user_id: str | None,
-        after: SessionCursor | None,
+        after: SessionPosition | None,
         limit: int,
         max_bytes: int,
         now: float,
         query: SessionQuery = ALL_SESSIONS,
     ) -> SessionListing:
         async with self._read() as connection:
-            page, more = await sql.page_sessions(
+            page, more, horizon = await sql.page_sessions(
                 connection, app_name, user_id, after, limit, max_bytes, now, query
             )
             if not query.include_state:
-                return SessionListing(page, {}, {}, more)
+                return SessionListing(page, {}, {}, more, horizon)
             app_state = await sql.read_app_state(connection, app_name)
             user_states = await sql.read_user_states(
                 connection, app_name, sorted({row.user_id for row in page})
             )
-        return SessionListing(page, app_state, user_states, more)
+        return SessionListing(page, app_state, user_states, more, horizon)
 
     async def page_apps(
         self, allowed: frozenset[str] | None, after: str | None, limit: int, now: float

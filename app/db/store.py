@@ -25,9 +25,9 @@ from ..domain import (
     NewEvent,
     Popped,
     SessionChanges,
-    SessionCursor,
     SessionKey,
     SessionListing,
+    SessionPosition,
     SessionQuery,
     SessionRow,
     SessionSnapshot,
@@ -89,16 +89,18 @@ class Store(Protocol):
         self,
         app_name: str,
         user_id: str | None,
-        after: SessionCursor | None,
+        after: SessionPosition | None,
         limit: int,
         max_bytes: int,
         now: float,
         query: SessionQuery = ALL_SESSIONS,
     ) -> SessionListing:
         """The sessions `query` selects, in its order (update time, user id,
-        id; ADK's when ascending) after the cursor: at most `limit` and,
-        after the first, `max_bytes` of state and labels. Without
-        `query.include_state` the app's and users' state are not read."""
+        id; ADK's when ascending) after the position (only those last
+        written before its horizon): at most `limit` and, after the first,
+        `max_bytes` of state and labels; with the walk's horizon (a first
+        page's, read with its rows). Without `query.include_state` the
+        app's and users' state are not read."""
         ...
 
     async def page_apps(

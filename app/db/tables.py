@@ -78,9 +78,10 @@ sessions = Table(
     # The session's labels (app.labels); NULL when it has none. Its index,
     # one per dialect, is the migration's (0011; LABELS_INDEX).
     Column("labels", JsonDocument, nullable=True),
-    # The user stream's order (app.streams, migration 0018): set by every
-    # write of the row; PostgreSQL's the writing transaction's id, SQLite's
-    # the user's newest plus one.
+    # The user stream's order (app.streams, migration 0018) and what pins a
+    # walk of a list (session_listing): set by every write of the row;
+    # PostgreSQL's the writing transaction's id, SQLite's the newest of any
+    # session plus one (migration 0019; CHANGE_NUMBER_INDEX).
     Column("change_number", BigInteger, nullable=False, server_default="0"),
     # Keyset pagination in ADK's order, for one app and for one user of an app.
     Index("ix_sessions_app_order", "app_name", "update_time", "user_id", "id"),
@@ -220,6 +221,8 @@ forgotten_memories = Table(
 # The index label filters use: GIN on the labels on PostgreSQL, the app's
 # labelled sessions in list order on SQLite (migration 0011).
 LABELS_INDEX = "ix_sessions_labels"
+# SQLite's newest change number of any session (migration 0019).
+CHANGE_NUMBER_INDEX = "ix_sessions_change_number"
 # SQLite's label rows, kept by triggers on sessions (migration 0016).
 LABEL_ROWS_OBJECTS = frozenset({"session_labels", "ix_session_labels_key"})
 

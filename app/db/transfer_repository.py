@@ -140,7 +140,7 @@ async def insert_session(connection: AsyncConnection, session: SessionRecord) ->
     if connection.dialect.name == "postgresql":
         values["change_number"] = text(CHANGE_NUMBER)
     else:
-        values["change_number"] = next_change_number(session.app_name, session.user_id)
+        values["change_number"] = next_change_number()
     await connection.execute(
         insert(sessions).values(**values, state_bytes=session_state_bytes(session.state))
     )

@@ -3,7 +3,14 @@ set_labels), label and time filters and order of a listing, and the apps and
 users with live sessions."""
 
 from session_state.db.store import Store
-from session_state.domain import ALL_SESSIONS, AppendNotApplied, Expiry, ForkSource, SessionQuery
+from session_state.domain import (
+    ALL_SESSIONS,
+    AppendNotApplied,
+    Expiry,
+    ForkSource,
+    SessionPosition,
+    SessionQuery,
+)
 from session_state.labels import LabelFilter
 from session_state.state import ScopedDelta
 
@@ -60,9 +67,9 @@ async def test_a_listing_keeps_what_its_query_selects_in_its_order(store: Store)
     assert ([row.id for row in listed.sessions], listed.more) == (["s4"], True)
     assert (listed.app_state, listed.user_states) == ({}, {})
     last = listed.sessions[-1]
-    rest = await store.page_sessions(
-        APP, None, (last.update_time, last.user_id, last.id), 5, LIMIT, NOW + 9, team
-    )
+    assert listed.horizon is not None
+    after = SessionPosition((last.update_time, last.user_id, last.id), listed.horizon)
+    rest = await store.page_sessions(APP, None, after, 5, LIMIT, NOW + 9, team)
     assert [row.id for row in rest.sessions] == ["s3"]
     window = SessionQuery(updated_after=NOW + 1, updated_before=NOW + 3)
     listed = await store.page_sessions(APP, "ada", None, 10, LIMIT, NOW + 9, window)

@@ -4,7 +4,7 @@ expiry, and the app and user scopes' state."""
 import pytest
 
 from session_state.db.store import Store
-from session_state.domain import Expiry, SessionRow
+from session_state.domain import Expiry, SessionPosition, SessionRow
 from session_state.errors import StateTooLarge
 from session_state.state import ScopedDelta
 
@@ -176,7 +176,9 @@ async def test_sessions_are_listed_in_update_order_by_pages(store: Store):
 
     first = await store.page_sessions(APP, None, None, 3, LIMIT, NOW + 2)
     cursor = (first.sessions[-1].update_time, first.sessions[-1].user_id, first.sessions[-1].id)
-    rest = await store.page_sessions(APP, None, cursor, 3, LIMIT, NOW + 2)
+    assert first.horizon is not None
+    after = SessionPosition(cursor, first.horizon)
+    rest = await store.page_sessions(APP, None, after, 3, LIMIT, NOW + 2)
 
     assert [(row.user_id, row.id) for row in first.sessions + rest.sessions] == expected
     assert (first.more, rest.more) == (True, False)

@@ -77,7 +77,7 @@ PageToken = Annotated[
     Query(
         alias="pageToken",
         description="From nextPageToken, with the same filter (a sessions token "
-        "also carries the end its walk was pinned at).",
+        "also carries where its walk was pinned: the server's change numbers).",
     ),
 ]
 AfterTimestamp = Annotated[
@@ -429,9 +429,9 @@ async def list_user_sessions(
     page_token: PageToken = None,
 ) -> Response:
     service = service_of(request)
-    after, walk = page_tokens.session_walk(page_token, app_name, user_id, query, service.clock())
-    page = await service.list_sessions(app_name, user_id, page_size, after, walk)
-    token = page_tokens.sessions_token(page.next_after, app_name, user_id, query, walk)
+    after = page_tokens.session_position(page_token, app_name, user_id, query)
+    page = await service.list_sessions(app_name, user_id, page_size, after, query)
+    token = page_tokens.sessions_token(page.next_after, app_name, user_id, query)
     return rendering.session_list_response(page.sessions, token)
 
 
@@ -449,9 +449,9 @@ async def list_app_sessions(
     page_token: PageToken = None,
 ) -> Response:
     service = service_of(request)
-    after, walk = page_tokens.session_walk(page_token, app_name, None, query, service.clock())
-    page = await service.list_sessions(app_name, None, page_size, after, walk)
-    token = page_tokens.sessions_token(page.next_after, app_name, None, query, walk)
+    after = page_tokens.session_position(page_token, app_name, None, query)
+    page = await service.list_sessions(app_name, None, page_size, after, query)
+    token = page_tokens.sessions_token(page.next_after, app_name, None, query)
     return rendering.session_list_response(page.sessions, token)
 
 
