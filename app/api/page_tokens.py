@@ -38,14 +38,6 @@ def _events_list(key: SessionKey, order: SortOrder) -> tuple[str, ...]:
     return (key.app_name, key.user_id, key.session_id, order)
 
 
-def session_cursor(
-    token: str | None, app_name: str, user_id: str | None, query: SessionQuery = ALL_SESSIONS
-) -> SessionCursor | None:
-    """Where a sessions page token's page starts: a finite time and two
-    identifiers. BadRequest for anything else, or another list's token."""
-    return _session_position(token, app_name, user_id, query)[0]
-
-
 def session_walk(
     token: str | None, app_name: str, user_id: str | None, query: SessionQuery, now: float
 ) -> tuple[SessionCursor | None, SessionQuery]:
