@@ -13,8 +13,9 @@ A hint goes to the other processes only while there are any: a relay
 counts the others' connections when it connects and every
 PEER_RECOUNT_SECONDS, and each relay says hello when it connects, so the
 others learn of it at once. A process alone (one worker, SQLite) sends no
-NOTIFY at all: one per batch of appends was a sixth of the server's CPU per
-append (docs/performance.md).
+NOTIFY at all: one per batch of appends is a statement and a commit each,
+a large share of an append's server CPU (docs/performance.md, "Server CPU
+per append").
 """
 
 import asyncio

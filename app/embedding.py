@@ -41,8 +41,8 @@ Vectors = npt.NDArray[np.float32]
 # by the route (2,000 characters).
 MAX_EMBEDDED_CHARACTERS = 8_000
 MAX_EMBEDDED_TOKENS = 2_048
-# More texts than this are embedded off the event loop (64 short texts take
-# some 4 ms).
+# More texts than this are embedded off the event loop (up to this many
+# short texts take only milliseconds).
 INLINE_TEXTS = 64
 
 
@@ -135,12 +135,12 @@ class _WordLlamaModel:
 
 # The model's tokenizer (Llama's) has no pre-tokenizer: it writes a space as
 # "▁", puts one before the text, and runs BPE over the whole text as one
-# word, so its cache of words never hits and every text costs 60-120 us
-# (more than storing it: ingest of 500 memories spent a third of its time
-# there). No token of its vocabulary holds "▁" after another character, so
-# no merge crosses the start of a word: the ids of a text are the ids of its
-# pieces (a run of "▁" and the characters up to the next "▁"), each
-# tokenized once and remembered. tests/test_memory_semantic.py checks the
+# word, so its cache of words never hits and every text is tokenized in
+# full, which costs more than storing it (docs/performance.md, "Smaller
+# memory figures behind the code"). No token of its vocabulary holds "▁"
+# after another character, so no merge crosses the start of a word: the ids
+# of a text are the ids of its pieces (a run of "▁" and the characters up to
+# the next "▁"), each tokenized once and remembered. tests/test_memory_semantic.py checks the
 # ids are the tokenizer's own.
 _PIECE = re.compile("\u2581+[^\u2581]*")
 _CACHED_PIECES = 50_000
@@ -208,7 +208,7 @@ def _load_wordllama() -> _WordLlamaModel:
         if _wordllama is None:
             root = logging.getLogger()
             handlers, level = list(root.handlers), root.level
-            # Imported on first use (half a second, 16 MB); it ships no type hints.
+            # Imported on first use (slow, and large); it ships no type hints.
             import wordllama  # type: ignore[import-untyped]
 
             # wordllama calls logging.basicConfig at import; the service owns logging.

@@ -51,7 +51,8 @@ class _HeadWithBody(asyncio.Transport):
     head, as uvicorn writes it on http.response.start) is held until the
     next (the body), so that both go in one system call and one packet
     instead of two; held alone (no body yet), it goes at the loop's next turn.
-    docs/performance.md: a write was the largest single cost of an append."""
+    A write system call is the largest single cost of an append
+    (docs/performance.md, "Server CPU per append")."""
 
     __slots__ = ("_first", "_held", "_loop", "_transport")
 

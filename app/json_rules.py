@@ -46,8 +46,8 @@ def depth_message(max_depth: int) -> str:
 def find_unstorable(document: Any, max_depth: int) -> FieldError | None:
     """The first value of `document` that breaks the rule, as a field error
     located under "body"; None when every value is storable."""
-    # The quick check runs on every body (about 5 us for an ADK event); the
-    # walk that names the field only when it found something.
+    # The quick check runs on every body, so it stays cheap; the walk that
+    # names the field only when it found something.
     if not _has_problem(document, max_depth):
         return None
     return _locate_problem(document, max_depth)

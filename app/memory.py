@@ -62,8 +62,8 @@ def parse_iso_timestamp(text: str) -> float | None:
 # The keyword side ranks, per term of a question, only the user's
 # KEYWORD_HITS_PER_TERM memories stored last (highest row id) that hold it.
 # A term a user wrote in thousands of memories ("coffee" in a diary) would
-# otherwise have each of its hits scored (at 100,000 memories with a 50-word
-# vocabulary, 16,000 hits and 130 ms a search); beyond this many, memories
+# otherwise have each of its hits scored on every search (docs/performance.md,
+# "Smaller memory figures behind the code"); beyond this many, memories
 # stored earlier holding only that term are not keyword matches of the
 # question. A rare term (a name, a place, an order number) has fewer hits
 # than this, all ranked, so it still comes first; meaning (hybrid search)

@@ -77,8 +77,8 @@ def entry_record(entry: dict[str, Any], timestamp: float) -> MemoryRecord:
 
 
 def _attach(records: list[MemoryRecord], model: str, vectors: Vectors) -> list[MemoryRecord]:
-    # Built field by field: dataclasses.replace took 8 us a record (4 ms of
-    # a batch of 500, bench/memory_search.py).
+    # Built field by field: dataclasses.replace is slow per record, a visible
+    # part of an ingest (docs/performance.md, "SQLite ingest, fourth round").
     return [
         MemoryRecord(
             record.session_id,
@@ -189,7 +189,8 @@ class MemoryService:
             if embedder is None or not records:
                 return records
             # Inside the store's transaction, hence synchronous: a batch of
-            # 500 short texts takes some 30 ms.
+            # short texts embeds in milliseconds (docs/performance.md, "Smaller
+            # memory figures behind the code").
             try:
                 vectors = embedder.embed_inline([record.text for record in records])
             except EmbedderFailed as error:

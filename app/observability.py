@@ -32,8 +32,8 @@ def fastapi_telemetry() -> TelemetryConfig:
     """FastAPI's own OpenTelemetry (spans, metrics, logs per request), left
     on when this process has a provider when the app is made (as
     `opentelemetry-instrument` sets them, before any app), off otherwise:
-    left to decide, FastAPI looks for providers on every request, about 2%
-    of an append's server CPU (docs/performance.md)."""
+    left to decide, FastAPI looks for providers on every request, a cost
+    on the hot path (docs/performance.md, "Server CPU per append")."""
     providers = (trace.get_tracer_provider(), metrics.get_meter_provider())
     if any(
         type(p).__name__ not in _UNSET_PROVIDERS for p in (*providers, _logs.get_logger_provider())

@@ -146,8 +146,9 @@ _ASCII_WORD = re.compile("[a-z0-9]+")
 def search_text(text: str) -> SearchText:
     """The indexed form of a memory's text."""
     if text.isascii():
-        # The same words as below, 5x as fast (the token pattern's classes are
-        # long): most memories are ASCII (bench/memory_search.py).
+        # The same words as below, much faster (the token pattern's classes
+        # are long): most memories are ASCII (docs/performance.md, "SQLite
+        # ingest, fourth round").
         return SearchText(words=" ".join(_ASCII_WORD.findall(text.lower())), grams="")
     words: list[str] = []
     grams: list[str] = []

@@ -12,10 +12,10 @@ The events are built before the clock starts (the same ADK `Event`s on every
 side, as bench.adk_api builds them); what is timed is `append_event` alone:
 ADK's own work on the session (temp: state, committing the event to it) and
 then, for ADK's service, SQLAlchemy and asyncpg, for ours the dump and HTTP.
-A third side is HttpSessionService dumping the event to a dict first (the
-adapter before issue 28): what dumping once, straight to bytes, saves. Sides
+A third side is HttpSessionService dumping the event to a dict first, then
+to bytes: what dumping once, straight to bytes, saves. Sides
 take turns round by round (each first in turn); medians of the rounds.
-Issue 28's goal: ours at most half of ADK's. Writes
+The goal: ours at most half of ADK's. Writes
 bench/results/<name>.json.
 """
 

@@ -11,8 +11,8 @@ repetition after repetition, and the median of the repetitions is reported.
     python -m bench.client_cpu --baseline /tmp/baseline_client  # plus an older client
 
 `--baseline` is a directory holding an older `session_state_client` package
-(the hand-written `_http11` transport before issue 12, or the one-session
-transport before issue 23's per-loop sessions); its variants are
+(a hand-written `_http11` transport, or a transport with one session rather
+than one per event loop); its variants are
 `baseline` (its own default transport) and, with `--httpx`, `httpx` (one
 shared httpx.AsyncClient as `http_client`). Writes bench/results/client_cpu.json
 (`--name` names another file there).

@@ -1,4 +1,4 @@
-"""A filtered page of sessions against an unfiltered one (issue 29).
+"""A filtered page of sessions against an unfiltered one.
 
 `sessions` sessions of one app (100 users) are written straight into the
 tables (a migrated database: the indexes are the migrations'), a fifth of

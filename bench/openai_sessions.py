@@ -19,8 +19,8 @@ its output, the assistant's answer); get_items(limit=20) and get_items() of a
 once (each session's items read back: nothing lost, nothing out of order).
 Sequential calls take turns between the sides call by call (the first side
 rotating), so a burst of noise on this 2-core machine lands on all; latencies
-are pooled over the rounds. Prints a Markdown table and issue 28's goals as
-met or not met, writes bench/results/<name>.json and .md.
+are pooled over the rounds. Prints a Markdown table and the goals
+(docs/performance.md) as met or not met, writes bench/results/<name>.json and .md.
 """
 
 import argparse

@@ -1,5 +1,5 @@
 """The share of reads a streaming replica takes, and the primary's CPU per
-turn with and without it (issue 24).
+turn with and without it.
 
 ADK's Runner, per turn: read the session (get_session), append the user's
 event, append the agent's; through the client package's HttpSessionService,

@@ -1,7 +1,8 @@
 """Benchmark session-state against ADK's DatabaseSessionService and the asyncpg
 floor, side by side in one run on one PostgreSQL; then every target through
 ADK's own API, google-adk-community's RedisSessionService among them
-(bench/adk_api.py), with issue 28's goals printed as met or not met.
+(bench/adk_api.py), with the goals (docs/performance.md) printed as met or
+not met.
 
     python -m bench.run            # full sizes, 3 repetitions
     python -m bench.run --quick    # small sizes, 1 repetition (CI)

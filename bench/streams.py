@@ -1,4 +1,4 @@
-"""Live streams (issue 30): delivery latency across processes, memory per
+"""Live streams: delivery latency across processes, memory per
 idle stream, and append latency with idle subscribers.
 
 Two `serve` processes on one PostgreSQL database (one machine): readers

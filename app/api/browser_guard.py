@@ -70,7 +70,8 @@ def _is_wildcard(address: str) -> bool:
 
 
 # Hosts seen are judged once: a client sends the same Host on every request,
-# and parsing it cost about 15 us a request (5% of an append's server CPU).
+# and parsing it on every request is a visible share of an append's server
+# CPU (docs/performance.md, "Small costs the code is shaped by").
 _HOST_CACHE_SIZE = 256
 HostVerdict = tuple[str, int | None] | str  # (name, port), or why it is refused
 

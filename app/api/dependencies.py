@@ -2,8 +2,8 @@
 segment and validated, the If-Match precondition, and the service.
 
 Plain parameters rather than nested dependencies: FastAPI resolves each
-dependency separately, which measured as the largest server-side cost of a
-request here.
+dependency separately, the largest server-side cost of a request
+(docs/performance.md, "Where the time goes").
 """
 
 import re

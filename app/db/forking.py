@@ -10,8 +10,9 @@ from ..labels import Labels
 from ..state import StateDict
 from .store import ForkOutcome
 
-# Events a fork copies per statement (all in one transaction): 10,000 took
-# about 0.1 s on PostgreSQL here, far inside any statement timeout.
+# Events a fork copies per statement (all in one transaction): small enough
+# that one statement stays far inside any statement timeout
+# (docs/performance.md, "What expiry costs on the hot path, and what a fork costs").
 FORK_BATCH_EVENTS = 10_000
 
 

@@ -27,9 +27,9 @@ async def gather_memory_candidates(
     for a vector query, the memories nearest it."""
     # Each side takes a connection and gives it back by itself: no search
     # holds one while waiting for another, so a busy pool cannot deadlock
-    # (at 100,000 memories each side takes some 90 ms on PostgreSQL; on
-    # SQLite each pooled connection is its own thread, which lets go of the
-    # GIL while it steps). Two snapshots, not one: a memory written between
+    # (each side is a large part of a search at 100,000 memories; on SQLite
+    # each pooled connection is its own thread, which lets go of the GIL
+    # while it steps). Two snapshots, not one: a memory written between
     # them may be a candidate of one side only, which ranks it as a memory
     # that side alone found.
 

@@ -72,9 +72,9 @@ async def insert_memories(
 
 
 # One multi-row INSERT of plain parameters: SQLAlchemy's insert of the same
-# rows spent 10 ms of a batch of 500 on each row's parameters
-# (bench/memory_search.py); executemany of a one-row INSERT ran 3x as long in
-# SQLite (a statement per row, each through the full-text trigger).
+# rows spends much of a batch on each row's parameters, and executemany of a
+# one-row INSERT runs a statement per row in SQLite, each through the
+# full-text trigger (docs/performance.md, "SQLite ingest, fourth round").
 _INSERTED_COLUMNS = (
     "app_name, user_id, session_id, event_id, author, role, timestamp, text, content, "
     "custom_metadata, embedding_model, embedding, embedding_bits, search_words, search_grams"
@@ -306,8 +306,9 @@ async def keyword_ids(
 # The row ids and sign bits of the user's memories of one model, each
 # concatenated by SQLite in one scan of ix_memories_vector_bits (bits as hex:
 # a text must be valid UTF-8), in the same row order. SQLite has no bit
-# count: a Python function called per row took 2 us a row (300 ms at 100,000
-# memories), numpy takes 10 ms once the bits are read. The rows kept are
+# count: a Python function called per row is far slower than numpy over the
+# bits once read (docs/performance.md, "Memory search at 100,000 memories",
+# second round). The rows kept are
 # then found by id: a second query by their bits scanned the index again.
 _SIGN_BITS = text(
     """
@@ -343,7 +344,7 @@ async def nearest(
     if not found[0]:
         return []
     ids = nearest_rows(
-        # Parsed in C: 100,000 strings made into an array took 4x as long.
+        # Parsed in C: making the strings into an array in Python is slower.
         np.fromstring(found[0], dtype=np.int64, sep=","),
         bytes.fromhex(found[1]),
         query.bits,

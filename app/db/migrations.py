@@ -79,7 +79,7 @@ def alembic_config(database_url: str | None = None) -> Config:
 @functools.cache
 def head_revision() -> str | None:
     """The latest revision of the installed scripts (read once per process:
-    parsing every script costs a tenth of a second, and /readyz asks)."""
+    parsing every script is slow, and /readyz asks)."""
     return ScriptDirectory.from_config(alembic_config()).get_current_head()
 
 

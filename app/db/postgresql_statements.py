@@ -195,7 +195,7 @@ def _delta(scope: _SharedScope) -> str:
 
 
 def _growth(scope: _SharedScope) -> str:
-    # One index lookup per key written (a join here was planned as a scan of
+    # One index lookup per key written (a join here is planned as a scan of
     # the whole scope).
     return f"""(SELECT coalesce(sum(n.size - coalesce(
                      (SELECT x.size FROM {scope.table} AS x
@@ -414,7 +414,7 @@ RETURNING revision
 """
 
 # The session row is locked first, as an append locks it first: deleting its
-# events before it deadlocked with an append retrying a stored event id. An
+# events before it would deadlock with an append retrying a stored event id. An
 # expired one is locked too (and deleted), but reported missing.
 LOCK_SESSION = f"""
 SELECT {not_expired("$4::float8")} FROM sessions
@@ -861,7 +861,8 @@ DELETE_USER_FORGOTTEN = "DELETE FROM forgotten_memories WHERE app_name = $1 AND 
 # GIN index; `matched` counts the distinct terms a memory holds (stemming may
 # make two words one) and the score is the sum of the terms' ts_rank_cd (as
 # SQLite sums bm25): one pass over each hit, where one OR query rechecked
-# every term per row (2-3x slower at 100,000 memories, docs/performance.md).
+# every term per row (docs/performance.md, "Memory search at 100,000
+# memories", second round).
 # Each term finds only the user's KEYWORD_HITS_PER_TERM memories stored last
 # that hold it (app.memory); a memory found is then scored by every term it
 # holds (ts_rank_cd has no rarity weight, as bm25 has: counting only the rare
@@ -869,8 +870,8 @@ DELETE_USER_FORGOTTEN = "DELETE FROM forgotten_memories WHERE app_name = $1 AND 
 # hits come from the GIN index alone, then are sorted: `id + 0` keeps the
 # planner from walking the primary key backwards (filtering every row: the
 # whole table for a rare term), `|| ''` from intersecting with every row of
-# the user from ix_memories_app_user (8 ms a term at 100,000 memories, for a
-# term of a hundred hits).
+# the user from ix_memories_app_user, which costs a rare term as much as a
+# common one (docs/performance.md, third round).
 _KEYWORD_GROUPED = f"""
 WITH term AS (
     SELECT DISTINCT query FROM (
@@ -920,8 +921,8 @@ KEYWORD_MEMORY_IDS = (
 # its model ($3): the first pass of a search by meaning, rescored exactly by
 # the caller from the components. The ranking reads ix_memories_vector_bits
 # only; the components of the few kept are read after. (Reading every id and
-# bits, as SQLite does, and counting in numpy was slower: 196 ms against
-# 148 at 100,000 memories.)
+# bits, as SQLite does, and counting in numpy is slower here:
+# docs/performance.md, "Memory search at 100,000 memories", third round.)
 NEAREST_MEMORIES = """
 WITH top AS (
     SELECT id FROM memories

@@ -1,7 +1,7 @@
 """The PostgreSQL store: every request's SQL sent with asyncpg, on one pool
 per process (SQLAlchemy is kept for Alembic and the models): asyncpg directly
-costs a third of the client CPU per statement (docs/performance.md, "The
-PostgreSQL store's driver and pool").
+costs far less client CPU per statement than SQLAlchemy's async layer
+(docs/performance.md, "The PostgreSQL store's driver and pool").
 """
 
 import contextlib
@@ -90,7 +90,7 @@ MEMORY_BATCH = 500
 APPEND_BATCHES_IN_FLIGHT = 2
 # The largest batch sent with the kept (generic) plan. That plan is made
 # without the batch's size and runs slower than one made for it from about
-# ten appends on, where planning (about 0.9 ms) is shared by many appends:
+# ten appends on, where planning is shared by many appends:
 # a larger batch is sent on a connection of the main pool, where PostgreSQL
 # chooses. The figures: `python -m bench.append_plans`.
 KEPT_PLAN_ITEMS = 8
@@ -123,8 +123,8 @@ async def _use_json_codecs(connection: asyncpg.Connection) -> None:
 async def _plan_appends_once(connection: asyncpg.Connection) -> None:
     """The batch connections' setup. Left to itself, PostgreSQL decides per
     connection from a prepared statement's first runs whether to plan it
-    again on every run, and for the batch statement it sometimes does:
-    about 0.9 ms of the database's CPU per batch (docs/performance.md, "Kept
+    again on every run, and for the batch statement it sometimes does,
+    which costs more than the small batch itself (docs/performance.md, "Kept
     plans"). On these connections, which run nothing but the append
     statements of small batches, the generic plan is always kept."""
     await _use_json_codecs(connection)

@@ -1,10 +1,11 @@
 """The SQLite store's appends, each one transaction in one trip to a thread
 of its own that holds a plain sqlite3 connection.
 
-Through SQLAlchemy and aiosqlite an append cost 7.7 ms of the event
-loop's CPU: some 30 trips to aiosqlite's thread (cursor, execute, fetch,
-close, each a wake-up of the loop) and the building, cache keys and results
-of eight Core statements (docs/performance.md). Here the loop makes one trip
+Through SQLAlchemy and aiosqlite an append costs the event loop a trip to
+aiosqlite's thread per cursor call (each a wake-up of the loop) and the
+building, cache keys and results of several Core statements
+(docs/performance.md, "The SQLite store's append in one trip"). Here the
+loop makes one trip
 and the statements are plain SQL, prepared once by sqlite3's statement cache.
 
 The transaction is the pool's (`engine.py`): BEGIN IMMEDIATE takes the

@@ -3,13 +3,13 @@ async client through aiohttp, both with one `send`, one meaning of `timeout`
 and one reading of failures (which ones mean the request never reached the
 server).
 
-aiohttp for the async client (issue 12), in place of a hand-written HTTP/1.1
-that wrote headers unchecked and parsed answers leniently. Measured with
-bench/client_cpu.py (50 concurrent appends, Python 3.11): 0.44 ms of client
-CPU per append against 0.34 ms for the hand-written one and 1.94 ms for one
-shared httpx.AsyncClient (its connection pool, httpx issue #3215). Most of
-the difference is two more event-loop turns per request with a body: aiohttp
-writes it in a task of its own, started eagerly only from Python 3.12.
+aiohttp for the async client: an HTTP/1.1 client that checks the headers it
+writes and parses answers strictly, at little more client CPU than a
+hand-written one and far less than a shared httpx.AsyncClient (its connection
+pool); docs/performance.md, "Where the time goes", and the README give the
+figures. Most of its extra cost is two more event-loop turns per request with
+a body: aiohttp writes it in a task of its own, started eagerly only from
+Python 3.12.
 """
 
 import asyncio
