@@ -239,7 +239,7 @@ async def show_session(settings: Settings, arguments: argparse.Namespace) -> int
                 file=sys.stderr,
             )
             return 1
-    events = json_codec.loads(f"[{session.events_json}]")
+    events = json_codec.loads(f"[{session.events_json or ''}]")
     _print_json({**_summary(session), "state": session.state, "events": events})
     return 0
 

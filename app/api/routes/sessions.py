@@ -394,8 +394,8 @@ async def create_session(app_name: AppName, user_id: UserId, request: Request) -
     responses={
         201: {
             "headers": _ETAG_HEADER,
-            "description": "The new session, as lists show sessions: its state, no events "
-            "(read them with GET .../events)",
+            "description": "The new session: its state, without the events key "
+            "(read the copies with a get or GET .../events)",
         },
         **problem_responses(404, 409),
     },
