@@ -337,7 +337,9 @@ def build_parser() -> argparse.ArgumentParser:
     sweep_parser.set_defaults(handler=sweep)
 
     memory_parser = commands.add_parser("memory", help="long-term memory's vectors")
-    memory_actions = memory_parser.add_subparsers(dest="memory_command", required=True)
+    memory_actions = memory_parser.add_subparsers(
+        dest="memory_command", metavar="{reindex}", required=True
+    )
     reindex_parser = memory_actions.add_parser(
         "reindex",
         help="embed the memories not embedded by the configured embedder (resumable, with "
@@ -392,7 +394,10 @@ def _add_sessions_parser(commands: "argparse._SubParsersAction[argparse.Argument
 
     sessions_parser = commands.add_parser("sessions", help="look at stored sessions")
     sessions_parser.set_defaults(handler=sessions)
-    actions = sessions_parser.add_subparsers(dest="sessions_command", required=True)
+    # The metavar is what a missing subcommand's error names: the choices.
+    actions = sessions_parser.add_subparsers(
+        dest="sessions_command", metavar="{list,show}", required=True
+    )
 
     list_parser = actions.add_parser(
         "list", help="live sessions of every app or of one, newest first, paged"
@@ -428,8 +433,8 @@ def _add_sessions_parser(commands: "argparse._SubParsersAction[argparse.Argument
 
     show_parser = actions.add_parser("show", help="a session's state and last events, as JSON")
     show_parser.add_argument("session", help="session id")
-    show_parser.add_argument("--app", required=True, help="app name")
-    show_parser.add_argument("--user", required=True, help="user id")
+    show_parser.add_argument("--app", help="app name (needed when another app has the id)")
+    show_parser.add_argument("--user", help="user id (needed when another user has the id)")
     show_parser.add_argument(
         "--events", type=int, default=DEFAULT_EVENTS, help="how many recent events (default 10)"
     )
