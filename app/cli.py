@@ -6,6 +6,8 @@ and status 2 (app.setup_problems); `--debug` shows the traceback instead.
 
 import argparse
 import asyncio
+import contextlib
+import errno
 import importlib.metadata
 import json
 import logging
@@ -13,9 +15,11 @@ import logging.config
 import os
 import shutil
 import signal
+import socket
 import sys
 import tempfile
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 from .auth import ApiKeys
@@ -68,8 +72,12 @@ def serve(arguments: argparse.Namespace) -> int:
         # Workers write their metrics here, so /metrics sums every process.
         metrics_directory = tempfile.mkdtemp(prefix="session-state-metrics-")
         os.environ["PROMETHEUS_MULTIPROC_DIR"] = metrics_directory
-    # Migrate (SQLite) or check (PostgreSQL) once, before any worker starts.
-    asyncio.run(_prepare(settings))
+    # Migrate (SQLite) or check (PostgreSQL) once, before any worker starts,
+    # and only once the address is known to be free: a busy port then leaves
+    # no database file behind. The address is held meanwhile and let go just
+    # before uvicorn binds it (in this process, for any number of workers).
+    with _address_held(settings.host, settings.port):
+        asyncio.run(_prepare(settings))
     # _prepare refuses any schema but the latest.
     message, facts = serving(settings, keys.count, head_revision())
     logger.info(message, extra=facts)
@@ -82,6 +90,47 @@ def serve(arguments: argparse.Namespace) -> int:
         if metrics_directory is not None:
             shutil.rmtree(metrics_directory, ignore_errors=True)
     return 0
+
+
+@contextlib.contextmanager
+def _address_held(host: str, port: int) -> Iterator[None]:
+    """Binds every address `host` stands for, as uvicorn will, or raises a
+    SetupProblem naming the address and why it cannot be served."""
+    from .setup_problems import SetupProblem
+
+    where = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    held: list[socket.socket] = []
+    try:
+        try:
+            addresses = socket.getaddrinfo(
+                host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+            )
+        except socket.gaierror as error:
+            raise SetupProblem(
+                f"cannot serve on {where}: no such address ({error.strerror}); "
+                "check SESSION_STATE_HOST or --host"
+            ) from None
+        for family, kind, protocol, _name, address in addresses:
+            sock = socket.socket(family, kind, protocol)
+            held.append(sock)
+            # As uvicorn and asyncio bind it: a port in TIME_WAIT is free.
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if family == socket.AF_INET6:
+                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            try:
+                sock.bind(address)
+            except OSError as error:
+                reason = (
+                    "the address is already in use (another server on that port? "
+                    "choose another with --port or SESSION_STATE_PORT)"
+                    if error.errno == errno.EADDRINUSE
+                    else (error.strerror or str(error)).lower()
+                )
+                raise SetupProblem(f"cannot serve on {where}: {reason}") from None
+        yield
+    finally:
+        for sock in held:
+            sock.close()
 
 
 def _exit_cleanly(_signal_number: int, _frame: object) -> None:
@@ -288,7 +337,9 @@ def build_parser() -> argparse.ArgumentParser:
     sweep_parser.set_defaults(handler=sweep)
 
     memory_parser = commands.add_parser("memory", help="long-term memory's vectors")
-    memory_actions = memory_parser.add_subparsers(dest="memory_command", required=True)
+    memory_actions = memory_parser.add_subparsers(
+        dest="memory_command", metavar="{reindex}", required=True
+    )
     reindex_parser = memory_actions.add_parser(
         "reindex",
         help="embed the memories not embedded by the configured embedder (resumable, with "
@@ -343,7 +394,10 @@ def _add_sessions_parser(commands: "argparse._SubParsersAction[argparse.Argument
 
     sessions_parser = commands.add_parser("sessions", help="look at stored sessions")
     sessions_parser.set_defaults(handler=sessions)
-    actions = sessions_parser.add_subparsers(dest="sessions_command", required=True)
+    # The metavar is what a missing subcommand's error names: the choices.
+    actions = sessions_parser.add_subparsers(
+        dest="sessions_command", metavar="{list,show}", required=True
+    )
 
     list_parser = actions.add_parser(
         "list", help="live sessions of every app or of one, newest first, paged"
@@ -379,8 +433,8 @@ def _add_sessions_parser(commands: "argparse._SubParsersAction[argparse.Argument
 
     show_parser = actions.add_parser("show", help="a session's state and last events, as JSON")
     show_parser.add_argument("session", help="session id")
-    show_parser.add_argument("--app", required=True, help="app name")
-    show_parser.add_argument("--user", required=True, help="user id")
+    show_parser.add_argument("--app", help="app name (needed when another app has the id)")
+    show_parser.add_argument("--user", help="user id (needed when another user has the id)")
     show_parser.add_argument(
         "--events", type=int, default=DEFAULT_EVENTS, help="how many recent events (default 10)"
     )

@@ -363,13 +363,15 @@ class MemoryCandidates:
 @dataclass(frozen=True)
 class SessionView:
     """A session as a reader sees it, scopes merged; `events_json` is the
-    stored event JSON texts joined by commas (empty for none)."""
+    stored event JSON texts joined by commas (empty for none). `state` None:
+    not read (a list without state); `events_json` None: not read (a fork's
+    answer); either is then left out of the answer, not shown empty."""
 
     id: str
     app_name: str
     user_id: str
-    state: StateDict
-    events_json: str
+    state: StateDict | None
+    events_json: str | None
     last_update_time: float
     revision: int
     expire_time: float | None = None

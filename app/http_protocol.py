@@ -26,9 +26,12 @@ from uvicorn.config import Config
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from uvicorn.server import ServerState
 
+from . import json_codec
 from .config import get_settings
 
 CONNECTION_CONTROL = "session_state.connection"
+# The longest request target httptools parses; a longer one is a parser error.
+MAX_URL_BYTES = 65535
 
 
 class ConnectionControl:
@@ -145,6 +148,26 @@ class RequestHeadTimeoutProtocol(HttpToolsProtocol):
         HttpToolsProtocol.on_headers_complete(self)
         if self.cycle is not previous and self.cycle is not None:
             self.cycle.transport = _HeadWithBody(self.transport, self.loop)
+
+    def send_400_response(self, msg: str) -> None:
+        """uvicorn's answer to what its parser refuses, in the API's one error
+        format (problem+json) instead of text/plain; the connection closes."""
+        from .api.problems import problem_document
+
+        if len(self.url) >= MAX_URL_BYTES - 1024:  # the parser stops near the limit
+            detail = f"the request line is too long: a URL may hold at most {MAX_URL_BYTES} bytes"
+        else:
+            detail = f"the request is not valid HTTP/1.1 ({msg.rstrip('.')})"
+        body = json_codec.dumps(problem_document(400, "bad_request", "Bad request", detail))
+        head = [b"HTTP/1.1 400 Bad Request\r\n"]
+        for name, value in self.server_state.default_headers:
+            head.append(name + b": " + value + b"\r\n")
+        head.append(b"content-type: application/problem+json\r\n")
+        head.append(
+            b"content-length: " + str(len(body)).encode() + b"\r\nconnection: close\r\n\r\n"
+        )
+        self.transport.write(b"".join(head) + body)
+        self.transport.close()
 
     def shutdown(self) -> None:
         if self.control is not None:

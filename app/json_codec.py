@@ -16,7 +16,14 @@ import orjson
 
 
 class InvalidJSON(ValueError):
-    """The bytes are not one JSON document (NaN and Infinity included)."""
+    """The bytes are not one JSON document (NaN and Infinity included);
+    `line` and `column` (from 1) where the parser stopped, when known."""
+
+    def __init__(self, message: str, line: int | None = None, column: int | None = None):
+        super().__init__(message)
+        self.reason = message
+        self.line = line
+        self.column = column
 
 
 class TooDeep(InvalidJSON):
@@ -45,8 +52,54 @@ def loads(data: bytes | str) -> Any:
         return json.loads(raw, parse_constant=_refuse_constant)
     except RecursionError:
         raise TooDeep("the document nests too deep") from None
+    except json.JSONDecodeError as error:
+        raise InvalidJSON(error.msg, error.lineno, error.colno) from None
     except ValueError as error:
         raise InvalidJSON(str(error)) from None
+
+
+# A string followed by a colon (whitespace between them allowed): every object
+# key is one, so a text holds at least as many of these as its objects hold
+# keys (a `\"` followed by a colon inside a string counts too, which only
+# costs the exact check).
+_JSON_WHITESPACE = b" \t\r\n"
+
+
+def _key_like_places(raw: bytes) -> int:
+    # At least as many as the places a string is followed by a colon (dropping
+    # whitespace only joins a quote to a colon), and faster than a regex.
+    return raw.translate(None, _JSON_WHITESPACE).count(b'":')
+
+
+class _RepeatedKey(Exception):
+    def __init__(self, key: str) -> None:
+        self.key = key
+
+
+def _distinct_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    document = dict(pairs)
+    if len(document) != len(pairs):
+        seen: set[str] = set()
+        for key, _value in pairs:
+            if key in seen:
+                raise _RepeatedKey(key)
+            seen.add(key)
+    return document
+
+
+def repeated_key(raw: bytes, keys: int) -> str | None:
+    """A key that one object of `raw` (valid JSON) holds twice, or None.
+    `keys`: how many keys `raw` parsed holds. A parsed object keeps the last
+    of a repeated key silently; when the text has no more key-like places
+    than that count, no key can have been repeated, and the text is not
+    parsed again (the common case, at the cost of one regex count)."""
+    if _key_like_places(raw) <= keys:
+        return None
+    try:
+        json.loads(raw, object_pairs_hook=_distinct_keys)
+    except _RepeatedKey as repeated:
+        return repeated.key
+    return None
 
 
 def dumps(value: Any) -> bytes:

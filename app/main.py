@@ -20,6 +20,7 @@ from .api.body_limit import BodyLimitMiddleware
 from .api.browser_guard import BrowserGuardMiddleware
 from .api.encoded_paths import EncodedPathMiddleware
 from .api.middleware import RequestContextMiddleware
+from .api.openapi_layout import laid_out
 from .api.problems import install_problem_handlers
 from .api.read_fast_path import ReadFastPath
 from .api.routes import (
@@ -205,7 +206,7 @@ def create_app(
 
     def openapi_with_security() -> dict[str, Any]:
         if app.openapi_schema is None:
-            app.openapi_schema = document_bearer_security(FastAPI.openapi(app))
+            app.openapi_schema = laid_out(document_bearer_security(FastAPI.openapi(app)))
         return app.openapi_schema
 
     app.openapi = openapi_with_security  # type: ignore[method-assign]  # FastAPI's documented override

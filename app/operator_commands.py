@@ -229,19 +229,61 @@ def _position(token: str, identity: tuple[str, ...]) -> SessionPosition:
     raise SetupProblem("--page-token: not a valid page token")
 
 
+# Sessions named when an id without --app and --user is not unique.
+SHOWN_MATCHES = 10
+
+
+async def _find_key(settings: Settings, arguments: argparse.Namespace) -> SessionKey | None:
+    """The session the id names, with --app and --user where given; None
+    (told on stderr) when no live session or several have it."""
+    async with opened_operator_store(settings, create=False) as store:
+        found = await store.keys_of_session_id(
+            arguments.session,
+            app_name=arguments.app,
+            user_id=arguments.user,
+            now=time.time(),
+            limit=SHOWN_MATCHES + 1,
+        )
+    if len(found) == 1:
+        app_name, user_id = found[0]
+        return SessionKey(app_name, user_id, arguments.session)
+    if not found:
+        where = "".join(
+            f" {label} {value!r}"
+            for label, value in (("of user", arguments.user), ("in app", arguments.app))
+            if value is not None
+        )
+        print(f"session-state: no session {arguments.session!r}{where}", file=sys.stderr)
+        return None
+    listed = "; ".join(f"--app {app!r} --user {user!r}" for app, user in found[:SHOWN_MATCHES])
+    how_many = f"more than {SHOWN_MATCHES}" if len(found) > SHOWN_MATCHES else str(len(found))
+    print(
+        f"session-state: {how_many} sessions have the id {arguments.session!r}: "
+        f"say which with {listed}{' ...' if len(found) > SHOWN_MATCHES else ''}",
+        file=sys.stderr,
+    )
+    return None
+
+
 async def show_session(settings: Settings, arguments: argparse.Namespace) -> int:
-    key = SessionKey(arguments.app, arguments.user, arguments.session)
+    if arguments.app is None or arguments.user is None:
+        found = await _find_key(settings, arguments)
+        if found is None:
+            return 1
+        key = found
+    else:
+        key = SessionKey(arguments.app, arguments.user, arguments.session)
     async with _service(settings) as service:
         try:
             session = await service.get_session(key, num_recent_events=arguments.events)
         except SessionNotFound:
             print(
-                f"session-state: no session {arguments.session!r} of user {arguments.user!r} "
-                f"in app {arguments.app!r}",
+                f"session-state: no session {key.session_id!r} of user {key.user_id!r} "
+                f"in app {key.app_name!r}",
                 file=sys.stderr,
             )
             return 1
-    events = json_codec.loads(f"[{session.events_json}]")
+    events = json_codec.loads(f"[{session.events_json or ''}]")
     _print_json({**_summary(session), "state": session.state, "events": events})
     return 0
 

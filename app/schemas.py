@@ -254,8 +254,16 @@ class Session(WireModel):
     id: str
     app_name: str
     user_id: str
-    state: dict[str, Any] = Field(description="Merged view: session, app: and user: keys.")
-    events: list[Event]
+    state: dict[str, Any] | None = Field(
+        default=None,
+        description="Merged view: session, app: and user: keys. Absent from a list "
+        "asked for with includeState=false.",
+    )
+    events: list[Event] | None = Field(
+        default=None,
+        description="Oldest first. Empty in a list; absent from a fork's answer "
+        "(read the copies with a get or GET .../events).",
+    )
     last_update_time: float
     expire_time: float | None = Field(
         default=None,

@@ -7,6 +7,7 @@ import logging
 import time
 import uuid
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from typing import Any
 
 from . import history, json_codec
@@ -193,7 +194,7 @@ class SessionService:
         query: SessionQuery = ALL_SESSIONS,
     ) -> SessionPage:
         """The sessions `query` selects after `after` (all users' when
-        `user_id` is None); without `query.include_state`, with `{}` as state.
+        `user_id` is None); without `query.include_state`, with no state.
         A walk is pinned by its first page's horizon, which every position
         after it carries."""
         max_bytes = self.limits.max_response_bytes - RESPONSE_OVERHEAD_BYTES
@@ -565,7 +566,9 @@ class SessionService:
             raise SessionAlreadyExists.of(new_key)
         forked = await self._latest_session(new_key, num_recent_events=0)
         self._published(new_key, "created", forked.revision)
-        return forked
+        # The copies may be many: the answer leaves them out rather than
+        # showing an empty list that reads as "no events".
+        return replace(forked, events_json=None)
 
     async def _fork_point(
         self, source: SessionRow, event_id: str, now: float, labels: Labels | None
@@ -636,7 +639,7 @@ def _view(
         id=key.session_id,
         app_name=key.app_name,
         user_id=key.user_id,
-        state=merge_scopes(row.state, app_state, user_state) if include_state else {},
+        state=merge_scopes(row.state, app_state, user_state) if include_state else None,
         events_json=events_json,
         last_update_time=row.update_time,
         revision=row.revision,

@@ -2,6 +2,7 @@
 
 import json
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -11,10 +12,11 @@ import httpx
 from tests.conftest import ServerProcess, free_port
 
 
-def _run(*arguments: str, env: dict[str, str] | None = None, cwd=None):
+def _run(*arguments: str, env: dict[str, str] | None = None, cwd=None, clean=False):
+    """`clean`: `env` is the whole environment."""
     return subprocess.run(
         [sys.executable, "-m", "session_state.cli", *arguments],
-        env={**os.environ, **(env or {})},
+        env=dict(env or {}) if clean else {**os.environ, **(env or {})},
         cwd=cwd,
         capture_output=True,
         text=True,
@@ -82,3 +84,23 @@ def test_serve_with_several_workers_shares_one_database(tmp_path):
         assert "session_state_http_requests_total" in metrics
     finally:
         server.stop()
+
+
+def test_serve_on_a_busy_port_is_one_line_and_creates_nothing(tmp_path):
+    # Two workers: uvicorn's own bind then happens in the parent, which used
+    # to migrate first; one worker takes the same path up to uvicorn.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SESSION_STATE_")}
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = _run(
+            "serve", "--port", str(port), "--workers", "2", env=env, cwd=tmp_path, clean=True
+        )
+    assert result.returncode == 2, result.stderr
+    assert result.stderr == (
+        f"session-state: cannot serve on 127.0.0.1:{port}: the address is already in use "
+        "(another server on that port? choose another with --port or SESSION_STATE_PORT)\n"
+    )
+    assert "serving" not in result.stdout + result.stderr
+    assert list(tmp_path.iterdir()) == []  # no session_state.db

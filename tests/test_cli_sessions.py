@@ -238,3 +238,46 @@ def test_reading_a_missing_sqlite_file_does_not_create_it(tmp_path, command):
     assert result.returncode == 2
     assert "no SQLite database at" in result.stderr
     assert not path.exists()
+
+
+async def _create(url: str, app: str, user: str, session_id: str) -> None:
+    settings = Settings(database_url=url, sweep_interval_seconds=0, db_timeout_seconds=30)
+    async with asgi_client(settings) as http:
+        created = await http.post(
+            f"/apps/{app}/users/{user}/sessions", json={"sessionId": session_id}
+        )
+        assert created.status_code == 201, created.text
+
+
+def test_show_needs_no_app_or_user_when_the_id_is_unique(stored):
+    result = _cli("sessions", "show", "a2", "--events", "1", database_url=stored)
+    assert result.returncode == 0, result.stderr
+    shown = json.loads(result.stdout)
+    assert (shown["appName"], shown["userId"], shown["id"]) == ("ops", "ann", "a2")
+    # Expired is not there, as for the API.
+    gone = _cli("sessions", "show", "c2", database_url=stored)
+    assert (gone.returncode, gone.stderr) == (1, "session-state: no session 'c2'\n")
+
+
+def test_show_of_an_id_several_sessions_have_lists_them(stored):
+    run_blocking(_create(stored, "shop", "dee", "a1"))
+    result = _cli("sessions", "show", "a1", database_url=stored)
+    assert result.returncode == 1 and result.stdout == ""
+    assert result.stderr == (
+        "session-state: 2 sessions have the id 'a1': say which with "
+        "--app 'ops' --user 'ann'; --app 'shop' --user 'dee'\n"
+    )
+    # One of the two is enough when it settles which.
+    only_shop = _cli("sessions", "show", "a1", "--app", "shop", database_url=stored)
+    assert only_shop.returncode == 0, only_shop.stderr
+    assert json.loads(only_shop.stdout)["userId"] == "dee"
+
+
+@pytest.mark.parametrize(
+    ("command", "choices"), [(["sessions"], "{list,show}"), (["memory"], "{reindex}")]
+)
+def test_a_missing_subcommand_names_the_choices(command, choices, tmp_path):
+    result = _cli(*command, database_url=f"sqlite+aiosqlite:///{tmp_path / 'none.db'}")
+    assert result.returncode == 2
+    assert f"the following arguments are required: {choices}" in result.stderr
+    assert "_command" not in result.stderr

@@ -3,6 +3,7 @@ form encoding), held to the value rules (app.json_rules), with the same
 400/422 problems as everywhere else."""
 
 import asyncio
+import functools
 from typing import Any, TypeVar
 
 from fastapi import Request
@@ -11,11 +12,12 @@ from pydantic import BaseModel, ValidationError
 from .. import json_codec
 from ..errors import BadRequest, FieldError, InvalidInput
 from ..events import UNKNOWN_FIELD_MESSAGE
-from ..json_rules import depth_message, find_unstorable
+from ..json_rules import count_keys_if_storable, depth_message, find_unstorable, printable
 from ..limits import OFFLOAD_BODY_BYTES, Limits
 from .examples import media_examples
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
+_UNSTORABLE = FieldError(["body"], "a value cannot be stored")
 
 
 def limits_of(request: Request) -> Limits:
@@ -44,27 +46,71 @@ def parse_json(raw: bytes, limits: Limits) -> Any:
         document = json_codec.loads(raw)
     except json_codec.TooDeep:
         raise InvalidInput([FieldError(["body"], depth_message(limits.max_json_depth))]) from None
-    except json_codec.InvalidJSON:
-        raise BadRequest("the body is not valid JSON") from None
-    problem = find_unstorable(document, limits.max_json_depth)
-    if problem is not None:
-        raise InvalidInput([problem])
+    except json_codec.InvalidJSON as error:
+        raise BadRequest(not_json_message(error)) from None
+    keys = count_keys_if_storable(document, limits.max_json_depth)
+    if keys is None:
+        # The count stopped at a value that breaks the rule: name it.
+        raise InvalidInput([find_unstorable(document, limits.max_json_depth) or _UNSTORABLE])
+    repeated = json_codec.repeated_key(raw, keys)
+    if repeated is not None:
+        # Last-wins would store what the client may not have meant, silently.
+        shown = printable(repeated if len(repeated) <= 100 else repeated[:100] + "...")
+        raise BadRequest(
+            f"an object in the body repeats the key {json_codec.dumps_text(shown)}: "
+            "send each key once"
+        )
     return document
+
+
+def not_json_message(error: json_codec.InvalidJSON) -> str:
+    if error.line is None:
+        return f"the body is not valid JSON: {error.reason}"
+    return f"the body is not valid JSON: {error.reason} (line {error.line}, column {error.column})"
 
 
 def validate_body(model: type[ModelT], document: Any) -> ModelT:
     try:
         return model.model_validate(document)
     except ValidationError as error:
-        raise InvalidInput(
-            [
-                FieldError(
-                    ["body", *item["loc"]],
-                    UNKNOWN_FIELD_MESSAGE if item["type"] == "extra_forbidden" else item["msg"],
-                )
-                for item in error.errors()
-            ]
-        ) from None
+        raise InvalidInput(field_errors(error, "body")) from None
+
+
+# pydantic's messages for these name the model class ("... or instance of
+# CreateSessionRequest"): a client knows no such names.
+_OBJECT_EXPECTED = frozenset({"model_type", "model_attributes_type", "dict_type"})
+OBJECT_EXPECTED_MESSAGE = "must be a JSON object"
+
+
+def field_errors(error: ValidationError, where: str) -> list[FieldError]:
+    """pydantic's errors in the API's words, located under `where`, with no
+    internal class name in a message or a location."""
+    classes = {error.title, *_model_names()}
+    errors = []
+    for item in error.errors():
+        if item["type"] == "extra_forbidden":
+            message = UNKNOWN_FIELD_MESSAGE
+        elif item["type"] in _OBJECT_EXPECTED:
+            message = OBJECT_EXPECTED_MESSAGE
+        else:
+            message = item["msg"]
+        # A union's member is named in the location ("GetOperation"): dropped.
+        location = [part for part in item["loc"] if part not in classes]
+        errors.append(FieldError([where, *location], message))
+    return errors
+
+
+@functools.cache
+def _model_names() -> frozenset[str]:
+    from ..schemas import WireModel
+
+    names: set[str] = set()
+    pending: list[type[WireModel]] = [WireModel]
+    while pending:
+        for subclass in pending.pop().__subclasses__():
+            names.add(subclass.__name__)
+            pending.append(subclass)
+    return frozenset(names)
 
 
 def documented_body(

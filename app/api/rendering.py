@@ -29,11 +29,11 @@ def session_json(session: SessionView) -> bytes:
             dumps(session.app_name),
             b',"userId":',
             dumps(session.user_id),
-            b',"state":',
-            dumps(session.state),
-            b',"events":[',
-            session.events_json.encode(),
-            b"]",
+            # A state not read, or events not read, are left out, not shown empty.
+            b"" if session.state is None else b',"state":' + dumps(session.state),
+            b""
+            if session.events_json is None
+            else b',"events":[' + session.events_json.encode() + b"]",
             b',"lastUpdateTime":',
             dumps(session.last_update_time),
             # Only a session that expires has the field: ADK's six stay as they are.

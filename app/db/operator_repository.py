@@ -145,3 +145,27 @@ async def _user_key_counts(
     )
     counts = await connection.execute(statement)
     return {(app, user): count for app, user, count in counts if (app, user) in pairs}
+
+
+async def keys_of_session_id(
+    connection: AsyncConnection,
+    session_id: str,
+    *,
+    app_name: str | None,
+    user_id: str | None,
+    now: float,
+    limit: int,
+) -> list[tuple[str, str]]:
+    """(app, user) of up to `limit` live sessions with this id, in order."""
+    conditions: list[ColumnElement[bool]] = [sessions.c.id == session_id, not_expired(now)]
+    if app_name is not None:
+        conditions.append(sessions.c.app_name == app_name)
+    if user_id is not None:
+        conditions.append(sessions.c.user_id == user_id)
+    statement = (
+        select(sessions.c.app_name, sessions.c.user_id)
+        .where(*conditions)
+        .order_by(sessions.c.app_name, sessions.c.user_id)
+        .limit(limit)
+    )
+    return [(row.app_name, row.user_id) for row in await connection.execute(statement)]

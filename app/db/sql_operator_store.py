@@ -88,6 +88,14 @@ class SqlOperatorStore:
         async with self.engine.connect() as connection:
             return await operator_repository.app_summaries(connection, now)
 
+    async def keys_of_session_id(
+        self, session_id: str, *, app_name: str | None, user_id: str | None, now: float, limit: int
+    ) -> list[tuple[str, str]]:
+        async with self.engine.connect() as connection:
+            return await operator_repository.keys_of_session_id(
+                connection, session_id, app_name=app_name, user_id=user_id, now=now, limit=limit
+            )
+
     async def page_sessions(
         self,
         *,

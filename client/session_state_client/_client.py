@@ -12,7 +12,7 @@ from typing import Any, Literal, TypeAlias
 import httpx
 
 from session_state_client._constants import API_KEY_ENV, BASE_URL_ENV, DEFAULT_BASE_URL
-from session_state_client._transport import checked_api_key
+from session_state_client._transport import checked_api_key, checked_base_url
 
 JSON_HEADERS = {"Content-Type": "application/json"}
 Order: TypeAlias = Literal["asc", "desc"]
@@ -24,7 +24,12 @@ Timeout: TypeAlias = float | httpx.Timeout
 def client_settings(base_url: str | None, api_key: str | None) -> tuple[str, dict[str, str]]:
     """The base URL and the headers to send, the environment filling in what
     is not given."""
-    url = base_url or os.environ.get(BASE_URL_ENV) or DEFAULT_BASE_URL
+    if base_url is not None:
+        url = checked_base_url(base_url)
+    elif os.environ.get(BASE_URL_ENV):
+        url = checked_base_url(os.environ[BASE_URL_ENV], BASE_URL_ENV)
+    else:
+        url = DEFAULT_BASE_URL
     key = api_key if api_key is not None else os.environ.get(API_KEY_ENV)
     headers = {"Authorization": f"Bearer {checked_api_key(key)}"} if key else {}
-    return url.rstrip("/"), headers
+    return url, headers

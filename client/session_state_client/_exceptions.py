@@ -19,7 +19,8 @@
         └── InternalServerError        other 5xx
 
 Every APIStatusError carries `status_code`, the problem+json `body`, its
-`code` and the `request_id` (the X-Request-ID the server answered with).
+`code` and the `request_id` (the X-Request-ID the server answered with). A
+404's message names the method and URL requested (a wrong base path shows).
 """
 
 from typing import Any
@@ -156,4 +157,15 @@ def error_from_response(response: httpx.Response) -> APIStatusError:
         error_class = InternalServerError if response.status_code >= 500 else APIStatusError
     detail = body.get("detail") or response.reason_phrase
     message = f"{response.status_code} {code or ''}: {detail}".replace("  ", " ")
+    if response.status_code == 404:
+        # A wrong base path ("/api", "/v1") is a 404 too: the URL shows it.
+        message += f" ({_request_line(response)})"
     return error_class(message, response=response, body=body)
+
+
+def _request_line(response: httpx.Response) -> str:
+    try:
+        request = response.request
+    except RuntimeError:  # a response built without its request
+        return "request unknown"
+    return f"{request.method} {request.url}"

@@ -22,6 +22,7 @@ import threading
 import weakref
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Mapping
 from typing import Any
+from urllib.parse import urlsplit
 
 import aiohttp
 import httpx
@@ -57,6 +58,32 @@ def checked_api_key(api_key: str) -> str:
             "(a CR or LF would start a new header)"
         )
     return api_key
+
+
+def checked_base_url(base_url: object, given_as: str = "base_url") -> str:
+    """The server's URL without its trailing slash, refused at construction
+    unless it is an http(s) URL with a host: "127.0.0.1:8000" would
+    otherwise fail only at the first request, each client in its own way."""
+    example = "e.g. http://127.0.0.1:8000"
+    if not isinstance(base_url, str):
+        raise TypeError(f"{given_as} must be a string ({example}), not {type(base_url).__name__}")
+    parts = urlsplit(base_url.strip())
+    if parts.scheme.lower() not in ("http", "https") or not parts.netloc:
+        raise ValueError(
+            f"{given_as} must start with http:// or https:// and name a host ({example}): "
+            f"{base_url!r}"
+        )
+    try:
+        parts.port  # noqa: B018  (urllib checks the port only when it is read)
+    except ValueError:
+        raise ValueError(f"{given_as} has a bad port ({example}): {base_url!r}") from None
+    if not parts.hostname:
+        raise ValueError(f"{given_as} names no host ({example}): {base_url!r}")
+    if parts.query or parts.fragment:
+        raise ValueError(
+            f"{given_as} must not have a query or fragment (a base path is kept): {base_url!r}"
+        )
+    return base_url.strip().rstrip("/")
 
 
 # -- timeouts: a bound on getting a connection and on each read ----------------

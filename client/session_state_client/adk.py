@@ -19,19 +19,24 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Self
 from urllib.parse import urlsplit, urlunsplit
 
-from google.adk.errors._stale_session_error import StaleSessionError
-from google.adk.errors.already_exists_error import AlreadyExistsError
-from google.adk.errors.session_not_found_error import SessionNotFoundError
-from google.adk.events.event import Event
-from google.adk.memory.base_memory_service import BaseMemoryService, SearchMemoryResponse
-from google.adk.memory.memory_entry import MemoryEntry
-from google.adk.sessions.base_session_service import (
-    BaseSessionService,
-    GetSessionConfig,
-    ListSessionsResponse,
-)
-from google.adk.sessions.session import Session
-from google.genai import types
+from session_state_client._extras import extra_missing
+
+try:
+    from google.adk.errors._stale_session_error import StaleSessionError
+    from google.adk.errors.already_exists_error import AlreadyExistsError
+    from google.adk.errors.session_not_found_error import SessionNotFoundError
+    from google.adk.events.event import Event
+    from google.adk.memory.base_memory_service import BaseMemoryService, SearchMemoryResponse
+    from google.adk.memory.memory_entry import MemoryEntry
+    from google.adk.sessions.base_session_service import (
+        BaseSessionService,
+        GetSessionConfig,
+        ListSessionsResponse,
+    )
+    from google.adk.sessions.session import Session
+    from google.genai import types
+except ModuleNotFoundError as missing:
+    raise extra_missing(__name__, "ADK", "adk", missing) from missing
 
 from session_state_client import _exceptions
 from session_state_client._async_client import AsyncSessionStateClient

@@ -36,31 +36,37 @@ from urllib.parse import quote
 
 import aiohttp
 import httpx
-from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.base import (
-    WRITES_IDX_MAP,
-    BaseCheckpointSaver,
-    ChannelVersions,
-    Checkpoint,
-    CheckpointMetadata,
-    CheckpointTuple,
-    get_checkpoint_id,
-    get_serializable_checkpoint_metadata,
-)
-from langgraph.checkpoint.serde.base import SerializerProtocol
-from langgraph.store.base import (
-    BaseStore,
-    GetOp,
-    Item,
-    ListNamespacesOp,
-    NotProvided,
-    Op,
-    PutOp,
-    Result,
-    SearchItem,
-    SearchOp,
-    TTLConfig,
-)
+
+from session_state_client._extras import extra_missing
+
+try:
+    from langchain_core.runnables import RunnableConfig
+    from langgraph.checkpoint.base import (
+        WRITES_IDX_MAP,
+        BaseCheckpointSaver,
+        ChannelVersions,
+        Checkpoint,
+        CheckpointMetadata,
+        CheckpointTuple,
+        get_checkpoint_id,
+        get_serializable_checkpoint_metadata,
+    )
+    from langgraph.checkpoint.serde.base import SerializerProtocol
+    from langgraph.store.base import (
+        BaseStore,
+        GetOp,
+        Item,
+        ListNamespacesOp,
+        NotProvided,
+        Op,
+        PutOp,
+        Result,
+        SearchItem,
+        SearchOp,
+        TTLConfig,
+    )
+except ModuleNotFoundError as missing:
+    raise extra_missing(__name__, "LangGraph", "langgraph", missing) from missing
 
 from session_state_client._constants import (
     DEFAULT_MAX_RETRIES,
@@ -73,6 +79,7 @@ from session_state_client._transport import (
     AiohttpTransport,
     aiohttp_failure,
     checked_api_key,
+    checked_base_url,
     httpx_failure,
 )
 
@@ -142,7 +149,7 @@ class _Server:
         headers = {"Accept": "application/json"}
         if api_key is not None:
             headers["Authorization"] = f"Bearer {checked_api_key(api_key)}"
-        url = base_url.rstrip("/")
+        url = checked_base_url(base_url)
         self.max_retries = max_retries
         self._sync = httpx.Client(base_url=url, headers=headers, timeout=timeout)
         self._async = AiohttpTransport(url, headers, timeout, None)

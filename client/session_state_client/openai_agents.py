@@ -20,10 +20,15 @@ import uuid
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-from agents import SessionSettings
-from agents.items import TResponseInputItem
-from agents.memory import Session
-from agents.memory.session_settings import coerce_session_settings, resolve_session_limit
+from session_state_client._extras import extra_missing
+
+try:
+    from agents import SessionSettings
+    from agents.items import TResponseInputItem
+    from agents.memory import Session
+    from agents.memory.session_settings import coerce_session_settings, resolve_session_limit
+except ModuleNotFoundError as missing:
+    raise extra_missing(__name__, "the OpenAI Agents SDK", "openai-agents", missing) from missing
 
 from session_state_client._async_client import AsyncSessionStateClient
 from session_state_client._exceptions import (

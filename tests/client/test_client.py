@@ -235,6 +235,7 @@ def test_labels_filters_apps_and_users(client, app_name):
     assert (both.labels, both.state, both.revision) == ({"env": "qa"}, {"k": 1}, 1)
     prod = client.list_sessions(app_name=app_name, labels={"env": "prod"}, include_state=False)
     assert [session.id for session in prod.sessions] == ["a", "c"]
+    assert [session.state for session in prod.sessions] == [{}, {}]  # not read: the model's {}
     with_team = client.iter_sessions(app_name=app_name, labels={"env": None, "team": None})
     assert [session.id for session in with_team] == ["a"]
     newest = client.iter_sessions(

@@ -214,6 +214,12 @@ def _route(path: str, method: str) -> APIRoute:
         }
     },
     summary="Append an event, applying its state delta",
+    description="Stores one event (ADK's Event JSON) and applies its actions.stateDelta in "
+    "one transaction: session keys to the session, app: keys to the app, user: keys to the "
+    "user, temp: keys never stored. 201 with the stored event and the new revision as ETag; "
+    "the same event id sent again is answered 200 as a retry. If-Match: the revision the "
+    "caller last saw (412 stale_session when another append came first). A partial event "
+    "is answered but not stored.",
 )
 async def append_event(
     app_name: AppName,
@@ -372,6 +378,10 @@ async def get_session(
         labelled_example=examples.CREATE_LABELLED_SESSION,
     ),
     summary="Create a session",
+    description="A new session of the user, with an initial state (app: and user: keys go "
+    "to the app's and the user's shared state, temp: keys are dropped), labels and an "
+    "expiry. No body, or no sessionId: the server names it (a uuid4). 409 "
+    'session_already_exists when the id is taken. 201 with the session and ETag "0".',
 )
 async def create_session(app_name: AppName, user_id: UserId, request: Request) -> Response:
     service = service_of(request)
@@ -394,8 +404,8 @@ async def create_session(app_name: AppName, user_id: UserId, request: Request) -
     responses={
         201: {
             "headers": _ETAG_HEADER,
-            "description": "The new session, as lists show sessions: its state, no events "
-            "(read them with GET .../events)",
+            "description": "The new session: its state, without the events key "
+            "(read the copies with a get or GET .../events)",
         },
         **problem_responses(404, 409),
     },

@@ -8,7 +8,7 @@ from fastapi import APIRouter, Query, Request, Response
 from pydantic import BaseModel, ValidationError
 
 from ... import json_codec
-from ...errors import FieldError, InvalidInput, ResponseTooLarge
+from ...errors import InvalidInput, ResponseTooLarge
 from ...langgraph_store import domain
 from ...langgraph_store.errors import ItemNotFound
 from ...langgraph_store.schemas import (
@@ -27,7 +27,7 @@ from ...langgraph_store.schemas import (
     SearchOperation,
 )
 from ...langgraph_store.service import StoreService
-from ..bodies import documented_body, limits_of, read_json, validate_body
+from ..bodies import documented_body, field_errors, limits_of, read_json, validate_body
 from ..dependencies import AppName
 from .sessions import problem_responses
 
@@ -55,9 +55,7 @@ def _from_query(model: type[BaseModel], document: dict[str, Any]) -> Any:
     try:
         return model.model_validate(document)
     except ValidationError as error:
-        raise InvalidInput(
-            [FieldError(["query", *item["loc"]], item["msg"]) for item in error.errors()]
-        ) from None
+        raise InvalidInput(field_errors(error, "query")) from None
 
 
 def operation_of(
