@@ -137,7 +137,7 @@ def installed_image(tmp_path_factory: pytest.TempPathFactory) -> Path:
     # folder, say, would leak stale packages into the wheel).
     source = work / "src"
     source.mkdir()
-    for name in ("pyproject.toml", "README.md"):
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
         shutil.copy(ROOT / name, source / name)
     for folder in ("app", "migrations"):
         shutil.copytree(
