@@ -10,7 +10,7 @@ WORKDIR /src
 COPY pyproject.toml ./
 RUN python -c "import tomllib; print(*tomllib.load(open('pyproject.toml', 'rb'))['project']['dependencies'], sep='\n')" > requirements.txt \
     && pip install -r requirements.txt
-COPY setup.py README.md ./
+COPY setup.py README.md LICENSE ./
 COPY app ./app
 COPY migrations ./migrations
 RUN pip install --no-deps .

@@ -115,13 +115,21 @@ class Settings(SettingNamePolicy):
         description="A replica further behind the primary than this serves no reads.",
     )
     host: str = Field(default="127.0.0.1", description="The address `serve` binds.")
-    port: int = Field(default=8000, ge=1, le=65535)
-    workers: int = Field(default=1, ge=1)
-    max_body_bytes: int = Field(default=DEFAULT_MAX_BODY_BYTES, ge=1024)
-    db_pool_size: int = Field(default=10, ge=1)
+    port: int = Field(default=8000, ge=1, le=65535, description="The port `serve` binds.")
+    workers: int = Field(default=1, ge=1, description="Worker processes of `serve`.")
+    max_body_bytes: int = Field(
+        default=DEFAULT_MAX_BODY_BYTES,
+        ge=1024,
+        description="Larger request bodies are refused (413 payload_too_large).",
+    )
+    db_pool_size: int = Field(
+        default=10, ge=1, description="PostgreSQL: connections of a process's pool."
+    )
     # PostgreSQL: a process opens up to db_pool_size + db_max_overflow
     # connections as requests need them, and closes those idle for 5 minutes.
-    db_max_overflow: int = Field(default=0, ge=0)
+    db_max_overflow: int = Field(
+        default=0, ge=0, description="PostgreSQL: connections a pool may open beyond its size."
+    )
     db_pooler: Pooler = Field(
         default="none",
         description="PostgreSQL: the connection pooler between the service and the database, "
@@ -141,8 +149,12 @@ class Settings(SettingNamePolicy):
         description="Bounds connecting, waiting for a pooled connection, an append's wait for"
         " its batch and every statement.",
     )
-    log_level: Literal["critical", "error", "warning", "info", "debug"] = "info"
-    log_format: Literal["json", "text"] = "json"
+    log_level: Literal["critical", "error", "warning", "info", "debug"] = Field(
+        default="info", description="debug, info, warning, error or critical."
+    )
+    log_format: Literal["json", "text"] = Field(
+        default="json", description="json (one object per line) or text."
+    )
     api_keys: dict[str, list[str]] = Field(
         default_factory=dict,
         description='JSON object: API key -> app names it may use, ["*"] for all apps.',

@@ -1,5 +1,5 @@
 """The limits every request is held to, in one place: validation, errors,
-the README and the OpenAPI description read them from here."""
+the documents and the OpenAPI description read them from here."""
 
 from dataclasses import dataclass
 from typing import Protocol

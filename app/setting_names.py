@@ -3,6 +3,7 @@ refused instead of ignored (a typo in the database URL's name once served a
 new, empty SQLite file in place of the configured PostgreSQL)."""
 
 import difflib
+import textwrap
 from collections.abc import Collection, Iterable, Mapping
 
 from pydantic.fields import FieldInfo
@@ -70,22 +71,32 @@ def _with_closest_name(name: str) -> str:
 
 
 def settings_overview() -> str:
-    """Every setting's variable and default, for `serve --help`."""
+    """Every setting's variable, default and meaning, for `serve --help`."""
     fields = Settings.model_fields
     # The name policy is a base class, so its one field comes first: list it last.
     order = [name for name in fields if name not in SettingNamePolicy.model_fields]
     order += list(SettingNamePolicy.model_fields)
-    rows = [(ENVIRONMENT_PREFIX + name.upper(), _shown_default(fields[name])) for name in order]
-    width = max(len(variable) for variable, _ in rows)
-    lines = [f"  {variable.ljust(width)}  {default}" for variable, default in rows]
+    lines = []
+    for name in order:
+        field = fields[name]
+        lines.append(f"  {ENVIRONMENT_PREFIX}{name.upper()} (default: {_shown_default(field)})")
+        indent = " " * 6
+        lines += textwrap.wrap(
+            field.description or "",
+            width=76,
+            initial_indent=indent,
+            subsequent_indent=indent,
+            break_on_hyphens=False,
+        )
     return (
-        "settings: environment variables, with their defaults; what each does is in\n"
-        'README.md, section "Configuration" (the options above override them):\n' + "\n".join(lines)
+        "settings: environment variables, each with its default and what it does\n"
+        "(the options above override them; docs/configuration.md in the source\n"
+        "repository has the same with more detail):\n" + "\n".join(lines)
     )
 
 
 def _shown_default(field: FieldInfo) -> str:
-    """A default as the README's table writes it."""
+    """A default as docs/configuration.md's table writes it."""
     value = field.get_default(call_default_factory=True)
     if value is None:
         return "unset"

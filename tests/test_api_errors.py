@@ -1,4 +1,4 @@
-"""Errors over HTTP (the errors table of the README): every error is an RFC 9457
+"""Errors over HTTP (the errors table of docs/api.md): every error is an RFC 9457
 problem document with a stable `code`, 422s say which input is wrong, and no
 body leaks internals. One case per row of the errors table (401, 403 and 503
 excepted), on SQLite and PostgreSQL."""
@@ -30,7 +30,7 @@ async def append(client, event, **headers):
 
 
 def assert_problem_document(response, status, code):
-    """The RFC 9457 envelope of the README's errors section, with nothing internal in it."""
+    """The RFC 9457 envelope of docs/api.md's errors section, with nothing internal in it."""
     assert response.status_code == status, response.text
     assert response.headers["content-type"] == PROBLEM_MEDIA_TYPE
     body = response.json()

@@ -1,6 +1,6 @@
 """Every setting's default and bounds as the code defines them (app/config.py)
-are the ones the README's settings table and docs/api.md's limits table
-print: a default changed in one place only fails here."""
+are the ones docs/configuration.md's settings table and docs/api.md's limits
+table print: a default changed in one place only fails here."""
 
 import re
 from pathlib import Path
@@ -11,7 +11,7 @@ from annotated_types import Ge, Le
 from session_state.config import Settings
 
 ROOT = Path(__file__).resolve().parent.parent
-README_ROW = re.compile(r"^\| `SESSION_STATE_(\w+)` \| (`[^`]*`|\w+)(?: \(([^)]*)\))? \|", re.M)
+SETTINGS_ROW = re.compile(r"^\| `SESSION_STATE_(\w+)` \| (`[^`]*`|\w+)(?: \(([^)]*)\))? \|", re.M)
 LIMITS_ROW = re.compile(
     r"^\| `SESSION_STATE_(\w+)` \| ([\d.]+) ?(MiB|KiB)?"
     r"(?: \((?:at least ([\d.]+) ?(MiB|KiB)?|([\d.]+) to ([\d.]+))\b.*?\))?",
@@ -46,8 +46,8 @@ def _comparable(value: Any) -> Any:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else value
 
 
-def test_the_readme_lists_every_setting_with_its_default_and_upper_bound():
-    rows = README_ROW.findall((ROOT / "README.md").read_text())
+def test_the_configuration_lists_every_setting_with_its_default_and_upper_bound():
+    rows = SETTINGS_ROW.findall((ROOT / "docs" / "configuration.md").read_text())
     documented = {name.lower() for name, _, _ in rows}
     assert documented == set(Settings.model_fields)
     for name, written, note in rows:

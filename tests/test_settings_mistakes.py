@@ -212,7 +212,8 @@ def test_every_session_state_variable_the_project_uses_is_known():
     assert unknown_settings(used, allowed=()) == []
 
 
-def test_the_readme_shows_the_refusal_of_a_misspelled_name_as_it_is_printed():
+def test_the_configuration_shows_the_refusal_of_a_misspelled_name_as_it_is_printed():
     with pytest.raises(UnknownSetting) as refusal:
         refuse_unknown_settings({"SESSION_STATE_DATABSE_URL": "sqlite+aiosqlite:///x.db"})
-    assert f"session-state: {refusal.value}\n" in (ROOT / "README.md").read_text()
+    documented = (ROOT / "docs" / "configuration.md").read_text()
+    assert f"session-state: {refusal.value}\n" in documented

@@ -11,7 +11,7 @@ ADK's own servers (`adk web`, `adk api_server`, `adk run`) build their services
 from `--session_service_uri` / `--memory_service_uri` through ADK's service
 registry, as `Class(uri=uri, agents_dir=..., **kwargs)`: both classes take a
 `session-state://host:port[/base-path]` URI (`session-state+https://` for
-HTTPS) that way. Register the schemes with a `services.yaml` (see the README)
+HTTPS) that way. Register the schemes with a `services.yaml` (see docs/clients.md)
 or with `register()` in the agents directory's `services.py`.
 """
 

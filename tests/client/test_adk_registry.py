@@ -14,7 +14,7 @@ from google.adk.cli.utils.service_factory import (
 
 from session_state_client.adk import HttpMemoryService, HttpSessionService, base_url_from_uri
 
-# As the README gives it.
+# As docs/clients.md gives it.
 SERVICES_YAML = """
 services:
   - scheme: session-state

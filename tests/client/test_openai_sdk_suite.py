@@ -213,7 +213,7 @@ EXCLUDED: dict[str, list[str]] = {
         "test_ping_success",
         "test_ping_failure",
         "test_ping_on_closed_session_raises",
-        # A documented difference (README, "OpenAI Agents SDK"): the empty
+        # A documented difference (docs/clients.md, "OpenAI Agents SDK"): the empty
         # session id is refused (422), as every identifier of the API is.
         "test_string_session_ids_remain_literal_and_isolated[]",
     ],

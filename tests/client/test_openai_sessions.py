@@ -361,7 +361,7 @@ def test_a_session_id_that_is_not_a_string_is_a_type_error(session_id: Any) -> N
 async def test_the_empty_session_id_is_refused_where_sqlite_session_takes_it(
     tmp_path: Path,
 ) -> None:
-    """A documented difference (README): the server has no session named ''."""
+    """A documented difference (docs/clients.md): the server has no session named ''."""
     reference = SQLiteSession("", tmp_path / "empty.db")
     await reference.add_items([USER])
     assert await reference.get_items() == [USER]
