@@ -26,8 +26,9 @@ import time
 import uuid
 from typing import Any
 
+from bench import RESULTS
 from bench.client_cpu import _free_port
-from bench.run import RESULTS, Server, create_database, drop_database, migrate, sqlalchemy_url
+from bench.run import Server, create_database, drop_database, migrate, sqlalchemy_url
 
 SIDES = ("session-state", "adk-database-postgresql", "adk-database-sqlite", "adk-in-memory")
 
@@ -164,7 +165,7 @@ def main() -> None:
         "raw": raw,
     }
     print(json.dumps(summary["sides"], indent=2))
-    RESULTS.mkdir(exist_ok=True)
+    RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / f"{arguments.name}.json").write_text(json.dumps(summary, indent=2) + "\n")
 
 
