@@ -17,6 +17,7 @@ bench/results/<name>.json.
 import argparse
 import asyncio
 import json
+import select
 import statistics
 import subprocess
 import sys
@@ -30,6 +31,7 @@ from bench import RESULTS
 from bench.client_cpu import _free_port
 from bench.run import Server, create_database, drop_database, migrate, sqlalchemy_url
 
+STARTING = 300.0  # seconds a worker may take to import, before its round
 SIDES = ("session-state", "adk-database-postgresql", "adk-database-sqlite", "adk-in-memory")
 
 
@@ -61,6 +63,7 @@ def _worker(side: str, argument: str, threads: int, turns: int) -> dict[str, Any
     app = f"threads-{uuid.uuid4().hex[:8]}"
     runner = Runner(app_name=app, agent=_agent(), session_service=sessions, memory_service=memory)
     errors: list[str] = []
+    print("ready", flush=True)  # imported: the round's deadline starts
 
     def conversation(user: str) -> None:
         try:
@@ -102,15 +105,26 @@ def _round(side: str, argument: str, arguments: argparse.Namespace) -> dict[str,
         "--turns",
         str(arguments.turns),
     ]
-    try:
-        finished = subprocess.run(
-            command, capture_output=True, text=True, timeout=arguments.deadline
-        )
-    except subprocess.TimeoutExpired:
-        return {"hung": True, "seconds": None, "errors": []}
-    if finished.returncode != 0:
-        return {"hung": False, "seconds": None, "errors": [finished.stderr.strip()[-300:]]}
-    result: dict[str, Any] = json.loads(finished.stdout.strip().splitlines()[-1])
+    with tempfile.TemporaryFile("w+") as stderr:
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=stderr, text=True)
+        assert process.stdout is not None
+        # The deadline counts from the worker's "ready" (its imports done): on
+        # a loaded machine, importing ADK alone can take most of a minute.
+        ready, _, _ = select.select([process.stdout], [], [], STARTING)
+        if ready:
+            process.stdout.readline()
+        try:
+            # What it prints after "ready" is one line: the pipe cannot fill.
+            process.wait(timeout=arguments.deadline if ready else 0)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+            return {"hung": True, "seconds": None, "errors": []}
+        stdout = process.stdout.read()
+        if process.returncode != 0:
+            stderr.seek(0)
+            return {"hung": False, "seconds": None, "errors": [stderr.read().strip()[-300:]]}
+    result: dict[str, Any] = json.loads(stdout.strip().splitlines()[-1])
     return {"hung": False, **result}
 
 
@@ -167,6 +181,14 @@ def main() -> None:
     print(json.dumps(summary["sides"], indent=2))
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / f"{arguments.name}.json").write_text(json.dumps(summary, indent=2) + "\n")
+    ours = summary["sides"]["session-state"]
+    met = not ours["rounds_hung"] and not ours["errors"]
+    print(
+        f"Check: session-state's side never hung, no error, every state right: "
+        f"{'met' if met else 'NOT met'}"
+    )
+    if not met:
+        sys.exit(1)
 
 
 def _describe(result: dict[str, Any]) -> str:

@@ -12,7 +12,7 @@ unfiltered one. Each store's first-page statement is also timed alone
 server reports it, which the round trip and the app do not blur).
 
     python -m bench.labels [--sessions 100000] [--rounds 30] [--backends sqlite,postgresql]
-    python -m bench.labels --quick    # 10,000 sessions (a full page of the rare label), 3 rounds
+    python -m bench.labels --quick    # 12,000 sessions (over a page of the rare label), 3 rounds
 """
 
 import argparse
@@ -347,15 +347,15 @@ def print_goal(pages: dict[str, dict[str, float]]) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--quick", action="store_true", help="10,000 sessions, 3 rounds")
-    parser.add_argument("--sessions", type=int, help="default 100,000 (--quick: 10,000)")
+    parser.add_argument("--quick", action="store_true", help="12,000 sessions, 3 rounds")
+    parser.add_argument("--sessions", type=int, help="default 100,000 (--quick: 12,000)")
     parser.add_argument("--rounds", type=int, help="default 30 (--quick: 3)")
     parser.add_argument("--backends", default="sqlite,postgresql")
     parser.add_argument("--database-prefix", default="labels_bench")
     parser.add_argument("--name", default="labels", help="results file name")
     parser.add_argument("--output", type=Path, help="results file (default: from --name)")
     arguments = parser.parse_args()
-    arguments.sessions = arguments.sessions or (10_000 if arguments.quick else 100_000)
+    arguments.sessions = arguments.sessions or (12_000 if arguments.quick else 100_000)
     arguments.rounds = arguments.rounds or (3 if arguments.quick else 30)
     arguments.output = arguments.output or RESULTS / f"{arguments.name}.json"
     results: dict[str, Any] = {"sessions": arguments.sessions, "rounds": arguments.rounds}
