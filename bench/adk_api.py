@@ -35,9 +35,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from bench import RESULTS
 from bench.events import TEXT
 from bench.run import (
-    RESULTS,
     Server,
     create_database,
     drop_database,

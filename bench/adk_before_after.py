@@ -6,6 +6,7 @@ checkout's server on a database of its own, alternating per round.
     git worktree add /tmp/before <commit>
     python -m bench.adk_before_after --before /tmp/before
     python -m bench.adk_before_after --before /tmp/before --shapes 10x40 --rounds 8
+    python -m bench.adk_before_after --quick   # 4 x 10, one round, against HEAD
 
 Besides events/s and latency, the CPU each process spends per append: this
 load generator over the timed appends (`time.process_time`), and over the
@@ -17,6 +18,7 @@ medians of the rounds and after/before; writes bench/results/<name>.json.
 
 import argparse
 import asyncio
+import contextlib
 import os
 from pathlib import Path
 from typing import Any
@@ -26,8 +28,10 @@ from bench.run import (
     Server,
     create_database,
     drop_database,
+    head_checkout,
     medians_of,
     migrate,
+    nothing_lost,
     write_results,
 )
 
@@ -123,20 +127,27 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--before", type=Path, required=True, help="the checkout to compare with")
-    parser.add_argument("--shapes", default="10x40,50x40", help="sessions x events, by commas")
-    parser.add_argument("--rounds", type=int, default=4)
+    parser.add_argument("--before", type=Path, help="the checkout to compare with")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="shape 4x10, one round; without --before, against this repository's HEAD",
+    )
+    parser.add_argument("--shapes", help="sessions x events, by commas (default 10x40,50x40)")
+    parser.add_argument("--rounds", type=int, help="default 4 (--quick: 1)")
     parser.add_argument("--port", type=int, default=18801, help="before's; after's is the next")
     parser.add_argument("--name", default="adk_before_after")
     arguments = parser.parse_args(argv)
-    shapes = [
-        Shape(*(int(number) for number in shape.split("x")))
-        for shape in arguments.shapes.split(",")
-    ]
-    results = asyncio.run(run(arguments.before.resolve(), shapes, arguments.rounds, arguments.port))
+    if arguments.before is None and not arguments.quick:
+        parser.error("--before is required (or --quick, which compares with HEAD)")
+    shapes = Shape.parse_all(arguments.shapes or ("4x10" if arguments.quick else "10x40,50x40"))
+    rounds = arguments.rounds or (1 if arguments.quick else 4)
+    with contextlib.ExitStack() as stack:
+        before = arguments.before or stack.enter_context(head_checkout())
+        results = asyncio.run(run(before.resolve(), shapes, rounds, arguments.port))
     print(f"\n{table(results)}")
     write_results(arguments.name, results)
-    return 0
+    return 0 if nothing_lost(results["runs"]) else 1
 
 
 if __name__ == "__main__":

@@ -27,9 +27,10 @@ import statistics
 import time
 from typing import Any
 
+from bench import RESULTS
 from bench.adk_api import event_json
 from bench.client_cpu import _free_port
-from bench.run import RESULTS, Server, create_database, drop_database, migrate, sqlalchemy_url
+from bench.run import Server, create_database, drop_database, migrate, sqlalchemy_url
 
 ADK = "adk DatabaseSessionService"
 OURS = "session-state HttpSessionService"
@@ -142,7 +143,7 @@ def main() -> None:
         f" {'met' if ratio <= GOAL else 'NOT met'}.",
     ]
     print("\n".join(lines))
-    RESULTS.mkdir(exist_ok=True)
+    RESULTS.mkdir(parents=True, exist_ok=True)
     results = {
         "meta": {
             "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),

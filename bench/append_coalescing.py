@@ -10,6 +10,7 @@ with `--before`, also through the coalescer of another checkout
     python -m bench.append_coalescing --shapes 10x40 --rounds 6 --in-flight 1,2,4
     git worktree add /tmp/before <commit>
     python -m bench.append_coalescing --in-flight 2 --before /tmp/before
+    python -m bench.append_coalescing --quick   # 4 x 10, one round, with HEAD's coalescer
 
 Prints the medians of the rounds, with the CPU each process spent per
 append (this load generator over the timed appends, the server and
@@ -19,6 +20,7 @@ database. Writes bench/results/<name>.json.
 
 import argparse
 import asyncio
+import contextlib
 import importlib.util
 from pathlib import Path
 from typing import Any
@@ -29,8 +31,10 @@ from bench.run import (
     Server,
     create_database,
     drop_database,
+    head_checkout,
     medians_of,
     migrate,
+    nothing_lost,
     vacuum,
     write_results,
 )
@@ -121,19 +125,27 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--shapes", default="10x40,50x40", help="sessions x events, by commas")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="shape 4x10, one round; without --before, HEAD's coalescer as before",
+    )
+    parser.add_argument("--shapes", help="sessions x events, by commas (default 10x40,50x40)")
     parser.add_argument("--in-flight", default="1,2,4", help="requests in flight, by commas")
-    parser.add_argument("--rounds", type=int, default=4)
+    parser.add_argument("--rounds", type=int, help="default 4 (--quick: 1)")
     parser.add_argument("--port", type=int, default=18811)
     parser.add_argument("--name", default="append_coalescing")
     parser.add_argument("--before", type=Path, help="a checkout whose coalescer to compare")
     args = parser.parse_args(argv)
-    shapes = Shape.parse_all(args.shapes)
+    shapes = Shape.parse_all(args.shapes or ("4x10" if args.quick else "10x40,50x40"))
     in_flight = [int(n) for n in args.in_flight.split(",")]
-    results = asyncio.run(run(shapes, in_flight, args.rounds, args.port, args.before))
+    rounds = args.rounds or (1 if args.quick else 4)
+    with contextlib.ExitStack() as stack:
+        before = args.before or (stack.enter_context(head_checkout()) if args.quick else None)
+        results = asyncio.run(run(shapes, in_flight, rounds, args.port, before))
     print(table(results))
     write_results(args.name, results)
-    return 0
+    return 0 if nothing_lost(results["runs"]) else 1
 
 
 if __name__ == "__main__":

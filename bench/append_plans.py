@@ -4,7 +4,7 @@ set) and planned for its values on every call (`auto`, what PostgreSQL does
 for this statement by itself), by batch size.
 
     python -m bench.append_plans            # sizes 1 to 64, 4 alternating rounds
-    python -m bench.append_plans --quick    # sizes 1, 5 and 40, 2 rounds
+    python -m bench.append_plans --quick    # sizes 1, 5 and 40, 1 round of 100 calls
 
 Each round and mode gets a fresh database with 200 sessions; the batch
 statement (`APPEND_BATCH`) is prepared once on one connection and sent
@@ -62,7 +62,7 @@ def _value(name: str, session: int, call: int) -> Any:
     return values[name]
 
 
-async def batch_ms(mode: str, size: int) -> float:
+async def batch_ms(mode: str, size: int, calls: int = CALLS) -> float:
     """The median time of one batch statement of `size` appends, in ms."""
     database = await create_database("bench_append_plans")
     try:
@@ -77,7 +77,7 @@ async def batch_ms(mode: str, size: int) -> float:
             )
             statement = await connection.prepare(APPEND_BATCH.text)
             times = []
-            for call in range(CALLS):
+            for call in range(calls):
                 sessions = [(call * size + index) % SESSIONS for index in range(size)]
                 columns = [
                     [_value(name, session, call) for session in sessions]
@@ -93,20 +93,20 @@ async def batch_ms(mode: str, size: int) -> float:
     return statistics.median(times[SETTLING_CALLS:]) * 1000
 
 
-async def run(sizes: tuple[int, ...], rounds: int) -> dict[str, Any]:
+async def run(sizes: tuple[int, ...], rounds: int, calls: int = CALLS) -> dict[str, Any]:
     runs: dict[str, dict[str, list[float]]] = {}
     for round_index in range(rounds):
         order = MODES if round_index % 2 == 0 else MODES[::-1]
         for size in sizes:
             for mode in order:
-                figure = await batch_ms(mode, size)
+                figure = await batch_ms(mode, size, calls)
                 runs.setdefault(str(size), {}).setdefault(mode, []).append(figure)
                 print(f"round {round_index + 1}: {size} appends, {mode}: {figure:.3f} ms")
     medians = {
         size: {mode: statistics.median(found) for mode, found in by_mode.items()}
         for size, by_mode in runs.items()
     }
-    return {"rounds": rounds, "calls": CALLS, "runs": runs, "medians": medians}
+    return {"rounds": rounds, "calls": calls, "runs": runs, "medians": medians}
 
 
 def table(results: dict[str, Any]) -> str:
@@ -128,7 +128,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--name", default=None, help="append_plans, or append_plans_quick")
     arguments = parser.parse_args(argv)
     sizes = (1, 5, 40) if arguments.quick else (1, 2, 5, 8, 10, 16, 24, 40, 64)
-    results = asyncio.run(run(sizes, 2 if arguments.quick else 4))
+    if arguments.quick:
+        results = asyncio.run(run(sizes, 1, calls=SETTLING_CALLS + 50))
+    else:
+        results = asyncio.run(run(sizes, 4))
     print(f"\n{table(results)}")
     write_results(arguments.name or f"append_plans{'_quick' if arguments.quick else ''}", results)
     return 0

@@ -5,6 +5,7 @@ database, alternating A/B per round so that neither always runs warm.
     git worktree add /tmp/before <commit>
     python -m bench.before_after --before /tmp/before --name hostile_before_after
     python -m bench.before_after --before /tmp/before --backend sqlite
+    python -m bench.before_after --quick   # small sizes, one round, against HEAD
 
 Prints medians and the after/before ratio; writes bench/results/<name>.json.
 Only our server is measured (ADK and the floor are `bench.run`'s business).
@@ -12,6 +13,7 @@ Only our server is measured (ADK and the floor are `bench.run`'s business).
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import shutil
@@ -22,15 +24,18 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from bench import RESULTS
 from bench.events import hot_delta, spread_delta
 from bench.run import (
     FULL,
-    RESULTS,
+    QUICK,
     Server,
+    Sizes,
     cli_module,
     concurrent_appends,
     create_database,
     drop_database,
+    head_checkout,
     sqlalchemy_url,
     timed,
 )
@@ -58,6 +63,7 @@ async def measure(
     backend: str,
     prefix: str = "bench_before_after",
     appends_alone: bool = False,
+    sizes: Sizes = FULL,
 ) -> dict[str, float]:
     if backend == "sqlite":
         database = None
@@ -74,13 +80,13 @@ async def measure(
         target.client._appends.together = False
     try:
         cpu_before = server.cpu_seconds()
-        spread = await concurrent_appends(target, f"spread-{round_index}", FULL, spread_delta)
+        spread = await concurrent_appends(target, f"spread-{round_index}", sizes, spread_delta)
         cpu_per_event_ms = (
-            (server.cpu_seconds() - cpu_before) / (FULL.sessions * FULL.events_per_session) * 1000
+            (server.cpu_seconds() - cpu_before) / (sizes.sessions * sizes.events_per_session) * 1000
         )
-        hot = await concurrent_appends(target, f"hot-{round_index}", FULL, hot_delta)
+        hot = await concurrent_appends(target, f"hot-{round_index}", sizes, hot_delta)
         latencies: list[float] = []
-        for _ in range(READS):
+        for _ in range(READS if sizes is FULL else sizes.read_samples):
             await timed(
                 lambda: target.get_recent(f"spread-{round_index}", "u0", "s0", 20), latencies
             )
@@ -107,6 +113,7 @@ async def run(
     port: int = 18700,
     prefix: str = "bench_before_after",
     appends_alone: bool = False,
+    sizes: Sizes = FULL,
 ) -> dict[str, Any]:
     sides = {"before": before, "after": ROOT}
     figures: dict[str, list[dict[str, float]]] = {"before": [], "after": []}
@@ -115,7 +122,9 @@ async def run(
         for side in order:
             print(f"round {index + 1}/{rounds}: {side}", flush=True)
             figures[side].append(
-                await measure(sides[side], port + index, index, backend, prefix, appends_alone)
+                await measure(
+                    sides[side], port + index, index, backend, prefix, appends_alone, sizes
+                )
             )
     medians = {
         side: {key: statistics.median(run[key] for run in runs) for key in runs[0]}
@@ -133,8 +142,13 @@ async def run(
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--before", type=Path, required=True, help="the checkout to compare with")
-    parser.add_argument("--rounds", type=int, default=4)
+    parser.add_argument("--before", type=Path, help="the checkout to compare with")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="small sizes, one round; without --before, against this repository's HEAD",
+    )
+    parser.add_argument("--rounds", type=int, help="default 4 (--quick: 1)")
     parser.add_argument("--name", default="before_after")
     parser.add_argument("--backend", choices=("postgresql", "sqlite"), default="postgresql")
     parser.add_argument("--port", type=int, default=18700, help="the first round's server port")
@@ -145,17 +159,22 @@ def main(argv: list[str] | None = None) -> int:
         help="the client sends every append in a request of its own (not together)",
     )
     arguments = parser.parse_args(argv)
-    results = asyncio.run(
-        run(
-            arguments.before.resolve(),
-            arguments.rounds,
-            arguments.backend,
-            arguments.port,
-            arguments.prefix,
-            arguments.appends_alone,
+    if arguments.before is None and not arguments.quick:
+        parser.error("--before is required (or --quick, which compares with HEAD)")
+    with contextlib.ExitStack() as stack:
+        before = arguments.before or stack.enter_context(head_checkout())
+        results = asyncio.run(
+            run(
+                before.resolve(),
+                arguments.rounds or (1 if arguments.quick else 4),
+                arguments.backend,
+                arguments.port,
+                arguments.prefix,
+                arguments.appends_alone,
+                QUICK if arguments.quick else FULL,
+            )
         )
-    )
-    RESULTS.mkdir(exist_ok=True)
+    RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / f"{arguments.name}.json").write_text(json.dumps(results, indent=2) + "\n")
     for key, ratio in results["after_over_before"].items():
         before, after = results["medians"]["before"][key], results["medians"]["after"][key]

@@ -27,9 +27,10 @@ from typing import Any
 
 import asyncpg
 
+from bench import RESULTS
 from bench.client_cpu import _free_port
 from bench.events import event_document, spread_delta
-from bench.run import RESULTS, Server, create_database, drop_database, dsn, migrate
+from bench.run import Server, create_database, drop_database, dsn, migrate
 
 READ_EVENTS = 20
 
@@ -163,7 +164,7 @@ def main() -> None:
         "raw": results,
     }
     print(json.dumps({"medians": summary["medians"], "per_core": summary["per_core"]}, indent=2))
-    RESULTS.mkdir(exist_ok=True)
+    RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / f"{arguments.name}.json").write_text(json.dumps(summary, indent=2) + "\n")
 
 

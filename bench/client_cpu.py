@@ -9,6 +9,7 @@ repetition after repetition, and the median of the repetitions is reported.
 
     python -m bench.client_cpu                                  # this checkout (aiohttp)
     python -m bench.client_cpu --baseline /tmp/baseline_client  # plus an older client
+    python -m bench.client_cpu --quick   # 1 repetition of 10 x 10, HEAD's client as baseline
 
 `--baseline` is a directory holding an older `session_state_client` package
 (a hand-written `_http11` transport, or a transport with one session rather
@@ -20,6 +21,7 @@ shared httpx.AsyncClient as `http_client`). Writes bench/results/client_cpu.json
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import socket
@@ -33,7 +35,8 @@ from typing import Any
 
 import httpx
 
-RESULTS = Path(__file__).parent / "results" / "client_cpu.json"
+from bench import RESULTS
+
 ROOT = Path(__file__).parent.parent
 
 
@@ -52,7 +55,8 @@ def _start_server(database: Path, port: int) -> subprocess.Popen[bytes]:
     }
     command = [sys.executable, "-m", "session_state.cli", "serve", "--port", str(port)]
     process = subprocess.Popen(command, env=env, cwd=ROOT)
-    deadline = time.monotonic() + 30
+    # Generous, as bench.run's: on a machine shared with other work, start-up took over 30 s.
+    deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         try:
             if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
@@ -144,18 +148,34 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--baseline", help="directory holding an older session_state_client")
     parser.add_argument("--httpx", action="store_true", help="also the baseline's httpx path")
-    parser.add_argument("--repetitions", type=int, default=6)
-    parser.add_argument("--tasks", type=int, default=50)
-    parser.add_argument("--per-task", type=int, default=40)
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="1 repetition of 10 tasks x 10; without --baseline, HEAD's client as baseline",
+    )
+    parser.add_argument("--repetitions", type=int, help="default 6 (--quick: 1)")
+    parser.add_argument("--tasks", type=int, help="default 50 (--quick: 10)")
+    parser.add_argument("--per-task", type=int, help="default 40 (--quick: 10)")
     parser.add_argument("--name", default="client_cpu", help="results file name, no suffix")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--base-url", help=argparse.SUPPRESS)
     parser.add_argument("--app", help=argparse.SUPPRESS)
     arguments = parser.parse_args()
+    arguments.repetitions = arguments.repetitions or (1 if arguments.quick else 6)
+    arguments.tasks = arguments.tasks or (10 if arguments.quick else 50)
+    arguments.per_task = arguments.per_task or (10 if arguments.quick else 40)
     if arguments.worker:
         _worker(arguments)
         return
+    from bench.run import head_checkout  # not in the workers: what they import stays small
 
+    with contextlib.ExitStack() as stack:
+        if arguments.quick and not arguments.baseline:
+            arguments.baseline = str(stack.enter_context(head_checkout()) / "client")
+        _drive(arguments)
+
+
+def _drive(arguments: argparse.Namespace) -> None:
     variants = ["aiohttp"]
     if arguments.baseline:
         variants.insert(0, "baseline")
@@ -193,8 +213,8 @@ def main() -> None:
         "runs_ms": {variant: [round(value, 4) for value in v] for variant, v in figures.items()},
     }
     print(json.dumps(summary["median_ms"], indent=2))
-    results = RESULTS.with_name(f"{arguments.name}.json")
-    results.parent.mkdir(exist_ok=True)
+    results = RESULTS / f"{arguments.name}.json"
+    results.parent.mkdir(parents=True, exist_ok=True)
     results.write_text(json.dumps(summary, indent=2) + "\n")
 
 

@@ -4,6 +4,7 @@ HTTP API of a started server.
 
     python -m bench.fork            # 100,000 events, 3 forks of each kind
     python -m bench.fork --events 2000 --repetitions 1
+    python -m bench.fork --quick    # the same
 
 Prints medians and writes bench/results/fork.json. The events are seeded with
 SQL (appending 100,000 events first is not what is measured); each fork is
@@ -24,7 +25,8 @@ from typing import Any
 import asyncpg
 import httpx
 
-from bench.run import RESULTS, Server, create_database, drop_database, dsn, migrate
+from bench import RESULTS
+from bench.run import Server, create_database, drop_database, dsn, migrate
 
 APP, USER, SOURCE = "bench", "u", "long"
 BASE_TIME = 1_700_000_000
@@ -158,10 +160,13 @@ def on_sqlite(count: int, repetitions: int) -> dict[str, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--events", type=int, default=100_000)
-    parser.add_argument("--repetitions", type=int, default=3)
+    parser.add_argument("--quick", action="store_true", help="2,000 events, 1 fork of each kind")
+    parser.add_argument("--events", type=int, help="default 100,000 (--quick: 2,000)")
+    parser.add_argument("--repetitions", type=int, help="default 3 (--quick: 1)")
     parser.add_argument("--name", default="fork")
     arguments = parser.parse_args()
+    arguments.events = arguments.events or (2_000 if arguments.quick else 100_000)
+    arguments.repetitions = arguments.repetitions or (1 if arguments.quick else 3)
     results = {
         "events": arguments.events,
         "repetitions": arguments.repetitions,
@@ -176,7 +181,7 @@ def main() -> None:
             f" up to the middle {figures['fork_middle_median_s']:.2f} s"
             f" ({figures['fork_middle_events_per_s']:,.0f} events/s)"
         )
-    RESULTS.mkdir(exist_ok=True)
+    RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / f"{arguments.name}.json").write_text(json.dumps(results, indent=2) + "\n")
 
 

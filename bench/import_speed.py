@@ -5,6 +5,7 @@ the operator runs it (the CLI in its own process).
 
     python -m bench.import_speed                    # 1,000 x 100
     python -m bench.import_speed --sessions 50 --events 20
+    python -m bench.import_speed --quick            # the same
 
 Prints the times and writes bench/results/import_speed.json. The sources are
 written in bulk (ADK's tables with SQL, after ADK's own service created
@@ -26,7 +27,8 @@ from typing import Any
 
 from google.adk.sessions import DatabaseSessionService
 
-from bench.run import RESULTS, create_database, drop_database, migrate, sqlalchemy_url
+from bench import RESULTS
+from bench.run import create_database, drop_database, migrate, sqlalchemy_url
 
 BASE_TIME = 1_700_000_000.0
 
@@ -120,7 +122,7 @@ def write_adk(path: Path, sessions: int, events: int) -> None:
             )
 
 
-def timed_cli(arguments: list[str], database: str) -> float:
+def timed_cli(arguments: list[str], database: str) -> tuple[float, int]:
     env = {**os.environ, "SESSION_STATE_DATABASE_URL": sqlalchemy_url(database)}
     started = time.perf_counter()
     done = subprocess.run(
@@ -134,10 +136,10 @@ def timed_cli(arguments: list[str], database: str) -> float:
         raise RuntimeError(done.stderr)
     summary = json.loads(done.stdout)["imported"]
     print(f"  {arguments[0]}: {seconds:.1f} s, {summary['events']['added']:,} events added")
-    return seconds
+    return seconds, int(summary["events"]["added"])
 
 
-async def measure(arguments: list[str]) -> float:
+async def measure(arguments: list[str]) -> tuple[float, int]:
     database = await create_database("bench_import")
     try:
         migrate(database)
@@ -148,17 +150,20 @@ async def measure(arguments: list[str]) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sessions", type=int, default=1000)
-    parser.add_argument("--events", type=int, default=100)
+    parser.add_argument("--quick", action="store_true", help="50 sessions x 20 events")
+    parser.add_argument("--sessions", type=int, help="default 1,000 (--quick: 50)")
+    parser.add_argument("--events", type=int, help="default 100 (--quick: 20)")
     parser.add_argument("--name", default="import_speed")
     options = parser.parse_args()
+    options.sessions = options.sessions or (50 if options.quick else 1000)
+    options.events = options.events or (20 if options.quick else 100)
     with tempfile.TemporaryDirectory() as folder:
         dump, adk = Path(folder) / "dump.jsonl", Path(folder) / "adk.db"
         write_dump(dump, options.sessions, options.events)
         write_adk(adk, options.sessions, options.events)
         print(f"{options.sessions:,} sessions x {options.events} events into PostgreSQL")
-        dump_seconds = asyncio.run(measure(["import", str(dump)]))
-        adk_seconds = asyncio.run(measure(["import-adk", "--from", f"sqlite:///{adk}"]))
+        dump_seconds, dump_added = asyncio.run(measure(["import", str(dump)]))
+        adk_seconds, adk_added = asyncio.run(measure(["import-adk", "--from", f"sqlite:///{adk}"]))
     total = options.sessions * options.events
     results = {
         "sessions": options.sessions,
@@ -168,8 +173,12 @@ def main() -> None:
         "import_adk_seconds": adk_seconds,
         "import_adk_events_per_s": total / adk_seconds,
     }
-    RESULTS.mkdir(exist_ok=True)
+    RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / f"{options.name}.json").write_text(json.dumps(results, indent=2) + "\n")
+    # Every event of the source imported, by both commands.
+    if dump_added != total or adk_added != total:
+        sys.exit(f"events imported: {dump_added} and {adk_added}, not {total} each")
+    print(f"Check: every event imported ({total:,} by each command): met")
 
 
 if __name__ == "__main__":

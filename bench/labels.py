@@ -12,6 +12,7 @@ unfiltered one. Each store's first-page statement is also timed alone
 server reports it, which the round trip and the app do not blur).
 
     python -m bench.labels [--sessions 100000] [--rounds 30] [--backends sqlite,postgresql]
+    python -m bench.labels --quick    # 12,000 sessions (over a page of the rare label), 5 rounds
 """
 
 import argparse
@@ -31,6 +32,7 @@ import asyncpg
 from sqlalchemy import insert, text
 from sqlalchemy.ext.asyncio import create_async_engine
 
+from bench import RESULTS
 from session_state.config import Settings
 from session_state.db import postgresql_statements as postgresql_sql
 from session_state.db import sqlite_statements
@@ -52,7 +54,6 @@ from tests.conftest import (
 )
 
 APP = "bench-labels"
-RESULTS = Path(__file__).parent / "results" / "labels.json"
 BATCH = 5000
 
 
@@ -328,14 +329,40 @@ async def _plan(url: str) -> str:
     return " | ".join(row[0].strip() for row in rows[:4])
 
 
+def print_goal(pages: dict[str, dict[str, float]]) -> None:
+    """Issue 29's goal: each filtered page's p50 within 2x of the unfiltered
+    page at the same depth (with or without the state alike)."""
+
+    def unfiltered(case: str) -> str:
+        stateless = ", includeState=false" if "includeState=false" in case else ""
+        return f"unfiltered{stateless}, {case.rsplit(', ', 1)[1]}"
+
+    ratios = {
+        case: figure["p50_ms"] / pages[unfiltered(case)]["p50_ms"]
+        for case, figure in pages.items()
+        if case.startswith("label")
+    }
+    worst = max(ratios, key=ratios.__getitem__)
+    met = "met" if ratios[worst] <= 2 else "NOT met"
+    print(
+        f"  Goal (issue 29): filtered p50 within 2x of unfiltered: x{ratios[worst]:.2f}"
+        f" at worst ({worst}), {met}"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--sessions", type=int, default=100_000)
-    parser.add_argument("--rounds", type=int, default=30)
+    parser.add_argument("--quick", action="store_true", help="12,000 sessions, 5 rounds")
+    parser.add_argument("--sessions", type=int, help="default 100,000 (--quick: 12,000)")
+    parser.add_argument("--rounds", type=int, help="default 30 (--quick: 5)")
     parser.add_argument("--backends", default="sqlite,postgresql")
     parser.add_argument("--database-prefix", default="labels_bench")
-    parser.add_argument("--output", type=Path, default=RESULTS)
+    parser.add_argument("--name", default="labels", help="results file name")
+    parser.add_argument("--output", type=Path, help="results file (default: from --name)")
     arguments = parser.parse_args()
+    arguments.sessions = arguments.sessions or (12_000 if arguments.quick else 100_000)
+    arguments.rounds = arguments.rounds or (5 if arguments.quick else 30)
+    arguments.output = arguments.output or RESULTS / f"{arguments.name}.json"
     results: dict[str, Any] = {"sessions": arguments.sessions, "rounds": arguments.rounds}
     for backend in arguments.backends.split(","):
         results[backend] = asyncio.run(
@@ -359,7 +386,8 @@ def main() -> None:
             walks = ", ".join(f"{name} {value:.2f}" for name, value in figure.items())
             print(f"  statement, {case:35s} {walks}")
         print(f"  load average (1 min) {results[backend]['load_average_1m']}")
-    arguments.output.parent.mkdir(exist_ok=True)
+        print_goal(pages)
+    arguments.output.parent.mkdir(parents=True, exist_ok=True)
     arguments.output.write_text(json.dumps(results, indent=2) + "\n")
     print(f"written to {arguments.output}")
 

@@ -39,9 +39,9 @@ from langgraph.graph import END, START, StateGraph
 from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool
 
+from bench import RESULTS
 from bench.client_cpu import _free_port
 from bench.run import (
-    RESULTS,
     Server,
     create_database,
     drop_database,
@@ -196,7 +196,7 @@ def main(argv: list[str] | None = None) -> int:
     rounds = [asyncio.run(one_round(threads, steps)) for _ in range(count)]
     table = markdown(rounds, threads, steps)
     print(table)
-    RESULTS.mkdir(exist_ok=True)
+    RESULTS.mkdir(parents=True, exist_ok=True)
     document = {
         "threads": threads,
         "steps": steps,

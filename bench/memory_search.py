@@ -13,6 +13,7 @@ the keyword side's worst case).
 
     git archive HEAD | tar -x -C /tmp/before      # the code to compare with
     python -m bench.memory_search --before /tmp/before --sizes 1000,10000,100000
+    python -m bench.memory_search --quick    # 500 memories, HEAD as the checkout before
 
 A checkout with search by meaning (app/embedding.py) embeds each batch with
 its default embedder before storing it (as its write path does), and its
@@ -25,6 +26,7 @@ a fresh database migrated by its own migrations.
 
 import argparse
 import asyncio
+import contextlib
 import functools
 import itertools
 import json
@@ -40,7 +42,6 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-RESULTS = ROOT / "bench" / "results"
 ADMIN_DSN = os.environ.get(
     "SESSION_STATE_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
 )
@@ -288,7 +289,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--before", type=Path, help="a checkout to compare with")
     parser.add_argument("--name", default="memory_search")
     parser.add_argument(
-        "--sizes", default=",".join(map(str, SIZES)), help="memories of the one user, per run"
+        "--quick",
+        action="store_true",
+        help="500 memories; without --before, this repository's HEAD as before",
+    )
+    parser.add_argument(
+        "--sizes",
+        help=f"memories of the one user, per run (default {','.join(map(str, SIZES))};"
+        " --quick: 500)",
     )
     parser.add_argument(
         "--vocabulary",
@@ -303,7 +311,22 @@ def main(argv: list[str] | None = None) -> int:
             json.dumps(asyncio.run(measure(arguments.child, arguments.size, arguments.vocabulary)))
         )
         return 0
-    sizes = [int(size) for size in arguments.sizes.split(",")]
+    # Here, not at the top: a child runs this file in another checkout's tree.
+    from bench import RESULTS
+    from bench.run import head_checkout
+
+    default = "500" if arguments.quick else ",".join(map(str, SIZES))
+    sizes = [int(size) for size in (arguments.sizes or default).split(",")]
+    with contextlib.ExitStack() as stack:
+        if arguments.quick and arguments.before is None:
+            arguments.before = stack.enter_context(head_checkout())
+        report = _run(arguments, sizes)
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / f"{arguments.name}.json").write_text(json.dumps(report, indent=2) + "\n")
+    return 0
+
+
+def _run(arguments: argparse.Namespace, sizes: list[int]) -> dict[str, Any]:
     checkouts = {"after": ROOT} | ({"before": arguments.before} if arguments.before else {})
     vocabularies = ["zipf", "small"] if arguments.vocabulary == "both" else [arguments.vocabulary]
     report: dict[str, Any] = {"batch": BATCH, "queries": QUERIES}
@@ -326,9 +349,7 @@ def main(argv: list[str] | None = None) -> int:
                     f"{searches}",
                     flush=True,
                 )
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / f"{arguments.name}.json").write_text(json.dumps(report, indent=2) + "\n")
-    return 0
+    return report
 
 
 if __name__ == "__main__":

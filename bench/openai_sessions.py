@@ -45,10 +45,10 @@ from agents.items import TResponseInputItem
 from agents.memory import Session
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
+from bench import RESULTS
 from bench.before_after import migrate_from
 from bench.client_cpu import _free_port
 from bench.run import (
-    RESULTS,
     Server,
     create_database,
     drop_database,
@@ -568,7 +568,7 @@ def main() -> None:
     }
     table = markdown_table(results)
     print(table)
-    RESULTS.mkdir(exist_ok=True)
+    RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / f"{arguments.name}.json").write_text(json.dumps(results, indent=2) + "\n")
     (RESULTS / f"{arguments.name}.md").write_text(table)
 

@@ -7,10 +7,11 @@ around SQLAlchemy's checkout cost 35-45 us per request more, so the store
 runs everything on asyncpg's pool (docs/design.md).
 
     python -m bench.pool_choice [--url postgresql+asyncpg://...] [--rounds 7]
+    python -m bench.pool_choice --quick   # 1 round of 50 tasks x 20 statements
 
 Prints client CPU per statement (process time, the server is another
 process) and statements per second, medians of the rounds, and writes them
-to bench/results/pool_choice.json.
+to bench/results/<name>.json.
 """
 
 import argparse
@@ -19,7 +20,6 @@ import json
 import statistics
 import time
 from collections.abc import Awaitable, Callable
-from pathlib import Path
 from typing import Any
 
 import asyncpg
@@ -27,10 +27,11 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import create_async_engine
 from sqlalchemy.util import greenlet_spawn
 
+from bench import RESULTS
+
 TASKS = 50
 STATEMENTS_PER_TASK = 200
 STATEMENT = "SELECT $1::text, $2::bigint"
-RESULTS = Path(__file__).parent / "results" / "pool_choice.json"
 
 
 async def _skip_session_reset(_connection: asyncpg.Connection) -> None:
@@ -38,23 +39,29 @@ async def _skip_session_reset(_connection: asyncpg.Connection) -> None:
     back (nothing sets session state on them)."""
 
 
-async def _measure(run_one: Callable[[], Awaitable[Any]]) -> tuple[float, float]:
+async def _measure(
+    run_one: Callable[[], Awaitable[Any]], per_task: int = STATEMENTS_PER_TASK
+) -> tuple[float, float]:
     async def task() -> None:
-        for _ in range(STATEMENTS_PER_TASK):
+        for _ in range(per_task):
             await run_one()
 
     cpu, wall = time.process_time(), time.perf_counter()
     await asyncio.gather(*(task() for _ in range(TASKS)))
     cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
-    count = TASKS * STATEMENTS_PER_TASK
+    count = TASKS * per_task
     return cpu / count * 1e6, count / wall
 
 
 async def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--url", default="postgresql+asyncpg://postgres@127.0.0.1:5432/test")
-    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--quick", action="store_true", help="1 round, 20 statements per task")
+    parser.add_argument("--rounds", type=int, help="default 7 (--quick: 1)")
+    parser.add_argument("--name", default="pool_choice", help="results file name")
     arguments = parser.parse_args()
+    rounds = arguments.rounds or (1 if arguments.quick else 7)
+    per_task = 20 if arguments.quick else STATEMENTS_PER_TASK
 
     pool = await asyncpg.create_pool(
         make_url(arguments.url).set(drivername="postgresql").render_as_string(False),
@@ -78,10 +85,10 @@ async def main() -> None:
     sides = {"asyncpg pool": through_asyncpg_pool, "SQLAlchemy pool": through_sqlalchemy_pool}
     figures: dict[str, list[tuple[float, float]]] = {name: [] for name in sides}
     for run_one in sides.values():
-        await _measure(run_one)  # warm-up: connections opened
-    for _ in range(arguments.rounds):
+        await _measure(run_one, per_task)  # warm-up: connections opened
+    for _ in range(rounds):
         for name, run_one in sides.items():
-            figures[name].append(await _measure(run_one))
+            figures[name].append(await _measure(run_one, per_task))
     report = {
         name: {
             "cpu_us_per_statement": round(statistics.median(c for c, _ in rounds), 1),
@@ -94,8 +101,8 @@ async def main() -> None:
             f"{name:16} {figure['cpu_us_per_statement']:7.1f} us CPU/statement "
             f"{figure['statements_per_second']:8d} statements/s"
         )
-    RESULTS.parent.mkdir(exist_ok=True)
-    RESULTS.write_text(json.dumps(report, indent=2) + "\n")
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / f"{arguments.name}.json").write_text(json.dumps(report, indent=2) + "\n")
     await pool.close()
     await engine.dispose()
 

@@ -9,10 +9,14 @@ its streaming replica (tests/replica_pair.py, PostgreSQL 15, one machine),
 once without SESSION_STATE_READ_DATABASE_URL and once with it.
 
     python -m bench.replica_reads [--sessions 20] [--turns 30]
+    python -m bench.replica_reads --quick   # 4 sessions x 3 turns
+
+Writes bench/results/<name>.json (replica_reads.json).
 """
 
 import argparse
 import asyncio
+import json
 import os
 import re
 import time
@@ -21,6 +25,7 @@ from typing import Any
 
 import httpx
 
+from bench import RESULTS
 from bench.adk_api import event_json
 from tests.conftest import ServerProcess, free_port, migrate
 from tests.replica_pair import ReplicaPair
@@ -111,12 +116,17 @@ def measure(sessions: int, turns: int) -> list[dict[str, Any]]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sessions", type=int, default=20)
-    parser.add_argument("--turns", type=int, default=30)
+    parser.add_argument("--quick", action="store_true", help="4 sessions x 3 turns")
+    parser.add_argument("--sessions", type=int, help="default 20 (--quick: 4)")
+    parser.add_argument("--turns", type=int, help="default 30 (--quick: 3)")
+    parser.add_argument("--name", default="replica_reads", help="results file name")
     arguments = parser.parse_args(argv)
+    sessions = arguments.sessions or (4 if arguments.quick else 20)
+    turns = arguments.turns or (3 if arguments.quick else 30)
+    rows = measure(sessions, turns)
     print("| replica | turns/s | primary CPU ms/turn | reads on replica | reads on primary |")
     print("| --- | --- | --- | --- | --- |")
-    for row in measure(arguments.sessions, arguments.turns):
+    for row in rows:
         reads = row["reads_on_replica"] + row["reads_on_primary"]
         share = row["reads_on_replica"] / max(1.0, reads)
         print(
@@ -124,7 +134,17 @@ def main(argv: list[str] | None = None) -> int:
             f"| {row['primary_cpu_ms_per_turn']:.2f} | {row['reads_on_replica']:.0f} "
             f"({share:.0%}) | {row['reads_on_primary']:.0f} |"
         )
-    return 0
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    document = {"sessions": sessions, "turns": turns, "rows": rows}
+    (RESULTS / f"{arguments.name}.json").write_text(json.dumps(document, indent=2) + "\n")
+    alone, paired = rows
+    # Without SESSION_STATE_READ_DATABASE_URL nothing may read the replica;
+    # with it, the replica takes reads (those it has caught up for).
+    kept = alone["reads_on_replica"] == 0
+    taken = paired["reads_on_replica"] > 0
+    print(f"Check: without a replica configured, no read on it: {'met' if kept else 'NOT met'}")
+    print(f"Goal (issue 24): the replica takes reads: {'met' if taken else 'NOT met'}")
+    return 0 if kept else 1
 
 
 if __name__ == "__main__":

@@ -12,15 +12,17 @@ Writes bench/results/<name>.json, .md (table) and .png (chart).
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import platform
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,11 +30,10 @@ from typing import Any
 import asyncpg
 import httpx
 
-from bench import report, seed
+from bench import RESULTS, report, seed
 from bench.events import event_document, hot_delta, spread_delta
 from bench.targets import AdkTarget, FloorTarget, HttpTarget, Target
 
-RESULTS = Path(__file__).parent / "results"
 ADMIN_DSN = os.environ.get("BENCH_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
 
 
@@ -126,6 +127,35 @@ async def drop_database(name: str) -> None:
         await connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
     finally:
         await connection.close()
+
+
+@contextlib.contextmanager
+def head_checkout() -> Iterator[Path]:
+    """This repository's HEAD as a source tree of its own (`git archive`),
+    the other checkout of a quick before/after run: every side of the
+    comparison runs, the code compared with its own last commit."""
+    root = Path(__file__).resolve().parent.parent
+    with tempfile.TemporaryDirectory(prefix="bench_head_") as folder:
+        archive = subprocess.run(
+            ["git", "archive", "HEAD"], cwd=root, check=True, capture_output=True
+        ).stdout
+        subprocess.run(["tar", "-x", "-C", folder], input=archive, check=True)
+        yield Path(folder)
+
+
+def nothing_lost(runs: dict[str, dict[str, list[dict[str, float]]]]) -> bool:
+    """Prints and returns whether no side of bench.adk_api's workload lost an
+    event or a key, or stored a session's events out of order, in any round."""
+    counts = ("lost_events", "misordered_sessions", "lost_keys")
+    found = {
+        f"{label} {side} {count}": total
+        for label, by_side in runs.items()
+        for side, rounds in by_side.items()
+        for count in counts
+        if (total := sum(figures.get(count, 0) for figures in rounds))
+    }
+    print(f"Check: nothing lost or out of order: {f'NOT met {found}' if found else 'met'}")
+    return not found
 
 
 def dsn(name: str) -> str:
@@ -542,7 +572,7 @@ def main(argv: list[str] | None = None) -> int:
         "adk_api": through_adk,
     }
     name = arguments.name or ("quick" if arguments.quick else "full")
-    RESULTS.mkdir(exist_ok=True)
+    RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / f"{name}.json").write_text(json.dumps(results, indent=2))
     meta = results["meta"]
     table = (

@@ -18,8 +18,9 @@ every message crosses processes by LISTEN/NOTIFY.
   side in one run (the counter session_state_live_stream_reads_total).
 
     python -m bench.streams [--appends 200] [--idle 1000] [--fanout-only]
+    python -m bench.streams --quick   # 20 appends, 0/20/100 idle streams, 10 followers
 
-Figures go to bench/results/streams.json.
+Figures go to bench/results/<name>.json (streams.json).
 """
 
 import argparse
@@ -33,6 +34,7 @@ from typing import Any
 
 import httpx
 
+from bench import RESULTS
 from tests.conftest import (
     ServerProcess,
     _async_url,
@@ -41,7 +43,6 @@ from tests.conftest import (
     migrate,
 )
 
-RESULTS = Path(__file__).parent / "results" / "streams.json"
 EVENT = {"author": "agent", "invocationId": "bench", "content": {"parts": [{"text": "step"}]}}
 
 
@@ -228,7 +229,14 @@ async def _reads_per_change(url: str, followers: int, changes: int) -> dict[str,
     return {"followers": followers, "changes": changes, **figures}
 
 
-def measure(appends: int, idle: int) -> dict[str, Any]:
+def measure(
+    appends: int,
+    idle: int,
+    steps: tuple[int, ...] = (0, 200, 1000),
+    fanout: tuple[int, int] = (50, 20),
+) -> dict[str, Any]:
+    """`steps`: the idle streams open while append latency is measured;
+    `fanout`: followers of one session, and changes made to it."""
     database = create_postgres_database("streams_bench")
     url = _async_url(database)
     servers: list[ServerProcess] = []
@@ -240,7 +248,7 @@ def measure(appends: int, idle: int) -> dict[str, Any]:
         results: dict[str, Any] = {
             "delivery": asyncio.run(_delivery(reader.base_url, writer.base_url, appends)),
             "user_delivery": asyncio.run(_user_delivery(reader.base_url, writer.base_url, appends)),
-            "fanout": asyncio.run(_reads_per_change(url, 50, 20)),
+            "fanout": asyncio.run(_reads_per_change(url, *fanout)),
         }
 
         async def sessions() -> tuple[str, str]:
@@ -253,7 +261,7 @@ def measure(appends: int, idle: int) -> dict[str, Any]:
         rows = []
         opened: list[socket.socket] = []
         before = 0
-        for subscribers in (0, 200, 1000):
+        for subscribers in steps:
             opened += _open_idle(reader.base_url, idle_session, subscribers - len(opened))
             time.sleep(1)
             if subscribers == 0:
@@ -285,11 +293,19 @@ def measure(appends: int, idle: int) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--appends", type=int, default=200)
-    parser.add_argument("--idle", type=int, default=2000)
+    parser.add_argument(
+        "--quick", action="store_true", help="20 appends, 0/20/100 idle streams, 10 followers"
+    )
+    parser.add_argument("--appends", type=int, help="default 200 (--quick: 20)")
+    parser.add_argument("--idle", type=int, help="default 2000 (--quick: 100)")
+    parser.add_argument("--name", default="streams", help="results file name")
     parser.add_argument("--fanout-only", action="store_true")
     parser.add_argument("--user-delivery-only", action="store_true")
     arguments = parser.parse_args(argv)
+    arguments.appends = arguments.appends or (20 if arguments.quick else 200)
+    arguments.idle = arguments.idle or (100 if arguments.quick else 2000)
+    results_file = RESULTS / f"{arguments.name}.json"
+    results_file.parent.mkdir(parents=True, exist_ok=True)
     if arguments.user_delivery_only:
         print_user_delivery(user_delivery_only(arguments.appends))
         return 0
@@ -302,10 +318,13 @@ def main(argv: list[str] | None = None) -> int:
             drop_postgres_database(database)
         _print_fanout(fanout)
         # The other figures of the last full run stay as they were.
-        previous = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
-        RESULTS.write_text(json.dumps({**previous, "fanout": fanout}, indent=2) + "\n")
+        previous = json.loads(results_file.read_text()) if results_file.exists() else {}
+        results_file.write_text(json.dumps({**previous, "fanout": fanout}, indent=2) + "\n")
         return 0
-    results = measure(arguments.appends, arguments.idle)
+    if arguments.quick:
+        results = measure(arguments.appends, arguments.idle, (0, 20, 100), (10, 5))
+    else:
+        results = measure(arguments.appends, arguments.idle)
     _print_fanout(results["fanout"])
     delivery = results["delivery"]
     print(
@@ -323,7 +342,7 @@ def main(argv: list[str] | None = None) -> int:
         f"{memory['streams_open']} open: {memory['rss_with_streams_kib'] / 1024:.0f} MiB "
         f"(without streams {memory['rss_without_streams_kib'] / 1024:.0f} MiB)"
     )
-    RESULTS.write_text(json.dumps(results, indent=2) + "\n")
+    results_file.write_text(json.dumps(results, indent=2) + "\n")
     return 0
 
 
