@@ -14,7 +14,7 @@ from starlette.middleware.cors import CORSMiddleware
 
 from . import __version__
 from .api import appending
-from .api.append_fast_path import AppendFastPath, AppendsFastPath
+from .api.append_fast_path import APPEND, BATCH, AppendFastPath, AppendsFastPath
 from .api.authentication import ApiKeyMiddleware, document_bearer_security
 from .api.body_limit import BodyLimitMiddleware
 from .api.browser_guard import BrowserGuardMiddleware
@@ -184,10 +184,13 @@ def create_app(
     # the fast paths (three appends, the read) are innermost (after keys and
     # the body limit); from the API keys in, /apps/ paths are as sent, still
     # percent-encoded.
-    app.add_middleware(AppendFastPath, route=sessions.append_route(), answer=appending.append)
-    app.add_middleware(AppendFastPath, route=sessions.batch_route(), answer=appending.append_batch)
-    app.add_middleware(AppendsFastPath, route=sessions.appends_route())
-    app.add_middleware(ReadFastPath, route=sessions.session_route(), earlier=streams.router.routes)
+    # The fast paths find their routes among the app's as assembled, read
+    # when the app builds its middleware (at its start).
+    routes = app.router.routes
+    app.add_middleware(AppendFastPath, routes=routes, stand_in=APPEND, answer=appending.append)
+    app.add_middleware(AppendFastPath, routes=routes, stand_in=BATCH, answer=appending.append_batch)
+    app.add_middleware(AppendsFastPath, routes=routes)
+    app.add_middleware(ReadFastPath, routes=routes)
     app.add_middleware(BodyLimitMiddleware, max_body_bytes=settings.max_body_bytes)
     app.add_middleware(ApiKeyMiddleware, api_keys=api_keys)
     app.add_middleware(EncodedPathMiddleware)

@@ -4,19 +4,21 @@ served without FastAPI's request machinery.
 Appends are the hot path, and FastAPI's routing, validation and exception
 layers cost as much server CPU as the append itself (docs/performance.md,
 "Where the time goes"). This middleware, one per route, sits inside ours
-(request id, metrics, API keys, body limit), matches the route's own path
-as Starlette compiles it, and answers through the same code as the route
+(request id, metrics, API keys, body limit), finds its route among the
+app's routes as assembled (app.api.session_routes: off, and FastAPI serves,
+when that route is not the one it stands in for), and answers through the same code as the route
 (`appending.append`, `appending.append_batch`,
 `session_appends.append_to_sessions`, `error_response`).
 Anything else, including every request with a bad identifier or If-Match,
 goes on to FastAPI unchanged, so its validation errors stay FastAPI's.
 """
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from fastapi.responses import Response
 from fastapi.routing import APIRoute
+from starlette.routing import BaseRoute
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ..domain import SessionKey
@@ -25,19 +27,22 @@ from ..metrics import FAST_PATH_APPENDS
 from ..service import SessionService
 from .bodies import decode_json
 from .dependencies import expected_revision
+from .routes import sessions
 from .session_appends import append_to_sessions
-from .session_routes import SessionRouteMatch, answered
+from .session_routes import SessionRouteMatch, StandIn, answered
 
 _IF_MATCH = b"if-match"
-# Every parameter the route declares, as (where, name): the fast path reads
-# each of these itself (the body, raw, as the route does). A parameter added
-# to the route must be served here too, or the fast path would answer
-# without it: tests/test_append_fast_path.py fails until both agree.
+# Every parameter the routes declare, as (where, name): the fast path reads
+# each of these itself (the body, raw, as the routes do).
 ROUTE_PARAMETERS = frozenset(
     {("path", "app_name"), ("path", "user_id"), ("path", "session_id"), ("header", "if_match")}
 )
-# The same for the route of appends to several sessions.
 APPENDS_ROUTE_PARAMETERS = frozenset({("path", "app_name")})
+APPEND = StandIn(sessions.append_event, sessions.APPEND_PATH, "POST", ROUTE_PARAMETERS)
+BATCH = StandIn(sessions.append_events, sessions.BATCH_PATH, "POST", ROUTE_PARAMETERS)
+APPENDS = StandIn(
+    sessions.append_to_sessions, sessions.APPENDS_PATH, "POST", APPENDS_ROUTE_PARAMETERS
+)
 
 
 def _if_match(scope: Scope) -> str | None:
@@ -69,7 +74,7 @@ Respond = Callable[[SessionService, bytes, Any], Awaitable[Response]]
 
 
 async def _serve(
-    route: APIRoute, respond: Respond, scope: Scope, receive: Receive, send: Send
+    route: APIRoute | None, respond: Respond, scope: Scope, receive: Receive, send: Send
 ) -> None:
     """Answers a request a fast path took: its body read and parsed once,
     then `respond`'s answer, or the problem response of its error."""
@@ -95,12 +100,15 @@ async def _serve(
 class AppendFastPath:
     """An append route of one session (one event, a batch)."""
 
-    def __init__(self, app: ASGIApp, route: APIRoute, answer: Answer) -> None:
-        """`answer`: the code `route` answers with, given the parsed body."""
+    def __init__(
+        self, app: ASGIApp, routes: Sequence[BaseRoute], stand_in: StandIn, answer: Answer
+    ) -> None:
+        """`routes`: the app's; `answer`: the code the route answers with,
+        given the parsed body."""
         self.app = app
-        self.route = route
         self._answer = answer
-        self._match = SessionRouteMatch(route)
+        self._match = SessionRouteMatch(routes, stand_in)
+        self.route = self._match.route
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         key = self._match.session_of(scope)
@@ -122,10 +130,11 @@ class AppendFastPath:
 class AppendsFastPath:
     """The route of appends to several sessions of one app."""
 
-    def __init__(self, app: ASGIApp, route: APIRoute) -> None:
+    def __init__(self, app: ASGIApp, routes: Sequence[BaseRoute]) -> None:
+        """`routes`: the app's."""
         self.app = app
-        self.route = route
-        self._match = SessionRouteMatch(route)
+        self._match = SessionRouteMatch(routes, APPENDS)
+        self.route = self._match.route
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         app_name = self._match.app_of(scope)

@@ -10,7 +10,10 @@ the route's own code (`SessionService.get_session`, `session_response`,
 `error_response`). Any other query (`afterTimestamp`, a repeated or unknown
 parameter, a value FastAPI would refuse or read another way) goes on to
 FastAPI unchanged, as does every request with a bad identifier, and a path
-a route declared before this one matches (the user stream's).
+a route declared before this one matches (the user stream's). The route,
+and those before it, are found among the app's routes as assembled
+(app.api.session_routes: off, and FastAPI serves, when the route is not the
+one it stands in for).
 """
 
 import re
@@ -18,7 +21,6 @@ from collections.abc import Sequence
 from urllib.parse import unquote
 
 from fastapi.responses import Response
-from fastapi.routing import APIRoute
 from starlette.routing import BaseRoute
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -26,11 +28,11 @@ from ..domain import SessionKey
 from ..metrics import FAST_PATH_READS
 from ..service import SessionService
 from . import rendering
-from .session_routes import SessionRouteMatch, answered
+from .routes import sessions
+from .session_routes import SessionRouteMatch, StandIn, answered
 
-# Every parameter the route declares, as (where, name): a parameter added to
-# the route must be read here too, or the fast path would answer without it
-# (tests/test_read_fast_path.py fails until both agree).
+# Every parameter the route declares, as (where, name): read here, or left
+# to FastAPI (the fast path declines the request).
 ROUTE_PARAMETERS = frozenset(
     {
         ("path", "app_name"),
@@ -41,6 +43,7 @@ ROUTE_PARAMETERS = frozenset(
         ("query", "min_revision"),
     }
 )
+READ = StandIn(sessions.get_session, sessions.SESSION_PATH, "GET", ROUTE_PARAMETERS)
 # The query parameters read here, by name as sent; the route's third,
 # afterTimestamp (a float: FastAPI's reading of its forms is its own), is
 # left to the route.
@@ -68,13 +71,13 @@ def _numbers(query_string: bytes) -> dict[str, int] | None:
 
 
 class ReadFastPath:
-    def __init__(self, app: ASGIApp, route: APIRoute, earlier: Sequence[BaseRoute]) -> None:
-        """`earlier`: the routes FastAPI tries before `route`."""
+    def __init__(self, app: ASGIApp, routes: Sequence[BaseRoute]) -> None:
+        """`routes`: the app's."""
         self.app = app
+        self._match = SessionRouteMatch(routes, READ)
         # Set in the scope, so that metrics and logs label the request by the
         # template FastAPI would have matched.
-        self.route = route
-        self._match = SessionRouteMatch(route, earlier)
+        self.route = self._match.route
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         key = self._match.session_of(scope)

@@ -160,33 +160,13 @@ BATCH_PATH = f"{APPEND_PATH}/batch"
 APPENDS_PATH = "/apps/{app_name}/appends"
 
 
-def append_route() -> APIRoute:
-    """The append route, for the fast path that serves it (append_fast_path)."""
-    return _route(APPEND_PATH, "POST")
-
-
-def batch_route() -> APIRoute:
-    """The batch append route, for the fast path that serves it (append_fast_path)."""
-    return _route(BATCH_PATH, "POST")
-
-
-def appends_route() -> APIRoute:
-    """The route of appends to several sessions, for its fast path (append_fast_path)."""
-    return _route(APPENDS_PATH, "POST")
-
-
 def session_route() -> APIRoute:
-    """The session read route, for the fast path that serves it (read_fast_path)."""
-    return _route(SESSION_PATH, "GET")
-
-
-def _route(path: str, method: str) -> APIRoute:
+    """The session read route, whose handler the user stream's route answers
+    a read of the session named `stream` with."""
     for route in router.routes:
-        if not isinstance(route, APIRoute) or route.path != path:
-            continue
-        if method in (route.methods or ()):
+        if isinstance(route, APIRoute) and route.endpoint is get_session:
             return route
-    raise LookupError(path)
+    raise LookupError(SESSION_PATH)
 
 
 @router.post(
