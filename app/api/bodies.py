@@ -14,7 +14,7 @@ from ..errors import BadRequest, FieldError, InvalidInput
 from ..events import UNKNOWN_FIELD_MESSAGE
 from ..json_rules import count_keys_if_storable, depth_message, find_unstorable, printable
 from ..limits import OFFLOAD_BODY_BYTES, Limits
-from .examples import media_examples
+from .examples import README, media_examples
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
 _UNSTORABLE = FieldError(["body"], "a value cannot be stored")
@@ -119,13 +119,14 @@ def documented_body(
     required: bool,
     example: dict[str, Any] | None = None,
     labelled_example: dict[str, Any] | None = None,
+    example_summary: str = README,
 ) -> dict[str, Any]:
     """openapi_extra describing a JSON body of `model`, with the example (one
     of `examples.py`'s) that Swagger UI's "Try it out" starts from."""
     schema = _inlined(model.model_json_schema(by_alias=True, mode="validation"))
     media: dict[str, Any] = {"schema": schema}
     if example is not None:
-        media["examples"] = media_examples(example, labelled_example)
+        media["examples"] = media_examples(example, labelled_example, summary=example_summary)
     return {"requestBody": {"required": required, "content": {"application/json": media}}}
 
 

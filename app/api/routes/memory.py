@@ -106,7 +106,12 @@ def _memory_entry(record: MemoryRecord) -> dict[str, Any]:
     "/apps/{app_name}/users/{user_id}/memory/events",
     response_model=AddMemoryEventsResponse,
     responses=problem_responses(400),
-    openapi_extra=documented_body(AddMemoryEventsRequest, required=True),
+    openapi_extra=documented_body(
+        AddMemoryEventsRequest,
+        required=True,
+        example=examples.ADD_MEMORY_EVENTS,
+        example_summary=examples.API_DOCS,
+    ),
     summary="Take events' texts into the user's memory (ADK's add_events_to_memory)",
 )
 async def add_events(app_name: AppName, user_id: UserId, request: Request) -> Response:

@@ -223,7 +223,12 @@ async def append_event(
         201: {"headers": _ETAG_HEADER},
         **problem_responses(400, 404, 409, 412, 413),
     },
-    openapi_extra=documented_body(EventBatchRequest, required=True),
+    openapi_extra=documented_body(
+        EventBatchRequest,
+        required=True,
+        example=examples.APPEND_EVENTS,
+        example_summary=examples.API_DOCS,
+    ),
     summary="Append several events at once, all or none, applying their state deltas",
 )
 async def append_events(
@@ -243,7 +248,12 @@ async def append_events(
     APPENDS_PATH,
     response_model=SessionAppendResults,
     responses=problem_responses(400, 413),
-    openapi_extra=documented_body(SessionAppendsRequest, required=True),
+    openapi_extra=documented_body(
+        SessionAppendsRequest,
+        required=True,
+        example=examples.APPEND_TO_SESSIONS,
+        example_summary=examples.API_DOCS,
+    ),
     summary="Append to several sessions at once, each append answered on its own",
 )
 async def append_to_sessions(app_name: AppName, request: Request) -> Response:

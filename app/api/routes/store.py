@@ -27,6 +27,7 @@ from ...langgraph_store.schemas import (
     SearchOperation,
 )
 from ...langgraph_store.service import StoreService
+from .. import examples
 from ..bodies import documented_body, field_errors, limits_of, read_json, validate_body
 from ..dependencies import AppName
 from .sessions import problem_responses
@@ -117,7 +118,9 @@ def _response(request: Request, body: object) -> Response:
     STORE_PATH + "/batch",
     response_model=BatchResponse,
     responses=problem_responses(413),
-    openapi_extra=documented_body(BatchRequest, required=True),
+    openapi_extra=documented_body(
+        BatchRequest, required=True, example=examples.STORE_BATCH, example_summary=examples.API_DOCS
+    ),
     summary="Run a batch of store operations in one transaction (BaseStore.batch)",
 )
 async def run_batch(app_name: AppName, request: Request) -> Response:
@@ -150,7 +153,9 @@ async def get_item(
     STORE_PATH + "/items",
     status_code=204,
     responses=problem_responses(),
-    openapi_extra=documented_body(PutItemRequest, required=True),
+    openapi_extra=documented_body(
+        PutItemRequest, required=True, example=examples.PUT_ITEM, example_summary=examples.API_DOCS
+    ),
     summary="Store an item, replacing one of the same namespace and key (BaseStore.put)",
 )
 async def put_item(
@@ -181,7 +186,12 @@ async def delete_item(
     STORE_PATH + "/search",
     response_model=ItemList,
     responses=problem_responses(413),
-    openapi_extra=documented_body(SearchOperation, required=True),
+    openapi_extra=documented_body(
+        SearchOperation,
+        required=True,
+        example=examples.SEARCH_STORE,
+        example_summary=examples.API_DOCS,
+    ),
     summary="Items under a namespace prefix, by filter and keywords (BaseStore.search)",
 )
 async def search_items(app_name: AppName, request: Request) -> Response:
@@ -194,7 +204,12 @@ async def search_items(app_name: AppName, request: Request) -> Response:
     STORE_PATH + "/namespaces",
     response_model=NamespaceList,
     responses=problem_responses(),
-    openapi_extra=documented_body(ListNamespacesOperation, required=True),
+    openapi_extra=documented_body(
+        ListNamespacesOperation,
+        required=True,
+        example=examples.LIST_NAMESPACES,
+        example_summary=examples.API_DOCS,
+    ),
     summary="The namespaces of stored items (BaseStore.list_namespaces)",
 )
 async def list_namespaces(app_name: AppName, request: Request) -> Response:

@@ -26,7 +26,7 @@ from ...checkpoints.schemas import (
 from ...checkpoints.service import DEFAULT_THREAD_USER, CheckpointService
 from ...errors import BadRequest, FieldError, InvalidInput
 from ...json_rules import text_problem
-from .. import rendering
+from .. import examples, rendering
 from ..bodies import documented_body, limits_of, parse_json, read_json, validate_body
 from ..dependencies import AppName, CheckpointId, ThreadId
 from .sessions import problem_responses
@@ -76,7 +76,12 @@ def _owner(body: PutCheckpointRequest | PutWritesRequest) -> ThreadOwner:
     CHECKPOINT_PATH,
     status_code=204,
     responses=problem_responses(),
-    openapi_extra=documented_body(PutCheckpointRequest, required=True),
+    openapi_extra=documented_body(
+        PutCheckpointRequest,
+        required=True,
+        example=examples.PUT_CHECKPOINT,
+        example_summary=examples.API_DOCS,
+    ),
     summary="Store a checkpoint (BaseCheckpointSaver.put): the thread is made if new",
 )
 async def put_checkpoint(
@@ -112,7 +117,12 @@ async def put_checkpoint(
     CHECKPOINT_PATH + "/writes",
     status_code=204,
     responses=problem_responses(),
-    openapi_extra=documented_body(PutWritesRequest, required=True),
+    openapi_extra=documented_body(
+        PutWritesRequest,
+        required=True,
+        example=examples.PUT_WRITES,
+        example_summary=examples.API_DOCS,
+    ),
     summary="Store a task's pending writes (BaseCheckpointSaver.put_writes)",
 )
 async def put_writes(
@@ -295,7 +305,12 @@ async def delete_thread(app_name: AppName, thread_id: ThreadId, request: Request
     THREAD_PATH + "/copy",
     status_code=204,
     responses=problem_responses(404, 409),
-    openapi_extra=documented_body(CopyThreadRequest, required=True),
+    openapi_extra=documented_body(
+        CopyThreadRequest,
+        required=True,
+        example=examples.COPY_THREAD,
+        example_summary=examples.API_DOCS,
+    ),
     summary="Copy a thread with every checkpoint and write to a new thread id (copy_thread)",
 )
 async def copy_thread(app_name: AppName, thread_id: ThreadId, request: Request) -> Response:
@@ -308,7 +323,12 @@ async def copy_thread(app_name: AppName, thread_id: ThreadId, request: Request) 
     "/apps/{app_name}/threads/prune",
     status_code=204,
     responses=problem_responses(409),
-    openapi_extra=documented_body(PruneRequest, required=True),
+    openapi_extra=documented_body(
+        PruneRequest,
+        required=True,
+        example=examples.PRUNE_THREADS,
+        example_summary=examples.API_DOCS,
+    ),
     summary="Prune threads: keep_latest keeps each namespace's latest checkpoint; delete",
 )
 async def prune_threads(app_name: AppName, request: Request) -> Response:
@@ -321,7 +341,12 @@ async def prune_threads(app_name: AppName, request: Request) -> Response:
     "/apps/{app_name}/runs/delete",
     status_code=204,
     responses=problem_responses(),
-    openapi_extra=documented_body(DeleteRunsRequest, required=True),
+    openapi_extra=documented_body(
+        DeleteRunsRequest,
+        required=True,
+        example=examples.DELETE_RUNS,
+        example_summary=examples.API_DOCS,
+    ),
     summary="Delete the checkpoints of runs (metadata.run_id) with their writes",
 )
 async def delete_runs(app_name: AppName, request: Request) -> Response:
