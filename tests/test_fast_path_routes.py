@@ -229,9 +229,9 @@ STANDS_IN = {
 # changes, read both: the fast path must do exactly what the handler does;
 # then pin the new fingerprints.
 PINS = {
-    "append_event": ("2a0bbecad22dff6f", "be6fc0043d0d9a25"),
-    "append_events": ("987d2de6c06d884c", "be6fc0043d0d9a25"),
-    "append_to_sessions": ("06d22fddd54070e8", "be6fc0043d0d9a25"),
+    "append_event": ("532a00a9e8758600", "be6fc0043d0d9a25"),
+    "append_events": ("3247ea50bc79f8ed", "be6fc0043d0d9a25"),
+    "append_to_sessions": ("ace0076ea5085af5", "be6fc0043d0d9a25"),
     "get_session": ("2020cd9a7a02883d", "81cfb22d25f2072a"),
 }
 
