@@ -211,7 +211,7 @@ HOSTILE_LABELS = {
     "object value": ({"env": {"a": "b"}}, "'env'"),
     "65 labels": ({f"k{i}": "" for i in range(65)}, "65 labels"),
     "megabyte key": ({"k" * 1_000_000: "x"}, "'kkkk"),
-    "not an object": (["env"], "dictionary"),
+    "not an object": (["env"], "JSON object"),
     "newline-terminated key": ({"env\n": "x"}, "'env\\n'"),
 }
 
