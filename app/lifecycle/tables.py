@@ -85,8 +85,9 @@ TABLES = (
         "app-scope state outlives every session until the app is erased",
     ),
     # Memories go with an expired session when
-    # SESSION_STATE_EXPIRED_SESSION_MEMORIES is `delete`. Their vectors are columns: left out of exports
-    # (another server may embed with another model); `reindex-memory` makes them.
+    # SESSION_STATE_EXPIRED_SESSION_MEMORIES is `delete`. Their vectors are
+    # columns: left out of exports (another server may embed with another
+    # model); `reindex-memory` makes them.
     Table("memories", "memory", "with session", "user", "exported"),
     Table(
         "forgotten_memories",
