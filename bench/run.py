@@ -492,6 +492,8 @@ class Run:
     @staticmethod
     async def _deep_token(database: str, offset: int) -> str:
         from session_state.api.page_tokens import sessions_token
+        from session_state.db.session_listing import parse_horizon
+        from session_state.domain import SessionPosition
 
         connection = await asyncpg.connect(dsn(database))
         try:
@@ -500,10 +502,13 @@ class Run:
                 " ORDER BY update_time, user_id, id OFFSET $1 LIMIT 1",
                 offset,
             )
+            # A walk pinned now, as a first page would pin it.
+            snapshot = await connection.fetchval("SELECT CAST(pg_current_snapshot() AS text)")
         finally:
             await connection.close()
         # The token of the app-wide list ("listing", all users, no filter).
-        token = sessions_token((row["update_time"], row["user_id"], row["id"]), "listing", None)
+        cursor = (row["update_time"], row["user_id"], row["id"])
+        token = sessions_token(SessionPosition(cursor, parse_horizon(snapshot)), "listing", None)
         assert token is not None
         return token
 
