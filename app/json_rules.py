@@ -11,6 +11,7 @@ in every JSON library on the way, and orjson refuses to write past 254).
 
 import math
 import re
+from collections.abc import Iterable
 from typing import Any
 
 from .errors import FieldError
@@ -75,28 +76,29 @@ def _scan(value: Any, levels_left: int) -> int:
     if kind is dict:
         if levels_left == 0:
             return -1
-        keys = len(value)
-        for key, item in value.items():
+        for key in value:
             if "\x00" in key or (not key.isascii() and _SURROGATE.search(key) is not None):
                 return -1
-            if type(item) in _CONTAINERS_AND_TEXT:
-                inside = _scan(item, levels_left - 1)
-                if inside < 0:
-                    return -1
-                keys += inside
-        return keys
+        inside = _scan_items(value.values(), levels_left - 1)
+        return -1 if inside < 0 else len(value) + inside
     if kind is list:
         if levels_left == 0:
             return -1
-        keys = 0
-        for item in value:
-            if type(item) in _CONTAINERS_AND_TEXT:
-                inside = _scan(item, levels_left - 1)
-                if inside < 0:
-                    return -1
-                keys += inside
-        return keys
+        return _scan_items(value, levels_left - 1)
     return 0
+
+
+def _scan_items(items: Iterable[Any], levels_left: int) -> int:
+    """The keys the containers among `items` hold, or -1 at the first value
+    that breaks the rule."""
+    keys = 0
+    for item in items:
+        if type(item) in _CONTAINERS_AND_TEXT:
+            inside = _scan(item, levels_left)
+            if inside < 0:
+                return -1
+            keys += inside
+    return keys
 
 
 def _locate_problem(document: Any, max_depth: int) -> FieldError | None:
