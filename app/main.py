@@ -13,46 +13,44 @@ from fastapi import FastAPI
 from starlette.middleware.cors import CORSMiddleware
 
 from . import __version__
-from .api import appending
-from .api.append_fast_path import APPEND, BATCH, AppendFastPath, AppendsFastPath
-from .api.authentication import ApiKeyMiddleware, document_bearer_security
-from .api.body_limit import BodyLimitMiddleware
-from .api.browser_guard import BrowserGuardMiddleware
-from .api.encoded_paths import EncodedPathMiddleware
-from .api.middleware import RequestContextMiddleware
-from .api.openapi_layout import laid_out
-from .api.problems import install_problem_handlers
-from .api.read_fast_path import ReadFastPath
-from .api.routes import (
-    directory,
-    erasure,
-    health,
-    memory,
-    operations,
-    sessions,
-    store,
-    streams,
-    threads,
-)
-from .auth import ApiKeys
-from .changes import ChangeHub, PostgresChangeRelay
-from .checkpoints.service import CheckpointService
-from .config import Settings, get_settings
-from .db.checkpoint_stores import checkpoint_store_for
-from .db.postgresql_store import asyncpg_dsn
-from .db.replica import Replica
-from .db.store_item_storages import item_storage_for
-from .db.stores import open_store
-from .embedding import open_embedder
-from .embedding_backlog import EmbeddingBacklog
-from .expiry import ExpiryDefaults
-from .langgraph_store.service import StoreService
+from .core.api_keys import ApiKeys
+from .core.config import Settings, get_settings
+from .core.limits import Limits
+from .core.observability import fastapi_telemetry
+from .http import health_routes as health
+from .http import operations_routes as operations
+from .http.authentication import ApiKeyMiddleware, document_bearer_security
+from .http.body_limit import BodyLimitMiddleware
+from .http.browser_guard import BrowserGuardMiddleware
+from .http.encoded_paths import EncodedPathMiddleware
+from .http.middleware import RequestContextMiddleware
+from .http.openapi_layout import laid_out
+from .http.problems import install_problem_handlers
+from .langgraph.checkpoints import routes as threads
+from .langgraph.checkpoints.service import CheckpointService
+from .langgraph.checkpoints.stores import checkpoint_store_for
+from .langgraph.store import routes as store
+from .langgraph.store.service import StoreService
+from .langgraph.store.storages import item_storage_for
+from .lifecycle import erasure_routes as erasure
 from .lifecycle.erasure import Erasure
 from .lifecycle.sweeper import Sweeper
-from .limits import Limits
-from .memory_service import MemoryService
-from .observability import fastapi_telemetry
-from .service import SessionService
+from .memory import routes as memory
+from .memory.embedding import open_embedder
+from .memory.embedding_backlog import EmbeddingBacklog
+from .memory.service import MemoryService
+from .sessions import appending
+from .sessions import directory_routes as directory
+from .sessions import routes as sessions
+from .sessions.append_fast_path import APPEND, BATCH, AppendFastPath, AppendsFastPath
+from .sessions.expiry import ExpiryDefaults
+from .sessions.postgresql_store import asyncpg_dsn
+from .sessions.read_fast_path import ReadFastPath
+from .sessions.replica import Replica
+from .sessions.service import SessionService
+from .stores import open_store
+from .streams import routes as streams
+from .streams.changes import ChangeHub, PostgresChangeRelay
 
 DESCRIPTION = (
     "Sessions, event history and scoped key-value state of AI agents "

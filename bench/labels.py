@@ -33,19 +33,19 @@ from sqlalchemy import insert, text
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from bench import RESULTS
-from session_state.config import Settings
-from session_state.db import postgresql_statements as postgresql_sql
-from session_state.db import sqlite_statements
-from session_state.db.session_listing import (
+from session_state.core.config import Settings
+from session_state.sessions import postgresql_statements as postgresql_sql
+from session_state.sessions import sqlite_statements
+from session_state.sessions.domain import SessionQuery
+from session_state.sessions.labels import LabelFilter
+from session_state.sessions.session_listing import (
     driving_label,
     label_guard_parameters,
     listing_key,
     listing_parameters,
     listing_sql,
 )
-from session_state.db.tables import sessions
-from session_state.domain import SessionQuery
-from session_state.labels import LabelFilter
+from session_state.sessions.tables import sessions
 from tests.conftest import (
     asgi_client,
     create_postgres_database,

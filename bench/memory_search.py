@@ -15,7 +15,7 @@ the keyword side's worst case).
     python -m bench.memory_search --before /tmp/before --sizes 1000,10000,100000
     python -m bench.memory_search --quick    # 500 memories, HEAD as the checkout before
 
-A checkout with search by meaning (app/embedding.py) embeds each batch with
+A checkout with search by meaning (app/memory/embedding.py) embeds each batch with
 its default embedder before storing it (as its write path does), and its
 searches are timed in each mode (keyword, hybrid, semantic) through its
 MemoryService; an older one is timed through its store's keyword search.
@@ -132,17 +132,17 @@ async def measure(url: str, size: int, vocabulary: str) -> dict[str, float]:
     from sqlalchemy.ext.asyncio import create_async_engine
 
     import session_state
-    from session_state.config import Settings
+    from session_state.core.config import Settings
     from session_state.db import migrations
-    from session_state.db.stores import open_store
-    from session_state.domain import MemoryRecord
+    from session_state.sessions.domain import MemoryRecord
+    from session_state.stores import open_store
 
     # Asked of the checkout's own files: the installed (editable) package
     # would answer any import the checkout lacks.
     embedder = None
     if (Path(session_state.__file__).parent / "embedding.py").exists():
-        from session_state import memory_service
-        from session_state.embedding import WordLlamaEmbedder
+        from session_state.memory import service as memory_service
+        from session_state.memory.embedding import WordLlamaEmbedder
 
         embedder = WordLlamaEmbedder()
         await embedder.prepare()

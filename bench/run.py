@@ -491,9 +491,9 @@ class Run:
 
     @staticmethod
     async def _deep_token(database: str, offset: int) -> str:
-        from session_state.api.page_tokens import sessions_token
-        from session_state.db.session_listing import parse_horizon
-        from session_state.domain import SessionPosition
+        from session_state.http.page_tokens import sessions_token
+        from session_state.sessions.domain import SessionPosition
+        from session_state.sessions.session_listing import parse_horizon
 
         connection = await asyncpg.connect(dsn(database))
         try:

@@ -185,11 +185,11 @@ async def _append_latency(base_url: str, session: str, appends: int) -> dict[str
 
 
 async def _reads_per_change(url: str, followers: int, changes: int) -> dict[str, float]:
-    from session_state.config import Settings
-    from session_state.domain import SessionKey
+    from session_state.core.config import Settings
+    from session_state.core.metrics import LIVE_STREAM_READS
     from session_state.main import create_app
-    from session_state.metrics import LIVE_STREAM_READS
-    from session_state.streams import SessionStream
+    from session_state.sessions.domain import SessionKey
+    from session_state.streams.live import SessionStream
 
     app = create_app(Settings(database_url=url, sweep_interval_seconds=0))
     figures: dict[str, float] = {}

@@ -13,10 +13,10 @@ from sqlalchemy.engine import Connection
 # bench.before_after runs an older checkout), whose own modules must be used,
 # not the installed ones.
 SERVER = "app" if "app.db.migrations" in sys.modules else "session_state"
-Settings = importlib.import_module(f"{SERVER}.config").Settings
+Settings = importlib.import_module(f"{SERVER}.core.config").Settings
 engine_for_url = importlib.import_module(f"{SERVER}.db.engine").engine_for_url
 include_object = importlib.import_module(f"{SERVER}.db.migrations").include_object
-metadata = importlib.import_module(f"{SERVER}.db.tables").metadata
+metadata = importlib.import_module(f"{SERVER}.sessions.tables").metadata
 
 config = context.config
 

@@ -16,7 +16,7 @@ from collections.abc import Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from session_state.cli import main
+from session_state.cli.main import main
 
 # os.environ and the working directory are the process's: one command at a time.
 _ONE_AT_A_TIME = threading.Lock()

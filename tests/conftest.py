@@ -23,7 +23,7 @@ import httpx
 import pytest
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from session_state.config import Settings
+from session_state.core.config import Settings
 from session_state.db import migrations
 from session_state.main import create_app
 
@@ -50,12 +50,12 @@ TABLES = (
     "app_states",
     "memories",
     "forgotten_memories",
-    # LangGraph's (app.db.checkpoint_tables).
+    # LangGraph's (app.langgraph.checkpoints.tables).
     "lg_writes",
     "lg_channel_values",
     "lg_checkpoints",
     "lg_threads",
-    # LangGraph's store (app.db.store_item_tables).
+    # LangGraph's store (app.langgraph.store.tables).
     "lg_store_items",
 )
 

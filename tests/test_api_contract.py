@@ -8,7 +8,7 @@ import httpx
 import pytest
 from google.adk.sessions import Session as AdkSession
 
-from session_state.config import Settings
+from session_state.core.config import Settings
 from session_state.main import create_app
 
 BASE = "/apps/app/users/u/sessions"

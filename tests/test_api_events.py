@@ -14,7 +14,7 @@ from google.adk.events import EventActions
 from google.adk.sessions import Session as AdkSession
 from google.genai import types
 
-from session_state.config import Settings
+from session_state.core.config import Settings
 from tests.conftest import asgi_client
 from tests.paging import every_item
 from tests.values import exactly

@@ -1,5 +1,5 @@
 """Group commit: appends that arrive together are sent to PostgreSQL in one
-statement (app/db/append_batches.py), and each request still gets its own
+statement (app/sessions/append_batches.py), and each request still gets its own
 answer: one stale, conflicting, oversized or misdirected append never fails
 or changes its neighbours. On SQLite, where each append goes by itself, the
 same requests get the same answers."""
@@ -12,8 +12,8 @@ import asyncpg
 import httpx
 import pytest
 
-from session_state.config import Settings
-from session_state.db.append_batches import AppendBatcher
+from session_state.core.config import Settings
+from session_state.sessions.append_batches import AppendBatcher
 from tests.conftest import _truncate, asgi_client, run_blocking
 from tests.test_observability import _metric
 

@@ -11,9 +11,9 @@ import httpx
 from fastapi import FastAPI
 from prometheus_client import Counter
 
-from session_state.api.append_fast_path import AppendFastPath, AppendsFastPath
+from session_state.core.metrics import FAST_PATH_APPENDS
 from session_state.main import create_app
-from session_state.metrics import FAST_PATH_APPENDS
+from session_state.sessions.append_fast_path import AppendFastPath, AppendsFastPath
 from tests.test_observability import _metric
 
 FAST_PATH = "session_state_append_fast_path_total"

@@ -5,8 +5,8 @@ import json
 import httpx
 import pytest
 
-from session_state.auth import InvalidKeyConfiguration
-from session_state.config import Settings
+from session_state.core.api_keys import InvalidKeyConfiguration
+from session_state.core.config import Settings
 from session_state.main import create_app
 
 ALL_APPS_KEY = "all-apps-key-0123456789"

@@ -8,13 +8,13 @@ import time
 import uuid
 from collections.abc import Callable
 
-from session_state.changes import Change, ChangeHub, PostgresChangeRelay
-from session_state.config import Settings
-from session_state.db.postgresql_store import asyncpg_dsn
-from session_state.db.stores import open_store
-from session_state.domain import Expiry, SessionKey
-from session_state.operator_commands import sweep
-from session_state.state import ScopedDelta
+from session_state.admin.commands import sweep
+from session_state.core.config import Settings
+from session_state.sessions.domain import Expiry, SessionKey
+from session_state.sessions.postgresql_store import asyncpg_dsn
+from session_state.sessions.state import ScopedDelta
+from session_state.stores import open_store
+from session_state.streams.changes import Change, ChangeHub, PostgresChangeRelay
 
 
 async def _connected(hub: ChangeHub, dsn: str) -> PostgresChangeRelay:

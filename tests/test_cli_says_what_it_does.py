@@ -12,8 +12,8 @@ import time
 import uuid
 from pathlib import Path
 
-from session_state.cli_reports import migration, serving
-from session_state.config import Settings
+from session_state.cli.reports import migration, serving
+from session_state.core.config import Settings
 from session_state.db import migrations
 from tests.cli_runner import run_cli
 from tests.conftest import POSTGRES_ADMIN_URL, drop_postgres_database, free_port

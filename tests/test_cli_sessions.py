@@ -11,8 +11,8 @@ import pytest
 from sqlalchemy import update
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from session_state.config import Settings
-from session_state.db.tables import sessions
+from session_state.core.config import Settings
+from session_state.sessions.tables import sessions
 from tests.cli_runner import run_cli
 from tests.conftest import asgi_client, run_blocking
 

@@ -13,9 +13,9 @@ import httpx
 import pytest
 from sqlalchemy.engine import make_url
 
+from session_state.cli.setup_problems import explain
 from session_state.db import migrations
 from session_state.db.migrations import SchemaNotCurrent
-from session_state.setup_problems import explain
 from tests.cli_runner import run_cli
 from tests.conftest import POSTGRES_ADMIN_URL, drop_postgres_database, free_port
 

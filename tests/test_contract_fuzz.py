@@ -18,7 +18,7 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from session_state.identifiers import name_problem
+from session_state.core.identifiers import name_problem
 from tests.hostile import strict_json
 
 # CI's short run; FUZZ_EXAMPLES=500 is the long one (minutes).

@@ -1,14 +1,14 @@
 """One table of errors: each error's status and code is defined once, on its
-class (`app/errors.py`) or, for the framework's own errors, in
-`app/api/problems.py`; the table in docs/api.md (the only one) lists exactly
+class (`app/core/errors.py`) or, for the framework's own errors, in
+`app/http/problems.py`; the table in docs/api.md (the only one) lists exactly
 those, so it can neither name a code the server never sends nor miss one it
 does."""
 
 import re
 from pathlib import Path
 
-from session_state.api import problems
-from session_state.errors import ServiceError
+from session_state.core.errors import ServiceError
+from session_state.http import problems
 
 ROOT = Path(__file__).resolve().parent.parent
 ROW = re.compile(r"^\| (\d{3}|other) \| `(\w+)` \|", re.M)

@@ -6,7 +6,7 @@ import asyncio
 import httpx
 import pytest
 
-from session_state.config import Settings
+from session_state.core.config import Settings
 from tests.conftest import asgi_client
 
 S = "/apps/chat/users/ann/sessions"

@@ -1,7 +1,7 @@
 """The event contract as documented is the contract enforced: every bound and
 type the OpenAPI spec gives an event's fields is sent to the server, on each
 side of the bound, and the validator must agree (both come from
-`app/event_contract.py`; this keeps them from drifting apart)."""
+`app/sessions/event_contract.py`; this keeps them from drifting apart)."""
 
 from typing import Any
 

@@ -12,10 +12,10 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from session_state.config import Settings
-from session_state.db.stores import open_store
-from session_state.domain import NEVER_EXPIRES, ForkSource, SessionKey
-from session_state.history import changes_session_state
+from session_state.core.config import Settings
+from session_state.sessions.domain import NEVER_EXPIRES, ForkSource, SessionKey
+from session_state.sessions.history import changes_session_state
+from session_state.stores import open_store
 from tests.conftest import Clock, asgi_client
 
 S = "/apps/chat/users/ann/sessions"
@@ -416,7 +416,7 @@ async def test_a_pop_writes_and_answers_as_the_general_removal_does(
     assert changes[0].expire_time == changes[1].expire_time == clock() + 600
 
 
-# Deltas and whether they change session-scope state, as app.events reads them.
+# Deltas and whether they change session-scope state, as app.sessions.events reads them.
 STATE_CHANGES = [
     ({"stateDelta": {"mood": "x"}}, True),
     ({"state_delta": {"mood": "x"}}, True),
@@ -434,7 +434,7 @@ STATE_CHANGES = [
 async def test_a_pop_leaves_events_that_changed_session_state_to_the_service(
     clocked_app: Any, clocked_client: httpx.AsyncClient, clock: Clock
 ):
-    """The store tells a state change as app.history does, and removes
+    """The store tells a state change as app.sessions.history does, and removes
     nothing then (the state after must be derived); nor when the revision
     is not the one expected or the events would not fit the answer."""
     store = clocked_app.state.service.store

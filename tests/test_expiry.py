@@ -8,7 +8,7 @@ import asyncio
 import httpx
 import pytest
 
-from session_state.config import Settings
+from session_state.core.config import Settings
 from session_state.main import create_app
 
 from .conftest import Clock

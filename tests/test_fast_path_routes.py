@@ -19,11 +19,12 @@ from fastapi import APIRouter, Depends, FastAPI, Header, Request
 from fastapi.routing import APIRoute
 
 from session_state import main
-from session_state.api import append_fast_path, bodies, read_fast_path
-from session_state.api.routes import sessions
-from session_state.api.session_routes import SessionRouteMatch
-from session_state.config import Settings
+from session_state.core.config import Settings
+from session_state.http import bodies
 from session_state.main import create_app
+from session_state.sessions import append_fast_path, read_fast_path
+from session_state.sessions import routes as sessions
+from session_state.sessions.fast_path_routes import SessionRouteMatch
 from tests.test_append_fast_path import _answered_in_process
 
 ASGI_URL = "http://127.0.0.1"
@@ -229,10 +230,10 @@ STANDS_IN = {
 # changes, read both: the fast path must do exactly what the handler does;
 # then pin the new fingerprints.
 PINS = {
-    "append_event": ("532a00a9e8758600", "be6fc0043d0d9a25"),
-    "append_events": ("3247ea50bc79f8ed", "be6fc0043d0d9a25"),
-    "append_to_sessions": ("ace0076ea5085af5", "be6fc0043d0d9a25"),
-    "get_session": ("2020cd9a7a02883d", "81cfb22d25f2072a"),
+    "append_event": ("532a00a9e8758600", "fe0145763d4853b7"),
+    "append_events": ("3247ea50bc79f8ed", "fe0145763d4853b7"),
+    "append_to_sessions": ("ace0076ea5085af5", "fe0145763d4853b7"),
+    "get_session": ("2020cd9a7a02883d", "e124015b05eb90b6"),
 }
 
 

@@ -573,7 +573,7 @@ async def test_sigterm_lets_in_flight_requests_finish(
     try:
         async with asyncio.timeout(50), httpx.AsyncClient(timeout=60) as http:
             # One session per append: a process sends one session's appends
-            # one at a time (the others wait in the process, app/db/append_batches.py).
+            # one at a time (the others wait in the process, app/sessions/append_batches.py).
             drained = [f"draining-{n}" for n in range(IN_FLIGHT_AT_SHUTDOWN)]
             for session_id in drained:
                 created = await http.post(path, json={"sessionId": session_id})

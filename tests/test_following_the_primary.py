@@ -11,9 +11,9 @@ import asyncpg
 import httpx
 import pytest
 
-from session_state.config import Settings
+from session_state.core.config import Settings
+from session_state.core.errors import DatabaseUnavailable
 from session_state.db.database_errors import as_domain_error, loses_server
-from session_state.errors import DatabaseUnavailable
 from session_state.main import create_app
 from tests.conftest import POSTGRES_ADMIN_URL, migrate
 

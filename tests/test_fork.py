@@ -9,8 +9,8 @@ import httpx
 import pytest
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from session_state import history
-from session_state.db import forking, migrations
+from session_state.db import migrations
+from session_state.sessions import forking, history
 
 from .conftest import Clock
 
@@ -190,7 +190,7 @@ async def _to_0006_then_head(url: str) -> None:
 async def test_sessions_from_before_0007_fork_whole_and_partially_only_when_derivable(
     backend, tmp_path, request
 ):
-    from session_state.config import Settings
+    from session_state.core.config import Settings
     from session_state.main import create_app
 
     if backend == "sqlite":

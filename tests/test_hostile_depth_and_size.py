@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from session_state.config import RESPONSE_OVERHEAD_BYTES, Settings
+from session_state.core.config import RESPONSE_OVERHEAD_BYTES, Settings
 from tests.hostile import App, assert_app_still_readable, assert_problem, strict_json
 
 STATE_LIMIT = 2048
@@ -169,7 +169,7 @@ async def test_event_pages_are_bounded_in_bytes_and_walk_the_whole_history(clien
     seen, token, pages = [], None, 0
     while True:
         params = {"pageSize": 1000, **({"pageToken": token} if token else {})}
-        response = await client.get(app.events, params=params)
+        response = await client.get(app.sessions.events, params=params)
         assert response.status_code == 200, response.text
         assert len(response.content) <= RESPONSE_LIMIT
         body = response.json()

@@ -4,7 +4,7 @@ written, and the app stays readable for everyone. Both backends."""
 
 import pytest
 
-from session_state.limits import MAX_TIMESTAMP
+from session_state.core.limits import MAX_TIMESTAMP
 from tests.hostile import App, assert_app_still_readable, assert_problem, strict_json
 
 app = App("numbers")

@@ -1,7 +1,7 @@
 """Clients that hold connections open without finishing a request head
 (slowloris): a started server, with the head timeout at 1 s, must close them
 while serving everyone else, and must leave slow bodies, pipelining and
-uvicorn's own keep-alive timeout alone (see app/http_protocol.py)."""
+uvicorn's own keep-alive timeout alone (see app/http/uvicorn_protocol.py)."""
 
 import asyncio
 import contextlib
@@ -16,8 +16,8 @@ import httpx
 import pytest
 import uvicorn
 
-from session_state import http_protocol
-from session_state.config import Settings
+from session_state.core.config import Settings
+from session_state.http import uvicorn_protocol as http_protocol
 from tests.conftest import ServerProcess, free_port
 
 TIMEOUT = 1.0

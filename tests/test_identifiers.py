@@ -9,7 +9,7 @@ from urllib.parse import quote
 
 import pytest
 
-from session_state.config import Settings
+from session_state.core.config import Settings
 from tests.conftest import asgi_client
 from tests.hostile import assert_problem
 

@@ -11,7 +11,7 @@ import uuid
 import httpx
 import pytest
 
-from session_state import json_codec
+from session_state.core import json_codec
 from tests.test_append_fast_path import _fast_path_count
 
 PROBLEM = "application/problem+json"

@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 import pytest
 
-from session_state.config import Settings
+from session_state.core.config import Settings
 from session_state.main import create_app
 from tests.conftest import Clock
 from tests.hostile import assert_problem

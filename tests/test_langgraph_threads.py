@@ -12,7 +12,7 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from session_state.config import Settings
+from session_state.core.config import Settings
 from tests.conftest import Clock, asgi_client
 
 APP = "graphs"

@@ -21,8 +21,8 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from session_state.config import Settings
-from session_state.db.sql_operator_store import opened_operator_store
+from session_state.admin.sql_store import opened_operator_store
+from session_state.core.config import Settings
 from session_state.lifecycle.tables import TABLES, unaccounted
 from session_state.main import create_app
 from session_state.transfer.exporter import Exporter
@@ -174,7 +174,14 @@ def test_the_sweep_command_frees_every_features_expired_rows_and_keeps_the_rest(
     assert [key for key, rows in before.items() if rows == 0] == []
 
     environment = {**os.environ, "SESSION_STATE_EXPIRED_SESSION_MEMORIES": "delete"}
-    command = [sys.executable, "-m", "session_state.cli", "sweep", "--database-url", database_url]
+    command = [
+        sys.executable,
+        "-m",
+        "session_state.cli",
+        "sweep",
+        "--database-url",
+        database_url,
+    ]
     done = subprocess.run(command, capture_output=True, text=True, timeout=120, env=environment)
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)

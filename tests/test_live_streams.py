@@ -19,11 +19,11 @@ import asyncpg
 import httpx
 import pytest
 
-from session_state.api.routes.streams import asks_for_event_stream
-from session_state.config import Settings
-from session_state.db.postgresql_statements import CHANGE_NUMBER
-from session_state.db.stores import open_store
-from session_state.streams import UserCursor
+from session_state.core.config import Settings
+from session_state.sessions.postgresql_statements import CHANGE_NUMBER
+from session_state.stores import open_store
+from session_state.streams.live import UserCursor
+from session_state.streams.routes import asks_for_event_stream
 from session_state_client import AsyncSessionStateClient, SessionStateClient, StreamMessage
 
 from .conftest import ServerProcess, asgi_client

@@ -23,12 +23,12 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from session_state import operator_commands
-from session_state.config import Settings
-from session_state.db.stores import open_store
-from session_state.domain import MemoryRecord
-from session_state.embedding import open_embedder, wordllama_vectors
-from session_state.embedding_backlog import EmbeddingBacklog
+from session_state.admin import commands as operator_commands
+from session_state.core.config import Settings
+from session_state.memory.embedding import open_embedder, wordllama_vectors
+from session_state.memory.embedding_backlog import EmbeddingBacklog
+from session_state.sessions.domain import MemoryRecord
+from session_state.stores import open_store
 from tests.conftest import asgi_client, free_port, migrate
 
 APP, USER = "remote", "ada"

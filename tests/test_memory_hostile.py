@@ -6,7 +6,7 @@ written are."""
 import httpx
 import pytest
 
-from session_state.config import Settings
+from session_state.core.config import Settings
 from session_state.main import create_app
 
 MEMORY = "/apps/assistant/users/ann/memory"

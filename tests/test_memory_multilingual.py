@@ -10,7 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from session_state.search_text import MAX_INDEXED_GRAMS, MAX_QUERY_TERMS, query_terms, search_text
+from session_state.memory.search_text import (
+    MAX_INDEXED_GRAMS,
+    MAX_QUERY_TERMS,
+    query_terms,
+    search_text,
+)
 
 APP, USER = "polyglot", "ada"
 

@@ -11,9 +11,9 @@ from google.adk.memory import InMemoryMemoryService
 from google.adk.sessions import Session
 from google.genai import types
 
-from session_state.config import Settings
-from session_state.embedding import WordLlamaEmbedder, _load_wordllama, embedded_text
-from session_state.memory import KEYWORD_HITS_PER_TERM
+from session_state.core.config import Settings
+from session_state.memory.embedding import WordLlamaEmbedder, _load_wordllama, embedded_text
+from session_state.memory.rules import KEYWORD_HITS_PER_TERM
 from tests.conftest import asgi_client
 from tests.memory_labelled_set import DISTRACTORS, EXACT_TERMS, FACTS, PARAPHRASES
 
@@ -189,7 +189,7 @@ async def test_a_long_question_and_a_long_memory_are_embedded_in_bounded_time(cl
 
 
 def test_texts_are_tokenized_word_by_word_as_the_model_tokenizes_them_whole():
-    # app.embedding tokenizes each word once and remembers it: the ids must
+    # app.memory.embedding tokenizes each word once and remembers it: the ids must
     # be those of the model's own tokenizer, for every kind of text.
     model = _load_wordllama()
     texts = [

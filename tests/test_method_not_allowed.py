@@ -10,7 +10,7 @@ import httpx
 import pytest
 from fastapi.routing import iter_route_contexts
 
-from session_state.config import Settings
+from session_state.core.config import Settings
 from session_state.main import create_app
 
 PROBLEM_MEDIA_TYPE = "application/problem+json"

@@ -7,12 +7,18 @@ from google.adk.events import Event
 from sqlalchemy import inspect, select
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from session_state import json_codec
-from session_state.config import Settings
+from session_state.core import json_codec
+from session_state.core.config import Settings
 from session_state.db import migrations
 from session_state.db.migrations import include_object
-from session_state.db.stores import open_store
-from session_state.db.tables import SEARCH_INDEX_OBJECTS, app_states, events, metadata, sessions
+from session_state.sessions.tables import (
+    SEARCH_INDEX_OBJECTS,
+    app_states,
+    events,
+    metadata,
+    sessions,
+)
+from session_state.stores import open_store
 from session_state.transfer.adk_event_shape import camel_case_event
 from tests.adk_events import rich_events
 

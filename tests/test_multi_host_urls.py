@@ -13,9 +13,9 @@ import httpx
 import pytest
 from asyncpg.connect_utils import SessionAttribute
 
-from session_state.cli_reports import database_shown
-from session_state.config import Settings
-from session_state.database_url import (
+from session_state.cli.reports import database_shown
+from session_state.core.config import Settings
+from session_state.core.database_url import (
     TARGET_SESSION_ATTRS,
     DatabaseUrlError,
     Endpoint,

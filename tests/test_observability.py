@@ -136,8 +136,8 @@ def test_database_errors_that_mean_unavailable_become_503(postgres_error, unavai
     import asyncpg
     from sqlalchemy.exc import DBAPIError
 
+    from session_state.core.errors import DatabaseUnavailable
     from session_state.db.database_errors import as_domain_error
-    from session_state.errors import DatabaseUnavailable
 
     driver_error = getattr(asyncpg.exceptions, postgres_error)("from PostgreSQL")
     adapted = Exception("adapted by SQLAlchemy")
@@ -159,8 +159,8 @@ def test_database_errors_that_mean_unavailable_become_503(postgres_error, unavai
 def test_a_database_host_that_cannot_be_reached_or_resolved_is_503(error):
     """The PostgreSQL store meets the OS's errors unwrapped: a host whose
     name stopped resolving (a stopped compose service) was a 500."""
-    from session_state.api.problems import error_response
     from session_state.db.database_errors import as_domain_error
+    from session_state.http.problems import error_response
 
     response = error_response(as_domain_error(error))
     assert response is not None and response.status_code == 503

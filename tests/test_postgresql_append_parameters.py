@@ -7,17 +7,17 @@ import re
 
 import pytest
 
-from session_state import json_codec
-from session_state.db import postgresql_statements as sql
-from session_state.db.postgresql_store import (
+from session_state.core import json_codec
+from session_state.sessions import postgresql_statements as sql
+from session_state.sessions.domain import Expiry, NewEvent, SessionKey
+from session_state.sessions.postgresql_store import (
     _Append,
     _as_is,
     _Change,
     _many_values,
     _shared_change,
 )
-from session_state.domain import Expiry, NewEvent, SessionKey
-from session_state.state import ScopedDelta
+from session_state.sessions.state import ScopedDelta
 
 KEY = SessionKey("app", "user", "session")
 DELTA = ScopedDelta(app={"a": 1}, user={"u": [2]}, session={"s": "x"})

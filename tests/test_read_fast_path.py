@@ -9,9 +9,9 @@ from urllib.parse import quote
 import httpx
 from fastapi import FastAPI
 
-from session_state.api.read_fast_path import ReadFastPath
+from session_state.core.metrics import FAST_PATH_READS
 from session_state.main import create_app
-from session_state.metrics import FAST_PATH_READS
+from session_state.sessions.read_fast_path import ReadFastPath
 from tests.test_append_fast_path import _counted
 
 FAST_PATH = "session_state_read_fast_path_total"

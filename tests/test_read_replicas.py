@@ -21,10 +21,10 @@ import httpx
 import pytest
 from prometheus_client import REGISTRY
 
-from session_state.cli_reports import serving
-from session_state.config import Settings
-from session_state.db.replica import Replica
+from session_state.cli.reports import serving
+from session_state.core.config import Settings
 from session_state.main import create_app
+from session_state.sessions.replica import Replica
 from session_state_client import AsyncSessionStateClient, SessionStateClient
 from session_state_client._revisions import SeenRevisions
 from tests.conftest import ServerProcess, free_port, migrate, run_blocking, unavailable

@@ -9,8 +9,8 @@ from typing import Any
 import httpx
 import pytest
 
-from session_state.config import Settings
-from session_state.event_contract import MAX_APPENDS_PER_REQUEST
+from session_state.core.config import Settings
+from session_state.sessions.event_contract import MAX_APPENDS_PER_REQUEST
 from tests.conftest import asgi_client
 
 MAX_EVENT_BYTES = 4096

@@ -8,7 +8,7 @@ import uuid
 
 import httpx
 
-from session_state.config import Settings
+from session_state.core.config import Settings
 from tests.conftest import ServerProcess, asgi_client
 
 APP = "/apps/travel"

@@ -12,10 +12,10 @@ from dataclasses import replace
 
 import asyncpg
 
-from session_state.db import postgresql_statements as sql
-from session_state.db.session_listing import listing_parameters, listing_sql, parse_horizon
-from session_state.domain import ChangeHorizon, SessionPosition, SessionQuery
-from session_state.labels import LabelFilter
+from session_state.sessions import postgresql_statements as sql
+from session_state.sessions.domain import ChangeHorizon, SessionPosition, SessionQuery
+from session_state.sessions.labels import LabelFilter
+from session_state.sessions.session_listing import listing_parameters, listing_sql, parse_horizon
 
 PROBE, GUARD, PAGE = 6, 8, 3
 SESSIONS = 60

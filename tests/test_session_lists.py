@@ -4,7 +4,7 @@ GET /apps and GET /apps/{app}/users. On SQLite and PostgreSQL."""
 
 import asyncio
 
-from session_state.config import Settings
+from session_state.core.config import Settings
 from tests.conftest import asgi_client
 from tests.paging import every_item
 

@@ -1,4 +1,4 @@
-"""Every setting's default and bounds as the code defines them (app/config.py)
+"""Every setting's default and bounds as the code defines them (app/core/config.py)
 are the ones docs/configuration.md's settings table and docs/api.md's limits
 table print: a default changed in one place only fails here."""
 
@@ -8,7 +8,7 @@ from typing import Any
 
 from annotated_types import Ge, Le
 
-from session_state.config import Settings
+from session_state.core.config import Settings
 
 ROOT = Path(__file__).resolve().parent.parent
 SETTINGS_ROW = re.compile(r"^\| `SESSION_STATE_(\w+)` \| (`[^`]*`|\w+)(?: \(([^)]*)\))? \|", re.M)

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from session_state.cli import build_parser
-from session_state.config import Settings
-from session_state.setting_names import (
+from session_state.cli.main import build_parser
+from session_state.core.config import Settings
+from session_state.core.setting_names import (
     USED_ELSEWHERE,
     UnknownSetting,
     refuse_unknown_settings,

@@ -4,12 +4,12 @@ import math
 
 import pytest
 
-from session_state import json_codec
-from session_state.errors import InvalidInput
-from session_state.events import is_same_event, prepare_event
-from session_state.json_rules import find_unstorable
-from session_state.limits import Limits
-from session_state.state import apply_delta, drop_temp_keys, merge_scopes, split_delta
+from session_state.core import json_codec
+from session_state.core.errors import InvalidInput
+from session_state.core.json_rules import find_unstorable
+from session_state.core.limits import Limits
+from session_state.sessions.events import is_same_event, prepare_event
+from session_state.sessions.state import apply_delta, drop_temp_keys, merge_scopes, split_delta
 
 
 def fixed_event(document, *, now=1000.5, new_id="generated-id"):

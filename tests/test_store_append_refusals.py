@@ -8,12 +8,12 @@ from typing import Any
 
 import pytest
 
-from session_state import json_codec
-from session_state.config import Settings
-from session_state.db.store import Store
-from session_state.db.stores import open_store
-from session_state.domain import AppendNotApplied, Expiry, NewEvent, SessionKey
-from session_state.state import ScopedDelta, merge_deltas, split_delta
+from session_state.core import json_codec
+from session_state.core.config import Settings
+from session_state.sessions.domain import AppendNotApplied, Expiry, NewEvent, SessionKey
+from session_state.sessions.state import ScopedDelta, merge_deltas, split_delta
+from session_state.sessions.store import Store
+from session_state.stores import open_store
 
 LIMIT = 2048
 KEY = SessionKey("chat", "ann", "s")

@@ -11,11 +11,11 @@ import asyncpg
 import httpx
 import pytest
 
-from session_state.config import Settings
-from session_state.db.stores import open_store
-from session_state.domain import SessionKey
+from session_state.core.config import Settings
 from session_state.lifecycle.sweeper import Sweeper
 from session_state.main import create_app
+from session_state.sessions.domain import SessionKey
+from session_state.stores import open_store
 
 from .conftest import (
     Clock,

@@ -19,7 +19,7 @@ import asyncpg
 import httpx
 import pytest
 
-from session_state.config import Settings
+from session_state.core.config import Settings
 from tests.cli_runner import run_cli
 from tests.conftest import asgi_client, migrate
 

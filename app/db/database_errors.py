@@ -11,8 +11,8 @@ import asyncpg
 from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 
-from ..errors import DatabaseUnavailable
-from ..metrics import DB_ERRORS
+from ..core.errors import DatabaseUnavailable
+from ..core.metrics import DB_ERRORS
 
 logger = logging.getLogger("session_state")
 

@@ -6,10 +6,10 @@ from sqlalchemy import event
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
-from .. import json_codec
-from ..config import Settings
-from ..database_url import is_postgresql_url, parse_postgresql_url
-from ..metrics import DB_POOL_IN_USE
+from ..core import json_codec
+from ..core.config import Settings
+from ..core.database_url import is_postgresql_url, parse_postgresql_url
+from ..core.metrics import DB_POOL_IN_USE
 from .poolers import sqlalchemy_connect_args
 
 WRITE_OPTION = "session_state_write"
@@ -46,7 +46,7 @@ def _count_connections_in_use(engine: AsyncEngine) -> None:
 
 def engine_for_url(database_url: str, **options: Any) -> AsyncEngine:
     """create_async_engine, reading a PostgreSQL URL in any of libpq's host
-    forms (app.database_url): its servers join `options`' connect_args."""
+    forms (app.core.database_url): its servers join `options`' connect_args."""
     if not is_postgresql_url(database_url):
         return create_async_engine(database_url, **options)
     url, servers = parse_postgresql_url(database_url).engine_arguments()

@@ -11,7 +11,12 @@ from alembic.script import ScriptDirectory
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from .tables import CHANGE_NUMBER_INDEX, LABEL_ROWS_OBJECTS, LABELS_INDEX, SEARCH_INDEX_OBJECTS
+from ..sessions.tables import (
+    CHANGE_NUMBER_INDEX,
+    LABEL_ROWS_OBJECTS,
+    LABELS_INDEX,
+    SEARCH_INDEX_OBJECTS,
+)
 
 
 def _migrations_directory() -> Path:

@@ -16,9 +16,9 @@ from typing import Any
 
 import asyncpg
 
-from ..config import Pooler, Settings
-from ..database_url import parse_postgresql_url
-from ..setup_problems import SetupProblem
+from ..cli.setup_problems import SetupProblem
+from ..core.config import Pooler, Settings
+from ..core.database_url import parse_postgresql_url
 
 DB_POOLER_SETTING = "SESSION_STATE_DB_POOLER"
 

@@ -2,7 +2,7 @@
 
 import asyncpg
 
-from ..database_url import is_postgresql_url, parse_postgresql_url
+from ..core.database_url import is_postgresql_url, parse_postgresql_url
 
 
 async def create_database_if_missing(database_url: str) -> bool:

@@ -1,6 +1,6 @@
 """What every table shares: the metadata they join, the width of identifier
 columns and the JSON column types. A module of its own, beneath the table
-modules (app.db.tables and LangGraph's), so that they need nothing of each
+modules (app.sessions.tables and LangGraph's), so that they need nothing of each
 other."""
 
 from typing import Any
@@ -10,8 +10,8 @@ from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.engine import Dialect
 from sqlalchemy.types import TypeDecorator
 
-from .. import json_codec
-from ..identifiers import IDENTIFIER_MAX_LENGTH
+from ..core import json_codec
+from ..core.identifiers import IDENTIFIER_MAX_LENGTH
 
 # Column widths of app names, user ids, session ids and event ids: the API's
 # identifier limit (the migrations keep the number they were written with).

@@ -5,11 +5,11 @@ a failure leaves everything for a retry. The HTTP routes call it."""
 import logging
 from dataclasses import asdict
 
-from ..changes import Change, ChangeHub
-from ..checkpoints.metrics import THREADS_REMOVED
-from ..db.store import Store
-from ..domain import Erased
-from ..langgraph_store.metrics import STORE_ITEMS_REMOVED
+from ..langgraph.checkpoints.metrics import THREADS_REMOVED
+from ..langgraph.store.metrics import STORE_ITEMS_REMOVED
+from ..sessions.domain import Erased
+from ..sessions.store import Store
+from ..streams.changes import Change, ChangeHub
 
 logger = logging.getLogger("session_state")
 

@@ -18,25 +18,25 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
-from ..changes import Change, ChangeHub
-from ..checkpoints.metrics import THREADS_REMOVED
-from ..checkpoints.service import SWEEP_BATCH_THREADS
-from ..db.checkpoint_stores import checkpoint_store_for
-from ..db.store import Store
-from ..db.store_item_storages import item_storage_for
-from ..domain import SessionKey, Swept
-from ..errors import DatabaseUnavailable
-from ..langgraph_store.metrics import STORE_ITEMS_REMOVED
-from ..langgraph_store.service import SWEEP_BATCH_ITEMS
-from ..metrics import (
+from ..core.errors import DatabaseUnavailable
+from ..core.metrics import (
     ROWS_SWEPT,
     SESSIONS_EXPIRED_WAITING,
     SESSIONS_SWEPT,
     SWEEP_DURATION,
     SWEEPS,
 )
-from ..observability import trace_without_data
-from ..streams import TOMBSTONE_RETENTION_SECONDS
+from ..core.observability import trace_without_data
+from ..langgraph.checkpoints.metrics import THREADS_REMOVED
+from ..langgraph.checkpoints.service import SWEEP_BATCH_THREADS
+from ..langgraph.checkpoints.stores import checkpoint_store_for
+from ..langgraph.store.metrics import STORE_ITEMS_REMOVED
+from ..langgraph.store.service import SWEEP_BATCH_ITEMS
+from ..langgraph.store.storages import item_storage_for
+from ..sessions.domain import SessionKey, Swept
+from ..sessions.store import Store
+from ..streams.changes import Change, ChangeHub
+from ..streams.live import TOMBSTONE_RETENTION_SECONDS
 from .erasure import ERASE_BATCH_EVENTS
 
 logger = logging.getLogger("session_state")

@@ -15,11 +15,11 @@ from typing import IO, Any, TextIO
 
 from tqdm import tqdm
 
-from ..config import Settings
-from ..db.sql_operator_store import opened_operator_store
-from ..limits import Limits
-from ..operator_commands import name_option
-from ..setup_problems import SetupProblem
+from ..admin.commands import name_option
+from ..admin.sql_store import opened_operator_store
+from ..cli.setup_problems import SetupProblem
+from ..core.config import Settings
+from ..core.limits import Limits
 from .adk_source import opened_adk_source
 from .dump_format import MAX_LINE_BYTES, DumpError
 from .exporter import Exporter, ExportError

@@ -19,16 +19,16 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
-from .. import json_codec
-from ..checkpoints.schemas import MAX_TEXT_LENGTH, decode_base64
-from ..config import MAX_TTL_SECONDS
-from ..identifiers import name_problem, session_id_problem
-from ..json_rules import find_unstorable
-from ..labels import labels_problem
-from ..langgraph_store.schemas import ItemNamespace, Key
-from ..limits import MAX_INT64
-from ..schemas import held_to
-from ..state import APP_PREFIX, TEMP_PREFIX, USER_PREFIX
+from ..core import json_codec
+from ..core.config import MAX_TTL_SECONDS
+from ..core.identifiers import name_problem, session_id_problem
+from ..core.json_rules import find_unstorable
+from ..core.limits import MAX_INT64
+from ..langgraph.checkpoints.schemas import MAX_TEXT_LENGTH, decode_base64
+from ..langgraph.store.schemas import ItemNamespace, Key
+from ..sessions.labels import labels_problem
+from ..sessions.schemas import held_to
+from ..sessions.state import APP_PREFIX, TEMP_PREFIX, USER_PREFIX
 
 FORMAT: Literal["session-state-dump"] = "session-state-dump"
 VERSION: Literal[1] = 1
@@ -56,7 +56,7 @@ def _labels(labels: dict[str, str]) -> dict[str, str]:
     return labels
 
 
-# As the API takes them (app.labels); an empty object is no labels.
+# As the API takes them (app.sessions.labels); an empty object is no labels.
 SessionLabels = Annotated[dict[str, str], AfterValidator(_labels)]
 # A session's own keys: app: and user: keys live in their scopes' lines,
 # temp: keys are never stored.

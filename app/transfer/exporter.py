@@ -8,10 +8,10 @@ from typing import Any, TextIO
 
 from pydantic.alias_generators import to_camel
 
-from .. import json_codec
-from ..db.operator_store import OperatorStore, StateEntry, ThreadRecord
-from ..domain import SessionKey
-from ..langgraph_store.domain import split
+from ..admin.store import OperatorStore, StateEntry, ThreadRecord
+from ..core import json_codec
+from ..langgraph.store.domain import split
+from ..sessions.domain import SessionKey
 from . import dump_format as dump
 
 # Events read per transaction.

@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from ..db.operator_store import (
+from ..admin.store import (
     AlreadyStored,
     ChannelValueRow,
     CheckpointRow,
@@ -25,12 +25,12 @@ from ..db.operator_store import (
     ThreadRows,
     WriteRow,
 )
-from ..domain import NewEvent, SessionKey
-from ..errors import InvalidInput
-from ..events import restored_event
-from ..langgraph_store.domain import joined
-from ..limits import Limits
-from ..state import find_long_key
+from ..core.errors import InvalidInput
+from ..core.limits import Limits
+from ..langgraph.store.domain import joined
+from ..sessions.domain import NewEvent, SessionKey
+from ..sessions.events import restored_event
+from ..sessions.state import find_long_key
 from . import dump_format as dump
 
 EVENT_BATCH = 1000

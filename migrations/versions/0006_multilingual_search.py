@@ -3,7 +3,7 @@ form (normalised words, and pairs of characters of the scripts written
 without spaces) instead of the raw text.
 
 Adds memories.search_words and memories.search_grams, fills them for the rows
-stored before (in batches, with the frozen copy of app.search_text below: the
+stored before (in batches, with the frozen copy of app.memory.search_text below: the
 app's copy may change, this revision's data may not), and rebuilds the search
 index over them: on PostgreSQL the generated tsvector (English stemming for
 words, 'simple' for pairs) and its GIN index, on SQLite the FTS5 table (its
@@ -31,7 +31,7 @@ depends_on: str | Sequence[str] | None = None
 
 BACKFILL_BATCH_ROWS = 1000
 
-# Frozen copy of app.search_text.search_text as of this revision.
+# Frozen copy of app.memory.search_text.search_text as of this revision.
 _MAX_INDEXED_GRAMS = 50_000
 _UNSPACED_BLOCKS = (
     "\u0e00-\u0eff\u1000-\u109f\u1100-\u11ff\u1780-\u17ff\u2e80-\u2fdf"

@@ -109,7 +109,7 @@ def _in_storage_shape(document: Any) -> bool:
     )
 
 
-# Frozen copy of app.transfer.adk_event_shape and app.json_codec as of this
+# Frozen copy of app.transfer.adk_event_shape and app.core.json_codec as of this
 # revision: the app's copies may change, this revision's data may not.
 def _value(value: Any, holds: str) -> Any:
     if isinstance(value, list):

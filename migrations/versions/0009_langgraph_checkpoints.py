@@ -1,5 +1,5 @@
-"""LangGraph's checkpoints (app.checkpoints): threads, checkpoints, channel
-values stored once per version, and pending writes (app.db.checkpoint_tables).
+"""LangGraph's checkpoints (app.langgraph.checkpoints): threads, checkpoints, channel
+values stored once per version, and pending writes (app.langgraph.checkpoints.tables).
 
 Revision ID: 0009
 Revises: 0008

@@ -1,6 +1,6 @@
-"""LangGraph's long-term store (app.langgraph_store): items keyed by
+"""LangGraph's long-term store (app.langgraph.store): items keyed by
 (app, namespace, key) with a JSON value and an optional TTL
-(app.db.store_item_tables).
+(app.langgraph.store.tables).
 
 Revision ID: 0010
 Revises: 0009

@@ -1,4 +1,4 @@
-"""Session labels (app.labels): a JSON object per session, NULL when it has
+"""Session labels (app.sessions.labels): a JSON object per session, NULL when it has
 none, and an index for the list filters, one per dialect:
 
 - PostgreSQL: GIN on the labels (jsonb_ops: answers `@>` and `?&`), of the

@@ -1,5 +1,5 @@
 """Search memory by meaning: each memory's vector, stored compactly, with the
-embedder's model id (app.embedding). Rows stored before have none and wait
+embedder's model id (app.memory.embedding). Rows stored before have none and wait
 in the backlog that `serve` embeds (or `session-state memory reindex`).
 
 No extension is needed: the components are int8 bytes (bytea / BLOB), the

@@ -1,7 +1,7 @@
 """Event removals: one row per removal of a session's newest events, with
 the revision it made and the removed events' ids (a JSON array), so that a
 live stream resuming after an earlier revision can tell its reader which
-events went (app.streams). Rows go with their session.
+events went (app.streams.live). Rows go with their session.
 
 Revision ID: 0013
 Revises: 0012

@@ -1,7 +1,7 @@
 """LangGraph's store searches in the database: each item keeps the text a
 keyword query looks in (its strings, normalised and case-folded), so a
 search with keywords reads one page instead of every item under the prefix
-(app.langgraph_store.matching.searchable_text).
+(app.langgraph.store.matching.searchable_text).
 
 Adds lg_store_items.search_text and fills it for the items stored before,
 in batches, with the frozen copy of searchable_text below.
@@ -27,7 +27,7 @@ depends_on: str | Sequence[str] | None = None
 BACKFILL_BATCH_ROWS = 1000
 
 
-# Frozen copy of app.langgraph_store.matching.searchable_text as of this revision.
+# Frozen copy of app.langgraph.store.matching.searchable_text as of this revision.
 def _strings(value: Any) -> list[str]:
     if isinstance(value, str):
         return [value]

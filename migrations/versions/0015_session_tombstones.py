@@ -1,6 +1,6 @@
 """Session tombstones: one row per session deleted, expired (swept) or
 erased, numbered per user, so that a user's live stream resuming after a
-disconnection replays what left while it was away (app.streams). Pruned
+disconnection replays what left while it was away (app.streams.live). Pruned
 after a retention window, each user's newest row kept.
 
 Revision ID: 0015

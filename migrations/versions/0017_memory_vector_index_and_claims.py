@@ -9,7 +9,7 @@ processes.
   (epoch seconds), so that two `serve` processes do not embed one row twice;
   also when a refused text may be tried again.
 - `embedding_failures`: how many times the embedder refused this row's text
-  alone; at app.embedding_backlog.MAX_EMBEDDING_TRIES it is given up on
+  alone; at app.memory.embedding_backlog.MAX_EMBEDDING_TRIES it is given up on
   (still found by keywords).
 
 Revision ID: 0017

@@ -1,4 +1,4 @@
-"""Session change numbers: the user stream's cursor (app.streams).
+"""Session change numbers: the user stream's cursor (app.streams.live).
 
 - `sessions.change_number`: written by every write of a session row
   (creation, append, removal, label and expiry changes). On PostgreSQL it is

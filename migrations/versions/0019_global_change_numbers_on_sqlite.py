@@ -1,5 +1,5 @@
 """SQLite's change numbers count across every session, not per user: a walk
-of an app's session list is pinned by one number (app.db.session_listing).
+of an app's session list is pinned by one number (app.sessions.session_listing).
 
 - `ix_sessions_change_number`: SQLite only; the newest number of any session,
   which the next write of a session row takes plus one. PostgreSQL's numbers

@@ -17,7 +17,7 @@ import pytest
 import uvicorn
 from google.adk.events import Event, EventActions
 
-from session_state.config import Settings
+from session_state.core.config import Settings
 from session_state.main import create_app
 from session_state_client import (
     AsyncSessionStateClient,

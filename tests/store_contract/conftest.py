@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from session_state.config import Settings
+from session_state.core.config import Settings
 from session_state.db.engine import create_engine
-from session_state.db.postgresql_store import PostgresStore
-from session_state.db.sqlite_store import SqliteStore
-from session_state.db.store import Store
+from session_state.sessions.postgresql_store import PostgresStore
+from session_state.sessions.sqlite_store import SqliteStore
+from session_state.sessions.store import Store
 
 from ..conftest import TABLES, migrate
 from .differences import differences_by_test

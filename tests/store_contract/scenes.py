@@ -5,8 +5,7 @@ import json
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
-from session_state.db.store import Store
-from session_state.domain import (
+from session_state.sessions.domain import (
     NEVER_EXPIRES,
     Expiry,
     MemoryRecord,
@@ -15,7 +14,8 @@ from session_state.domain import (
     SharedScopes,
     StoredEvent,
 )
-from session_state.state import ScopedDelta, StateDict
+from session_state.sessions.state import ScopedDelta, StateDict
+from session_state.sessions.store import Store
 
 T = TypeVar("T")
 

@@ -5,10 +5,16 @@ import asyncio
 
 import pytest
 
-from session_state.db.store import Store
-from session_state.domain import AppendNotApplied, Expiry, NewEvent, SessionKey, StoredEvent
-from session_state.errors import StateTooLarge
-from session_state.state import ScopedDelta, merge_deltas
+from session_state.core.errors import StateTooLarge
+from session_state.sessions.domain import (
+    AppendNotApplied,
+    Expiry,
+    NewEvent,
+    SessionKey,
+    StoredEvent,
+)
+from session_state.sessions.state import ScopedDelta, merge_deltas
+from session_state.sessions.store import Store
 
 from .scenes import APP, LIMIT, NOW, append, create, entry_bytes, event, key, outcome_of
 

@@ -1,13 +1,13 @@
 """Store contract: every write of a session row gives it a change number,
 and a user's sessions are read in that order after a cursor (change number,
-session id), so that a user stream resumes without gap or repeat (app.streams)
+session id), so that a user stream resumes without gap or repeat (app.streams.live)
 whatever the events' own times."""
 
 import asyncio
 import time
 
-from session_state.db.store import Store
-from session_state.domain import ChangeCursor, Expiry, UserChanges
+from session_state.sessions.domain import ChangeCursor, Expiry, UserChanges
+from session_state.sessions.store import Store
 
 from .scenes import APP, NOW, append, create, event, key
 

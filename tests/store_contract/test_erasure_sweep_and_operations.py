@@ -3,12 +3,12 @@ counting them, and the store's readiness."""
 
 import asyncio
 
-from session_state.config import Settings
-from session_state.db.postgresql_store import PostgresStore
-from session_state.db.sqlite_store import SqliteStore
-from session_state.db.store import Store
-from session_state.db.stores import open_store
-from session_state.domain import Erased, Expiry, SessionKey, Swept
+from session_state.core.config import Settings
+from session_state.sessions.domain import Erased, Expiry, SessionKey, Swept
+from session_state.sessions.postgresql_store import PostgresStore
+from session_state.sessions.sqlite_store import SqliteStore
+from session_state.sessions.store import Store
+from session_state.stores import open_store
 
 from .scenes import APP, LIMIT, NOW, append, create, event, key, memories_of, memory
 

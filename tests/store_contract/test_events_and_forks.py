@@ -3,8 +3,8 @@ forking a session from its history."""
 
 import pytest
 
-from session_state.db.store import Store
-from session_state.domain import (
+from session_state.core.errors import ResponseTooLarge
+from session_state.sessions.domain import (
     EventsRemoved,
     Expiry,
     ForkSource,
@@ -15,8 +15,8 @@ from session_state.domain import (
     SessionSnapshot,
     StoredEvent,
 )
-from session_state.errors import ResponseTooLarge
-from session_state.state import StateDict
+from session_state.sessions.state import StateDict
+from session_state.sessions.store import Store
 
 from .scenes import APP, LIMIT, NOW, append, create, event, key, memories_of, outcome_of
 

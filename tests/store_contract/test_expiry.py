@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from session_state.db.store import Store
-from session_state.domain import AppendNotApplied, Expiry, ForkSource, SessionKey
-from session_state.state import ScopedDelta
+from session_state.sessions.domain import AppendNotApplied, Expiry, ForkSource, SessionKey
+from session_state.sessions.state import ScopedDelta
+from session_state.sessions.store import Store
 
 from .scenes import APP, LIMIT, NOW, append, create, event, key, memories_of, outcome_of
 

@@ -2,8 +2,7 @@
 set_labels), label and time filters and order of a listing, and the apps and
 users with live sessions."""
 
-from session_state.db.store import Store
-from session_state.domain import (
+from session_state.sessions.domain import (
     ALL_SESSIONS,
     AppendNotApplied,
     Expiry,
@@ -11,8 +10,9 @@ from session_state.domain import (
     SessionPosition,
     SessionQuery,
 )
-from session_state.labels import LabelFilter
-from session_state.state import ScopedDelta
+from session_state.sessions.labels import LabelFilter
+from session_state.sessions.state import ScopedDelta
+from session_state.sessions.store import Store
 
 from .scenes import APP, LIMIT, NOW, create, event, key, outcome_of
 

@@ -4,9 +4,9 @@ with the rows read back in the order asked."""
 
 import numpy as np
 
-from session_state.db.store import Store
-from session_state.domain import VectorQuery
-from session_state.embedding import StoredVector, stored_vector
+from session_state.memory.embedding import StoredVector, stored_vector
+from session_state.sessions.domain import VectorQuery
+from session_state.sessions.store import Store
 
 from .scenes import APP, LIMIT, memory
 

@@ -3,10 +3,10 @@ expiry, and the app and user scopes' state."""
 
 import pytest
 
-from session_state.db.store import Store
-from session_state.domain import Expiry, SessionPosition, SessionRow
-from session_state.errors import StateTooLarge
-from session_state.state import ScopedDelta
+from session_state.core.errors import StateTooLarge
+from session_state.sessions.domain import Expiry, SessionPosition, SessionRow
+from session_state.sessions.state import ScopedDelta
+from session_state.sessions.store import Store
 
 from .scenes import (
     APP,

@@ -1,12 +1,12 @@
 """Store contract: what left a user's sessions is kept as tombstones,
 numbered per user in order, read with the user's sessions in one snapshot,
 collapsed by an erasure and pruned after a window (user streams resume from
-them, app.streams)."""
+them, app.streams.live)."""
 
 import asyncio
 
-from session_state.db.store import Store
-from session_state.domain import Expiry, SessionKey, Tombstone
+from session_state.sessions.domain import Expiry, SessionKey, Tombstone
+from session_state.sessions.store import Store
 
 from .scenes import APP, NOW, create, key
 from .test_change_numbers import read_settled

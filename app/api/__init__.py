@@ -1,1 +1,0 @@
-"""HTTP layer: routes, dependencies, error handlers."""

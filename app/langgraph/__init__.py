@@ -1,0 +1,1 @@
+"""LangGraph served by this service: checkpoints (threads) and the long-term store."""

@@ -1,0 +1,355 @@
+"""LangGraph's threads and checkpoints (a BaseCheckpointSaver's calls):
+put and read checkpoints, list them newest first, store pending writes,
+delete, copy and prune threads, delete runs."""
+
+import base64
+import binascii
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query, Request, Response
+
+from ...core import json_codec
+from ...core.errors import BadRequest, FieldError, InvalidInput
+from ...core.json_rules import text_problem
+from ...http import examples, rendering
+from ...http.bodies import documented_body, limits_of, parse_json, read_json, validate_body
+from ...http.dependencies import AppName, CheckpointId, ThreadId
+from ...sessions.routes import problem_responses
+from . import domain
+from .domain import EMPTY_VALUE_TYPE, CheckpointQuery, ThreadKey, ThreadOwner
+from .metadata_filter import metadata_filter_problem
+from .schemas import (
+    MAX_TEXT_LENGTH,
+    Checkpoint,
+    CheckpointList,
+    CopyThreadRequest,
+    DeleteRunsRequest,
+    PruneRequest,
+    PutCheckpointRequest,
+    PutWritesRequest,
+    TypedValue,
+)
+from .service import DEFAULT_THREAD_USER, CheckpointService
+
+router = APIRouter(tags=["langgraph"])
+
+MAX_PAGE_SIZE = 1000
+DEFAULT_PAGE_SIZE = 100
+THREAD_PATH = "/apps/{app_name}/threads/{thread_id}"
+CHECKPOINT_PATH = THREAD_PATH + "/checkpoints/{checkpoint_id}"
+
+CheckpointNs = Annotated[
+    str,
+    Query(
+        alias="checkpointNs",
+        max_length=MAX_TEXT_LENGTH,
+        description='The checkpoint namespace: "" for the root graph, a subgraph\'s otherwise.',
+    ),
+]
+
+
+def checkpoints_of(request: Request) -> CheckpointService:
+    service: CheckpointService = request.app.state.checkpoints
+    return service
+
+
+def _checked_namespace(checkpoint_ns: str | None) -> str | None:
+    if checkpoint_ns is not None and (problem := text_problem(checkpoint_ns)) is not None:
+        raise InvalidInput([FieldError(["query", "checkpointNs"], problem)])
+    return checkpoint_ns
+
+
+def _typed(value: TypedValue) -> domain.Typed:
+    data = None if value.data is None else base64.b64decode(value.data)
+    if data is None and value.type != EMPTY_VALUE_TYPE:
+        raise InvalidInput(
+            [FieldError(["body", "data"], f"only type {EMPTY_VALUE_TYPE!r} has no data")]
+        )
+    return domain.Typed(value.type, data)
+
+
+def _owner(body: PutCheckpointRequest | PutWritesRequest) -> ThreadOwner:
+    return ThreadOwner(body.user_id or DEFAULT_THREAD_USER, body.ttl_seconds)
+
+
+@router.put(
+    CHECKPOINT_PATH,
+    status_code=204,
+    responses=problem_responses(),
+    openapi_extra=documented_body(
+        PutCheckpointRequest,
+        required=True,
+        example=examples.PUT_CHECKPOINT,
+        example_summary=examples.API_DOCS,
+    ),
+    summary="Store a checkpoint (BaseCheckpointSaver.put): the thread is made if new",
+)
+async def put_checkpoint(
+    app_name: AppName,
+    thread_id: ThreadId,
+    checkpoint_id: CheckpointId,
+    request: Request,
+    checkpoint_ns: CheckpointNs = "",
+) -> Response:
+    namespace = _checked_namespace(checkpoint_ns) or ""
+    body = validate_body(PutCheckpointRequest, await read_json(request))
+    checkpoint = domain.NewCheckpoint(
+        checkpoint_ns=namespace,
+        checkpoint_id=checkpoint_id,
+        parent_checkpoint_id=body.parent_checkpoint_id,
+        checkpoint=_typed(body.checkpoint),
+        channel_versions={
+            channel: str(version) for channel, version in body.channel_versions.items()
+        },
+        metadata=body.metadata,
+        new_values=[
+            domain.ChannelValue(value.channel, value.version, _typed(value))
+            for value in body.new_values
+        ],
+    )
+    await checkpoints_of(request).put_checkpoint(
+        ThreadKey(app_name, thread_id), _owner(body), checkpoint
+    )
+    return Response(status_code=204)
+
+
+@router.post(
+    CHECKPOINT_PATH + "/writes",
+    status_code=204,
+    responses=problem_responses(),
+    openapi_extra=documented_body(
+        PutWritesRequest,
+        required=True,
+        example=examples.PUT_WRITES,
+        example_summary=examples.API_DOCS,
+    ),
+    summary="Store a task's pending writes (BaseCheckpointSaver.put_writes)",
+)
+async def put_writes(
+    app_name: AppName,
+    thread_id: ThreadId,
+    checkpoint_id: CheckpointId,
+    request: Request,
+    checkpoint_ns: CheckpointNs = "",
+) -> Response:
+    namespace = _checked_namespace(checkpoint_ns) or ""
+    body = validate_body(PutWritesRequest, await read_json(request))
+    writes = [
+        domain.PendingWrite(write.task_id, write.task_path, write.idx, write.channel, _typed(write))
+        for write in body.writes
+    ]
+    await checkpoints_of(request).put_writes(
+        ThreadKey(app_name, thread_id), _owner(body), namespace, checkpoint_id, writes
+    )
+    return Response(status_code=204)
+
+
+@router.get(
+    CHECKPOINT_PATH,
+    response_model=Checkpoint,
+    responses=problem_responses(404),
+    summary="A checkpoint with its channel values and pending writes (get_tuple)",
+)
+async def get_checkpoint(
+    app_name: AppName,
+    thread_id: ThreadId,
+    checkpoint_id: CheckpointId,
+    request: Request,
+    checkpoint_ns: CheckpointNs = "",
+) -> Response:
+    namespace = _checked_namespace(checkpoint_ns) or ""
+    found = await checkpoints_of(request).get_checkpoint(
+        ThreadKey(app_name, thread_id), namespace, checkpoint_id
+    )
+    return rendering.json_response(_checkpoint_json(found))
+
+
+@router.get(
+    THREAD_PATH + "/checkpoints",
+    response_model=CheckpointList,
+    responses=problem_responses(),
+    summary="The thread's checkpoints, newest first (list; limit 1: the latest)",
+)
+async def list_checkpoints(
+    app_name: AppName,
+    thread_id: ThreadId,
+    request: Request,
+    checkpoint_ns: Annotated[
+        str | None,
+        Query(
+            alias="checkpointNs",
+            max_length=MAX_TEXT_LENGTH,
+            description='Only this namespace ("": the root graph\'s); omitted: every one.',
+        ),
+    ] = None,
+    metadata: Annotated[
+        str | None,
+        Query(
+            max_length=64 * 1024,
+            description="A JSON object: only checkpoints whose metadata contains it, as "
+            "PostgreSQL's @> (each key with a value that contains the filter's: objects by "
+            'their keys, arrays by their elements), e.g. {"source":"input","step":2}.',
+        ),
+    ] = None,
+    before: Annotated[
+        str | None,
+        Query(max_length=MAX_TEXT_LENGTH, description="Only checkpoints with smaller ids."),
+    ] = None,
+    limit: Annotated[int, Query(ge=1, le=MAX_PAGE_SIZE)] = DEFAULT_PAGE_SIZE,
+    page_token: Annotated[str | None, Query(alias="pageToken", max_length=16 * 1024)] = None,
+) -> Response:
+    query = CheckpointQuery(
+        checkpoint_ns=_checked_namespace(checkpoint_ns),
+        metadata=_metadata_filter(metadata, request),
+        before=before,
+        after=_page_position(page_token),
+        limit=limit,
+    )
+    if before is not None and (problem := text_problem(before)) is not None:
+        raise InvalidInput([FieldError(["query", "before"], problem)])
+    found, more = await checkpoints_of(request).list_checkpoints(
+        ThreadKey(app_name, thread_id), query
+    )
+    next_token = _page_token(found[-1].checkpoint_id, found[-1].checkpoint_ns) if more else None
+    return rendering.json_response(
+        {"checkpoints": [_checkpoint_json(item) for item in found], "nextPageToken": next_token}
+    )
+
+
+def _metadata_filter(text: str | None, request: Request) -> dict[str, Any] | None:
+    if text is None:
+        return None
+    try:
+        document = parse_json(text.encode(), limits_of(request))
+    except InvalidInput as error:
+        raise InvalidInput(
+            [problem.under("query", "metadata") for problem in error.errors]
+        ) from None
+    except BadRequest:
+        raise InvalidInput([FieldError(["query", "metadata"], "not valid JSON")]) from None
+    if not isinstance(document, dict):
+        raise InvalidInput([FieldError(["query", "metadata"], "a JSON object")])
+    problem = metadata_filter_problem(document)
+    if problem is not None:
+        raise InvalidInput([FieldError(["query", "metadata"], problem)])
+    return document
+
+
+def _page_token(checkpoint_id: str, checkpoint_ns: str) -> str:
+    return base64.urlsafe_b64encode(json_codec.dumps([checkpoint_id, checkpoint_ns])).decode()
+
+
+def _page_position(token: str | None) -> tuple[str, str] | None:
+    if token is None:
+        return None
+    try:
+        position = json_codec.loads(base64.urlsafe_b64decode(token.encode()))
+    except (binascii.Error, ValueError, json_codec.InvalidJSON, json_codec.TooDeep):
+        raise BadRequest("pageToken is not one this server gave") from None
+    if (
+        not isinstance(position, list)
+        or len(position) != 2
+        or not all(isinstance(part, str) and text_problem(part) is None for part in position)
+    ):
+        raise BadRequest("pageToken is not one this server gave")
+    return position[0], position[1]
+
+
+def _b64(data: bytes | None) -> str | None:
+    return None if data is None else base64.b64encode(data).decode()
+
+
+def _checkpoint_json(stored: domain.StoredCheckpoint) -> dict[str, Any]:
+    return {
+        "checkpointNs": stored.checkpoint_ns,
+        "checkpointId": stored.checkpoint_id,
+        "parentCheckpointId": stored.parent_checkpoint_id,
+        "checkpoint": {"type": stored.checkpoint.type, "data": _b64(stored.checkpoint.data)},
+        "metadata": stored.metadata,
+        "channelVersions": stored.channel_versions,
+        "channelValues": [
+            {
+                "channel": value.channel,
+                "version": value.version,
+                "type": value.value.type,
+                "data": _b64(value.value.data),
+            }
+            for value in stored.values
+        ],
+        "pendingWrites": [
+            {
+                "taskId": write.task_id,
+                "taskPath": write.task_path,
+                "idx": write.idx,
+                "channel": write.channel,
+                "type": write.value.type,
+                "data": _b64(write.value.data),
+            }
+            for write in stored.writes
+        ],
+    }
+
+
+@router.delete(
+    THREAD_PATH,
+    status_code=204,
+    responses=problem_responses(),
+    summary="Delete a thread: its checkpoints, values and writes (delete_thread); idempotent",
+)
+async def delete_thread(app_name: AppName, thread_id: ThreadId, request: Request) -> Response:
+    await checkpoints_of(request).delete_thread(ThreadKey(app_name, thread_id))
+    return Response(status_code=204)
+
+
+@router.post(
+    THREAD_PATH + "/copy",
+    status_code=204,
+    responses=problem_responses(404, 409),
+    openapi_extra=documented_body(
+        CopyThreadRequest,
+        required=True,
+        example=examples.COPY_THREAD,
+        example_summary=examples.API_DOCS,
+    ),
+    summary="Copy a thread with every checkpoint and write to a new thread id (copy_thread)",
+)
+async def copy_thread(app_name: AppName, thread_id: ThreadId, request: Request) -> Response:
+    body = validate_body(CopyThreadRequest, await read_json(request))
+    await checkpoints_of(request).copy_thread(ThreadKey(app_name, thread_id), body.target_thread_id)
+    return Response(status_code=204)
+
+
+@router.post(
+    "/apps/{app_name}/threads/prune",
+    status_code=204,
+    responses=problem_responses(409),
+    openapi_extra=documented_body(
+        PruneRequest,
+        required=True,
+        example=examples.PRUNE_THREADS,
+        example_summary=examples.API_DOCS,
+    ),
+    summary="Prune threads: keep_latest keeps each namespace's latest checkpoint; delete",
+)
+async def prune_threads(app_name: AppName, request: Request) -> Response:
+    body = validate_body(PruneRequest, await read_json(request))
+    await checkpoints_of(request).prune(app_name, body.thread_ids, body.prune_strategy())
+    return Response(status_code=204)
+
+
+@router.post(
+    "/apps/{app_name}/runs/delete",
+    status_code=204,
+    responses=problem_responses(),
+    openapi_extra=documented_body(
+        DeleteRunsRequest,
+        required=True,
+        example=examples.DELETE_RUNS,
+        example_summary=examples.API_DOCS,
+    ),
+    summary="Delete the checkpoints of runs (metadata.run_id) with their writes",
+)
+async def delete_runs(app_name: AppName, request: Request) -> Response:
+    body = validate_body(DeleteRunsRequest, await read_json(request))
+    await checkpoints_of(request).delete_runs(app_name, body.run_ids)
+    return Response(status_code=204)

@@ -1,0 +1,131 @@
+"""The wire models of LangGraph's checkpoints. Values are LangGraph's
+serializer's output, a type tag and bytes: the bytes travel as standard
+base64 (with padding) and are stored as bytes."""
+
+import base64
+import binascii
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, Field, WithJsonSchema
+from pydantic_core import PydanticCustomError
+
+from ...core.config import MAX_TTL_SECONDS
+from ...sessions.schemas import NameIdentifier, WireModel
+from .domain import PruneStrategy
+
+# Checkpoint namespaces nest ("outer:<task id>|inner:<task id>"), so they are
+# longer than identifiers; channels, versions, task ids and paths likewise.
+MAX_TEXT_LENGTH = 4096
+MAX_THREADS_PER_CALL = 1000
+
+
+Name = NameIdentifier
+Text = Annotated[str, Field(max_length=MAX_TEXT_LENGTH)]
+
+
+def decode_base64(text: str) -> bytes:
+    try:
+        return base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError):
+        raise PydanticCustomError(
+            "base64", "not standard base64 (A-Z a-z 0-9 + /, padded)"
+        ) from None
+
+
+Base64 = Annotated[
+    str,
+    AfterValidator(lambda text: decode_base64(text) and text),
+    WithJsonSchema({"type": "string", "format": "byte", "description": "Standard base64."}),
+]
+
+
+class TypedValue(WireModel):
+    """A value as LangGraph's serializer wrote it: `dumps_typed`'s pair."""
+
+    type: Text = Field(description='The serializer\'s type tag ("msgpack", "json", "empty"...).')
+    data: Base64 | None = Field(default=None, description="Its bytes, base64; null for none.")
+
+
+class ChannelValue(TypedValue):
+    channel: Text
+    version: Text = Field(description="The channel's version this value is.")
+
+
+class Write(TypedValue):
+    task_id: Text
+    task_path: Text = ""
+    idx: int = Field(
+        ge=-(2**31), lt=2**31, description="Index in the task's writes; negative: special."
+    )
+    channel: Text
+
+
+class Owned(WireModel):
+    user_id: Name | None = Field(
+        default=None,
+        description="Whose thread this is (LangGraph: configurable.user_id), recorded when "
+        "the thread is created: erasing that user removes it. Default: langgraph.",
+    )
+    ttl_seconds: float | None = Field(
+        default=None,
+        gt=0,
+        le=MAX_TTL_SECONDS,
+        strict=True,
+        allow_inf_nan=False,
+        description="Idle timeout: the thread expires this long after its last write. "
+        "Null: as it was (no expiry for a new thread).",
+    )
+
+
+class PutCheckpointRequest(Owned):
+    parent_checkpoint_id: Text | None = None
+    checkpoint: TypedValue = Field(description="The checkpoint without its channel values.")
+    metadata: dict[str, Any] = Field(
+        default_factory=dict, description="JSON; list filters compare its keys."
+    )
+    channel_versions: dict[str, Text | int | float] = Field(
+        description="Every channel's version at this checkpoint: the values it has."
+    )
+    new_values: list[ChannelValue] = Field(
+        default_factory=list,
+        description="Values of the versions this checkpoint made (others are stored).",
+    )
+
+
+class PutWritesRequest(Owned):
+    writes: list[Write]
+
+
+class Checkpoint(WireModel):
+    checkpoint_ns: str
+    checkpoint_id: str
+    parent_checkpoint_id: str | None
+    checkpoint: TypedValue
+    metadata: dict[str, Any]
+    channel_versions: dict[str, str] = Field(
+        description="{channel: version}, as put; a channel has a value in channelValues "
+        "when one was stored for that version."
+    )
+    channel_values: list[ChannelValue]
+    pending_writes: list[Write] = Field(description="In the order LangGraph applies them.")
+
+
+class CheckpointList(WireModel):
+    checkpoints: list[Checkpoint]
+    next_page_token: str | None
+
+
+class CopyThreadRequest(WireModel):
+    target_thread_id: Name
+
+
+class PruneRequest(WireModel):
+    thread_ids: list[Name] = Field(max_length=MAX_THREADS_PER_CALL)
+    strategy: Literal["keep_latest", "delete"] = "keep_latest"
+
+    def prune_strategy(self) -> PruneStrategy:
+        return self.strategy
+
+
+class DeleteRunsRequest(WireModel):
+    run_ids: list[Text] = Field(max_length=MAX_THREADS_PER_CALL)

@@ -1,0 +1,114 @@
+"""The rules of LangGraph's checkpoints, between the routes and a
+CheckpointStore: thread ownership and expiry, list pages within the response
+limit, copy and prune outcomes as errors. No backend branches here."""
+
+import time
+from collections.abc import Callable, Sequence
+
+from ...core.config import RESPONSE_OVERHEAD_BYTES
+from ...core.limits import Limits
+from .domain import (
+    CheckpointQuery,
+    NewCheckpoint,
+    PendingWrite,
+    PruneStrategy,
+    StoredCheckpoint,
+    ThreadKey,
+    ThreadOwner,
+)
+from .errors import CheckpointNotFound, DeltaChannelThread, ThreadAlreadyExists, ThreadNotFound
+from .metrics import (
+    CHECKPOINT_VALUES_SENT,
+    CHECKPOINT_WRITES_STORED,
+    CHECKPOINTS_PRUNED,
+    CHECKPOINTS_STORED,
+    THREADS_REMOVED,
+)
+from .store import CheckpointStore
+
+# The user a thread is recorded under when its config names none
+# (`configurable.user_id`).
+DEFAULT_THREAD_USER = "langgraph"
+SWEEP_BATCH_THREADS = 500
+
+
+class CheckpointService:
+    def __init__(
+        self,
+        store: CheckpointStore,
+        limits: Limits | None = None,
+        *,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.store = store
+        self.limits = limits or Limits()
+        self.clock = clock
+
+    async def put_checkpoint(
+        self, key: ThreadKey, owner: ThreadOwner, checkpoint: NewCheckpoint
+    ) -> None:
+        await self.store.put_checkpoint(key, owner, checkpoint, self.clock())
+        CHECKPOINTS_STORED.inc()
+        CHECKPOINT_VALUES_SENT.inc(len(checkpoint.new_values))
+
+    async def put_writes(
+        self,
+        key: ThreadKey,
+        owner: ThreadOwner,
+        checkpoint_ns: str,
+        checkpoint_id: str,
+        writes: Sequence[PendingWrite],
+    ) -> None:
+        # LangGraph's rule: special writes (error, interrupt, resume...: the
+        # negative indexes) replace, a task's ordinary writes are kept once.
+        replace = all(write.idx < 0 for write in writes)
+        await self.store.put_writes(
+            key, owner, checkpoint_ns, checkpoint_id, writes, replace, self.clock()
+        )
+        CHECKPOINT_WRITES_STORED.inc(len(writes))
+
+    async def get_checkpoint(
+        self, key: ThreadKey, checkpoint_ns: str, checkpoint_id: str
+    ) -> StoredCheckpoint:
+        found = await self.list_checkpoints(
+            key, CheckpointQuery(checkpoint_ns=checkpoint_ns, checkpoint_id=checkpoint_id, limit=1)
+        )
+        if not found[0]:
+            raise CheckpointNotFound(f"checkpoint {checkpoint_id!r} not found")
+        return found[0][0]
+
+    async def list_checkpoints(
+        self, key: ThreadKey, query: CheckpointQuery
+    ) -> tuple[list[StoredCheckpoint], bool]:
+        """Newest first, and whether more may follow; a page ends early to fit
+        one response (base64 makes values a third larger on the wire)."""
+        budget = (self.limits.max_response_bytes - RESPONSE_OVERHEAD_BYTES) * 3 // 4
+        return await self.store.list_checkpoints(key, query, budget, self.clock())
+
+    async def delete_thread(self, key: ThreadKey) -> None:
+        if await self.store.delete_thread(key):
+            THREADS_REMOVED.labels("deleted").inc()
+
+    async def copy_thread(self, source: ThreadKey, target_thread_id: str) -> None:
+        target = ThreadKey(source.app_name, target_thread_id)
+        outcome = await self.store.copy_thread(source, target, self.clock())
+        if outcome == "source_missing":
+            raise ThreadNotFound(f"thread {source.thread_id!r} not found")
+        if outcome == "target_exists":
+            raise ThreadAlreadyExists(f"thread {target_thread_id!r} already exists")
+
+    async def prune(
+        self, app_name: str, thread_ids: Sequence[str], strategy: PruneStrategy
+    ) -> None:
+        if not thread_ids:
+            return
+        refused = await self.store.prune(app_name, thread_ids, strategy, self.clock())
+        if refused:
+            raise DeltaChannelThread(
+                "keep_latest would lose the history a DeltaChannel is rebuilt from; nothing "
+                f"was pruned (threads: {', '.join(refused)}); use strategy 'delete' for them"
+            )
+
+    async def delete_runs(self, app_name: str, run_ids: Sequence[str]) -> None:
+        if run_ids:
+            CHECKPOINTS_PRUNED.labels("runs").inc(await self.store.delete_runs(app_name, run_ids))

@@ -1,0 +1,510 @@
+"""LangGraph's checkpoints on SQLite (the store's engine): the
+CheckpointStore of app.langgraph.checkpoints.store, with the PostgreSQL one's contract
+(app.langgraph.checkpoints.postgresql). Lists of keys travel as JSON arrays read by
+json_each; writers take the database's write lock at BEGIN (engine.py)."""
+
+import json
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from typing import Any
+
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+from ...core import json_codec
+from ...db.database_errors import database_errors_as_domain_errors
+from ...db.engine import WRITE_OPTION
+from .domain import (
+    CheckpointQuery,
+    NewCheckpoint,
+    PendingWrite,
+    PruneStrategy,
+    StoredCheckpoint,
+    ThreadKey,
+    ThreadOwner,
+)
+from .rows import assemble, page_of
+
+_THREAD = "app_name = :app_name AND thread_id = :thread_id"
+_IN_THREADS = "app_name = :app_name AND thread_id IN (SELECT value FROM json_each(:threads))"
+
+_DELETE_IF_EXPIRED = text(
+    f"DELETE FROM lg_threads WHERE {_THREAD} AND expire_time IS NOT NULL AND expire_time <= :now"
+)
+_UPSERT_THREAD = text(
+    """
+INSERT INTO lg_threads
+       (app_name, thread_id, user_id, create_time, update_time, expire_time, ttl_seconds)
+VALUES (:app_name, :thread_id, :user_id, :now, :now, :now + :ttl, :ttl)
+ON CONFLICT (app_name, thread_id) DO UPDATE
+   SET update_time = :now,
+       ttl_seconds = coalesce(excluded.ttl_seconds, ttl_seconds),
+       expire_time = :now + coalesce(excluded.ttl_seconds, ttl_seconds)
+"""
+)
+_INSERT_VALUE = text(
+    """
+INSERT INTO lg_channel_values
+       (app_name, thread_id, checkpoint_ns, channel, version, value_type, value)
+VALUES (:app_name, :thread_id, :checkpoint_ns, :channel, :version, :value_type, :value)
+ON CONFLICT DO NOTHING
+"""
+)
+_UPSERT_CHECKPOINT = text(
+    """
+INSERT INTO lg_checkpoints
+       (app_name, thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, run_id,
+        checkpoint_type, checkpoint, channel_versions, metadata)
+VALUES (:app_name, :thread_id, :checkpoint_ns, :checkpoint_id, :parent, :run_id,
+        :checkpoint_type, :checkpoint, :channel_versions, :metadata)
+ON CONFLICT (app_name, thread_id, checkpoint_ns, checkpoint_id) DO UPDATE
+   SET parent_checkpoint_id = excluded.parent_checkpoint_id, run_id = excluded.run_id,
+       checkpoint_type = excluded.checkpoint_type, checkpoint = excluded.checkpoint,
+       channel_versions = excluded.channel_versions, metadata = excluded.metadata
+"""
+)
+_WRITE = """
+INSERT INTO lg_writes
+       (app_name, thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel,
+        value_type, value)
+VALUES (:app_name, :thread_id, :checkpoint_ns, :checkpoint_id, :task_id, :task_path, :idx,
+        :channel, :value_type, :value)
+ON CONFLICT (app_name, thread_id, checkpoint_ns, checkpoint_id, task_id, idx)
+"""
+_INSERT_WRITE = text(_WRITE + "DO NOTHING")
+_UPSERT_WRITE = text(
+    _WRITE
+    + """DO UPDATE SET task_path = excluded.task_path, channel = excluded.channel,
+       value_type = excluded.value_type, value = excluded.value"""
+)
+_THREAD_LIVE = text(
+    f"SELECT 1 FROM lg_threads WHERE {_THREAD} AND (expire_time IS NULL OR expire_time > :now)"
+)
+# {contains}: the metadata filter (_Containment).
+_LIST = f"""
+SELECT checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint_type, checkpoint,
+       metadata, channel_versions
+  FROM lg_checkpoints AS c
+ WHERE {_THREAD}
+   AND (:checkpoint_ns IS NULL OR checkpoint_ns = :checkpoint_ns)
+   AND (:checkpoint_id IS NULL OR checkpoint_id = :checkpoint_id)
+   AND (:before IS NULL OR checkpoint_id < :before)
+   AND (:after_id IS NULL OR (checkpoint_id, checkpoint_ns) < (:after_id, :after_ns))
+   AND {{contains}}
+ ORDER BY checkpoint_id DESC, checkpoint_ns DESC
+ LIMIT :limit
+"""
+_VALUES_OF = text(
+    f"""
+SELECT checkpoint_ns, channel, version, value_type, value FROM lg_channel_values
+ WHERE {_THREAD} AND (checkpoint_ns, channel, version) IN (
+       SELECT value ->> 0, value ->> 1, value ->> 2 FROM json_each(:keys))
+"""
+)
+_WRITES_OF = text(
+    f"""
+SELECT checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, value_type, value
+  FROM lg_writes
+ WHERE {_THREAD} AND (checkpoint_ns, checkpoint_id) IN (
+       SELECT value ->> 0, value ->> 1 FROM json_each(:keys))
+"""
+)
+_DELETE_THREAD = text(f"DELETE FROM lg_threads WHERE {_THREAD}")
+_DELETE_THREADS = text(f"DELETE FROM lg_threads WHERE {_IN_THREADS}")
+_COPY_THREAD = text(
+    f"""
+INSERT INTO lg_threads
+       (app_name, thread_id, user_id, create_time, update_time, expire_time, ttl_seconds)
+SELECT app_name, :target, user_id, :now, :now, :now + ttl_seconds, ttl_seconds
+  FROM lg_threads WHERE {_THREAD}
+ON CONFLICT DO NOTHING
+"""
+)
+_COPY_ROWS = tuple(
+    text(statement)
+    for statement in (
+        f"""
+INSERT INTO lg_checkpoints
+SELECT app_name, :target, checkpoint_ns, checkpoint_id, parent_checkpoint_id, run_id,
+       checkpoint_type, checkpoint, channel_versions, metadata
+  FROM lg_checkpoints WHERE {_THREAD}
+""",
+        f"""
+INSERT INTO lg_channel_values
+SELECT app_name, :target, checkpoint_ns, channel, version, value_type, value
+  FROM lg_channel_values WHERE {_THREAD}
+""",
+        f"""
+INSERT INTO lg_writes
+SELECT app_name, :target, checkpoint_ns, checkpoint_id, task_id, idx, task_path, channel,
+       value_type, value
+  FROM lg_writes WHERE {_THREAD}
+""",
+    )
+)
+_DELTA_THREADS = text(
+    f"""
+SELECT DISTINCT thread_id FROM lg_checkpoints
+ WHERE {_IN_THREADS}
+   AND json_type(metadata, '$.counters_since_delta_snapshot') IS NOT NULL
+"""
+)
+_DELETE_OLDER_CHECKPOINTS = text(
+    f"""
+DELETE FROM lg_checkpoints AS c
+ WHERE {_IN_THREADS}
+   AND checkpoint_id < (SELECT max(checkpoint_id) FROM lg_checkpoints AS m
+                         WHERE m.app_name = c.app_name AND m.thread_id = c.thread_id
+                           AND m.checkpoint_ns = c.checkpoint_ns)
+RETURNING thread_id, checkpoint_ns, checkpoint_id
+"""
+)
+_DELETE_WRITES_OF = text(
+    """
+DELETE FROM lg_writes
+ WHERE app_name = :app_name AND thread_id = :thread_id AND checkpoint_ns = :checkpoint_ns
+   AND checkpoint_id = :checkpoint_id
+"""
+)
+_UNLINK_MISSING_PARENTS = text(
+    f"""
+UPDATE lg_checkpoints AS c SET parent_checkpoint_id = NULL
+ WHERE {_IN_THREADS} AND parent_checkpoint_id IS NOT NULL
+   AND NOT EXISTS (SELECT 1 FROM lg_checkpoints AS p
+                    WHERE p.app_name = c.app_name AND p.thread_id = c.thread_id
+                      AND p.checkpoint_ns = c.checkpoint_ns
+                      AND p.checkpoint_id = c.parent_checkpoint_id)
+"""
+)
+_DELETE_UNUSED_VALUES = text(
+    f"""
+DELETE FROM lg_channel_values AS v
+ WHERE {_IN_THREADS}
+   AND NOT EXISTS (SELECT 1 FROM lg_checkpoints AS c, json_each(c.channel_versions) AS j
+                    WHERE c.app_name = v.app_name AND c.thread_id = v.thread_id
+                      AND c.checkpoint_ns = v.checkpoint_ns
+                      AND j.key = v.channel AND j.atom = v.version)
+"""
+)
+_DELETE_RUNS = text(
+    """
+DELETE FROM lg_checkpoints
+ WHERE app_name = :app_name AND run_id IN (SELECT value FROM json_each(:run_ids))
+RETURNING thread_id, checkpoint_ns, checkpoint_id
+"""
+)
+_ERASE_USER = text("DELETE FROM lg_threads WHERE app_name = :app_name AND user_id = :user_id")
+_ERASE_APP = text("DELETE FROM lg_threads WHERE app_name = :app_name")
+_SWEEP = text(
+    """
+DELETE FROM lg_threads WHERE rowid IN (
+    SELECT rowid FROM lg_threads
+     WHERE expire_time IS NOT NULL AND expire_time <= :now LIMIT :batch)
+"""
+)
+
+
+class SqliteCheckpoints:
+    def __init__(self, engine: AsyncEngine) -> None:
+        self.engine = engine
+
+    @asynccontextmanager
+    async def _read(self) -> AsyncIterator[AsyncConnection]:
+        with database_errors_as_domain_errors():
+            async with self.engine.connect() as connection, connection.begin():
+                yield connection
+
+    @asynccontextmanager
+    async def _write(self) -> AsyncIterator[AsyncConnection]:
+        with database_errors_as_domain_errors():
+            async with self.engine.connect() as connection:
+                await connection.execution_options(**{WRITE_OPTION: True})
+                async with connection.begin():
+                    yield connection
+
+    async def _open_thread(
+        self, connection: AsyncConnection, key: ThreadKey, owner: ThreadOwner, now: float
+    ) -> dict[str, Any]:
+        thread = {"app_name": key.app_name, "thread_id": key.thread_id}
+        await connection.execute(_DELETE_IF_EXPIRED, {**thread, "now": now})
+        await connection.execute(
+            _UPSERT_THREAD,
+            {**thread, "now": now, "user_id": owner.user_id, "ttl": owner.ttl_seconds},
+        )
+        return thread
+
+    async def put_checkpoint(
+        self, key: ThreadKey, owner: ThreadOwner, checkpoint: NewCheckpoint, now: float
+    ) -> None:
+        async with self._write() as connection:
+            thread = await self._open_thread(connection, key, owner, now)
+            where = {**thread, "checkpoint_ns": checkpoint.checkpoint_ns}
+            if checkpoint.new_values:
+                await connection.execute(
+                    _INSERT_VALUE,
+                    [
+                        {
+                            **where,
+                            "channel": value.channel,
+                            "version": value.version,
+                            "value_type": value.value.type,
+                            "value": value.value.data,
+                        }
+                        for value in checkpoint.new_values
+                    ],
+                )
+            run_id = checkpoint.metadata.get("run_id")
+            await connection.execute(
+                _UPSERT_CHECKPOINT,
+                {
+                    **where,
+                    "checkpoint_id": checkpoint.checkpoint_id,
+                    "parent": checkpoint.parent_checkpoint_id,
+                    "run_id": run_id if isinstance(run_id, str) else None,
+                    "checkpoint_type": checkpoint.checkpoint.type,
+                    "checkpoint": checkpoint.checkpoint.data,
+                    "channel_versions": json_codec.dumps_text(checkpoint.channel_versions),
+                    "metadata": json_codec.dumps_text(checkpoint.metadata),
+                },
+            )
+
+    async def put_writes(
+        self,
+        key: ThreadKey,
+        owner: ThreadOwner,
+        checkpoint_ns: str,
+        checkpoint_id: str,
+        writes: Sequence[PendingWrite],
+        replace: bool,
+        now: float,
+    ) -> None:
+        async with self._write() as connection:
+            thread = await self._open_thread(connection, key, owner, now)
+            if not writes:
+                return
+            await connection.execute(
+                _UPSERT_WRITE if replace else _INSERT_WRITE,
+                [
+                    {
+                        **thread,
+                        "checkpoint_ns": checkpoint_ns,
+                        "checkpoint_id": checkpoint_id,
+                        "task_id": write.task_id,
+                        "task_path": write.task_path,
+                        "idx": write.idx,
+                        "channel": write.channel,
+                        "value_type": write.value.type,
+                        "value": write.value.data,
+                    }
+                    for write in writes
+                ],
+            )
+
+    async def list_checkpoints(
+        self, key: ThreadKey, query: CheckpointQuery, budget: int, now: float
+    ) -> tuple[list[StoredCheckpoint], bool]:
+        thread = {"app_name": key.app_name, "thread_id": key.thread_id}
+        async with self._read() as connection:
+            if (await connection.execute(_THREAD_LIVE, {**thread, "now": now})).first() is None:
+                return [], False
+            after_id, after_ns = query.after or (None, None)
+            list_query, filter_parameters = _list_query(query.metadata)
+            result = await connection.execute(
+                list_query,
+                {
+                    **filter_parameters,
+                    **thread,
+                    "checkpoint_ns": query.checkpoint_ns,
+                    "checkpoint_id": query.checkpoint_id,
+                    "before": query.before,
+                    "after_id": after_id,
+                    "after_ns": after_ns,
+                    "limit": query.limit + 1,
+                },
+            )
+            rows, more = page_of([_decoded(row._asdict()) for row in result], query.limit, budget)
+            if not rows:
+                return [], False
+            keys = [
+                [row["checkpoint_ns"], channel, version]
+                for row in rows
+                for channel, version in row["channel_versions"].items()
+            ]
+            value_rows = [
+                row._asdict()
+                for row in await connection.execute(
+                    _VALUES_OF, {**thread, "keys": json.dumps(keys)}
+                )
+            ]
+            checkpoints = [[row["checkpoint_ns"], row["checkpoint_id"]] for row in rows]
+            write_rows = [
+                row._asdict()
+                for row in await connection.execute(
+                    _WRITES_OF, {**thread, "keys": json.dumps(checkpoints)}
+                )
+            ]
+        return assemble(rows, value_rows, write_rows), more
+
+    async def delete_thread(self, key: ThreadKey) -> bool:
+        async with self._write() as connection:
+            result = await connection.execute(
+                _DELETE_THREAD, {"app_name": key.app_name, "thread_id": key.thread_id}
+            )
+            return result.rowcount > 0
+
+    async def copy_thread(self, source: ThreadKey, target: ThreadKey, now: float) -> str:
+        thread = {"app_name": source.app_name, "thread_id": source.thread_id}
+        async with self._write() as connection:
+            if (await connection.execute(_THREAD_LIVE, {**thread, "now": now})).first() is None:
+                return "source_missing"
+            await connection.execute(
+                _DELETE_IF_EXPIRED,
+                {"app_name": target.app_name, "thread_id": target.thread_id, "now": now},
+            )
+            copied = await connection.execute(
+                _COPY_THREAD, {**thread, "target": target.thread_id, "now": now}
+            )
+            if copied.rowcount == 0:
+                return "target_exists"
+            for statement in _COPY_ROWS:
+                await connection.execute(statement, {**thread, "target": target.thread_id})
+        return "copied"
+
+    async def prune(
+        self, app_name: str, thread_ids: Sequence[str], strategy: PruneStrategy, now: float
+    ) -> list[str]:
+        where = {"app_name": app_name, "threads": json.dumps(sorted(set(thread_ids)))}
+        async with self._write() as connection:
+            if strategy == "delete":
+                await connection.execute(_DELETE_THREADS, where)
+                return []
+            delta = [row[0] for row in await connection.execute(_DELTA_THREADS, where)]
+            if delta:
+                return sorted(delta)
+            deleted = list(await connection.execute(_DELETE_OLDER_CHECKPOINTS, where))
+            await _after_deleting(connection, app_name, deleted)
+        return []
+
+    async def delete_runs(self, app_name: str, run_ids: Sequence[str]) -> int:
+        async with self._write() as connection:
+            deleted = list(
+                await connection.execute(
+                    _DELETE_RUNS, {"app_name": app_name, "run_ids": json.dumps(list(run_ids))}
+                )
+            )
+            await _after_deleting(connection, app_name, deleted)
+        return len(deleted)
+
+    async def sweep_expired(self, now: float, batch: int) -> int:
+        swept = 0
+        while True:
+            async with self._write() as connection:
+                deleted = (await connection.execute(_SWEEP, {"now": now, "batch": batch})).rowcount
+            swept += deleted
+            if deleted < batch:
+                return swept
+
+
+async def _after_deleting(
+    connection: AsyncConnection, app_name: str, deleted: Sequence[Any]
+) -> None:
+    """The writes of deleted checkpoints, parent links to them and the values
+    no checkpoint has any more go too."""
+    if not deleted:
+        return
+    await connection.execute(
+        _DELETE_WRITES_OF,
+        [
+            {
+                "app_name": app_name,
+                "thread_id": row[0],
+                "checkpoint_ns": row[1],
+                "checkpoint_id": row[2],
+            }
+            for row in deleted
+        ],
+    )
+    where = {"app_name": app_name, "threads": json.dumps(sorted({row[0] for row in deleted}))}
+    await connection.execute(_UNLINK_MISSING_PARENTS, where)
+    await connection.execute(_DELETE_UNUSED_VALUES, where)
+
+
+class _Containment:
+    """A metadata filter as SQL: the metadata contains it as PostgreSQL's
+    `@>` has it (app.langgraph.checkpoints.metadata_filter), its values and paths as
+    parameters :m0, :m1, ... An array's elements are looked for with
+    json_each over the stored array."""
+
+    def __init__(self) -> None:
+        self.parameters: dict[str, Any] = {}
+
+    def _parameter(self, value: Any) -> str:
+        name = f"m{len(self.parameters)}"
+        self.parameters[name] = value
+        return f":{name}"
+
+    def sql(self, document: str, path: str, wanted: Any) -> str:
+        """`document` (JSON text) at the JSON path `path` contains `wanted`."""
+        at = self._parameter(path)
+        kind = f"json_type({document}, {at})"
+        if isinstance(wanted, dict):
+            parts = [f"{kind} = 'object'"] + [
+                self.sql(document, f'{path}."{key}"', item) for key, item in wanted.items()
+            ]
+            return "(" + " AND ".join(parts) + ")"
+        if isinstance(wanted, list):
+            parts = [f"{kind} = 'array'"]
+            for item in wanted:
+                alias = f"e{len(self.parameters)}"
+                parts.append(
+                    f"EXISTS (SELECT 1 FROM json_each({document}, {at}) AS {alias}"
+                    f" WHERE {self._element(alias, item)})"
+                )
+            return "(" + " AND ".join(parts) + ")"
+        return self._scalar(kind, f"json_extract({document}, {at})", wanted)
+
+    def _element(self, alias: str, wanted: Any) -> str:
+        if isinstance(wanted, dict | list):
+            # A scalar element's value is not JSON text: NULL, not looked into.
+            container = f"(CASE WHEN {alias}.type IN ('object', 'array') THEN {alias}.value END)"
+            return self.sql(container, "$", wanted)
+        return self._scalar(f"{alias}.type", f"{alias}.atom", wanted)
+
+    def _scalar(self, kind: str, atom: str, wanted: Any) -> str:
+        if wanted is None:
+            return f"COALESCE({kind} = 'null', 0)"
+        if isinstance(wanted, bool):
+            return f"COALESCE({kind} = '{'true' if wanted else 'false'}', 0)"
+        types = "('text')" if isinstance(wanted, str) else "('integer', 'real')"
+        value = self._parameter(_bindable(wanted))
+        return f"COALESCE({kind} IN {types} AND {atom} = {value}, 0)"
+
+
+def _bindable(value: str | int | float) -> str | int | float:
+    # SQLite binds integers of 64 bits; a bigger one compares as a float.
+    if isinstance(value, int) and not -(2**63) <= value < 2**63:
+        return float(value)
+    return value
+
+
+def _list_query(metadata: dict[str, Any] | None) -> tuple[Any, dict[str, Any]]:
+    if not metadata:
+        return text(_LIST.format(contains="1")), {}
+    containment = _Containment()
+    contains = containment.sql("c.metadata", "$", metadata)
+    return text(_LIST.format(contains=contains)), containment.parameters
+
+
+def _decoded(row: dict[str, Any]) -> dict[str, Any]:
+    row["metadata"] = json_codec.loads(row["metadata"])
+    row["channel_versions"] = json_codec.loads(row["channel_versions"])
+    return row
+
+
+async def erase_threads(connection: AsyncConnection, app_name: str, user_id: str | None) -> int:
+    """Erased with the rest of the user (or app, when None) in the caller's
+    transaction (app.lifecycle.erasure)."""
+    if user_id is None:
+        return (await connection.execute(_ERASE_APP, {"app_name": app_name})).rowcount
+    where = {"app_name": app_name, "user_id": user_id}
+    return (await connection.execute(_ERASE_USER, where)).rowcount

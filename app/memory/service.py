@@ -1,0 +1,312 @@
+"""Long-term memory: a per-(app, user) searchable store, written as ADK's
+BaseMemoryService writes it (a stored session, events, entries; delete one
+memory, forget a user) and searched with `search_memory`."""
+
+import asyncio
+import logging
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Literal
+
+from ..core import json_codec
+from ..core.config import DEFAULT_MIN_SIMILARITY, RESPONSE_OVERHEAD_BYTES
+from ..core.errors import EmbedderUnavailable, SemanticSearchOff, SessionNotFound
+from ..core.limits import MAX_TIMESTAMP, MIN_TIMESTAMP, Limits
+from ..core.metrics import MEMORY_SEARCH_FALLBACKS
+from ..sessions.domain import MemoryRecord, SessionKey, StoredEvent, VectorQuery
+from ..sessions.replica import ReadRouting, Replica
+from ..sessions.store import Store
+from .embedding import (
+    Embedder,
+    EmbedderFailed,
+    Vectors,
+    components_of,
+    fuse,
+    stored_vector,
+    stored_vectors,
+)
+from .rules import event_memory_id, event_role, event_text
+
+if TYPE_CHECKING:
+    from .embedding_backlog import EmbeddingBacklog
+
+logger = logging.getLogger("session_state")
+
+
+def memory_record(session_id: str, document: dict[str, Any]) -> MemoryRecord | None:
+    """What memory keeps of an event: its text (searched) and its content as
+    given (returned, every part); None for an event without text.
+
+    Events stored before the value rules (app.core.json_rules) may hold NUL or a
+    timestamp out of range: the NUL is dropped and the time clamped, so such
+    an event cannot stop its session's ingestion.
+    """
+    text = event_text(document)
+    if text is None:
+        return None
+    timestamp = document.get("timestamp")
+    if not isinstance(timestamp, int | float) or timestamp != timestamp:
+        timestamp = MIN_TIMESTAMP
+    return MemoryRecord(
+        session_id=session_id,
+        event_id=event_memory_id(document),
+        author=str(document.get("author") or "").replace("\x00", ""),
+        role=event_role(document),
+        timestamp=min(max(float(timestamp), MIN_TIMESTAMP), MAX_TIMESTAMP),
+        text=text.replace("\x00", ""),
+        content=json_codec.dumps_text(document["content"]),
+    )
+
+
+def entry_record(entry: dict[str, Any], timestamp: float) -> MemoryRecord:
+    """What memory keeps of an entry written directly (ADK's add_memory):
+    its id (or a new one), its content and custom metadata as given."""
+    content = entry["content"]
+    metadata = entry.get("customMetadata", entry.get("custom_metadata"))
+    return MemoryRecord(
+        session_id="",
+        event_id=entry.get("id") or uuid.uuid4().hex,
+        author=entry.get("author") or "",
+        role=event_role(entry),
+        timestamp=timestamp,
+        text=event_text(entry) or "",
+        content=json_codec.dumps_text(content),
+        custom_metadata=None if metadata is None else json_codec.dumps_text(metadata),
+    )
+
+
+def _attach(records: list[MemoryRecord], model: str, vectors: Vectors) -> list[MemoryRecord]:
+    # Built field by field: dataclasses.replace is slow per record, a visible
+    # part of an ingest (docs/performance.md, "SQLite ingest, fourth round").
+    return [
+        MemoryRecord(
+            record.session_id,
+            record.event_id,
+            record.author,
+            record.role,
+            record.timestamp,
+            record.text,
+            record.content,
+            record.custom_metadata,
+            model,
+            vector.components,
+            vector.bits,
+        )
+        for record, vector in zip(records, stored_vectors(vectors), strict=True)
+    ]
+
+
+def _as_taken(document: dict[str, Any], now: float) -> dict[str, Any]:
+    """The event with its id (named before the server's time is given to an
+    event without a timestamp, so that sending it again names it the same)
+    and a timestamp."""
+    if document.get("id") and document.get("timestamp") is not None:
+        return document
+    taken = {**document, "id": event_memory_id(document)}
+    if taken.get("timestamp") is None:
+        taken["timestamp"] = now
+    return taken
+
+
+SearchMode = Literal["keyword", "semantic", "hybrid"]
+
+# A hybrid search fuses the best KEYWORD_CANDIDATES keyword matches with the
+# best SEMANTIC_CANDIDATES by meaning; the meaning side is a first pass over
+# the sign bits keeping RESCORED_CANDIDATES, scored exactly from their
+# components (tests/test_memory_semantic.py, docs/design.md).
+KEYWORD_CANDIDATES = 50
+SEMANTIC_CANDIDATES = 50
+RESCORED_CANDIDATES = 300
+# Reciprocal rank fusion: weight / (FUSION_K + rank) summed over the two
+# rankings. The keyword side weighs more, so that an exact term (a name, an
+# order number) stays first; meaning decides among the rest.
+FUSION_K = 10.0
+KEYWORD_WEIGHT = 1.0
+SEMANTIC_WEIGHT = 1.0
+# How long a search waits for a remote embedder to embed its question
+# before it ranks by keywords alone.
+QUESTION_EMBEDDING_SECONDS = 2.0
+
+
+class MemoryService:
+    def __init__(
+        self,
+        store: Store,
+        limits: Limits | None = None,
+        *,
+        clock: Callable[[], float] = time.time,
+        replica: Replica | None = None,
+        embedder: Embedder | None = None,
+        min_similarity: float = DEFAULT_MIN_SIMILARITY,
+        backlog: "EmbeddingBacklog | None" = None,
+    ) -> None:
+        """Searches go to `replica` when it may answer them (app.sessions.replica).
+        `embedder`: what embeds memories (None: keyword search only); with a
+        remote one, writes leave their memories to `backlog`."""
+        self.store = store
+        self.reads = ReadRouting(store, replica)
+        self.limits = limits or Limits()
+        self.clock = clock
+        self.embedder = embedder
+        self.min_similarity = min_similarity
+        self.backlog = backlog
+
+    async def _with_vectors(self, records: list[MemoryRecord]) -> list[MemoryRecord]:
+        """The records with their vectors when the embedder runs inline; as
+        they are otherwise (the backlog is woken for them)."""
+        if self.embedder is None or not records:
+            return records
+        if self.embedder.inline:
+            try:
+                vectors = await self.embedder.embed([record.text for record in records])
+                return _attach(records, self.embedder.model_id, vectors)
+            except EmbedderFailed as error:
+                logger.warning("memory embedding failed, left for later: %s", error)
+        return records
+
+    def _stored(self) -> None:
+        """A write is committed: memories left without a vector are the
+        backlog's."""
+        if self.backlog is not None and self.embedder is not None and not self.embedder.inline:
+            self.backlog.wake()
+
+    async def ingest_session(self, key: SessionKey) -> int:
+        """Stores the text of the session's events not ingested yet; returns
+        how many were added. Ingesting twice stores nothing twice."""
+
+        embedder = self.embedder if self.embedder is not None and self.embedder.inline else None
+        if embedder is not None:
+            await embedder.prepare()
+
+        def memories_of(batch: Sequence[StoredEvent]) -> list[MemoryRecord]:
+            records = [
+                record
+                for stored in batch
+                if (record := memory_record(key.session_id, json_codec.loads(stored.data)))
+                is not None
+            ]
+            if embedder is None or not records:
+                return records
+            # Inside the store's transaction, hence synchronous: a batch of
+            # short texts embeds in milliseconds (docs/performance.md, "Smaller
+            # memory figures behind the code").
+            try:
+                vectors = embedder.embed_inline([record.text for record in records])
+            except EmbedderFailed as error:
+                logger.warning("memory embedding failed, left for later: %s", error)
+                return records
+            return _attach(records, embedder.model_id, vectors)
+
+        added = await self.store.ingest_session(key, memories_of, self.clock())
+        if added is None:
+            raise SessionNotFound.of(key)
+        self._stored()
+        return added
+
+    async def add_events(
+        self, app_name: str, user_id: str, session_id: str | None, events: Sequence[dict[str, Any]]
+    ) -> int:
+        """Takes the events' texts into memory (ADK's add_events_to_memory);
+        returns how many were new. Events without a session share one."""
+        now = self.clock()
+        records = [
+            record
+            for document in events
+            if (record := memory_record(session_id or "", _as_taken(document, now))) is not None
+        ]
+        added = await self.store.add_memories(app_name, user_id, await self._with_vectors(records))
+        self._stored()
+        return added
+
+    async def add_entries(
+        self, app_name: str, user_id: str, entries: Sequence[tuple[dict[str, Any], float | None]]
+    ) -> list[str]:
+        """Writes memory entries directly (ADK's add_memory), each with its
+        time (None: now); returns their ids in order."""
+        now = self.clock()
+        records = [entry_record(entry, now if at is None else at) for entry, at in entries]
+        # The last of several entries sent with one id is the one kept.
+        unique = list({record.event_id: record for record in records}.values())
+        await self.store.replace_memories(app_name, user_id, await self._with_vectors(unique))
+        self._stored()
+        return [record.event_id for record in records]
+
+    async def delete_memory(self, app_name: str, user_id: str, memory_id: str) -> None:
+        """Deletes one memory (ADK's delete_memory); an unknown id is a no-op."""
+        await self.store.forget_memory(app_name, user_id, memory_id)
+
+    async def search(
+        self, app_name: str, user_id: str, question: str, limit: int, mode: SearchMode = "hybrid"
+    ) -> list[MemoryRecord]:
+        """The best matches: by keywords, by meaning, or both fused (hybrid).
+        Without an embedder, or when the question cannot be embedded in time,
+        hybrid ranks by keywords; semantic is then refused."""
+        budget = self.limits.max_response_bytes - RESPONSE_OVERHEAD_BYTES
+        question_vector = None if mode == "keyword" else await self._question_vector(mode, question)
+        if question_vector is None or self.embedder is None:
+            return await self.reads.read(
+                lambda store: store.search_memories(app_name, user_id, question, limit, budget)
+            )
+        stored = stored_vector(question_vector)
+        query = VectorQuery(self.embedder.model_id, stored.bits, max(RESCORED_CANDIDATES, limit))
+        keyword_limit = max(KEYWORD_CANDIDATES, limit) if mode == "hybrid" else 0
+
+        async def rank_and_read(store: Store) -> list[MemoryRecord]:
+            # One read of one database (a replica or the primary): the rows
+            # ranked are the rows read back.
+            candidates = await store.memory_candidates(
+                app_name, user_id, question, keyword_limit, query
+            )
+            keyword = [identifier for identifier, _ in candidates.keyword]
+            if candidates.keyword and candidates.keyword[0][1]:
+                # A memory holds every word of the question (a name, a number,
+                # a code): the keyword ranking stands, as ADK's search gives it.
+                ids = keyword[:limit]
+            else:
+                by_meaning = self._by_meaning(question_vector, candidates.nearest, limit)
+                ids = (
+                    by_meaning[:limit]
+                    if mode == "semantic"
+                    else fuse([keyword, by_meaning], [KEYWORD_WEIGHT, SEMANTIC_WEIGHT], FUSION_K)[
+                        :limit
+                    ]
+                )
+            return await store.read_memories(app_name, user_id, ids, budget)
+
+        return await self.reads.read(rank_and_read)
+
+    async def _question_vector(self, mode: SearchMode, question: str) -> Vectors | None:
+        if self.embedder is None:
+            if mode == "semantic":
+                raise SemanticSearchOff.of()
+            return None
+        try:
+            async with asyncio.timeout(QUESTION_EMBEDDING_SECONDS):  # see app.streams.changes
+                vectors = await self.embedder.embed([question])
+        except (EmbedderFailed, TimeoutError) as error:
+            if mode == "semantic":
+                raise EmbedderUnavailable.of() from None
+            MEMORY_SEARCH_FALLBACKS.inc()
+            logger.warning("question not embedded, ranked by keywords: %s", error or "timeout")
+            return None
+        vector: Vectors = vectors[0]
+        # A question of no known token is similar to nothing.
+        return vector if vector.any() else None
+
+    def _by_meaning(
+        self, question: Vectors, nearest: list[tuple[int, bytes]], limit: int
+    ) -> list[int]:
+        """Row ids rescored exactly, best first, at least min_similarity."""
+        if not nearest:
+            return []
+        similarity = components_of([components for _, components in nearest]) @ question
+        order = sorted(range(len(nearest)), key=lambda position: -similarity[position])
+        return [
+            nearest[position][0]
+            for position in order[: max(SEMANTIC_CANDIDATES, limit)]
+            if similarity[position] >= self.min_similarity
+        ]
+
+    async def forget_user(self, app_name: str, user_id: str) -> None:
+        await self.store.forget_user_memories(app_name, user_id)

@@ -1,0 +1,2 @@
+"""Sessions, their events and scoped state: rules, routes, fast paths, and the
+stores on PostgreSQL and SQLite."""

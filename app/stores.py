@@ -1,0 +1,28 @@
+"""The store a deployment runs on, chosen once at start-up by its URL."""
+
+from .core.config import Settings
+from .db import migrations
+from .db.engine import create_engine
+from .db.poolers import refuse_an_undeclared_pooler
+from .sessions.postgresql_store import PostgresStore
+from .sessions.sqlite_store import SqliteStore
+from .sessions.store import Store
+
+
+async def open_store(settings: Settings) -> Store:
+    """The embedded SQLite default migrates itself; PostgreSQL must be migrated
+    beforehand (`session-state migrate`), and is refused if it was not."""
+    await refuse_an_undeclared_pooler(settings)
+    engine = create_engine(settings)
+    try:
+        if settings.is_sqlite:
+            await migrations.upgrade_to_head(engine)
+        await migrations.require_current_schema(engine)
+    except BaseException:
+        await engine.dispose()
+        raise
+    if settings.is_sqlite:
+        return SqliteStore(engine)
+    # SQLAlchemy was needed only to read the schema's revision.
+    await engine.dispose()
+    return await PostgresStore.connect(settings)
