@@ -1,12 +1,32 @@
-"""The store a deployment runs on, chosen once at start-up by its URL."""
+"""The store a deployment runs on, chosen once at start-up by its URL: one
+object per backend that implements every feature's store protocol on one
+connection pool."""
+
+from typing import Protocol
 
 from .core.config import Settings
 from .db import migrations
 from .db.engine import create_engine
 from .db.poolers import refuse_an_undeclared_pooler
+from .lifecycle.store import LifecycleStore
+from .memory.store import MemoryStore
 from .sessions.postgresql_store import PostgresStore
 from .sessions.sqlite_store import SqliteStore
-from .sessions.store import Store
+from .sessions.store import SessionStore
+from .streams.store import ChangeLog
+
+
+class Store(SessionStore, ChangeLog, MemoryStore, LifecycleStore, Protocol):
+    """Every feature's storage, on one database."""
+
+    # -- operations ----------------------------------------------------------
+
+    async def check_ready(self) -> None:
+        """DatabaseUnavailable unless the database answers and its schema is
+        current."""
+        ...
+
+    async def close(self) -> None: ...
 
 
 async def open_store(settings: Settings) -> Store:

@@ -12,8 +12,7 @@ from session_state.core import json_codec
 from session_state.core.config import Settings
 from session_state.sessions.domain import AppendNotApplied, Expiry, NewEvent, SessionKey
 from session_state.sessions.state import ScopedDelta, merge_deltas, split_delta
-from session_state.sessions.store import Store
-from session_state.stores import open_store
+from session_state.stores import Store, open_store
 
 LIMIT = 2048
 KEY = SessionKey("chat", "ann", "s")

@@ -7,8 +7,8 @@ from dataclasses import asdict
 
 from ..langgraph.checkpoints.metrics import THREADS_REMOVED
 from ..langgraph.store.metrics import STORE_ITEMS_REMOVED
+from ..lifecycle.store import LifecycleStore as Store
 from ..sessions.domain import Erased
-from ..sessions.store import Store
 from ..streams.changes import Change, ChangeHub
 
 logger = logging.getLogger("session_state")

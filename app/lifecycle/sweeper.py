@@ -34,7 +34,7 @@ from ..langgraph.store.metrics import STORE_ITEMS_REMOVED
 from ..langgraph.store.service import SWEEP_BATCH_ITEMS
 from ..langgraph.store.storages import item_storage_for
 from ..sessions.domain import SessionKey, Swept
-from ..sessions.store import Store
+from ..stores import Store
 from ..streams.changes import Change, ChangeHub
 from ..streams.live import TOMBSTONE_RETENTION_SECONDS
 from .erasure import ERASE_BATCH_EVENTS

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from ..core.errors import DatabaseUnavailable
 from ..core.metrics import MEMORY_EMBEDDING_BACKLOG, MEMORY_EMBEDDING_GIVEN_UP, MEMORY_EMBEDDINGS
 from ..core.observability import trace_without_data
-from ..sessions.store import Store
+from ..stores import Store
 from .embedding import Embedder, EmbedderFailed, StoredVector, stored_vectors
 
 logger = logging.getLogger("session_state")

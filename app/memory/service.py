@@ -16,7 +16,7 @@ from ..core.limits import MAX_TIMESTAMP, MIN_TIMESTAMP, Limits
 from ..core.metrics import MEMORY_SEARCH_FALLBACKS
 from ..sessions.domain import MemoryRecord, SessionKey, StoredEvent, VectorQuery
 from ..sessions.replica import ReadRouting, Replica
-from ..sessions.store import Store
+from ..stores import Store
 from .embedding import (
     Embedder,
     EmbedderFailed,

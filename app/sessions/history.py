@@ -8,7 +8,7 @@ from ..core.errors import InitialStateUnknown
 from .domain import SessionKey, StoredEvent
 from .events import session_delta_of
 from .state import StateDict, apply_delta
-from .store import Store
+from .store import SessionStore as Store
 
 # Events read per round trip.
 READ_BATCH = 1000

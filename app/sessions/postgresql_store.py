@@ -34,6 +34,7 @@ from ..langgraph.store import postgresql as store_items
 from ..memory import postgresql_memory as memory
 from ..memory.candidates import gather_memory_candidates
 from ..memory.embedding import StoredVector
+from ..memory.store import MemoriesOf
 from ..streams import postgresql_tombstones as tombstones
 from . import forking
 from . import postgresql_statements as sql
@@ -75,7 +76,7 @@ from .labels import Labels
 from .session_listing import label_guard_parameters, listing_key, listing_parameters, parse_horizon
 from .state import ScopedDelta, StateDict
 from .state_sizes import entry_sizes, session_state_bytes, state_past_limit, state_too_large
-from .store import ForkOutcome, MemoriesOf
+from .store import ForkOutcome
 
 # Rows per statement when memories are written or a session's events read
 # for memory: a long history is taken in bounded memory.

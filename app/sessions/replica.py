@@ -21,8 +21,8 @@ import asyncpg
 from ..core.config import Settings
 from ..core.errors import DatabaseUnavailable
 from ..core.metrics import READS
+from ..stores import Store
 from .postgresql_store import PostgresStore
-from .store import Store
 
 T = TypeVar("T")
 READS_FROM_REPLICA = READS.labels("replica")

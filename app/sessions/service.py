@@ -24,6 +24,7 @@ from ..core.errors import (
 )
 from ..core.limits import Limits
 from ..core.metrics import EVENTS_STORED
+from ..stores import Store
 from ..streams.changes import Change, ChangeHub, ChangeKind
 from . import history
 from .domain import (
@@ -52,7 +53,6 @@ from .expiry import ExpiryDefaults, check_requested
 from .labels import Labels
 from .replica import ReadRouting, Replica
 from .state import StateDict, find_long_key, merge_deltas, merge_scopes, split_delta
-from .store import Store
 
 logger = logging.getLogger("session_state")
 

@@ -28,6 +28,7 @@ from ..langgraph.store import sqlite as store_items
 from ..memory import sqlite_memory as memory_repository
 from ..memory.candidates import gather_memory_candidates
 from ..memory.embedding import StoredVector
+from ..memory.store import MemoriesOf
 from ..streams import sqlite_tombstones as tombstones
 from . import forking, sqlite_append
 from . import sqlite_statements as sql
@@ -66,7 +67,7 @@ from .labels import Labels
 from .sqlite_writer import SqliteWriter
 from .state import ScopedDelta, StateDict
 from .state_sizes import session_state_bytes, state_past_limit
-from .store import ForkOutcome, MemoriesOf
+from .store import ForkOutcome
 
 # Rows per statement when memories are written or a session's events read
 # for memory: a long history is taken in bounded memory.

@@ -1,31 +1,27 @@
-"""The one interface between the rules and a database.
+"""The storage of sessions, their events and scoped state: the interface
+between the session rules and a database.
 
-`SqliteStore` and `PostgresStore` implement it; `open_store` picks one at
-start-up. Each method is one transaction (or one statement) that writes all
-of its rows or none. Database failures leave a store as domain errors:
-`DatabaseUnavailable` when the database cannot serve now, `AppendNotApplied`
-when an append wrote nothing; anything else is a bug.
+Each feature has a store protocol of its own (this one, `memory.store`,
+`streams.store`, `lifecycle.store`); each backend implements them all on one
+connection pool, and `app.stores.Store` is the whole. Each method is one
+transaction (or one statement) that writes all of its rows or none. Database
+failures leave a store as domain errors: `DatabaseUnavailable` when the
+database cannot serve now, `AppendNotApplied` when an append wrote nothing;
+anything else is a bug.
 """
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Literal, Protocol
 
-from ..memory.embedding import StoredVector
 from .domain import (
     ALL_SESSIONS,
-    ChangeCursor,
-    EmbeddingBacklogCount,
-    Erased,
     EventsRemoved,
     Expiry,
     ForkSource,
     ListedApp,
     ListedUser,
-    MemoryCandidates,
-    MemoryRecord,
     NewEvent,
     Popped,
-    SessionChanges,
     SessionKey,
     SessionListing,
     SessionPosition,
@@ -35,19 +31,14 @@ from .domain import (
     SharedScopes,
     SortOrder,
     StoredEvent,
-    Swept,
-    UserChanges,
-    VectorQuery,
 )
 from .labels import Labels
 from .state import ScopedDelta, StateDict
 
-# What memory keeps of a batch of a session's stored events.
-MemoriesOf = Callable[[Sequence[StoredEvent]], list[MemoryRecord]]
 ForkOutcome = Literal["forked", "source_missing", "source_changed", "id_taken"]
 
 
-class Store(Protocol):
+class SessionStore(Protocol):
     # Every method that finds a session takes `now`: a session whose expiry
     # time is at or before it is missing for every reader and writer, from
     # that moment, whether or not the sweeper has deleted it yet.
@@ -120,26 +111,6 @@ class Store(Protocol):
         """False when there was no such session (an expired one is deleted
         all the same). Leaves a tombstone (`deleted`, or `expired`) in the
         same transaction, as every write that deletes a session does."""
-        ...
-
-    async def read_user_changes(
-        self,
-        app_name: str,
-        user_id: str,
-        after_seq: int,
-        after: ChangeCursor,
-        limit: int,
-        now: float,
-    ) -> UserChanges:
-        """In one snapshot: the user's tombstones after `after_seq` (at most
-        `limit`, in order), the user's newest tombstone number (0: none),
-        and at most `limit` of the user's live sessions changed after the
-        cursor, in change order, below the horizon (UserChanges)."""
-        ...
-
-    async def prune_tombstones(self, before: float) -> int:
-        """Deletes tombstones written before the time, except each user's
-        newest; how many."""
         ...
 
     async def append_event(
@@ -222,16 +193,6 @@ class Store(Protocol):
         answer. None, with nothing written, when there is no such session."""
         ...
 
-    async def read_changes(
-        self, key: SessionKey, after_revision: int, limit: int, max_bytes: int, now: float
-    ) -> SessionChanges | None:
-        """The session's changes after `after_revision`, in one snapshot: at
-        most `limit` events and, after the first, `max_bytes` of event JSON,
-        and the removals of events (stored with their ids by remove_events)
-        up to the last event read or, when no more follow, the revision;
-        None when there is no such session."""
-        ...
-
     async def set_expiry(
         self, key: SessionKey, expiry: Expiry, expected_revision: int | None, now: float
     ) -> int | None:
@@ -311,152 +272,3 @@ class Store(Protocol):
         the copy commits; "source_changed" (nothing written) when the event
         at `source.up_to_seq` has been removed since the state was derived."""
         ...
-
-    # -- memory --------------------------------------------------------------
-    # Writes of one user's memory are serialised, so that an add racing a
-    # delete_memory cannot bring a deleted id back.
-
-    async def ingest_session(
-        self, key: SessionKey, memories_of: MemoriesOf, now: float
-    ) -> int | None:
-        """Stores the memories of the session's events not stored yet, read
-        in bounded batches; returns how many were added, None if there is no
-        such session."""
-        ...
-
-    async def add_memories(
-        self, app_name: str, user_id: str, records: Sequence[MemoryRecord]
-    ) -> int:
-        """Stores the memories not stored yet and not forgotten; returns how
-        many were added."""
-        ...
-
-    async def replace_memories(
-        self, app_name: str, user_id: str, records: Sequence[MemoryRecord]
-    ) -> None:
-        """Stores memories written directly: an id given again replaces its
-        memory, and a forgotten id may be written again."""
-        ...
-
-    async def forget_memory(self, app_name: str, user_id: str, memory_id: str) -> None:
-        """Deletes the memories of that id and remembers it as forgotten; an
-        unknown id is a no-op."""
-        ...
-
-    async def search_memories(
-        self, app_name: str, user_id: str, question: str, limit: int, budget: int
-    ) -> list[MemoryRecord]: ...
-
-    async def forget_user_memories(self, app_name: str, user_id: str) -> None: ...
-
-    # -- search by meaning (app.memory.embedding) -------------------------------------
-
-    async def memory_candidates(
-        self,
-        app_name: str,
-        user_id: str,
-        question: str,
-        keyword_limit: int,
-        query: VectorQuery | None,
-    ) -> MemoryCandidates:
-        """The best keyword matches' row ids (at most `keyword_limit`) and,
-        for a vector query, the memories nearest it; each side reads a
-        snapshot of its own (`memory_candidates.py`)."""
-        ...
-
-    async def read_memories(
-        self, app_name: str, user_id: str, ids: Sequence[int], budget: int
-    ) -> list[MemoryRecord]:
-        """The user's memories of these row ids in that order, as many as fit
-        in `budget` bytes (always the first); ids gone meanwhile are skipped."""
-        ...
-
-    async def claim_memories_to_embed(
-        self,
-        model: str,
-        limit: int,
-        app_name: str | None,
-        user_id: str | None,
-        *,
-        now: float,
-        until: float,
-        max_tries: int,
-    ) -> list[tuple[int, str]]:
-        """(row id, text) of at most `limit` memories not embedded by `model`
-        (of one app, or one user, when given), refused fewer than `max_tries`
-        times, not claimed at `now`, in id order: each claimed until `until`,
-        so that no other process takes it meanwhile (one claim per row, also
-        when several processes claim at once)."""
-        ...
-
-    async def release_memories_to_embed(self, ids: Sequence[int]) -> None:
-        """Ends these rows' claims (the embedder failed: others may try)."""
-        ...
-
-    async def refuse_memories_to_embed(self, ids: Sequence[int], retry_at: float) -> None:
-        """The embedder refused these rows' texts alone: one more refusal
-        each, and not claimed again before `retry_at`."""
-        ...
-
-    async def retry_refused_embeddings(
-        self, model: str, app_name: str | None, user_id: str | None
-    ) -> int:
-        """Forgets the refusals of the memories waiting for `model`, so that
-        they are tried again; returns how many had any."""
-        ...
-
-    async def count_memories_to_embed(
-        self, model: str, app_name: str | None, user_id: str | None, max_tries: int
-    ) -> EmbeddingBacklogCount: ...
-
-    async def store_embeddings(
-        self, model: str, vectors: Sequence[tuple[int, StoredVector]]
-    ) -> None:
-        """Sets these rows' vectors, ending their claims and refusals (rows
-        deleted meanwhile are skipped)."""
-        ...
-
-    # -- erasure -------------------------------------------------------------
-    # Sessions go with their events in transactions of at most `batch_events`
-    # events (a bigger session alone in its own), so an erasure never holds
-    # many rows locked and a session is never left with part of its events;
-    # the scope's state and memories go last, in one transaction.
-
-    async def erase_user(self, app_name: str, user_id: str, batch_events: int) -> Erased:
-        """Everything of the user in the app: sessions, events, user state,
-        memories (forgotten ids included)."""
-        ...
-
-    async def erase_app(self, app_name: str, batch_events: int) -> Erased:
-        """Everything of the app: every user's sessions, events, user state and
-        memories, and the app state."""
-        ...
-
-    # -- the sweeper ---------------------------------------------------------
-
-    async def sweep_expired(
-        self,
-        now: float,
-        batch_events: int,
-        *,
-        with_memories: bool,
-        expired: list[SessionKey] | None = None,
-    ) -> Swept | None:
-        """Deletes the sessions expired at `now` with their events (and, if
-        asked, their memories), a transaction per batch as an erasure does,
-        each leaving an `expired` tombstone (and added to `expired` once
-        committed); None when another process is sweeping this database."""
-        ...
-
-    async def count_expired(self, now: float) -> int:
-        """Expired sessions not deleted yet."""
-        ...
-
-    # -- operations ----------------------------------------------------------
-
-    async def check_ready(self) -> None:
-        """DatabaseUnavailable unless the database answers and its schema is
-        current."""
-        ...
-
-    async def close(self) -> None: ...

@@ -26,7 +26,7 @@ from ..core.errors import DatabaseUnavailable, FieldError, InvalidInput, Session
 from ..core.identifiers import session_id_problem
 from ..core.metrics import LIVE_STREAM_READS
 from ..sessions.domain import ChangeCursor, SessionChanges, SessionKey, UserChanges
-from ..sessions.store import Store
+from ..stores import Store
 from .changes import ChangeHub, Waiter
 
 logger = logging.getLogger("session_state.streams.live")

@@ -15,7 +15,7 @@ from session_state.sessions.domain import (
     StoredEvent,
 )
 from session_state.sessions.state import ScopedDelta, StateDict
-from session_state.sessions.store import Store
+from session_state.stores import Store
 
 T = TypeVar("T")
 

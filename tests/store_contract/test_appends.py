@@ -14,7 +14,7 @@ from session_state.sessions.domain import (
     StoredEvent,
 )
 from session_state.sessions.state import ScopedDelta, merge_deltas
-from session_state.sessions.store import Store
+from session_state.stores import Store
 
 from .scenes import APP, LIMIT, NOW, append, create, entry_bytes, event, key, outcome_of
 

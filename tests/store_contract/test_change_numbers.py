@@ -7,7 +7,7 @@ import asyncio
 import time
 
 from session_state.sessions.domain import ChangeCursor, Expiry, UserChanges
-from session_state.sessions.store import Store
+from session_state.stores import Store
 
 from .scenes import APP, NOW, append, create, event, key
 

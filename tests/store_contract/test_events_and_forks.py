@@ -16,7 +16,7 @@ from session_state.sessions.domain import (
     StoredEvent,
 )
 from session_state.sessions.state import StateDict
-from session_state.sessions.store import Store
+from session_state.stores import Store
 
 from .scenes import APP, LIMIT, NOW, append, create, event, key, memories_of, outcome_of
 

@@ -9,7 +9,7 @@ import pytest
 
 from session_state.sessions.domain import AppendNotApplied, Expiry, ForkSource, SessionKey
 from session_state.sessions.state import ScopedDelta
-from session_state.sessions.store import Store
+from session_state.stores import Store
 
 from .scenes import APP, LIMIT, NOW, append, create, event, key, memories_of, outcome_of
 

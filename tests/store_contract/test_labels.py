@@ -12,7 +12,7 @@ from session_state.sessions.domain import (
 )
 from session_state.sessions.labels import LabelFilter
 from session_state.sessions.state import ScopedDelta
-from session_state.sessions.store import Store
+from session_state.stores import Store
 
 from .scenes import APP, LIMIT, NOW, create, event, key, outcome_of
 

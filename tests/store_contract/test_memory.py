@@ -3,7 +3,7 @@ and forgetting memories, and searching them."""
 
 import asyncio
 
-from session_state.sessions.store import Store
+from session_state.stores import Store
 
 from .scenes import APP, LIMIT, NOW, append, create, event, key, memories_of, memory
 

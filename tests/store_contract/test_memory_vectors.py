@@ -6,7 +6,7 @@ import numpy as np
 
 from session_state.memory.embedding import StoredVector, stored_vector
 from session_state.sessions.domain import VectorQuery
-from session_state.sessions.store import Store
+from session_state.stores import Store
 
 from .scenes import APP, LIMIT, memory
 

@@ -6,7 +6,7 @@ import pytest
 from session_state.core.errors import StateTooLarge
 from session_state.sessions.domain import Expiry, SessionPosition, SessionRow
 from session_state.sessions.state import ScopedDelta
-from session_state.sessions.store import Store
+from session_state.stores import Store
 
 from .scenes import (
     APP,

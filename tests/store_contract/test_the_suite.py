@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from session_state.sessions.store import Store
+from session_state.stores import Store
 
 from .differences import BACKENDS, read_differences
 

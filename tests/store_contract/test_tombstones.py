@@ -6,7 +6,7 @@ them, app.streams.live)."""
 import asyncio
 
 from session_state.sessions.domain import Expiry, SessionKey, Tombstone
-from session_state.sessions.store import Store
+from session_state.stores import Store
 
 from .scenes import APP, NOW, create, key
 from .test_change_numbers import read_settled

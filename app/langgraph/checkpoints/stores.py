@@ -3,7 +3,7 @@ pool or engine is shared: one set of connections per process)."""
 
 from ...sessions.postgresql_store import PostgresStore
 from ...sessions.sqlite_store import SqliteStore
-from ...sessions.store import Store
+from ...stores import Store
 from .postgresql import PostgresCheckpoints
 from .sqlite import SqliteCheckpoints
 from .store import CheckpointStore

@@ -3,7 +3,7 @@ pool or engine shared: one set of connections per process)."""
 
 from ...sessions.postgresql_store import PostgresStore
 from ...sessions.sqlite_store import SqliteStore
-from ...sessions.store import Store
+from ...stores import Store
 from .postgresql import PostgresStoreItems
 from .sqlite import SqliteStoreItems
 from .storage import ItemStorage
