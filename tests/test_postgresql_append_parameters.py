@@ -8,6 +8,7 @@ import re
 import pytest
 
 from session_state.core import json_codec
+from session_state.db.postgresql_statement import Statement
 from session_state.sessions import postgresql_statements as sql
 from session_state.sessions.domain import Expiry, NewEvent, SessionKey
 from session_state.sessions.postgresql_store import (
@@ -39,7 +40,7 @@ def _numbers(text: str) -> set[int]:
     [sql.APPEND, sql.APPEND_UNLESS_HELD, sql.APPEND_MANY, sql.APPEND_BATCH, sql.WRITE_SHARED_STATE],
 )
 def test_each_name_is_one_numbered_parameter_and_none_is_left_unnumbered(
-    statement: sql.Statement,
+    statement: Statement,
 ) -> None:
     assert _numbers(statement.text) == set(range(1, len(statement.names) + 1))
     assert len(set(statement.names)) == len(statement.names)
@@ -48,7 +49,7 @@ def test_each_name_is_one_numbered_parameter_and_none_is_left_unnumbered(
 
 @pytest.mark.parametrize("statement", [sql.APPEND, sql.APPEND_UNLESS_HELD])
 def test_a_single_append_binds_exactly_the_names_of_its_statements(
-    statement: sql.Statement,
+    statement: Statement,
 ) -> None:
     values = _Append(CHANGE, _event("e1")).values(_as_is)
     arguments = statement.arguments(values)

@@ -12,6 +12,7 @@ from dataclasses import replace
 
 import asyncpg
 
+from session_state.db.postgresql_statement import Statement
 from session_state.sessions import postgresql_statements as sql
 from session_state.sessions.domain import ChangeHorizon, SessionPosition, SessionQuery
 from session_state.sessions.labels import LabelFilter
@@ -32,7 +33,7 @@ def _labels(index: int) -> dict[str, str] | None:
     return labels or None
 
 
-def _statement(guarded: bool, after: bool, descending: bool) -> sql.Statement:
+def _statement(guarded: bool, after: bool, descending: bool) -> Statement:
     dialect = replace(sql._LISTING_DIALECT, label_guard=guarded)
     return sql.Statement.of(
         listing_sql(

@@ -29,6 +29,7 @@ from ..db.database_errors import (
     raise_as_domain_error,
 )
 from ..db.migrations import SchemaNotCurrent
+from ..db.postgresql_statement import Statement
 from ..langgraph.checkpoints import postgresql as checkpoints
 from ..langgraph.store import postgresql as store_items
 from ..memory import postgresql_memory as memory
@@ -738,7 +739,7 @@ class PostgresStore:
         return row[:4]
 
     async def _append_alone(
-        self, append: _Append, statement: sql.Statement, pool: asyncpg.Pool | None = None
+        self, append: _Append, statement: Statement, pool: asyncpg.Pool | None = None
     ) -> Sequence[Any]:
         try:
             async with _PooledConnection(pool or self.pool, self.timeout) as connection:
