@@ -25,7 +25,9 @@ from pathlib import Path
 from ..core.api_keys import ApiKeys
 from ..core.config import Settings
 from ..core.observability import logging_config
-from ..core.setting_names import refuse_unknown_settings, settings_overview
+from ..core.setting_names import refuse_unknown_settings
+from .settings_help import DESCRIPTION as SERVE_DESCRIPTION
+from .settings_help import add_setting_groups
 
 logger = logging.getLogger("session_state.cli")
 
@@ -286,13 +288,17 @@ def build_parser() -> argparse.ArgumentParser:
     serve_parser = commands.add_parser(
         "serve",
         help="run the HTTP API",
-        epilog=settings_overview(),
+        description=SERVE_DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    serve_parser.add_argument("--host", help="address to bind (default 127.0.0.1)")
-    serve_parser.add_argument("--port", type=int, help="port (default 8000)")
-    serve_parser.add_argument("--workers", type=int, help="worker processes (default 1)")
-    serve_parser.add_argument("--database-url", help="overrides SESSION_STATE_DATABASE_URL")
+    # Each option is shown in the group of the setting it overrides.
+    options = add_setting_groups(serve_parser)
+    options["host"].add_argument("--host", help="address to bind (default 127.0.0.1)")
+    options["port"].add_argument("--port", type=int, help="port (default 8000)")
+    options["workers"].add_argument("--workers", type=int, help="worker processes (default 1)")
+    options["database_url"].add_argument(
+        "--database-url", help="overrides SESSION_STATE_DATABASE_URL"
+    )
     serve_parser.set_defaults(handler=serve)
 
     migrate_parser = commands.add_parser(

@@ -3,10 +3,7 @@ refused instead of ignored (a typo in the database URL's name once served a
 new, empty SQLite file in place of the configured PostgreSQL)."""
 
 import difflib
-import textwrap
 from collections.abc import Collection, Iterable, Mapping
-
-from pydantic.fields import FieldInfo
 
 from .config import ENVIRONMENT_PREFIX, SettingNamePolicy, Settings
 
@@ -68,40 +65,3 @@ def _with_closest_name(name: str) -> str:
     bare = name.upper().removeprefix(ENVIRONMENT_PREFIX)
     closest = difflib.get_close_matches(bare, candidates, n=1)
     return f"{name} (did you mean {candidates[closest[0]]}?)" if closest else name
-
-
-def settings_overview() -> str:
-    """Every setting's variable, default and meaning, for `serve --help`."""
-    fields = Settings.model_fields
-    # The name policy is a base class, so its one field comes first: list it last.
-    order = [name for name in fields if name not in SettingNamePolicy.model_fields]
-    order += list(SettingNamePolicy.model_fields)
-    lines = []
-    for name in order:
-        field = fields[name]
-        lines.append(f"  {ENVIRONMENT_PREFIX}{name.upper()} (default: {_shown_default(field)})")
-        indent = " " * 6
-        lines += textwrap.wrap(
-            field.description or "",
-            width=76,
-            initial_indent=indent,
-            subsequent_indent=indent,
-            break_on_hyphens=False,
-        )
-    return (
-        "settings: environment variables, each with its default and what it does\n"
-        "(the options above override them; docs/configuration.md in the source\n"
-        "repository has the same with more detail):\n" + "\n".join(lines)
-    )
-
-
-def _shown_default(field: FieldInfo) -> str:
-    """A default as docs/configuration.md's table writes it."""
-    value = field.get_default(call_default_factory=True)
-    if value is None:
-        return "unset"
-    if value == []:
-        return "empty"
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    return "{}" if value == {} else str(value)
