@@ -42,6 +42,7 @@ from session_state_client._models import (
     UserInfo,
     UserPage,
 )
+from session_state_client._paging import async_pages
 from session_state_client._requests import Answer, Call
 from session_state_client._revisions import SeenRevisions
 from session_state_client._streams import StreamMessage, StreamReader
@@ -249,9 +250,8 @@ class AsyncSessionStateClient:
         once; none comes twice; sessions created or changed during the walk
         are left to the next walk (the server pins the walk's end at its
         first page unless `updated_before` is given)."""
-        token: str | None = None
-        while True:
-            page = await self.list_sessions(
+        async for page in async_pages(
+            lambda token: self.list_sessions(
                 app_name=app_name,
                 user_id=user_id,
                 page_size=page_size,
@@ -262,11 +262,9 @@ class AsyncSessionStateClient:
                 order=order,
                 include_state=include_state,
             )
+        ):
             for session in page.sessions:
                 yield session
-            if page.next_page_token is None:
-                return
-            token = page.next_page_token
 
     async def list_apps(
         self, *, page_size: int | None = None, page_token: str | None = None
@@ -277,14 +275,11 @@ class AsyncSessionStateClient:
 
     async def iter_apps(self, *, page_size: int | None = None) -> AsyncIterator[AppInfo]:
         """Every app list_apps gives, page after page."""
-        token: str | None = None
-        while True:
-            page = await self.list_apps(page_size=page_size, page_token=token)
+        async for page in async_pages(
+            lambda token: self.list_apps(page_size=page_size, page_token=token)
+        ):
             for app in page.apps:
                 yield app
-            if page.next_page_token is None:
-                return
-            token = page.next_page_token
 
     async def list_users(
         self, *, app_name: str, page_size: int | None = None, page_token: str | None = None
@@ -297,14 +292,11 @@ class AsyncSessionStateClient:
         self, *, app_name: str, page_size: int | None = None
     ) -> AsyncIterator[UserInfo]:
         """Every user list_users gives, page after page."""
-        token: str | None = None
-        while True:
-            page = await self.list_users(app_name=app_name, page_size=page_size, page_token=token)
+        async for page in async_pages(
+            lambda token: self.list_users(app_name=app_name, page_size=page_size, page_token=token)
+        ):
             for user in page.users:
                 yield user
-            if page.next_page_token is None:
-                return
-            token = page.next_page_token
 
     async def delete_session(
         self, *, app_name: str, user_id: str, session_id: str, delete_memories: bool = False
@@ -459,9 +451,8 @@ class AsyncSessionStateClient:
         after_timestamp: float | None = None,
     ) -> AsyncIterator[dict[str, Any]]:
         """Every event of the session, page after page."""
-        token: str | None = None
-        while True:
-            page = await self.list_events(
+        async for page in async_pages(
+            lambda token: self.list_events(
                 app_name=app_name,
                 user_id=user_id,
                 session_id=session_id,
@@ -470,11 +461,9 @@ class AsyncSessionStateClient:
                 page_token=token,
                 after_timestamp=after_timestamp,
             )
+        ):
             for event in page.events:
                 yield event
-            if page.next_page_token is None:
-                return
-            token = page.next_page_token
 
     async def get_user_state(self, *, app_name: str, user_id: str) -> dict[str, Any]:
         """The user's state in the app, keys without the user: prefix."""

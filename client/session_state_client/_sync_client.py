@@ -41,6 +41,7 @@ from session_state_client._models import (
     UserInfo,
     UserPage,
 )
+from session_state_client._paging import pages
 from session_state_client._requests import Answer, Call
 from session_state_client._revisions import SeenRevisions
 from session_state_client._streams import StreamMessage, StreamReader
@@ -244,9 +245,8 @@ class SessionStateClient:
         once; none comes twice; sessions created or changed during the walk
         are left to the next walk (the server pins the walk's end at its
         first page unless `updated_before` is given)."""
-        token: str | None = None
-        while True:
-            page = self.list_sessions(
+        for page in pages(
+            lambda token: self.list_sessions(
                 app_name=app_name,
                 user_id=user_id,
                 page_size=page_size,
@@ -257,10 +257,8 @@ class SessionStateClient:
                 order=order,
                 include_state=include_state,
             )
+        ):
             yield from page.sessions
-            if page.next_page_token is None:
-                return
-            token = page.next_page_token
 
     def list_apps(self, *, page_size: int | None = None, page_token: str | None = None) -> AppPage:
         """One page of the apps this client's key may use that have live
@@ -269,13 +267,8 @@ class SessionStateClient:
 
     def iter_apps(self, *, page_size: int | None = None) -> Iterator[AppInfo]:
         """Every app list_apps gives, page after page."""
-        token: str | None = None
-        while True:
-            page = self.list_apps(page_size=page_size, page_token=token)
+        for page in pages(lambda token: self.list_apps(page_size=page_size, page_token=token)):
             yield from page.apps
-            if page.next_page_token is None:
-                return
-            token = page.next_page_token
 
     def list_users(
         self, *, app_name: str, page_size: int | None = None, page_token: str | None = None
@@ -286,13 +279,10 @@ class SessionStateClient:
 
     def iter_users(self, *, app_name: str, page_size: int | None = None) -> Iterator[UserInfo]:
         """Every user list_users gives, page after page."""
-        token: str | None = None
-        while True:
-            page = self.list_users(app_name=app_name, page_size=page_size, page_token=token)
+        for page in pages(
+            lambda token: self.list_users(app_name=app_name, page_size=page_size, page_token=token)
+        ):
             yield from page.users
-            if page.next_page_token is None:
-                return
-            token = page.next_page_token
 
     def delete_session(
         self, *, app_name: str, user_id: str, session_id: str, delete_memories: bool = False
@@ -447,9 +437,8 @@ class SessionStateClient:
         after_timestamp: float | None = None,
     ) -> Iterator[dict[str, Any]]:
         """Every event of the session, page after page."""
-        token: str | None = None
-        while True:
-            page = self.list_events(
+        for page in pages(
+            lambda token: self.list_events(
                 app_name=app_name,
                 user_id=user_id,
                 session_id=session_id,
@@ -458,10 +447,8 @@ class SessionStateClient:
                 page_token=token,
                 after_timestamp=after_timestamp,
             )
+        ):
             yield from page.events
-            if page.next_page_token is None:
-                return
-            token = page.next_page_token
 
     def get_user_state(self, *, app_name: str, user_id: str) -> dict[str, Any]:
         """The user's state in the app, keys without the user: prefix."""

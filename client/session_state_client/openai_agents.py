@@ -21,6 +21,7 @@ from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from session_state_client._extras import extra_missing
+from session_state_client._paging import async_pages
 
 try:
     from agents import SessionSettings
@@ -198,11 +199,13 @@ class SessionStateSession:
             ):
                 items.extend(_items_of([event]))
             return items
-        # Newest first, until `limit` items are found.
+        # Newest first, until `limit` items are found: each page asks for no
+        # more events than items are still missing.
         newest_first: list[TResponseInputItem] = []
-        token: str | None = None
-        while len(newest_first) < limit:
-            page = await self.client.list_events(
+        if limit <= 0:
+            return newest_first
+        walk = async_pages(
+            lambda token: self.client.list_events(
                 app_name=self.app_name,
                 user_id=self.user_id,
                 session_id=self.session_id,
@@ -210,10 +213,12 @@ class SessionStateSession:
                 page_size=min(limit - len(newest_first), PAGE_SIZE),
                 page_token=token,
             )
-            newest_first.extend(_items_of(page.events))
-            token = page.next_page_token
-            if token is None:
-                break
+        )
+        async with contextlib.aclosing(walk):
+            async for page in walk:
+                newest_first.extend(_items_of(page.events))
+                if len(newest_first) >= limit:
+                    break
         return newest_first[:limit][::-1]
 
     async def add_items(self, items: list[TResponseInputItem]) -> None:

@@ -40,6 +40,7 @@ HEADER = (
 RENAMES = {
     "AsyncSessionStateClient": "SessionStateClient",
     "AsyncIterator": "Iterator",
+    "async_pages": "pages",
     "AiohttpTransport": "HttpxTransport",
     "AppendCoalescer": "DirectAppends",
     "AIOHTTP_ERRORS": "HTTPX_ERRORS",
