@@ -3,6 +3,7 @@
 so its wording is written once; the API adds what only HTTP names (If-Match,
 settings, query parameters) where a client needs them."""
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Self
 
@@ -242,4 +243,77 @@ class ResponseTooLarge(ServiceError):
         return cls(
             f"the events to remove are {size} bytes, above the {budget} an answer may carry:"
             " nothing was removed; remove fewer at a time"
+        )
+
+
+# LangGraph's checkpoints (app.langgraph.checkpoints) and long-term store
+# (app.langgraph.store).
+
+
+class ThreadNotFound(ServiceError):
+    status = 404
+    code = "thread_not_found"
+    title = "Thread not found"
+
+    @classmethod
+    def of(cls, thread_id: str) -> Self:
+        return cls(f"thread {thread_id!r} not found")
+
+
+class ThreadAlreadyExists(ServiceError):
+    status = 409
+    code = "thread_already_exists"
+    title = "Thread already exists"
+
+    @classmethod
+    def of(cls, thread_id: str) -> Self:
+        return cls(f"thread {thread_id!r} already exists")
+
+
+class CheckpointNotFound(ServiceError):
+    status = 404
+    code = "checkpoint_not_found"
+    title = "Checkpoint not found"
+
+    @classmethod
+    def of(cls, checkpoint_id: str) -> Self:
+        return cls(f"checkpoint {checkpoint_id!r} not found")
+
+
+class DeltaChannelThread(ServiceError):
+    """keep_latest would cut the history a DeltaChannel's value is rebuilt from."""
+
+    status = 409
+    code = "delta_channel_thread"
+    title = "The thread uses a DeltaChannel"
+
+    @classmethod
+    def of(cls, thread_ids: Sequence[str]) -> Self:
+        return cls(
+            "keep_latest would lose the history a DeltaChannel is rebuilt from; nothing "
+            f"was pruned (threads: {', '.join(thread_ids)}); use strategy 'delete' for them"
+        )
+
+
+class ItemNotFound(ServiceError):
+    status = 404
+    code = "item_not_found"
+    title = "Item not found"
+
+    @classmethod
+    def of(cls, namespace: Sequence[str], key: str) -> Self:
+        return cls(f"no item {key!r} in namespace {namespace!r}")
+
+
+class ItemTooLarge(ServiceError):
+    status = 422
+    code = "item_too_large"
+    title = "Item too large"
+
+    @classmethod
+    def of(cls, operation: int, size: int, limit: int) -> Self:
+        """The value of the batch's `operation`-th operation is `size` bytes as JSON."""
+        return cls(
+            f"operation {operation}: the value is {size} bytes as JSON, more than "
+            f"{limit} (MAX_STATE_BYTES)"
         )

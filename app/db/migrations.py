@@ -11,6 +11,11 @@ from alembic.script import ScriptDirectory
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+# Every feature's tables join the one metadata the migrations are compared
+# with (migrations/env.py, tests/test_migrations.py): LangGraph's are imported
+# for that alone.
+from ..langgraph.checkpoints import tables as _checkpoint_tables  # noqa: F401
+from ..langgraph.store import tables as _store_tables  # noqa: F401
 from ..sessions.tables import (
     CHANGE_NUMBER_INDEX,
     LABEL_ROWS_OBJECTS,

@@ -1,11 +1,12 @@
 """What every table shares: the metadata they join, the width of identifier
-columns and the JSON column types. A module of its own, beneath the table
-modules (app.sessions.tables and LangGraph's), so that they need nothing of each
-other."""
+columns, the JSON column types and the columns several tables repeat (an
+identifier in the key, a row's lifetime). A module of its own, beneath the
+table modules (app.sessions.tables and LangGraph's), so that they need nothing
+of each other."""
 
 from typing import Any
 
-from sqlalchemy import JSON, MetaData, Text
+from sqlalchemy import JSON, Column, Double, Index, MetaData, String, Text, text
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.engine import Dialect
 from sqlalchemy.types import TypeDecorator
@@ -46,3 +47,33 @@ metadata = MetaData(
         "pk": "pk_%(table_name)s",
     }
 )
+
+
+# Each helper returns new objects: a Column or Index belongs to one table.
+
+
+def identifier_key(name: str) -> Column[str]:
+    """A primary-key column holding an identifier (app name, user id, thread id)."""
+    return Column(name, String(IDENTIFIER_LENGTH), primary_key=True)
+
+
+def lifetime_columns() -> list[Column[float]]:
+    """When the row was created and last written (epoch seconds), when it
+    expires (NULL: never) and the idle time a write pushes its expiry out by."""
+    return [
+        Column("create_time", Double, nullable=False),
+        Column("update_time", Double, nullable=False),
+        Column("expire_time", Double, nullable=True),
+        Column("ttl_seconds", Double, nullable=True),
+    ]
+
+
+def expiry_index(table_name: str) -> Index:
+    """The sweeper's index of a table with lifetime_columns: only rows that
+    expire are in it."""
+    return Index(
+        f"ix_{table_name}_expire_time",
+        "expire_time",
+        postgresql_where=text("expire_time IS NOT NULL"),
+        sqlite_where=text("expire_time IS NOT NULL"),
+    )

@@ -16,11 +16,10 @@ from sqlalchemy import (
     Table,
     Text,
     UniqueConstraint,
-    text,
 )
 from sqlalchemy.dialects.postgresql import BIT
 
-from ..db.table_base import IDENTIFIER_LENGTH, JsonValue
+from ..db.table_base import IDENTIFIER_LENGTH, JsonValue, expiry_index, lifetime_columns
 
 # Read from here by the migrations and the SQLite statements.
 from ..db.table_base import JsonDocument as JsonDocument
@@ -65,12 +64,9 @@ sessions = Table(
     # when this bound nears the limit (migration 0004).
     Column("state_bytes", BigInteger, nullable=False, server_default="0"),
     Column("revision", BigInteger, nullable=False),
-    Column("create_time", Double, nullable=False),
-    Column("update_time", Double, nullable=False),
-    # When the session expires (epoch seconds; NULL: never), and the idle
-    # timeout each append pushes it out by (NULL: the time is absolute).
-    Column("expire_time", Double, nullable=True),
-    Column("ttl_seconds", Double, nullable=True),
+    # When the session expires (NULL: never), and the idle timeout each
+    # append pushes it out by (NULL: the time is absolute).
+    *lifetime_columns(),
     # The session-scope state given at creation: a fork derives the state
     # after any event from it and the events' deltas (NULL for sessions that
     # had events before migration 0007).
@@ -87,13 +83,7 @@ sessions = Table(
     Index("ix_sessions_app_order", "app_name", "update_time", "user_id", "id"),
     Index("ix_sessions_app_user_order", "app_name", "user_id", "update_time", "id"),
     Index("ix_sessions_user_changes", "app_name", "user_id", "change_number", "id"),
-    # The sweeper's: only sessions that expire are in it.
-    Index(
-        "ix_sessions_expire_time",
-        "expire_time",
-        postgresql_where=text("expire_time IS NOT NULL"),
-        sqlite_where=text("expire_time IS NOT NULL"),
-    ),
+    expiry_index("sessions"),
 )
 
 events = Table(

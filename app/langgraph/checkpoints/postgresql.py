@@ -1,15 +1,21 @@
 """LangGraph's checkpoints on PostgreSQL (asyncpg, on the store's pool): the
-CheckpointStore of app.langgraph.checkpoints.store. Channel values are written once per
-(channel, version) and read back by the versions each checkpoint names; the
-metadata filter is JSONB containment (metadata @> filter), as LangGraph's
-PostgresSaver has it."""
+CheckpointStore of app.langgraph.checkpoints.store. Statements are written with
+`:name` parameters (app.db.postgresql_statement), a thread's own from
+app.langgraph.checkpoints.thread_sql, and rows are read by column name. Channel
+values are written once per (channel, version) and read back by the versions
+each checkpoint names; the metadata filter is JSONB containment
+(metadata @> filter), as LangGraph's PostgresSaver has it."""
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
+from typing import Any
 
 import asyncpg
 
 from ...db.database_errors import database_errors_as_domain_errors
+from ...db.postgresql_statement import Statement
+from ..dialects import POSTGRESQL
+from ..expiry import has_expired
 from .domain import (
     CheckpointQuery,
     NewCheckpoint,
@@ -20,175 +26,181 @@ from .domain import (
     ThreadOwner,
 )
 from .rows import assemble, page_of
+from .thread_sql import THREAD, ThreadSql
 
-_LIVE = "(expire_time IS NULL OR expire_time > $3)"
-
-# An expired thread not swept yet is deleted before a write makes it anew.
-_DELETE_IF_EXPIRED = """
-DELETE FROM lg_threads
- WHERE app_name = $1 AND thread_id = $2 AND expire_time IS NOT NULL AND expire_time <= $3
-"""
-_THREAD_EXPIRY = (
-    "SELECT expire_time, ttl_seconds FROM lg_threads WHERE app_name = $1 AND thread_id = $2"
-)
+_THREADS = ThreadSql(POSTGRESQL)
+_THREAD_EXPIRY = Statement.of(_THREADS.expiry)
+_DELETE_IF_EXPIRED = Statement.of(_THREADS.delete_if_expired)
 # A thread's row is written only when it is new or has an expiry to push out:
 # the writes of a thread without a TTL never wait for each other on it.
-_INSERT_THREAD = """
-INSERT INTO lg_threads
-       (app_name, thread_id, user_id, create_time, update_time, expire_time, ttl_seconds)
-VALUES ($1, $2, $4, $3, $3, $3 + $5::float8, $5::float8)
-ON CONFLICT (app_name, thread_id) DO NOTHING
-"""
-_REFRESH_THREAD = """
-UPDATE lg_threads
-   SET update_time = $3,
-       ttl_seconds = coalesce($4::float8, ttl_seconds),
-       expire_time = $3 + coalesce($4::float8, ttl_seconds)
- WHERE app_name = $1 AND thread_id = $2 AND ($4::float8 IS NOT NULL OR ttl_seconds IS NOT NULL)
-"""
-_INSERT_VALUES = """
+_INSERT_THREAD = Statement.of(_THREADS.insert)
+_REFRESH_THREAD = Statement.of(_THREADS.refresh)
+_THREAD_LIVE = Statement.of(_THREADS.live)
+_DELETE_THREAD = Statement.of(_THREADS.delete)
+_COPY_THREAD = Statement.of(_THREADS.copy)
+_COPY_ROWS = tuple(Statement.of(sql) for sql in _THREADS.copy_rows)
+_ERASE_USER = Statement.of(_THREADS.erase_user)
+_ERASE_APP = Statement.of(_THREADS.erase_app)
+_SWEEP = Statement.of(_THREADS.sweep)
+# The positional text app.sessions' PostgreSQL erasure sends with (app_name,
+# user_id) and (app_name); erase_threads binds the same statements by name.
+ERASE_USER_THREADS = _ERASE_USER.text
+ERASE_APP_THREADS = _ERASE_APP.text
+
+_IN_THREADS = "app_name = :app_name AND thread_id = ANY(:threads::text[])"
+
+_INSERT_VALUES = Statement.of(
+    """
 INSERT INTO lg_channel_values
        (app_name, thread_id, checkpoint_ns, channel, version, value_type, value)
-SELECT $1, $2, $3, v.channel, v.version, v.value_type, v.value
-  FROM unnest($4::text[], $5::text[], $6::text[], $7::bytea[])
+SELECT :app_name, :thread_id, :checkpoint_ns, v.channel, v.version, v.value_type, v.value
+  FROM unnest(:channel::text[], :version::text[], :value_type::text[], :value::bytea[])
        AS v(channel, version, value_type, value)
 ON CONFLICT DO NOTHING
 """
-_UPSERT_CHECKPOINT = """
+)
+_UPSERT_CHECKPOINT = Statement.of(
+    """
 INSERT INTO lg_checkpoints
        (app_name, thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, run_id,
         checkpoint_type, checkpoint, channel_versions, metadata)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+VALUES (:app_name, :thread_id, :checkpoint_ns, :checkpoint_id, :parent, :run_id,
+        :checkpoint_type, :checkpoint, :channel_versions, :metadata)
 ON CONFLICT (app_name, thread_id, checkpoint_ns, checkpoint_id) DO UPDATE
    SET parent_checkpoint_id = EXCLUDED.parent_checkpoint_id, run_id = EXCLUDED.run_id,
        checkpoint_type = EXCLUDED.checkpoint_type, checkpoint = EXCLUDED.checkpoint,
        channel_versions = EXCLUDED.channel_versions, metadata = EXCLUDED.metadata
 """
+)
 _WRITES_FROM_ARRAYS = """
 INSERT INTO lg_writes
        (app_name, thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel,
         value_type, value)
-SELECT $1, $2, $3, $4, w.task_id, w.task_path, w.idx, w.channel, w.value_type, w.value
-  FROM unnest($5::text[], $6::text[], $7::int[], $8::text[], $9::text[], $10::bytea[])
+SELECT :app_name, :thread_id, :checkpoint_ns, :checkpoint_id, w.task_id, w.task_path, w.idx,
+       w.channel, w.value_type, w.value
+  FROM unnest(:task_id::text[], :task_path::text[], :idx::int[], :channel::text[],
+              :value_type::text[], :value::bytea[])
        AS w(task_id, task_path, idx, channel, value_type, value)
 ON CONFLICT (app_name, thread_id, checkpoint_ns, checkpoint_id, task_id, idx)
 """
-_INSERT_WRITES = _WRITES_FROM_ARRAYS + "DO NOTHING"
-_UPSERT_WRITES = (
+_INSERT_WRITES = Statement.of(_WRITES_FROM_ARRAYS + "DO NOTHING")
+_UPSERT_WRITES = Statement.of(
     _WRITES_FROM_ARRAYS
     + """DO UPDATE SET task_path = EXCLUDED.task_path, channel = EXCLUDED.channel,
        value_type = EXCLUDED.value_type, value = EXCLUDED.value"""
 )
-_THREAD_LIVE = f"SELECT 1 FROM lg_threads WHERE app_name = $1 AND thread_id = $2 AND {_LIVE}"
-_LIST = """
+_LIST = Statement.of(
+    f"""
 SELECT checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint_type, checkpoint,
        metadata, channel_versions
   FROM lg_checkpoints AS c
- WHERE app_name = $1 AND thread_id = $2
-   AND ($3::text IS NULL OR checkpoint_ns = $3)
-   AND ($4::text IS NULL OR checkpoint_id = $4)
-   AND ($5::text IS NULL OR checkpoint_id < $5)
-   AND ($6::text IS NULL OR (checkpoint_id, checkpoint_ns) < ($6, $7::text))
-   AND ($8::jsonb IS NULL OR c.metadata @> $8::jsonb)
+ WHERE {THREAD}
+   AND (:checkpoint_ns::text IS NULL OR checkpoint_ns = :checkpoint_ns)
+   AND (:checkpoint_id::text IS NULL OR checkpoint_id = :checkpoint_id)
+   AND (:before::text IS NULL OR checkpoint_id < :before)
+   AND (:after_id::text IS NULL OR (checkpoint_id, checkpoint_ns) < (:after_id, :after_ns::text))
+   AND (:metadata::jsonb IS NULL OR c.metadata @> :metadata::jsonb)
  ORDER BY checkpoint_id DESC, checkpoint_ns DESC
- LIMIT $9
+ LIMIT :limit
 """
-_VALUES_OF = """
+)
+_VALUES_OF = Statement.of(
+    """
 SELECT v.checkpoint_ns, v.channel, v.version, v.value_type, v.value
-  FROM unnest($3::text[], $4::text[], $5::text[]) AS k(checkpoint_ns, channel, version)
+  FROM unnest(:checkpoint_ns::text[], :channel::text[], :version::text[])
+       AS k(checkpoint_ns, channel, version)
   JOIN lg_channel_values AS v
-    ON v.app_name = $1 AND v.thread_id = $2 AND v.checkpoint_ns = k.checkpoint_ns
-   AND v.channel = k.channel AND v.version = k.version
+    ON v.app_name = :app_name AND v.thread_id = :thread_id
+   AND v.checkpoint_ns = k.checkpoint_ns AND v.channel = k.channel AND v.version = k.version
 """
-_WRITES_OF = """
+)
+_WRITES_OF = Statement.of(
+    """
 SELECT w.checkpoint_ns, w.checkpoint_id, w.task_id, w.task_path, w.idx, w.channel,
        w.value_type, w.value
-  FROM unnest($3::text[], $4::text[]) AS k(checkpoint_ns, checkpoint_id)
+  FROM unnest(:checkpoint_ns::text[], :checkpoint_id::text[]) AS k(checkpoint_ns, checkpoint_id)
   JOIN lg_writes AS w
-    ON w.app_name = $1 AND w.thread_id = $2 AND w.checkpoint_ns = k.checkpoint_ns
-   AND w.checkpoint_id = k.checkpoint_id
+    ON w.app_name = :app_name AND w.thread_id = :thread_id
+   AND w.checkpoint_ns = k.checkpoint_ns AND w.checkpoint_id = k.checkpoint_id
 """
-_DELETE_THREAD = "DELETE FROM lg_threads WHERE app_name = $1 AND thread_id = $2"
-_DELETE_THREADS = "DELETE FROM lg_threads WHERE app_name = $1 AND thread_id = ANY($2::text[])"
-_COPY_THREAD = """
-INSERT INTO lg_threads
-       (app_name, thread_id, user_id, create_time, update_time, expire_time, ttl_seconds)
-SELECT app_name, $4, user_id, $3, $3, $3 + ttl_seconds, ttl_seconds
-  FROM lg_threads WHERE app_name = $1 AND thread_id = $2
-ON CONFLICT DO NOTHING
-"""
-_COPY_ROWS = (
-    """
-INSERT INTO lg_checkpoints
-SELECT app_name, $3, checkpoint_ns, checkpoint_id, parent_checkpoint_id, run_id,
-       checkpoint_type, checkpoint, channel_versions, metadata
-  FROM lg_checkpoints WHERE app_name = $1 AND thread_id = $2
-""",
-    """
-INSERT INTO lg_channel_values
-SELECT app_name, $3, checkpoint_ns, channel, version, value_type, value
-  FROM lg_channel_values WHERE app_name = $1 AND thread_id = $2
-""",
-    """
-INSERT INTO lg_writes
-SELECT app_name, $3, checkpoint_ns, checkpoint_id, task_id, idx, task_path, channel,
-       value_type, value
-  FROM lg_writes WHERE app_name = $1 AND thread_id = $2
-""",
 )
+_DELETE_THREADS = Statement.of(f"DELETE FROM lg_threads WHERE {_IN_THREADS}")
 # The mark LangGraph's DeltaChannel leaves in metadata: pruning such a thread
 # to its latest checkpoint would lose the history its values are rebuilt from.
-_DELTA_THREADS = """
+_DELTA_THREADS = Statement.of(
+    f"""
 SELECT DISTINCT thread_id FROM lg_checkpoints
- WHERE app_name = $1 AND thread_id = ANY($2::text[])
-   AND metadata ? 'counters_since_delta_snapshot'
+ WHERE {_IN_THREADS} AND metadata ? 'counters_since_delta_snapshot'
 """
-_DELETE_OLDER_CHECKPOINTS = """
+)
+_DELETE_OLDER_CHECKPOINTS = Statement.of(
+    f"""
 DELETE FROM lg_checkpoints AS c
- WHERE app_name = $1 AND thread_id = ANY($2::text[])
+ WHERE {_IN_THREADS}
    AND checkpoint_id < (SELECT max(checkpoint_id) FROM lg_checkpoints AS m
                          WHERE m.app_name = c.app_name AND m.thread_id = c.thread_id
                            AND m.checkpoint_ns = c.checkpoint_ns)
 RETURNING thread_id, checkpoint_ns, checkpoint_id
 """
-_DELETE_WRITES_OF = """
+)
+_DELETE_WRITES_OF = Statement.of(
+    """
 DELETE FROM lg_writes AS w
- USING unnest($2::text[], $3::text[], $4::text[]) AS k(thread_id, checkpoint_ns, checkpoint_id)
- WHERE w.app_name = $1 AND w.thread_id = k.thread_id AND w.checkpoint_ns = k.checkpoint_ns
-   AND w.checkpoint_id = k.checkpoint_id
+ USING unnest(:thread_id::text[], :checkpoint_ns::text[], :checkpoint_id::text[])
+       AS k(thread_id, checkpoint_ns, checkpoint_id)
+ WHERE w.app_name = :app_name AND w.thread_id = k.thread_id
+   AND w.checkpoint_ns = k.checkpoint_ns AND w.checkpoint_id = k.checkpoint_id
 """
-_UNLINK_MISSING_PARENTS = """
+)
+_UNLINK_MISSING_PARENTS = Statement.of(
+    f"""
 UPDATE lg_checkpoints AS c SET parent_checkpoint_id = NULL
- WHERE app_name = $1 AND thread_id = ANY($2::text[]) AND parent_checkpoint_id IS NOT NULL
+ WHERE {_IN_THREADS} AND parent_checkpoint_id IS NOT NULL
    AND NOT EXISTS (SELECT 1 FROM lg_checkpoints AS p
                     WHERE p.app_name = c.app_name AND p.thread_id = c.thread_id
                       AND p.checkpoint_ns = c.checkpoint_ns
                       AND p.checkpoint_id = c.parent_checkpoint_id)
 """
-_DELETE_UNUSED_VALUES = """
+)
+_DELETE_UNUSED_VALUES = Statement.of(
+    f"""
 DELETE FROM lg_channel_values AS v
- WHERE app_name = $1 AND thread_id = ANY($2::text[])
+ WHERE {_IN_THREADS}
    AND NOT EXISTS (SELECT 1 FROM lg_checkpoints AS c
                     WHERE c.app_name = v.app_name AND c.thread_id = v.thread_id
                       AND c.checkpoint_ns = v.checkpoint_ns
                       AND c.channel_versions ->> v.channel = v.version)
 """
-_DELETE_RUNS = """
-DELETE FROM lg_checkpoints WHERE app_name = $1 AND run_id = ANY($2::text[])
+)
+_DELETE_RUNS = Statement.of(
+    """
+DELETE FROM lg_checkpoints WHERE app_name = :app_name AND run_id = ANY(:run_ids::text[])
 RETURNING thread_id, checkpoint_ns, checkpoint_id
 """
-# Erased with the rest of the user or app (app.lifecycle.erasure).
-ERASE_USER_THREADS = "DELETE FROM lg_threads WHERE app_name = $1 AND user_id = $2"
-ERASE_APP_THREADS = "DELETE FROM lg_threads WHERE app_name = $1"
-_SWEEP = """
-DELETE FROM lg_threads WHERE (app_name, thread_id) IN (
-    SELECT app_name, thread_id FROM lg_threads
-     WHERE expire_time IS NOT NULL AND expire_time <= $1 LIMIT $2 FOR UPDATE SKIP LOCKED)
-"""
+)
 
 
 def _count(status: str) -> int:
     return int(status.rsplit(" ", 1)[1])
+
+
+async def _execute(connection: asyncpg.Connection, statement: Statement, **values: Any) -> int:
+    """How many rows the statement changed."""
+    return _count(await connection.execute(statement.text, *statement.arguments(values)))
+
+
+async def _fetch(
+    connection: asyncpg.Connection, statement: Statement, **values: Any
+) -> list[asyncpg.Record]:
+    rows: list[asyncpg.Record] = await connection.fetch(
+        statement.text, *statement.arguments(values)
+    )
+    return rows
+
+
+def _columns(rows: Sequence[Mapping[str, Any]], *names: str) -> dict[str, list[Any]]:
+    """The rows as an array per column, for a statement that unnests them."""
+    return {name: [row[name] for row in rows] for name in names}
 
 
 class PostgresCheckpoints:
@@ -211,50 +223,60 @@ class PostgresCheckpoints:
         """Makes the thread (anew if it had expired) or pushes its expiry out.
         A live thread without a TTL costs one read: the writes of a thread
         are two requests a step."""
-        thread = (key.app_name, key.thread_id, now)
-        found = await connection.fetchrow(_THREAD_EXPIRY, key.app_name, key.thread_id)
-        if found is not None and found["expire_time"] is not None and found["expire_time"] <= now:
-            await connection.execute(_DELETE_IF_EXPIRED, *thread)
+        thread = {"app_name": key.app_name, "thread_id": key.thread_id}
+        rows = await _fetch(connection, _THREAD_EXPIRY, **thread)
+        found = rows[0] if rows else None
+        if found is not None and has_expired(found["expire_time"], now):
+            await _execute(connection, _DELETE_IF_EXPIRED, **thread, now=now)
             found = None
         if found is None:
-            inserted = await connection.execute(
-                _INSERT_THREAD, *thread, owner.user_id, owner.ttl_seconds
+            inserted = await _execute(
+                connection,
+                _INSERT_THREAD,
+                **thread,
+                now=now,
+                user_id=owner.user_id,
+                ttl=owner.ttl_seconds,
             )
-            if _count(inserted) == 1:
+            if inserted == 1:
                 return
         elif owner.ttl_seconds is None and found["ttl_seconds"] is None:
             return
-        await connection.execute(_REFRESH_THREAD, *thread, owner.ttl_seconds)
+        await _execute(connection, _REFRESH_THREAD, **thread, now=now, ttl=owner.ttl_seconds)
 
     async def put_checkpoint(
         self, key: ThreadKey, owner: ThreadOwner, checkpoint: NewCheckpoint, now: float
     ) -> None:
-        thread = (key.app_name, key.thread_id)
+        where = {
+            "app_name": key.app_name,
+            "thread_id": key.thread_id,
+            "checkpoint_ns": checkpoint.checkpoint_ns,
+        }
         async with self._transaction() as connection:
             await self._open_thread(connection, key, owner, now)
             values = checkpoint.new_values
             if values:
-                await connection.execute(
+                await _execute(
+                    connection,
                     _INSERT_VALUES,
-                    *thread,
-                    checkpoint.checkpoint_ns,
-                    [value.channel for value in values],
-                    [value.version for value in values],
-                    [value.value.type for value in values],
-                    [value.value.data for value in values],
+                    **where,
+                    channel=[value.channel for value in values],
+                    version=[value.version for value in values],
+                    value_type=[value.value.type for value in values],
+                    value=[value.value.data for value in values],
                 )
             run_id = checkpoint.metadata.get("run_id")
-            await connection.execute(
+            await _execute(
+                connection,
                 _UPSERT_CHECKPOINT,
-                *thread,
-                checkpoint.checkpoint_ns,
-                checkpoint.checkpoint_id,
-                checkpoint.parent_checkpoint_id,
-                run_id if isinstance(run_id, str) else None,
-                checkpoint.checkpoint.type,
-                checkpoint.checkpoint.data,
-                checkpoint.channel_versions,
-                checkpoint.metadata,
+                **where,
+                checkpoint_id=checkpoint.checkpoint_id,
+                parent=checkpoint.parent_checkpoint_id,
+                run_id=run_id if isinstance(run_id, str) else None,
+                checkpoint_type=checkpoint.checkpoint.type,
+                checkpoint=checkpoint.checkpoint.data,
+                channel_versions=checkpoint.channel_versions,
+                metadata=checkpoint.metadata,
             )
 
     async def put_writes(
@@ -269,133 +291,149 @@ class PostgresCheckpoints:
     ) -> None:
         async with self._transaction() as connection:
             await self._open_thread(connection, key, owner, now)
-            await connection.execute(
+            await _execute(
+                connection,
                 _UPSERT_WRITES if replace else _INSERT_WRITES,
-                key.app_name,
-                key.thread_id,
-                checkpoint_ns,
-                checkpoint_id,
-                [write.task_id for write in writes],
-                [write.task_path for write in writes],
-                [write.idx for write in writes],
-                [write.channel for write in writes],
-                [write.value.type for write in writes],
-                [write.value.data for write in writes],
+                app_name=key.app_name,
+                thread_id=key.thread_id,
+                checkpoint_ns=checkpoint_ns,
+                checkpoint_id=checkpoint_id,
+                task_id=[write.task_id for write in writes],
+                task_path=[write.task_path for write in writes],
+                idx=[write.idx for write in writes],
+                channel=[write.channel for write in writes],
+                value_type=[write.value.type for write in writes],
+                value=[write.value.data for write in writes],
             )
 
     async def list_checkpoints(
         self, key: ThreadKey, query: CheckpointQuery, budget: int, now: float
     ) -> tuple[list[StoredCheckpoint], bool]:
-        thread = (key.app_name, key.thread_id)
+        thread = {"app_name": key.app_name, "thread_id": key.thread_id}
         async with self._transaction() as connection:
-            if await connection.fetchval(_THREAD_LIVE, *thread, now) is None:
+            if not await _fetch(connection, _THREAD_LIVE, **thread, now=now):
                 return [], False
             after_id, after_ns = query.after or (None, None)
-            rows = await connection.fetch(
+            rows = await _fetch(
+                connection,
                 _LIST,
-                *thread,
-                query.checkpoint_ns,
-                query.checkpoint_id,
-                query.before,
-                after_id,
-                after_ns,
-                query.metadata or None,
-                query.limit + 1,
+                **thread,
+                checkpoint_ns=query.checkpoint_ns,
+                checkpoint_id=query.checkpoint_id,
+                before=query.before,
+                after_id=after_id,
+                after_ns=after_ns,
+                metadata=query.metadata or None,
+                limit=query.limit + 1,
             )
             rows, more = page_of(rows, query.limit, budget)
             if not rows:
                 return [], False
             wanted = [
-                (row["checkpoint_ns"], channel, version)
+                {"checkpoint_ns": row["checkpoint_ns"], "channel": channel, "version": version}
                 for row in rows
                 for channel, version in row["channel_versions"].items()
             ]
             value_rows = (
-                await connection.fetch(
-                    _VALUES_OF, *thread, *(list(column) for column in zip(*wanted, strict=True))
+                await _fetch(
+                    connection,
+                    _VALUES_OF,
+                    **thread,
+                    **_columns(wanted, "checkpoint_ns", "channel", "version"),
                 )
                 if wanted
                 else []
             )
-            write_rows = await connection.fetch(
+            write_rows = await _fetch(
+                connection,
                 _WRITES_OF,
-                *thread,
-                [row["checkpoint_ns"] for row in rows],
-                [row["checkpoint_id"] for row in rows],
+                **thread,
+                **_columns(rows, "checkpoint_ns", "checkpoint_id"),
             )
         return assemble(rows, value_rows, write_rows), more
 
     async def delete_thread(self, key: ThreadKey) -> bool:
         async with self._transaction() as connection:
-            return _count(await connection.execute(_DELETE_THREAD, key.app_name, key.thread_id)) > 0
+            deleted = await _execute(
+                connection, _DELETE_THREAD, app_name=key.app_name, thread_id=key.thread_id
+            )
+            return deleted > 0
 
     async def copy_thread(self, source: ThreadKey, target: ThreadKey, now: float) -> str:
+        thread = {"app_name": source.app_name, "thread_id": source.thread_id}
         async with self._transaction() as connection:
-            if (
-                await connection.fetchval(_THREAD_LIVE, source.app_name, source.thread_id, now)
-                is None
-            ):
+            if not await _fetch(connection, _THREAD_LIVE, **thread, now=now):
                 return "source_missing"
-            await connection.execute(_DELETE_IF_EXPIRED, target.app_name, target.thread_id, now)
-            copied = await connection.execute(
-                _COPY_THREAD,
-                source.app_name,
-                source.thread_id,
-                now,
-                target.thread_id,
+            await _execute(
+                connection,
+                _DELETE_IF_EXPIRED,
+                app_name=target.app_name,
+                thread_id=target.thread_id,
+                now=now,
             )
-            if _count(copied) == 0:
+            copied = await _execute(
+                connection, _COPY_THREAD, **thread, target=target.thread_id, now=now
+            )
+            if copied == 0:
                 return "target_exists"
             for statement in _COPY_ROWS:
-                await connection.execute(
-                    statement, source.app_name, source.thread_id, target.thread_id
-                )
+                await _execute(connection, statement, **thread, target=target.thread_id)
         return "copied"
 
     async def prune(
         self, app_name: str, thread_ids: Sequence[str], strategy: PruneStrategy, now: float
     ) -> list[str]:
-        threads = sorted(set(thread_ids))
+        threads = {"app_name": app_name, "threads": sorted(set(thread_ids))}
         async with self._transaction() as connection:
             if strategy == "delete":
-                await connection.execute(_DELETE_THREADS, app_name, threads)
+                await _execute(connection, _DELETE_THREADS, **threads)
                 return []
-            delta = [row[0] for row in await connection.fetch(_DELTA_THREADS, app_name, threads)]
+            delta = await _fetch(connection, _DELTA_THREADS, **threads)
             if delta:
-                return sorted(delta)
-            deleted = await connection.fetch(_DELETE_OLDER_CHECKPOINTS, app_name, threads)
-            await self._after_deleting(connection, app_name, threads, deleted)
+                return sorted(row["thread_id"] for row in delta)
+            deleted = await _fetch(connection, _DELETE_OLDER_CHECKPOINTS, **threads)
+            await _after_deleting(connection, app_name, deleted)
         return []
-
-    async def _after_deleting(
-        self,
-        connection: asyncpg.Connection,
-        app_name: str,
-        threads: list[str],
-        deleted: Sequence[asyncpg.Record],
-    ) -> None:
-        """The writes of deleted checkpoints, parent links to them and the
-        values no checkpoint has any more go too."""
-        if not deleted:
-            return
-        await connection.execute(
-            _DELETE_WRITES_OF, app_name, *(list(column) for column in zip(*deleted, strict=True))
-        )
-        await connection.execute(_UNLINK_MISSING_PARENTS, app_name, threads)
-        await connection.execute(_DELETE_UNUSED_VALUES, app_name, threads)
 
     async def delete_runs(self, app_name: str, run_ids: Sequence[str]) -> int:
         async with self._transaction() as connection:
-            deleted = await connection.fetch(_DELETE_RUNS, app_name, sorted(set(run_ids)))
-            threads = sorted({row[0] for row in deleted})
-            await self._after_deleting(connection, app_name, threads, deleted)
+            deleted = await _fetch(
+                connection, _DELETE_RUNS, app_name=app_name, run_ids=sorted(set(run_ids))
+            )
+            await _after_deleting(connection, app_name, deleted)
         return len(deleted)
 
     async def sweep_expired(self, now: float, batch: int) -> int:
         swept = 0
         while True:
             async with self._transaction() as connection:
-                deleted = _count(await connection.execute(_SWEEP, now, batch))
+                deleted = await _execute(connection, _SWEEP, now=now, batch=batch)
             swept += deleted
             if deleted < batch:
                 return swept
+
+
+async def _after_deleting(
+    connection: asyncpg.Connection, app_name: str, deleted: Sequence[asyncpg.Record]
+) -> None:
+    """The writes of deleted checkpoints, parent links to them and the values
+    no checkpoint has any more go too."""
+    if not deleted:
+        return
+    await _execute(
+        connection,
+        _DELETE_WRITES_OF,
+        app_name=app_name,
+        **_columns(deleted, "thread_id", "checkpoint_ns", "checkpoint_id"),
+    )
+    threads = {"app_name": app_name, "threads": sorted({row["thread_id"] for row in deleted})}
+    await _execute(connection, _UNLINK_MISSING_PARENTS, **threads)
+    await _execute(connection, _DELETE_UNUSED_VALUES, **threads)
+
+
+async def erase_threads(connection: asyncpg.Connection, app_name: str, user_id: str | None) -> int:
+    """Erased with the rest of the user (or app, when None) in the caller's
+    transaction (app.lifecycle.erasure)."""
+    if user_id is None:
+        return await _execute(connection, _ERASE_APP, app_name=app_name)
+    return await _execute(connection, _ERASE_USER, app_name=app_name, user_id=user_id)

@@ -6,6 +6,12 @@ import time
 from collections.abc import Callable, Sequence
 
 from ...core.config import RESPONSE_OVERHEAD_BYTES
+from ...core.errors import (
+    CheckpointNotFound,
+    DeltaChannelThread,
+    ThreadAlreadyExists,
+    ThreadNotFound,
+)
 from ...core.limits import Limits
 from .domain import (
     CheckpointQuery,
@@ -16,7 +22,6 @@ from .domain import (
     ThreadKey,
     ThreadOwner,
 )
-from .errors import CheckpointNotFound, DeltaChannelThread, ThreadAlreadyExists, ThreadNotFound
 from .metrics import (
     CHECKPOINT_VALUES_SENT,
     CHECKPOINT_WRITES_STORED,
@@ -74,7 +79,7 @@ class CheckpointService:
             key, CheckpointQuery(checkpoint_ns=checkpoint_ns, checkpoint_id=checkpoint_id, limit=1)
         )
         if not found[0]:
-            raise CheckpointNotFound(f"checkpoint {checkpoint_id!r} not found")
+            raise CheckpointNotFound.of(checkpoint_id)
         return found[0][0]
 
     async def list_checkpoints(
@@ -93,9 +98,9 @@ class CheckpointService:
         target = ThreadKey(source.app_name, target_thread_id)
         outcome = await self.store.copy_thread(source, target, self.clock())
         if outcome == "source_missing":
-            raise ThreadNotFound(f"thread {source.thread_id!r} not found")
+            raise ThreadNotFound.of(source.thread_id)
         if outcome == "target_exists":
-            raise ThreadAlreadyExists(f"thread {target_thread_id!r} already exists")
+            raise ThreadAlreadyExists.of(target_thread_id)
 
     async def prune(
         self, app_name: str, thread_ids: Sequence[str], strategy: PruneStrategy
@@ -104,10 +109,7 @@ class CheckpointService:
             return
         refused = await self.store.prune(app_name, thread_ids, strategy, self.clock())
         if refused:
-            raise DeltaChannelThread(
-                "keep_latest would lose the history a DeltaChannel is rebuilt from; nothing "
-                f"was pruned (threads: {', '.join(refused)}); use strategy 'delete' for them"
-            )
+            raise DeltaChannelThread.of(refused)
 
     async def delete_runs(self, app_name: str, run_ids: Sequence[str]) -> None:
         if run_ids:

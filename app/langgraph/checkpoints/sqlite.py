@@ -14,6 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from ...core import json_codec
 from ...db.database_errors import database_errors_as_domain_errors
 from ...db.engine import WRITE_OPTION
+from ..dialects import SQLITE
 from .domain import (
     CheckpointQuery,
     NewCheckpoint,
@@ -24,24 +25,22 @@ from .domain import (
     ThreadOwner,
 )
 from .rows import assemble, page_of
+from .thread_sql import THREAD, ThreadSql
 
-_THREAD = "app_name = :app_name AND thread_id = :thread_id"
+_THREADS = ThreadSql(SQLITE)
+_DELETE_IF_EXPIRED = text(_THREADS.delete_if_expired)
+_UPSERT_THREAD = text(_THREADS.upsert)
+_THREAD_LIVE = text(_THREADS.live)
+_DELETE_THREAD = text(_THREADS.delete)
+_COPY_THREAD = text(_THREADS.copy)
+_COPY_ROWS = tuple(text(statement) for statement in _THREADS.copy_rows)
+_ERASE_USER = text(_THREADS.erase_user)
+_ERASE_APP = text(_THREADS.erase_app)
+_SWEEP = text(_THREADS.sweep)
+
 _IN_THREADS = "app_name = :app_name AND thread_id IN (SELECT value FROM json_each(:threads))"
+_DELETE_THREADS = text(f"DELETE FROM lg_threads WHERE {_IN_THREADS}")
 
-_DELETE_IF_EXPIRED = text(
-    f"DELETE FROM lg_threads WHERE {_THREAD} AND expire_time IS NOT NULL AND expire_time <= :now"
-)
-_UPSERT_THREAD = text(
-    """
-INSERT INTO lg_threads
-       (app_name, thread_id, user_id, create_time, update_time, expire_time, ttl_seconds)
-VALUES (:app_name, :thread_id, :user_id, :now, :now, :now + :ttl, :ttl)
-ON CONFLICT (app_name, thread_id) DO UPDATE
-   SET update_time = :now,
-       ttl_seconds = coalesce(excluded.ttl_seconds, ttl_seconds),
-       expire_time = :now + coalesce(excluded.ttl_seconds, ttl_seconds)
-"""
-)
 _INSERT_VALUE = text(
     """
 INSERT INTO lg_channel_values
@@ -77,15 +76,12 @@ _UPSERT_WRITE = text(
     + """DO UPDATE SET task_path = excluded.task_path, channel = excluded.channel,
        value_type = excluded.value_type, value = excluded.value"""
 )
-_THREAD_LIVE = text(
-    f"SELECT 1 FROM lg_threads WHERE {_THREAD} AND (expire_time IS NULL OR expire_time > :now)"
-)
 # {contains}: the metadata filter (_Containment).
 _LIST = f"""
 SELECT checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint_type, checkpoint,
        metadata, channel_versions
   FROM lg_checkpoints AS c
- WHERE {_THREAD}
+ WHERE {THREAD}
    AND (:checkpoint_ns IS NULL OR checkpoint_ns = :checkpoint_ns)
    AND (:checkpoint_id IS NULL OR checkpoint_id = :checkpoint_id)
    AND (:before IS NULL OR checkpoint_id < :before)
@@ -97,7 +93,7 @@ SELECT checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint_type, chec
 _VALUES_OF = text(
     f"""
 SELECT checkpoint_ns, channel, version, value_type, value FROM lg_channel_values
- WHERE {_THREAD} AND (checkpoint_ns, channel, version) IN (
+ WHERE {THREAD} AND (checkpoint_ns, channel, version) IN (
        SELECT value ->> 0, value ->> 1, value ->> 2 FROM json_each(:keys))
 """
 )
@@ -105,42 +101,9 @@ _WRITES_OF = text(
     f"""
 SELECT checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, value_type, value
   FROM lg_writes
- WHERE {_THREAD} AND (checkpoint_ns, checkpoint_id) IN (
+ WHERE {THREAD} AND (checkpoint_ns, checkpoint_id) IN (
        SELECT value ->> 0, value ->> 1 FROM json_each(:keys))
 """
-)
-_DELETE_THREAD = text(f"DELETE FROM lg_threads WHERE {_THREAD}")
-_DELETE_THREADS = text(f"DELETE FROM lg_threads WHERE {_IN_THREADS}")
-_COPY_THREAD = text(
-    f"""
-INSERT INTO lg_threads
-       (app_name, thread_id, user_id, create_time, update_time, expire_time, ttl_seconds)
-SELECT app_name, :target, user_id, :now, :now, :now + ttl_seconds, ttl_seconds
-  FROM lg_threads WHERE {_THREAD}
-ON CONFLICT DO NOTHING
-"""
-)
-_COPY_ROWS = tuple(
-    text(statement)
-    for statement in (
-        f"""
-INSERT INTO lg_checkpoints
-SELECT app_name, :target, checkpoint_ns, checkpoint_id, parent_checkpoint_id, run_id,
-       checkpoint_type, checkpoint, channel_versions, metadata
-  FROM lg_checkpoints WHERE {_THREAD}
-""",
-        f"""
-INSERT INTO lg_channel_values
-SELECT app_name, :target, checkpoint_ns, channel, version, value_type, value
-  FROM lg_channel_values WHERE {_THREAD}
-""",
-        f"""
-INSERT INTO lg_writes
-SELECT app_name, :target, checkpoint_ns, checkpoint_id, task_id, idx, task_path, channel,
-       value_type, value
-  FROM lg_writes WHERE {_THREAD}
-""",
-    )
 )
 _DELTA_THREADS = text(
     f"""
@@ -191,15 +154,6 @@ _DELETE_RUNS = text(
 DELETE FROM lg_checkpoints
  WHERE app_name = :app_name AND run_id IN (SELECT value FROM json_each(:run_ids))
 RETURNING thread_id, checkpoint_ns, checkpoint_id
-"""
-)
-_ERASE_USER = text("DELETE FROM lg_threads WHERE app_name = :app_name AND user_id = :user_id")
-_ERASE_APP = text("DELETE FROM lg_threads WHERE app_name = :app_name")
-_SWEEP = text(
-    """
-DELETE FROM lg_threads WHERE rowid IN (
-    SELECT rowid FROM lg_threads
-     WHERE expire_time IS NOT NULL AND expire_time <= :now LIMIT :batch)
 """
 )
 
@@ -378,7 +332,7 @@ class SqliteCheckpoints:
             if strategy == "delete":
                 await connection.execute(_DELETE_THREADS, where)
                 return []
-            delta = [row[0] for row in await connection.execute(_DELTA_THREADS, where)]
+            delta = [row.thread_id for row in await connection.execute(_DELTA_THREADS, where)]
             if delta:
                 return sorted(delta)
             deleted = list(await connection.execute(_DELETE_OLDER_CHECKPOINTS, where))
@@ -417,14 +371,15 @@ async def _after_deleting(
         [
             {
                 "app_name": app_name,
-                "thread_id": row[0],
-                "checkpoint_ns": row[1],
-                "checkpoint_id": row[2],
+                "thread_id": row.thread_id,
+                "checkpoint_ns": row.checkpoint_ns,
+                "checkpoint_id": row.checkpoint_id,
             }
             for row in deleted
         ],
     )
-    where = {"app_name": app_name, "threads": json.dumps(sorted({row[0] for row in deleted}))}
+    threads = sorted({row.thread_id for row in deleted})
+    where = {"app_name": app_name, "threads": json.dumps(threads)}
     await connection.execute(_UNLINK_MISSING_PARENTS, where)
     await connection.execute(_DELETE_UNUSED_VALUES, where)
 
@@ -476,15 +431,8 @@ class _Containment:
         if isinstance(wanted, bool):
             return f"COALESCE({kind} = '{'true' if wanted else 'false'}', 0)"
         types = "('text')" if isinstance(wanted, str) else "('integer', 'real')"
-        value = self._parameter(_bindable(wanted))
+        value = self._parameter(SQLITE.scalar_argument(wanted))
         return f"COALESCE({kind} IN {types} AND {atom} = {value}, 0)"
-
-
-def _bindable(value: str | int | float) -> str | int | float:
-    # SQLite binds integers of 64 bits; a bigger one compares as a float.
-    if isinstance(value, int) and not -(2**63) <= value < 2**63:
-        return float(value)
-    return value
 
 
 def _list_query(metadata: dict[str, Any] | None) -> tuple[Any, dict[str, Any]]:

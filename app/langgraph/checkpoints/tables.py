@@ -9,7 +9,6 @@ a thread is one cascade.
 
 from sqlalchemy import (
     Column,
-    Double,
     ForeignKeyConstraint,
     Index,
     Integer,
@@ -20,39 +19,47 @@ from sqlalchemy import (
     text,
 )
 
-from ...db.table_base import IDENTIFIER_LENGTH, JsonDocument, metadata
+from ...db.table_base import (
+    IDENTIFIER_LENGTH,
+    JsonDocument,
+    expiry_index,
+    identifier_key,
+    lifetime_columns,
+    metadata,
+)
 
-_THREAD = ["app_name", "thread_id"]
-_THREAD_REFERENCE = ["lg_threads.app_name", "lg_threads.thread_id"]
+
+def _thread_key() -> list[Column[str]]:
+    """The first columns of every table's key: the thread's."""
+    return [identifier_key("app_name"), identifier_key("thread_id")]
+
+
+def _of_thread() -> ForeignKeyConstraint:
+    """Rows of a thread go when it does."""
+    return ForeignKeyConstraint(
+        ["app_name", "thread_id"],
+        ["lg_threads.app_name", "lg_threads.thread_id"],
+        ondelete="CASCADE",
+    )
+
 
 # A thread is keyed by (app, thread id): LangGraph's delete_thread and
 # copy_thread know only the id. Its user is recorded for erasure.
 lg_threads = Table(
     "lg_threads",
     metadata,
-    Column("app_name", String(IDENTIFIER_LENGTH), primary_key=True),
-    Column("thread_id", String(IDENTIFIER_LENGTH), primary_key=True),
+    *_thread_key(),
     Column("user_id", String(IDENTIFIER_LENGTH), nullable=False),
-    Column("create_time", Double, nullable=False),
-    Column("update_time", Double, nullable=False),
-    # When the thread expires (NULL: never) and the idle time each write
-    # pushes it out by.
-    Column("expire_time", Double, nullable=True),
-    Column("ttl_seconds", Double, nullable=True),
+    # The thread expires `ttl_seconds` after its last write.
+    *lifetime_columns(),
     Index("ix_lg_threads_app_user", "app_name", "user_id"),
-    Index(
-        "ix_lg_threads_expire_time",
-        "expire_time",
-        postgresql_where=text("expire_time IS NOT NULL"),
-        sqlite_where=text("expire_time IS NOT NULL"),
-    ),
+    expiry_index("lg_threads"),
 )
 
 lg_checkpoints = Table(
     "lg_checkpoints",
     metadata,
-    Column("app_name", String(IDENTIFIER_LENGTH), primary_key=True),
-    Column("thread_id", String(IDENTIFIER_LENGTH), primary_key=True),
+    *_thread_key(),
     Column("checkpoint_ns", Text, primary_key=True),
     Column("checkpoint_id", Text, primary_key=True),
     Column("parent_checkpoint_id", Text, nullable=True),
@@ -65,7 +72,7 @@ lg_checkpoints = Table(
     # {channel: version}: which stored values this checkpoint has.
     Column("channel_versions", JsonDocument, nullable=False),
     Column("metadata", JsonDocument, nullable=False),
-    ForeignKeyConstraint(_THREAD, _THREAD_REFERENCE, ondelete="CASCADE"),
+    _of_thread(),
     Index(
         "ix_lg_checkpoints_run_id",
         "app_name",
@@ -78,22 +85,20 @@ lg_checkpoints = Table(
 lg_channel_values = Table(
     "lg_channel_values",
     metadata,
-    Column("app_name", String(IDENTIFIER_LENGTH), primary_key=True),
-    Column("thread_id", String(IDENTIFIER_LENGTH), primary_key=True),
+    *_thread_key(),
     Column("checkpoint_ns", Text, primary_key=True),
     Column("channel", Text, primary_key=True),
     Column("version", Text, primary_key=True),
     # "empty" with no value: the channel had that version and no value.
     Column("value_type", Text, nullable=False),
     Column("value", LargeBinary, nullable=True),
-    ForeignKeyConstraint(_THREAD, _THREAD_REFERENCE, ondelete="CASCADE"),
+    _of_thread(),
 )
 
 lg_writes = Table(
     "lg_writes",
     metadata,
-    Column("app_name", String(IDENTIFIER_LENGTH), primary_key=True),
-    Column("thread_id", String(IDENTIFIER_LENGTH), primary_key=True),
+    *_thread_key(),
     Column("checkpoint_ns", Text, primary_key=True),
     Column("checkpoint_id", Text, primary_key=True),
     Column("task_id", Text, primary_key=True),
@@ -102,5 +107,5 @@ lg_writes = Table(
     Column("channel", Text, nullable=False),
     Column("value_type", Text, nullable=False),
     Column("value", LargeBinary, nullable=False),
-    ForeignKeyConstraint(_THREAD, _THREAD_REFERENCE, ondelete="CASCADE"),
+    _of_thread(),
 )

@@ -1,5 +1,5 @@
 """A search filter as conditions on paths inside an item's value, for the
-database to evaluate (app.langgraph.store.postgresql, app.langgraph.store.sqlite)
+database to evaluate (compiled to SQL by app.langgraph.store.condition_sql)
 so a search reads only the page it returns. The meaning is LangGraph's
 InMemoryStore's:
 

@@ -8,13 +8,12 @@ from fastapi import APIRouter, Query, Request, Response
 from pydantic import BaseModel, ValidationError
 
 from ...core import json_codec
-from ...core.errors import InvalidInput, ResponseTooLarge
+from ...core.errors import InvalidInput, ItemNotFound, ResponseTooLarge
 from ...http import examples
 from ...http.bodies import documented_body, field_errors, limits_of, read_json, validate_body
 from ...http.dependencies import AppName
 from ...sessions.routes import problem_responses
 from . import domain
-from .errors import ItemNotFound
 from .schemas import (
     MAX_KEY_LENGTH,
     MAX_LABEL_LENGTH,
@@ -145,7 +144,7 @@ async def get_item(
     op = _from_query(GetOperation, {"namespace": namespace, "key": key, "refreshTtl": refresh_ttl})
     [found] = await store_of(request).batch(app_name, [operation_of(op)])
     if not isinstance(found, domain.StoredItem):
-        raise ItemNotFound(f"no item {key!r} in namespace {namespace!r}")
+        raise ItemNotFound.of(namespace, key)
     return _response(request, item_json(found))
 
 

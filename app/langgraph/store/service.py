@@ -10,7 +10,7 @@ No backend branches here."""
 import time
 from collections.abc import Callable, Sequence
 
-from ...core.errors import FieldError, InvalidInput
+from ...core.errors import FieldError, InvalidInput, ItemTooLarge
 from ...core.json_codec import dumps
 from ...core.limits import Limits
 from .domain import (
@@ -24,7 +24,6 @@ from .domain import (
     joined,
     split,
 )
-from .errors import ItemTooLarge
 from .filters import Condition, FilterProblem, compile_filter
 from .matching import literal_prefix, matches_namespace, query_words, searchable_text
 from .metrics import STORE_OPERATIONS
@@ -109,10 +108,7 @@ class StoreService:
             if isinstance(op, PutItem) and op.value is not None:
                 size = len(dumps(op.value))
                 if size > self.limits.max_state_bytes:
-                    raise ItemTooLarge(
-                        f"operation {index}: the value is {size} bytes as JSON, more than "
-                        f"{self.limits.max_state_bytes} (MAX_STATE_BYTES)"
-                    )
+                    raise ItemTooLarge.of(index, size, self.limits.max_state_bytes)
             if isinstance(op, SearchItems) and op.filter:
                 try:
                     filters[index] = compile_filter(op.filter)

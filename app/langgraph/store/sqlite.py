@@ -1,242 +1,43 @@
 """LangGraph's store items on SQLite (the store's engine): the ItemStorage of
-app.langgraph.store.storage, with the PostgreSQL one's contract
+app.langgraph.store.storage, running the statements of
+app.langgraph.store.item_sql, with the PostgreSQL one's contract
 (app.langgraph.store.postgresql). Writers take the database's write lock at
 BEGIN (engine.py)."""
 
-import json
-from collections.abc import AsyncIterator, Sequence
+import functools
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
-from sqlalchemy import Row, text
+from sqlalchemy import TextClause, text
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from ...core import json_codec
 from ...db.database_errors import database_errors_as_domain_errors
 from ...db.engine import WRITE_OPTION
-from .domain import StoredItem, split
-from .filters import AllOf, AnyOf, Condition, Equals, HasLength, HasSize, IsKind, Negated
+from ..dialects import SQLITE
+from . import item_sql
+from .item_sql import ItemSql, SqlItemTransaction
 
-_COLUMNS = "namespace, key, value, create_time, update_time, expire_time, ttl_seconds"
-_LIVE = "(expire_time IS NULL OR expire_time > :now)"
-_UNDER = (
-    "(:prefix = '' OR namespace = :prefix"
-    " OR substr(namespace, 1, length(:prefix) + 1) = :prefix || '.')"
-)
-
-_GET = text(
-    f"SELECT {_COLUMNS} FROM lg_store_items"
-    f" WHERE app_name = :app_name AND {_LIVE} AND namespace = :namespace AND key = :key"
-)
-_REFRESH = text(
-    """
-UPDATE lg_store_items SET expire_time = :now + ttl_seconds
- WHERE app_name = :app_name AND ttl_seconds IS NOT NULL
-   AND (expire_time IS NULL OR expire_time > :now)
-   AND (namespace, key) IN (SELECT value ->> 0, value ->> 1 FROM json_each(:keys))
-"""
-)
-_PUT = text(
-    """
-INSERT INTO lg_store_items
-       (app_name, namespace, key, user_id, value, search_text, create_time, update_time,
-        expire_time, ttl_seconds)
-VALUES (:app_name, :namespace, :key, :user_id, :value, :search_text, :now, :now, :now + :ttl,
-        :ttl)
-ON CONFLICT (app_name, namespace, key) DO UPDATE
-   SET value = excluded.value, search_text = excluded.search_text, update_time = :now,
-       create_time = CASE WHEN expire_time IS NOT NULL AND expire_time <= :now
-                          THEN :now ELSE create_time END,
-       expire_time = excluded.expire_time, ttl_seconds = excluded.ttl_seconds
-"""
-)
-_DELETE = text(
-    "DELETE FROM lg_store_items WHERE app_name = :app_name AND namespace = :namespace"
-    " AND key = :key"
-)
-# Every word of the query in the item's text; then the filter's condition.
-_SEARCH = f"""
-SELECT {_COLUMNS} FROM lg_store_items
- WHERE app_name = :app_name AND {_LIVE} AND {_UNDER}
-   AND NOT EXISTS (SELECT 1 FROM json_each(:words) AS w WHERE instr(search_text, w.value) = 0)
-   AND {{condition}}
- ORDER BY update_time DESC, namespace, key
- LIMIT :limit OFFSET :offset
-"""
-# json_type's names of LangGraph's kinds.
-_TYPES = {
-    "object": "('object')",
-    "array": "('array')",
-    "string": "('text')",
-    "number": "('integer', 'real')",
-    "boolean": "('true', 'false')",
-    "null": "('null')",
-}
-_INT64 = 2**63 - 1
-# Qualified: inside json_each's subquery, `value` is json_each's own column.
-_VALUE = "lg_store_items.value"
-_NAMESPACES = text(
-    "SELECT DISTINCT namespace FROM lg_store_items"
-    f" WHERE app_name = :app_name AND {_LIVE} AND {_UNDER}"
-)
-_ERASE_USER = text("DELETE FROM lg_store_items WHERE app_name = :app_name AND user_id = :user_id")
-_ERASE_APP = text("DELETE FROM lg_store_items WHERE app_name = :app_name")
-_SWEEP = text(
-    """
-DELETE FROM lg_store_items WHERE rowid IN (
-    SELECT rowid FROM lg_store_items
-     WHERE expire_time IS NOT NULL AND expire_time <= :now LIMIT :batch)
-"""
-)
+_SQL = ItemSql(SQLITE)
 
 
-class _ConditionSql:
-    """A filter's condition as SQL on the item's value, its operands as parameters
-    :f0, :f1, ... Every part is true or false, never NULL (NOT of a NULL
-    would be NULL). A path is a JSON path parameter ('$."key"[0]'; the
-    filter refuses keys holding a double quote)."""
-
-    def __init__(self) -> None:
-        self.parameters: dict[str, Any] = {}
-
-    def _parameter(self, value: Any) -> str:
-        name = f"f{len(self.parameters)}"
-        self.parameters[name] = value
-        return f":{name}"
-
-    def _path(self, path: tuple[str | int, ...]) -> str:
-        steps = "".join(f"[{step}]" if isinstance(step, int) else f'."{step}"' for step in path)
-        return self._parameter("$" + steps)
-
-    def sql(self, condition: Condition) -> str:
-        if isinstance(condition, AllOf | AnyOf):
-            if not condition.parts:
-                return "1" if isinstance(condition, AllOf) else "0"
-            joiner = " AND " if isinstance(condition, AllOf) else " OR "
-            return "(" + joiner.join(self.sql(part) for part in condition.parts) + ")"
-        if isinstance(condition, Negated):
-            return f"(NOT {self.sql(condition.part)})"
-        path = self._path(condition.path)
-        kind = f"json_type({_VALUE}, {path})"
-        if isinstance(condition, IsKind):
-            if condition.kind == "missing":
-                return f"({kind} IS NULL)"
-            return f"COALESCE({kind} IN {_TYPES[condition.kind]}, 0)"
-        if isinstance(condition, Equals):
-            wanted = condition.value
-            if isinstance(wanted, bool):
-                return f"COALESCE({kind} = '{'true' if wanted else 'false'}', 0)"
-            types = _TYPES["string" if isinstance(wanted, str) else "number"]
-            return (
-                f"COALESCE({kind} IN {types}"
-                f" AND json_extract({_VALUE}, {path}) = {self._parameter(_bindable(wanted))}, 0)"
-            )
-        if isinstance(condition, HasLength):
-            length = self._parameter(condition.length)
-            return (
-                f"COALESCE({kind} = 'array' AND json_array_length({_VALUE}, {path}) = {length}, 0)"
-            )
-        if isinstance(condition, HasSize):
-            size = self._parameter(condition.size)
-            return (
-                f"COALESCE({kind} = 'object'"
-                f" AND (SELECT count(*) FROM json_each({_VALUE}, {path})) = {size}, 0)"
-            )
-        number = self._parameter(_bindable(condition.number))
-        return (
-            f"COALESCE({kind} IN {_TYPES['number']}"
-            f" AND json_extract({_VALUE}, {path}) {condition.operator} {number}, 0)"
-        )
+@functools.lru_cache(maxsize=256)
+def _statement(sql: str) -> TextClause:
+    # A search's text varies with its filter's shape only: few texts recur.
+    return text(sql)
 
 
-def _bindable(value: str | int | float) -> str | int | float:
-    # SQLite binds integers of 64 bits; a bigger one compares as a float.
-    if isinstance(value, int) and not -_INT64 - 1 <= value <= _INT64:
-        return float(value)
-    return value
+class SqlAlchemyRows:
+    """A SQLAlchemy connection as item_sql's Rows."""
 
-
-def _item(row: Row[Any]) -> StoredItem:
-    return StoredItem(
-        split(row.namespace),
-        row.key,
-        json_codec.loads(row.value),
-        row.create_time,
-        row.update_time,
-        row.expire_time,
-        row.ttl_seconds,
-    )
-
-
-class _Transaction:
     def __init__(self, connection: AsyncConnection) -> None:
         self.connection = connection
 
-    async def get(self, app_name: str, namespace: str, key: str, now: float) -> StoredItem | None:
-        where = {"app_name": app_name, "namespace": namespace, "key": key, "now": now}
-        row = (await self.connection.execute(_GET, where)).first()
-        return None if row is None else _item(row)
+    async def fetch(self, sql: str, arguments: dict[str, Any]) -> Sequence[Mapping[Any, Any]]:
+        return (await self.connection.execute(_statement(sql), arguments)).mappings().all()
 
-    async def refresh(self, app_name: str, keys: list[tuple[str, str]], now: float) -> None:
-        if keys:
-            where = {"app_name": app_name, "now": now, "keys": json.dumps(keys)}
-            await self.connection.execute(_REFRESH, where)
-
-    async def put(
-        self,
-        app_name: str,
-        namespace: str,
-        key: str,
-        user_id: str,
-        value: dict[str, Any],
-        text: str,
-        ttl_seconds: float | None,
-        now: float,
-    ) -> None:
-        await self.connection.execute(
-            _PUT,
-            {
-                "app_name": app_name,
-                "namespace": namespace,
-                "key": key,
-                "user_id": user_id,
-                "value": json_codec.dumps_text(value),
-                "search_text": text,
-                "now": now,
-                "ttl": ttl_seconds,
-            },
-        )
-
-    async def delete(self, app_name: str, namespace: str, key: str) -> None:
-        where = {"app_name": app_name, "namespace": namespace, "key": key}
-        await self.connection.execute(_DELETE, where)
-
-    async def search(
-        self,
-        app_name: str,
-        prefix: str,
-        now: float,
-        limit: int,
-        offset: int,
-        condition: Condition | None,
-        words: Sequence[str],
-    ) -> list[StoredItem]:
-        compiled = _ConditionSql()
-        query = _SEARCH.format(condition="1" if condition is None else compiled.sql(condition))
-        where = {
-            "app_name": app_name,
-            "now": now,
-            "prefix": prefix,
-            "limit": limit,
-            "offset": offset,
-            "words": json.dumps(list(words)),
-            **compiled.parameters,
-        }
-        return [_item(row) for row in await self.connection.execute(text(query), where)]
-
-    async def namespaces(self, app_name: str, prefix: str, now: float) -> list[str]:
-        where = {"app_name": app_name, "now": now, "prefix": prefix}
-        return [row[0] for row in await self.connection.execute(_NAMESPACES, where)]
+    async def execute(self, sql: str, arguments: dict[str, Any]) -> int:
+        return (await self.connection.execute(_statement(sql), arguments)).rowcount
 
 
 class SqliteStoreItems:
@@ -244,20 +45,24 @@ class SqliteStoreItems:
         self.engine = engine
 
     @asynccontextmanager
-    async def transaction(self, *, write: bool) -> AsyncIterator[_Transaction]:
+    async def _rows(self, *, write: bool) -> AsyncIterator[SqlAlchemyRows]:
         with database_errors_as_domain_errors():
             async with self.engine.connect() as connection:
                 if write:
                     await connection.execution_options(**{WRITE_OPTION: True})
                 async with connection.begin():
-                    yield _Transaction(connection)
+                    yield SqlAlchemyRows(connection)
+
+    @asynccontextmanager
+    async def transaction(self, *, write: bool) -> AsyncIterator[SqlItemTransaction]:
+        async with self._rows(write=write) as rows:
+            yield SqlItemTransaction(rows, _SQL)
 
     async def sweep_expired(self, now: float, batch: int) -> int:
         swept = 0
         while True:
-            async with self.transaction(write=True) as items:
-                where = {"now": now, "batch": batch}
-                deleted = (await items.connection.execute(_SWEEP, where)).rowcount
+            async with self._rows(write=True) as rows:
+                deleted = await item_sql.sweep_expired(rows, _SQL, now, batch)
             swept += deleted
             if deleted < batch:
                 return swept
@@ -266,7 +71,4 @@ class SqliteStoreItems:
 async def erase_items(connection: AsyncConnection, app_name: str, user_id: str | None) -> int:
     """Erased with the rest of the user (or app, when None) in the caller's
     transaction (app.lifecycle.erasure)."""
-    if user_id is None:
-        return (await connection.execute(_ERASE_APP, {"app_name": app_name})).rowcount
-    where = {"app_name": app_name, "user_id": user_id}
-    return (await connection.execute(_ERASE_USER, where)).rowcount
+    return await item_sql.erase_items(SqlAlchemyRows(connection), _SQL, app_name, user_id)

@@ -4,14 +4,20 @@ by "." (LangGraph refuses a "." inside a label), so a namespace prefix is a
 string prefix; its first label is kept apart as the item's user, for erasure.
 """
 
-from sqlalchemy import Column, Double, Index, String, Table, Text, text
+from sqlalchemy import Column, Index, Table, Text
 
-from ...db.table_base import IDENTIFIER_LENGTH, JsonDocument, metadata
+from ...db.table_base import (
+    JsonDocument,
+    expiry_index,
+    identifier_key,
+    lifetime_columns,
+    metadata,
+)
 
 lg_store_items = Table(
     "lg_store_items",
     metadata,
-    Column("app_name", String(IDENTIFIER_LENGTH), primary_key=True),
+    identifier_key("app_name"),
     Column("namespace", Text, primary_key=True),
     Column("key", Text, primary_key=True),
     # The namespace's first label: erasing that user removes the item.
@@ -19,17 +25,8 @@ lg_store_items = Table(
     Column("value", JsonDocument, nullable=False),
     # What a keyword query looks in (langgraph_store.matching.searchable_text).
     Column("search_text", Text, nullable=False, server_default=""),
-    Column("create_time", Double, nullable=False),
-    Column("update_time", Double, nullable=False),
-    # When the item expires (NULL: never) and the time a write, or a read
-    # that refreshes, pushes it out by.
-    Column("expire_time", Double, nullable=True),
-    Column("ttl_seconds", Double, nullable=True),
+    # A read that refreshes pushes the expiry out as a write does.
+    *lifetime_columns(),
     Index("ix_lg_store_items_app_user", "app_name", "user_id"),
-    Index(
-        "ix_lg_store_items_expire_time",
-        "expire_time",
-        postgresql_where=text("expire_time IS NOT NULL"),
-        sqlite_where=text("expire_time IS NOT NULL"),
-    ),
+    expiry_index("lg_store_items"),
 )

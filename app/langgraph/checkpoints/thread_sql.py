@@ -1,0 +1,66 @@
+"""The statements on a thread's row (lg_threads) and on the thread as a
+whole, written once for both dialects with `:name` parameters: how a thread is
+made and kept alive by its writes (the TTL refresh), read while live, copied,
+deleted, erased and swept (app.langgraph.expiry has the rules). The backends
+(app.langgraph.checkpoints.postgresql, .sqlite) run them."""
+
+from ..dialects import Dialect
+from ..expiry import EXPIRED, LIVE, expiry, refreshed, sweep
+
+THREAD = "app_name = :app_name AND thread_id = :thread_id"
+_COLUMNS = "app_name, thread_id, user_id, create_time, update_time, expire_time, ttl_seconds"
+
+
+class ThreadSql:
+    """The statements of one dialect."""
+
+    def __init__(self, dialect: Dialect) -> None:
+        ttl = dialect.typed(":ttl", "float8")
+        # A write pushes its thread's expiry out, taking the TTL it names.
+        refresh = f"update_time = :now, {refreshed(ttl)}"
+        self.expiry = f"SELECT expire_time, ttl_seconds FROM lg_threads WHERE {THREAD}"
+        # An expired thread not swept yet is deleted before a write makes it anew.
+        self.delete_if_expired = f"DELETE FROM lg_threads WHERE {THREAD} AND {EXPIRED}"
+        insert = f"""
+INSERT INTO lg_threads ({_COLUMNS})
+VALUES (:app_name, :thread_id, :user_id, :now, :now, {expiry(ttl)}, {ttl})
+ON CONFLICT (app_name, thread_id) DO"""
+        self.insert = f"{insert} NOTHING"
+        self.upsert = f"{insert} UPDATE SET {refresh}"
+        # Only a thread that has, or is given, a TTL has an expiry to push out.
+        self.refresh = f"""
+UPDATE lg_threads SET {refresh}
+ WHERE {THREAD} AND ({ttl} IS NOT NULL OR ttl_seconds IS NOT NULL)
+"""
+        self.live = f"SELECT 1 FROM lg_threads WHERE {THREAD} AND {LIVE}"
+        self.delete = f"DELETE FROM lg_threads WHERE {THREAD}"
+        # The copy is a new thread with the source's owner and TTL.
+        self.copy = f"""
+INSERT INTO lg_threads ({_COLUMNS})
+SELECT app_name, :target, user_id, :now, :now, {expiry("ttl_seconds")}, ttl_seconds
+  FROM lg_threads WHERE {THREAD}
+ON CONFLICT DO NOTHING
+"""
+        self.copy_rows = (
+            f"""
+INSERT INTO lg_checkpoints
+SELECT app_name, :target, checkpoint_ns, checkpoint_id, parent_checkpoint_id, run_id,
+       checkpoint_type, checkpoint, channel_versions, metadata
+  FROM lg_checkpoints WHERE {THREAD}
+""",
+            f"""
+INSERT INTO lg_channel_values
+SELECT app_name, :target, checkpoint_ns, channel, version, value_type, value
+  FROM lg_channel_values WHERE {THREAD}
+""",
+            f"""
+INSERT INTO lg_writes
+SELECT app_name, :target, checkpoint_ns, checkpoint_id, task_id, idx, task_path, channel,
+       value_type, value
+  FROM lg_writes WHERE {THREAD}
+""",
+        )
+        # Erased with the rest of the user or app (app.lifecycle.erasure).
+        self.erase_user = "DELETE FROM lg_threads WHERE app_name = :app_name AND user_id = :user_id"
+        self.erase_app = "DELETE FROM lg_threads WHERE app_name = :app_name"
+        self.sweep = sweep("lg_threads", dialect)
