@@ -4,31 +4,34 @@ costs far less client CPU per statement than SQLAlchemy's async layer
 (docs/performance.md, "The PostgreSQL store's driver and pool").
 """
 
-import contextlib
 import sys
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from types import TracebackType
 from typing import Any
 
 import asyncpg
 
 from ..core import json_codec
 from ..core.config import Settings
-from ..core.database_url import parse_postgresql_url
 from ..core.errors import DatabaseUnavailable
-from ..core.metrics import DB_POOL_IN_USE
 from ..db import migrations, poolers
 from ..db.database_errors import (
     as_domain_error,
     database_errors_as_domain_errors,
     is_database_unavailable,
-    loses_server,
-    raise_as_domain_error,
 )
 from ..db.migrations import SchemaNotCurrent
+from ..db.postgresql_connections import (
+    PooledConnection,
+    PostgresConnections,
+    asyncpg_dsn,
+    discard,
+    row_count,
+    skip_session_reset,
+    use_json_codecs,
+)
 from ..db.postgresql_statement import Statement
 from ..langgraph.checkpoints import postgresql as checkpoints
 from ..langgraph.store import postgresql as store_items
@@ -103,21 +106,6 @@ def _batches_in_flight(append_batch_size: int, batch_pool: asyncpg.Pool | None) 
     return APPEND_BATCHES_IN_FLIGHT if batch_pool is None else batch_pool.get_max_size()
 
 
-def asyncpg_dsn(database_url: str) -> str:
-    """The URL in libpq's form, every server in its host list."""
-    return parse_postgresql_url(database_url).asyncpg_dsn()
-
-
-async def _use_json_codecs(connection: asyncpg.Connection) -> None:
-    for type_name in ("json", "jsonb"):
-        await connection.set_type_codec(
-            type_name,
-            encoder=json_codec.dumps_for_jsonb,
-            decoder=json_codec.loads,
-            schema="pg_catalog",
-        )
-
-
 async def _plan_appends_once(connection: asyncpg.Connection) -> None:
     """The batch connections' setup. Left to itself, PostgreSQL decides per
     connection from a prepared statement's first runs whether to plan it
@@ -125,15 +113,8 @@ async def _plan_appends_once(connection: asyncpg.Connection) -> None:
     which costs more than the small batch itself (docs/performance.md, "Kept
     plans"). On these connections, which run nothing but the append
     statements of small batches, the generic plan is always kept."""
-    await _use_json_codecs(connection)
+    await use_json_codecs(connection)
     await connection.execute("SET plan_cache_mode = force_generic_plan")
-
-
-async def _skip_session_reset(_connection: asyncpg.Connection) -> None:
-    """Replaces asyncpg's reset on release (RESET ALL, UNLISTEN *, ...: one
-    more round trip per request). The store sets no session state, listens
-    to nothing and takes only transaction-scoped advisory locks; an open
-    transaction, if any, is still rolled back by asyncpg before this."""
 
 
 def _session_growth(delta: StateDict) -> int:
@@ -243,65 +224,7 @@ def _runs_singly(error: Exception) -> bool:
     return isinstance(error, asyncpg.PostgresError) and not is_database_unavailable(error)
 
 
-class _PooledConnection:
-    """A connection of the pool for one `async with`, counted by the pool
-    gauge while lent, its database errors raised as domain errors. A class,
-    not a generator-based context manager: it is on every request
-    (docs/performance.md, "The PostgreSQL store's driver and pool").
-
-    A connection whose server is lost (dropped, shutting down, no longer the
-    primary after a failover) is closed, never lent again, and the pool's
-    other connections, on the same server, are replaced on their next use:
-    new ones go where the URL's target_session_attrs finds the primary."""
-
-    __slots__ = ("connection", "pool", "timeout")
-
-    def __init__(self, pool: asyncpg.Pool, timeout: float) -> None:
-        self.pool = pool
-        self.timeout = timeout
-        self.connection: asyncpg.Connection | None = None
-
-    async def __aenter__(self) -> asyncpg.Connection:
-        try:
-            self.connection = await self.pool.acquire(timeout=self.timeout)
-        except Exception as error:
-            if loses_server(error):
-                await self.pool.expire_connections()
-            raise_as_domain_error(error)
-        DB_POOL_IN_USE.inc()
-        return self.connection
-
-    async def __aexit__(
-        self,
-        error_type: type[BaseException] | None,
-        error: BaseException | None,
-        _traceback: TracebackType | None,
-    ) -> None:
-        DB_POOL_IN_USE.dec()
-        connection, self.connection = self.connection, None
-        if error is not None and loses_server(error):
-            await discard(self.pool, connection)
-        try:
-            await self.pool.release(connection, timeout=self.timeout)
-        except Exception as release_error:
-            if error is None:
-                raise_as_domain_error(release_error)
-        if isinstance(error, Exception):
-            raise_as_domain_error(error)
-
-
-async def discard(pool: asyncpg.Pool, connection: asyncpg.Connection) -> None:
-    """Closes a connection of `pool` whose server is lost (its release then
-    only returns its slot) and has the pool's others replaced on their next
-    use."""
-    # A connection asyncpg saw close is already back in the pool, detached:
-    # its proxy refuses every call.
-    with contextlib.suppress(asyncpg.InterfaceError):
-        connection.terminate()
-    await pool.expire_connections()
-
-
-class PostgresStore:
+class PostgresStore(PostgresConnections):
     def __init__(
         self,
         pool: asyncpg.Pool,
@@ -313,10 +236,7 @@ class PostgresStore:
         """`append_batch_size`: the most appends sent in one statement (1:
         each by itself); `batch_pool`: the connections batches are sent on
         (by default `pool`'s)."""
-        self.pool = pool
-        self.batch_pool = batch_pool or pool
-        self.timeout = timeout
-        self.dsn = dsn
+        super().__init__(pool, timeout, dsn, batch_pool)
         self._appends = AppendBatcher(
             run_batch=self._append_batch,
             run_one=self._append_one,
@@ -344,7 +264,7 @@ class PostgresStore:
             "min_size": 0,
             "timeout": timeout,
             "command_timeout": timeout,
-            "reset": _skip_session_reset,
+            "reset": skip_session_reset,
             "server_settings": {"application_name": "session-state"},
             **poolers.asyncpg_options(settings.db_pooler),
         }
@@ -358,7 +278,7 @@ class PostgresStore:
         batch_pool = None
         with database_errors_as_domain_errors():
             pool = await asyncpg.create_pool(
-                dsn, max_size=connections - batch_connections, init=_use_json_codecs, **options
+                dsn, max_size=connections - batch_connections, init=use_json_codecs, **options
             )
             if batch_connections:
                 # Behind a transaction-mode pooler statements are not kept
@@ -373,20 +293,10 @@ class PostgresStore:
                     # empty could otherwise outlive their growth where
                     # autovacuum is off. A new connection plans anew.
                     max_queries=BATCH_CONNECTION_STATEMENTS,
-                    init=_plan_appends_once if keeps_plans else _use_json_codecs,
+                    init=_plan_appends_once if keeps_plans else use_json_codecs,
                     **options,
                 )
         return cls(pool, timeout, dsn, settings.append_batch_size, batch_pool)
-
-    def _connection(self) -> "_PooledConnection":
-        """A pooled connection; every statement on it runs by itself
-        (autocommit) unless a transaction is opened."""
-        return _PooledConnection(self.pool, self.timeout)
-
-    @asynccontextmanager
-    async def _transaction(self) -> AsyncIterator[asyncpg.Connection]:
-        async with self._connection() as connection, connection.transaction():
-            yield connection
 
     # -- sessions ------------------------------------------------------------
 
@@ -571,7 +481,7 @@ class PostgresStore:
 
     async def prune_tombstones(self, before: float) -> int:
         async with self._connection() as connection:
-            return _count(await connection.execute(tombstones.PRUNE, before))
+            return row_count(await connection.execute(tombstones.PRUNE, before))
 
     async def append_event(
         self,
@@ -742,7 +652,7 @@ class PostgresStore:
         self, append: _Append, statement: Statement, pool: asyncpg.Pool | None = None
     ) -> Sequence[Any]:
         try:
-            async with _PooledConnection(pool or self.pool, self.timeout) as connection:
+            async with PooledConnection(pool or self.pool, self.timeout) as connection:
                 row: Sequence[Any] = await connection.fetchrow(
                     statement.text, *statement.arguments(append.values(_as_is))
                 )
@@ -761,7 +671,7 @@ class PostgresStore:
         # One array per parameter, an element per append.
         values = [append.values(json_codec.dumps_for_jsonb) for append in appends]
         pool = self.batch_pool if len(appends) <= KEPT_PLAN_ITEMS else self.pool
-        async with _PooledConnection(pool, self.timeout) as connection:
+        async with PooledConnection(pool, self.timeout) as connection:
             rows = await connection.fetch(statement.text, *statement.columns(values))
         return [None if row[4] else row[:4] for row in rows]
 
@@ -1164,11 +1074,6 @@ class PostgresStore:
             await self.batch_pool.close()
 
 
-def _count(status: str) -> int:
-    """The row count of a command's status ("DELETE 3")."""
-    return int(status.rsplit(" ", 1)[1])
-
-
 async def _read_session(
     connection: asyncpg.Connection, key: SessionKey, statement: str, now: float
 ) -> SessionRow | None:
@@ -1257,11 +1162,13 @@ async def _sweep_batch(
     if not batch:
         return None
     columns = [list(column) for column in zip(*batch, strict=True)]
-    events = _count(await connection.execute(sql.DELETE_EVENTS_OF_ANY_SESSIONS, *columns))
-    sessions = _count(await connection.execute(sql.DELETE_ANY_SESSIONS, *columns))
+    events = row_count(await connection.execute(sql.DELETE_EVENTS_OF_ANY_SESSIONS, *columns))
+    sessions = row_count(await connection.execute(sql.DELETE_ANY_SESSIONS, *columns))
     memories = 0
     if with_memories:
-        memories = _count(await connection.execute(sql.DELETE_MEMORIES_OF_ANY_SESSIONS, *columns))
+        memories = row_count(
+            await connection.execute(sql.DELETE_MEMORIES_OF_ANY_SESSIONS, *columns)
+        )
     keys = [SessionKey(*key) for key in batch]
     await tombstones.write(connection, keys, "expired", now)
     return Swept(sessions, events, memories), keys
@@ -1288,22 +1195,22 @@ async def _erase(
         sessions = await connection.execute(sql.DELETE_SESSIONS, app_name, users, ids)
         erased_keys = [SessionKey(app_name, user, id_) for user, id_ in batch]
         await tombstones.write(connection, erased_keys, "deleted", time.time())
-        erased += Erased(sessions=_count(sessions), events=_count(events))
+        erased += Erased(sessions=row_count(sessions), events=row_count(events))
     await tombstones.collapse(connection, app_name, user_id, time.time())
     if user_id is None:
-        state_keys = _count(await connection.execute(sql.DELETE_APP_STATE, app_name))
-        state_keys += _count(await connection.execute(sql.DELETE_APP_USER_STATES, app_name))
-        memories = _count(await connection.execute(sql.DELETE_APP_MEMORIES, app_name))
+        state_keys = row_count(await connection.execute(sql.DELETE_APP_STATE, app_name))
+        state_keys += row_count(await connection.execute(sql.DELETE_APP_USER_STATES, app_name))
+        memories = row_count(await connection.execute(sql.DELETE_APP_MEMORIES, app_name))
         await connection.execute(sql.DELETE_APP_FORGOTTEN, app_name)
-        threads = _count(await connection.execute(checkpoints.ERASE_APP_THREADS, app_name))
-        items = _count(await connection.execute(store_items.ERASE_APP_ITEMS, app_name))
+        threads = row_count(await connection.execute(checkpoints.ERASE_APP_THREADS, app_name))
+        items = row_count(await connection.execute(store_items.ERASE_APP_ITEMS, app_name))
     else:
         owner = (app_name, user_id)
-        state_keys = _count(await connection.execute(sql.DELETE_USER_STATE, *owner))
-        memories = _count(await connection.execute(sql.DELETE_USER_MEMORIES, *owner))
+        state_keys = row_count(await connection.execute(sql.DELETE_USER_STATE, *owner))
+        memories = row_count(await connection.execute(sql.DELETE_USER_MEMORIES, *owner))
         await connection.execute(sql.DELETE_USER_FORGOTTEN, *owner)
-        threads = _count(await connection.execute(checkpoints.ERASE_USER_THREADS, *owner))
-        items = _count(await connection.execute(store_items.ERASE_USER_ITEMS, *owner))
+        threads = row_count(await connection.execute(checkpoints.ERASE_USER_THREADS, *owner))
+        items = row_count(await connection.execute(store_items.ERASE_USER_ITEMS, *owner))
     return erased + Erased(
         state_keys=state_keys, memories=memories, threads=threads, store_items=items
     )
