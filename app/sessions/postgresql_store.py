@@ -6,8 +6,7 @@ costs far less client CPU per statement than SQLAlchemy's async layer
 
 import sys
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,7 +24,6 @@ from ..db.database_errors import (
 from ..db.migrations import SchemaNotCurrent
 from ..db.postgresql_connections import (
     PooledConnection,
-    PostgresConnections,
     asyncpg_dsn,
     discard,
     row_count,
@@ -36,10 +34,9 @@ from ..db.postgresql_statement import Statement
 from ..langgraph.checkpoints import postgresql as checkpoints
 from ..langgraph.store import postgresql as store_items
 from ..memory import postgresql_memory as memory
-from ..memory.candidates import gather_memory_candidates
-from ..memory.embedding import StoredVector
-from ..memory.store import MemoriesOf
+from ..memory.postgresql_memory import PostgresMemory
 from ..streams import postgresql_tombstones as tombstones
+from ..streams.postgresql_changes import PostgresChangeLog
 from . import forking
 from . import postgresql_statements as sql
 from .append_batches import AppendBatcher
@@ -47,21 +44,14 @@ from .directory_listing import directory_parameters
 from .domain import (
     ALL_SESSIONS,
     AppendNotApplied,
-    ChangeCursor,
-    ChangedSession,
-    EmbeddingBacklogCount,
     Erased,
     EventsRemoved,
     Expiry,
     ForkSource,
     ListedApp,
     ListedUser,
-    MemoryCandidates,
-    MemoryRecord,
     NewEvent,
     Popped,
-    Removal,
-    SessionChanges,
     SessionKey,
     SessionListing,
     SessionPosition,
@@ -72,8 +62,6 @@ from .domain import (
     SortOrder,
     StoredEvent,
     Swept,
-    UserChanges,
-    VectorQuery,
 )
 from .event_windows import ERASE_CANDIDATES, events_batch, events_within
 from .labels import Labels
@@ -82,9 +70,6 @@ from .state import ScopedDelta, StateDict
 from .state_sizes import entry_sizes, session_state_bytes, state_past_limit, state_too_large
 from .store import ForkOutcome
 
-# Rows per statement when memories are written or a session's events read
-# for memory: a long history is taken in bounded memory.
-MEMORY_BATCH = 500
 # Batch statements at the database at once, per process; appends arriving
 # meanwhile wait and form the next batch. (Appends sent by themselves, after
 # their session was found held, are not counted: they may wait for a lock.)
@@ -224,7 +209,7 @@ def _runs_singly(error: Exception) -> bool:
     return isinstance(error, asyncpg.PostgresError) and not is_database_unavailable(error)
 
 
-class PostgresStore(PostgresConnections):
+class PostgresStore(PostgresChangeLog, PostgresMemory):
     def __init__(
         self,
         pool: asyncpg.Pool,
@@ -445,43 +430,9 @@ class PostgresStore(PostgresConnections):
             await connection.execute(sql.DELETE_SESSION_EVENTS, *session)
             await connection.execute(sql.DELETE_SESSION, *session)
             if with_memories:
-                await connection.execute(sql.DELETE_SESSION_MEMORIES, *session)
+                await memory.delete_session_memories(connection, key)
             await tombstones.write(connection, [key], "deleted" if alive else "expired", now)
         return bool(alive)
-
-    async def read_user_changes(
-        self,
-        app_name: str,
-        user_id: str,
-        after_seq: int,
-        after: ChangeCursor,
-        limit: int,
-        now: float,
-    ) -> UserChanges:
-        # One snapshot: a session listed is newer than every tombstone read,
-        # and the horizon is this snapshot's.
-        async with (
-            self._connection() as connection,
-            connection.transaction(isolation="repeatable_read", readonly=True),
-        ):
-            horizon, next_change = await connection.fetchrow(sql.CHANGE_HORIZON)
-            gone, newest = await tombstones.read(connection, app_name, user_id, after_seq, limit)
-            rows = await connection.fetch(
-                sql.USER_CHANGES, app_name, user_id, *after, horizon, now, limit + 1
-            )
-            pending = len(rows) <= limit and bool(
-                await connection.fetchval(
-                    sql.CHANGES_PAST_HORIZON, app_name, user_id, horizon, next_change
-                )
-            )
-        page = [ChangedSession(row[0], row[1], row[2], row[3], row[4]) for row in rows]
-        return UserChanges(
-            gone, newest, page[:limit], len(page) > limit, horizon, next_change, pending
-        )
-
-    async def prune_tombstones(self, before: float) -> int:
-        async with self._connection() as connection:
-            return row_count(await connection.execute(tombstones.PRUNE, before))
 
     async def append_event(
         self,
@@ -675,36 +626,6 @@ class PostgresStore(PostgresConnections):
             rows = await connection.fetch(statement.text, *statement.columns(values))
         return [None if row[4] else row[:4] for row in rows]
 
-    async def read_changes(
-        self, key: SessionKey, after_revision: int, limit: int, max_bytes: int, now: float
-    ) -> SessionChanges | None:
-        session = (key.app_name, key.user_id, key.session_id)
-        # One snapshot: the events and removals agree with the revision.
-        async with (
-            self._connection() as connection,
-            connection.transaction(isolation="repeatable_read", readonly=True),
-        ):
-            found = await connection.fetchrow(sql.READ_REVISION, *session, now)
-            if found is None:
-                return None
-            rows = await connection.fetch(
-                sql.CHANGED_EVENTS, *session, after_revision, limit + 1, max_bytes
-            )
-            changed = [StoredEvent(seq, data) for seq, data in rows[:limit] if data is not None]
-            changes = SessionChanges(int(found[0]), found[1], changed, [], len(rows) > len(changed))
-            if changes.up_to - after_revision == len(changed):  # all were events
-                return changes
-            removals = await connection.fetch(
-                sql.READ_REMOVALS, *session, after_revision, changes.up_to
-            )
-        return SessionChanges(
-            changes.revision,
-            changes.expire_time,
-            changed,
-            [Removal(int(row[0]), json_codec.loads(row[1])) for row in removals],
-            changes.more,
-        )
-
     async def set_expiry(
         self, key: SessionKey, expiry: Expiry, expected_revision: int | None, now: float
     ) -> int | None:
@@ -851,147 +772,6 @@ class PostgresStore(PostgresConnections):
     @staticmethod
     async def _user_state(connection: asyncpg.Connection, app_name: str, user_id: str) -> StateDict:
         return dict(await connection.fetch(sql.READ_USER_STATE, app_name, user_id))
-
-    # -- memory --------------------------------------------------------------
-
-    @asynccontextmanager
-    async def _memory_write(self, app_name: str, user_id: str) -> AsyncIterator[asyncpg.Connection]:
-        """A transaction holding the user's memory lock: an add racing a
-        delete_memory cannot bring a deleted id back."""
-        async with self._transaction() as connection:
-            await memory.lock_user_memory(connection, app_name, user_id)
-            yield connection
-
-    async def ingest_session(
-        self, key: SessionKey, memories_of: MemoriesOf, now: float
-    ) -> int | None:
-        added = 0
-        session = (key.app_name, key.user_id, key.session_id)
-        async with self._memory_write(key.app_name, key.user_id) as connection:
-            # Locked for share until the memories are committed: a delete of
-            # the session (with its memories) waits, or this finds no session.
-            if await _read_session(connection, key, sql.READ_SESSION_FOR_SHARE, now) is None:
-                return None
-            after_seq = 0
-            while rows := await connection.fetch(
-                sql.EVENTS_AFTER, *session, after_seq, MEMORY_BATCH
-            ):
-                batch = [StoredEvent(seq, data) for seq, data in rows]
-                after_seq = batch[-1].seq
-                added += await memory.insert_memories(
-                    connection, key.app_name, key.user_id, memories_of(batch)
-                )
-        return added
-
-    async def add_memories(
-        self, app_name: str, user_id: str, records: Sequence[MemoryRecord]
-    ) -> int:
-        added = 0
-        async with self._memory_write(app_name, user_id) as connection:
-            for start in range(0, len(records), MEMORY_BATCH):
-                batch = records[start : start + MEMORY_BATCH]
-                added += await memory.insert_memories(connection, app_name, user_id, batch)
-        return added
-
-    async def replace_memories(
-        self, app_name: str, user_id: str, records: Sequence[MemoryRecord]
-    ) -> None:
-        async with self._memory_write(app_name, user_id) as connection:
-            for start in range(0, len(records), MEMORY_BATCH):
-                batch = records[start : start + MEMORY_BATCH]
-                await memory.replace_memories(connection, app_name, user_id, batch)
-
-    async def forget_memory(self, app_name: str, user_id: str, memory_id: str) -> None:
-        async with self._memory_write(app_name, user_id) as connection:
-            await memory.forget_memory(connection, app_name, user_id, memory_id)
-
-    async def search_memories(
-        self, app_name: str, user_id: str, question: str, limit: int, budget: int
-    ) -> list[MemoryRecord]:
-        async with self._connection() as connection:
-            return await memory.search(connection, app_name, user_id, question, limit, budget)
-
-    async def forget_user_memories(self, app_name: str, user_id: str) -> None:
-        async with self._memory_write(app_name, user_id) as connection:
-            await memory.delete_user_memories(connection, app_name, user_id)
-
-    async def memory_candidates(
-        self,
-        app_name: str,
-        user_id: str,
-        question: str,
-        keyword_limit: int,
-        query: VectorQuery | None,
-    ) -> MemoryCandidates:
-        return await gather_memory_candidates(
-            self._connection,
-            memory.keyword_ids,
-            memory.nearest,
-            app_name,
-            user_id,
-            question,
-            keyword_limit,
-            query,
-        )
-
-    async def read_memories(
-        self, app_name: str, user_id: str, ids: Sequence[int], budget: int
-    ) -> list[MemoryRecord]:
-        async with self._connection() as connection:
-            return await memory.read_memories(connection, app_name, user_id, ids, budget)
-
-    async def claim_memories_to_embed(
-        self,
-        model: str,
-        limit: int,
-        app_name: str | None,
-        user_id: str | None,
-        *,
-        now: float,
-        until: float,
-        max_tries: int,
-    ) -> list[tuple[int, str]]:
-        async with self._connection() as connection:
-            return await memory.claim_memories_to_embed(
-                connection,
-                model,
-                limit,
-                app_name,
-                user_id,
-                now=now,
-                until=until,
-                max_tries=max_tries,
-            )
-
-    async def release_memories_to_embed(self, ids: Sequence[int]) -> None:
-        if ids:
-            async with self._connection() as connection:
-                await memory.release_memories_to_embed(connection, ids)
-
-    async def refuse_memories_to_embed(self, ids: Sequence[int], retry_at: float) -> None:
-        if ids:
-            async with self._connection() as connection:
-                await memory.refuse_memories_to_embed(connection, ids, retry_at)
-
-    async def retry_refused_embeddings(
-        self, model: str, app_name: str | None, user_id: str | None
-    ) -> int:
-        async with self._connection() as connection:
-            return await memory.retry_refused_embeddings(connection, model, app_name, user_id)
-
-    async def count_memories_to_embed(
-        self, model: str, app_name: str | None, user_id: str | None, max_tries: int
-    ) -> EmbeddingBacklogCount:
-        async with self._connection() as connection:
-            return await memory.count_memories_to_embed(
-                connection, model, app_name, user_id, max_tries
-            )
-
-    async def store_embeddings(
-        self, model: str, vectors: Sequence[tuple[int, StoredVector]]
-    ) -> None:
-        async with self._connection() as connection:
-            await memory.store_embeddings(connection, model, vectors)
 
     # -- erasure -------------------------------------------------------------
     # One transaction over every feature's tables (app.lifecycle.tables): a
@@ -1145,7 +925,7 @@ async def _delete_if_expired(
     await connection.execute(sql.DELETE_SESSION_EVENTS, *session)
     await connection.execute(sql.DELETE_SESSION, *session)
     if with_memories:
-        await connection.execute(sql.DELETE_SESSION_MEMORIES, *session)
+        await memory.delete_session_memories(connection, key)
     await tombstones.write(connection, [key], "expired", now)
     return True
 
