@@ -9,11 +9,12 @@ import asyncpg
 from ..db.postgresql_connections import PostgresConnections, row_count
 from ..langgraph.checkpoints import postgresql as checkpoints
 from ..langgraph.store import postgresql as store_items
+from ..memory import postgresql_statements as memory_sql
 from ..memory.postgresql_memory import lock_user_memory
-from ..sessions import postgresql_statements as sql
 from ..sessions.domain import Erased, SessionKey, Swept
 from ..sessions.event_windows import ERASE_CANDIDATES, events_batch
 from ..streams import postgresql_tombstones as tombstones
+from . import postgresql_statements as sql
 
 
 class PostgresLifecycle(PostgresConnections):
@@ -120,8 +121,8 @@ async def _erase(
     else:
         owner = (app_name, user_id)
         state_keys = row_count(await connection.execute(sql.DELETE_USER_STATE, *owner))
-        memories = row_count(await connection.execute(sql.DELETE_USER_MEMORIES, *owner))
-        await connection.execute(sql.DELETE_USER_FORGOTTEN, *owner)
+        memories = row_count(await connection.execute(memory_sql.DELETE_USER_MEMORIES, *owner))
+        await connection.execute(memory_sql.DELETE_USER_FORGOTTEN, *owner)
         threads = row_count(await connection.execute(checkpoints.ERASE_USER_THREADS, *owner))
         items = row_count(await connection.execute(store_items.ERASE_USER_ITEMS, *owner))
     return erased + Erased(

@@ -8,7 +8,6 @@ from contextlib import asynccontextmanager
 import asyncpg
 
 from ..db.postgresql_connections import PostgresConnections, row_count
-from ..sessions import postgresql_statements as sql
 from ..sessions.domain import (
     EmbeddingBacklogCount,
     MemoryCandidates,
@@ -17,6 +16,8 @@ from ..sessions.domain import (
     StoredEvent,
     VectorQuery,
 )
+from ..sessions.postgresql_statements import READ_SESSION_FOR_SHARE
+from . import postgresql_statements as sql
 from .candidates import gather_memory_candidates
 from .embedding import StoredVector
 from .search_text import query_terms, search_text
@@ -44,7 +45,7 @@ class PostgresMemory(PostgresConnections):
         async with self._memory_write(key.app_name, key.user_id) as connection:
             # Locked for share until the memories are committed: a delete of
             # the session (with its memories) waits, or this finds no session.
-            if await connection.fetchrow(sql.READ_SESSION_FOR_SHARE, *session, now) is None:
+            if await connection.fetchrow(READ_SESSION_FOR_SHARE, *session, now) is None:
                 return None
             after_seq = 0
             while rows := await connection.fetch(

@@ -4,7 +4,6 @@ sessions by change number)."""
 
 from ..core import json_codec
 from ..db.postgresql_connections import PostgresConnections, row_count
-from ..sessions import postgresql_statements as sql
 from ..sessions.domain import (
     ChangeCursor,
     ChangedSession,
@@ -14,6 +13,7 @@ from ..sessions.domain import (
     StoredEvent,
     UserChanges,
 )
+from . import postgresql_statements as sql
 from . import postgresql_tombstones as tombstones
 
 
