@@ -18,6 +18,7 @@ from ..db.postgresql_connections import (
     skip_session_reset,
     use_json_codecs,
 )
+from ..db.postgresql_statement import Statement
 from ..lifecycle.postgresql_lifecycle import PostgresLifecycle
 from ..memory.postgresql_memory import PostgresMemory, delete_session_memories
 from ..sessions.domain import SessionKey, TombstoneKind
@@ -31,13 +32,13 @@ from ..streams import postgresql_tombstones as tombstones
 from ..streams.postgresql_changes import PostgresChangeLog
 
 # The schema's revision; None (no table) for an empty database.
-SCHEMA_REVISION = "SELECT version_num FROM alembic_version"
+SCHEMA_REVISION = Statement.of("SELECT version_num FROM alembic_version")
 # A standby, or a server set read-only: it takes no writes.
-IS_READ_ONLY = "SELECT current_setting('transaction_read_only') = 'on'"
+IS_READ_ONLY = Statement.of("SELECT current_setting('transaction_read_only') = 'on'")
 # Seconds a replica's replay is behind its primary. One that has replayed all
 # it received is not behind, however old its last replayed transaction (an
 # idle primary sends none); one not in recovery is a primary (promoted).
-REPLAY_LAG = """
+REPLAY_LAG = Statement.of("""
 SELECT CASE
     WHEN NOT pg_is_in_recovery() THEN 0.0
     WHEN pg_last_wal_receive_lsn() = pg_last_wal_replay_lsn() THEN 0.0
@@ -45,7 +46,7 @@ SELECT CASE
         extract(epoch FROM now() - pg_last_xact_replay_timestamp())::float8, 'Infinity'
     )
 END
-"""
+""")
 
 
 class PostgresStore(PostgresSessions, PostgresChangeLog, PostgresMemory, PostgresLifecycle):
@@ -120,13 +121,13 @@ class PostgresStore(PostgresSessions, PostgresChangeLog, PostgresMemory, Postgre
         primary is reachable, as during a failover."""
         try:
             async with self._connection() as connection:
-                if await connection.fetchval(IS_READ_ONLY):
+                if await connection.fetchval(IS_READ_ONLY.text):
                     await discard(self.pool, connection)
                     raise DatabaseUnavailable(
                         "the database server is read-only (a standby): no primary is reachable"
                     )
                 try:
-                    revision = await connection.fetchval(SCHEMA_REVISION)
+                    revision = await connection.fetchval(SCHEMA_REVISION.text)
                 except asyncpg.UndefinedTableError:
                     revision = None
             migrations.require_revision_current(revision)
@@ -141,7 +142,7 @@ class PostgresStore(PostgresSessions, PostgresChangeLog, PostgresMemory, Postgre
         """How far behind its primary this server's replay is (0 for a
         primary; infinity for a replica that never replayed a transaction)."""
         async with self._connection() as connection:
-            return float(await connection.fetchval(REPLAY_LAG))
+            return float(await connection.fetchval(REPLAY_LAG.text))
 
     async def close(self) -> None:
         await self.pool.close()

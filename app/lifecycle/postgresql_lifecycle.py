@@ -3,16 +3,19 @@
 sessions, over every feature's tables (app.lifecycle.tables)."""
 
 import time
+from typing import Any
 
 import asyncpg
 
 from ..db.postgresql_connections import PostgresConnections, row_count
+from ..db.postgresql_statement import Statement
 from ..langgraph.checkpoints import postgresql as checkpoints
 from ..langgraph.store import postgresql as store_items
 from ..memory import postgresql_statements as memory_sql
 from ..memory.postgresql_memory import lock_user_memory
 from ..sessions.domain import Erased, SessionKey, Swept
 from ..sessions.event_windows import ERASE_CANDIDATES, events_batch
+from ..sessions.postgresql_statements import session_values
 from ..streams import postgresql_tombstones as tombstones
 from . import postgresql_statements as sql
 
@@ -49,7 +52,7 @@ class PostgresLifecycle(PostgresConnections):
         swept: Swept | None = None
         while True:
             async with self._transaction() as connection:
-                if not await connection.fetchval(sql.TRY_SWEEP_LOCK):
+                if not await connection.fetchval(sql.TRY_SWEEP_LOCK.text):
                     return swept
                 batch = await _sweep_batch(connection, now, batch_events, with_memories)
             if batch is None:
@@ -61,7 +64,8 @@ class PostgresLifecycle(PostgresConnections):
 
     async def count_expired(self, now: float) -> int:
         async with self._connection() as connection:
-            return int(await connection.fetchval(sql.EXPIRED_COUNT, now))
+            count = sql.EXPIRED_COUNT
+            return int(await connection.fetchval(count.text, *count.arguments({"now": now})))
 
 
 async def _sweep_batch(
@@ -70,20 +74,26 @@ async def _sweep_batch(
     """One transaction's sweep (the caller's): the next expired sessions
     holding at most `batch_events` events (a bigger one alone), deleted
     whole; None when none is left."""
-    candidates = await connection.fetch(sql.EXPIRED_SESSIONS, now, ERASE_CANDIDATES)
-    sized = [((row[0], row[1], row[2]), row[3]) for row in candidates]
-    batch = events_batch(sized, batch_events)
-    if not batch:
+    expired = sql.EXPIRED_SESSIONS
+    candidates = await connection.fetch(
+        expired.text, *expired.arguments({"now": now, "limit": ERASE_CANDIDATES})
+    )
+    sized = [
+        (SessionKey(row["app_name"], row["user_id"], row["id"]), row["revision"])
+        for row in candidates
+    ]
+    keys = events_batch(sized, batch_events)
+    if not keys:
         return None
-    columns = [list(column) for column in zip(*batch, strict=True)]
-    events = row_count(await connection.execute(sql.DELETE_EVENTS_OF_ANY_SESSIONS, *columns))
-    sessions = row_count(await connection.execute(sql.DELETE_ANY_SESSIONS, *columns))
-    memories = 0
-    if with_memories:
-        memories = row_count(
-            await connection.execute(sql.DELETE_MEMORIES_OF_ANY_SESSIONS, *columns)
-        )
-    keys = [SessionKey(*key) for key in batch]
+    sessions_of = [session_values(key) for key in keys]
+
+    async def delete(statement: Statement) -> int:
+        """The rows of the batch's sessions `statement` deletes."""
+        return row_count(await connection.execute(statement.text, *statement.columns(sessions_of)))
+
+    events = await delete(sql.DELETE_EVENTS_OF_ANY_SESSIONS)
+    sessions = await delete(sql.DELETE_ANY_SESSIONS)
+    memories = await delete(sql.DELETE_MEMORIES_OF_ANY_SESSIONS) if with_memories else 0
     await tombstones.write(connection, keys, "expired", now)
     return Swept(sessions, events, memories), keys
 
@@ -96,35 +106,52 @@ async def _erase(
     statements of at most `batch_events` events (sessions created meanwhile
     included), each leaving a tombstone, collapsed at the end."""
     erased = Erased()
+    erasable = sql.ERASABLE_SESSIONS
+    scope = {"app_name": app_name, "user_id": user_id}
+
+    async def delete(statement: Statement, values: dict[str, Any]) -> int:
+        return row_count(await connection.execute(statement.text, *statement.arguments(values)))
+
     while True:
         candidates = await connection.fetch(
-            sql.ERASABLE_SESSIONS, app_name, user_id, ERASE_CANDIDATES
+            erasable.text, *erasable.arguments({**scope, "limit": ERASE_CANDIDATES})
         )
-        batch = events_batch([((row[0], row[1]), row[2]) for row in candidates], batch_events)
-        if not batch:
+        keys = events_batch(
+            [
+                (SessionKey(app_name, row["user_id"], row["id"]), row["revision"])
+                for row in candidates
+            ],
+            batch_events,
+        )
+        if not keys:
             break
-        users = [user for user, _ in batch]
-        ids = [session_id for _, session_id in batch]
-        events = await connection.execute(sql.DELETE_EVENTS_OF_SESSIONS, app_name, users, ids)
-        sessions = await connection.execute(sql.DELETE_SESSIONS, app_name, users, ids)
-        erased_keys = [SessionKey(app_name, user, id_) for user, id_ in batch]
-        await tombstones.write(connection, erased_keys, "deleted", time.time())
-        erased += Erased(sessions=row_count(sessions), events=row_count(events))
+        sessions_of = {
+            "app_name": app_name,
+            "user_ids": [key.user_id for key in keys],
+            "session_ids": [key.session_id for key in keys],
+        }
+        events = await delete(sql.DELETE_EVENTS_OF_SESSIONS, sessions_of)
+        sessions = await delete(sql.DELETE_SESSIONS, sessions_of)
+        await tombstones.write(connection, keys, "deleted", time.time())
+        erased += Erased(sessions=sessions, events=events)
     await tombstones.collapse(connection, app_name, user_id, time.time())
+    # LangGraph's statements are written with `$n` parameters, in its own order.
     if user_id is None:
-        state_keys = row_count(await connection.execute(sql.DELETE_APP_STATE, app_name))
-        state_keys += row_count(await connection.execute(sql.DELETE_APP_USER_STATES, app_name))
-        memories = row_count(await connection.execute(sql.DELETE_APP_MEMORIES, app_name))
-        await connection.execute(sql.DELETE_APP_FORGOTTEN, app_name)
+        app = {"app_name": app_name}
+        state_keys = await delete(sql.DELETE_APP_STATE, app)
+        state_keys += await delete(sql.DELETE_APP_USER_STATES, app)
+        memories = await delete(sql.DELETE_APP_MEMORIES, app)
+        await delete(sql.DELETE_APP_FORGOTTEN, app)
         threads = row_count(await connection.execute(checkpoints.ERASE_APP_THREADS, app_name))
         items = row_count(await connection.execute(store_items.ERASE_APP_ITEMS, app_name))
     else:
-        owner = (app_name, user_id)
-        state_keys = row_count(await connection.execute(sql.DELETE_USER_STATE, *owner))
-        memories = row_count(await connection.execute(memory_sql.DELETE_USER_MEMORIES, *owner))
-        await connection.execute(memory_sql.DELETE_USER_FORGOTTEN, *owner)
-        threads = row_count(await connection.execute(checkpoints.ERASE_USER_THREADS, *owner))
-        items = row_count(await connection.execute(store_items.ERASE_USER_ITEMS, *owner))
+        state_keys = await delete(sql.DELETE_USER_STATE, scope)
+        memories = await delete(memory_sql.DELETE_USER_MEMORIES, scope)
+        await delete(memory_sql.DELETE_USER_FORGOTTEN, scope)
+        threads = row_count(
+            await connection.execute(checkpoints.ERASE_USER_THREADS, app_name, user_id)
+        )
+        items = row_count(await connection.execute(store_items.ERASE_USER_ITEMS, app_name, user_id))
     return erased + Erased(
         state_keys=state_keys, memories=memories, threads=threads, store_items=items
     )

@@ -19,6 +19,7 @@ from . import postgresql_statements as sql
 from .append_batches import AppendBatcher
 from .domain import AppendNotApplied, Expiry, NewEvent, SessionKey
 from .labels import Labels
+from .postgresql_statements import session_values
 from .state import ScopedDelta, StateDict
 from .state_sizes import entry_sizes, session_state_bytes, state_past_limit
 
@@ -140,14 +141,17 @@ def as_is(value: Any) -> Any:
     return value
 
 
-def _applied_revision(row: Sequence[Any], max_state_bytes: int) -> int:
+def _applied_revision(row: asyncpg.Record, max_state_bytes: int) -> int:
     """The revision an append statement's row reports; AppendNotApplied
     (saying which scope, when one would pass the limit) when it wrote nothing."""
-    revision, app_bytes, user_bytes, session_bytes = row
+    revision = row["revision"]
     if revision is not None:
         return int(revision)
     too_large = state_past_limit(
-        max_state_bytes, app=app_bytes, user=user_bytes, session=session_bytes
+        max_state_bytes,
+        app=row["app_bytes"],
+        user=row["user_bytes"],
+        session=row["session_bytes"],
     )
     if too_large is not None:
         raise AppendNotApplied("state too large", state_error=too_large)
@@ -215,20 +219,17 @@ class PostgresAppends(PostgresConnections):
                 row = await connection.fetchrow(
                     statement.text, *statement.arguments(append.values(as_is))
                 )
-                revision = _applied_revision(row[:4], change.max_state_bytes)
-                key = change.key
-                await connection.execute(
-                    sql.SET_LABELS,
-                    key.app_name,
-                    key.user_id,
-                    key.session_id,
-                    change.now,
-                    labels or None,
-                    False,
-                    None,
-                    None,
-                    revision,
+                revision = _applied_revision(row, change.max_state_bytes)
+                values = session_values(
+                    change.key,
+                    now=change.now,
+                    labels=labels or None,
+                    replace_expiry=False,
+                    ttl_seconds=None,
+                    expire_time=None,
+                    expected=revision,
                 )
+                await connection.execute(sql.SET_LABELS.text, *sql.SET_LABELS.arguments(values))
         except asyncpg.UniqueViolationError as error:
             raise AppendNotApplied("event id already stored") from error
         return revision
@@ -255,37 +256,36 @@ class PostgresAppends(PostgresConnections):
                 )
         except asyncpg.UniqueViolationError as error:
             raise AppendNotApplied("event id already stored") from error
-        return _applied_revision(row[:4], max_state_bytes)
+        return _applied_revision(row, max_state_bytes)
 
-    async def _append_one(self, append: _Append) -> Sequence[Any]:
+    async def _append_one(self, append: _Append) -> asyncpg.Record:
         """One append in one statement, waiting for its session if another
         transaction holds it: its row (revision or why not)."""
-        row = await self._append_alone(append, sql.APPEND)
-        return row[:4]
+        return await self._append_alone(append, sql.APPEND)
 
     async def _append_alone(
         self, append: _Append, statement: Statement, pool: asyncpg.Pool | None = None
-    ) -> Sequence[Any]:
+    ) -> asyncpg.Record:
         try:
             async with PooledConnection(pool or self.pool, self.timeout) as connection:
-                row: Sequence[Any] = await connection.fetchrow(
+                row: asyncpg.Record = await connection.fetchrow(
                     statement.text, *statement.arguments(append.values(as_is))
                 )
         except asyncpg.UniqueViolationError as error:
             raise AppendNotApplied("event id already stored") from error
         return row
 
-    async def _append_batch(self, appends: list[_Append]) -> list[Sequence[Any] | None]:
+    async def _append_batch(self, appends: list[_Append]) -> list[asyncpg.Record | None]:
         """Appends in one statement: their rows, in order; None for one whose
         session another transaction held (to be sent by itself, waiting).
         A lone append takes the single statement (a smaller plan)."""
         if len(appends) == 1:
             row = await self._append_alone(appends[0], sql.APPEND_UNLESS_HELD, self.batch_pool)
-            return [None if row[4] else row[:4]]
+            return [None if row["held_elsewhere"] else row]
         statement = sql.APPEND_BATCH
         # One array per parameter, an element per append.
         values = [append.values(json_codec.dumps_for_jsonb) for append in appends]
         pool = self.batch_pool if len(appends) <= KEPT_PLAN_ITEMS else self.pool
         async with PooledConnection(pool, self.timeout) as connection:
             rows = await connection.fetch(statement.text, *statement.columns(values))
-        return [None if row[4] else row[:4] for row in rows]
+        return [None if row["held_elsewhere"] else row for row in rows]

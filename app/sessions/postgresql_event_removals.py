@@ -6,7 +6,9 @@ import asyncpg
 
 from ..db.postgresql_connections import PostgresConnections
 from . import postgresql_statements as sql
-from .domain import EventsRemoved, Popped, SessionKey, SessionRow, SessionSnapshot, StoredEvent
+from .domain import EventsRemoved, Popped, SessionKey, SessionSnapshot, StoredEvent
+from .postgresql_session_rows import session_row
+from .postgresql_statements import session_values
 from .state import StateDict
 
 
@@ -14,23 +16,23 @@ class PostgresEventRemovals(PostgresConnections):
     async def newest_kept_seq(
         self, key: SessionKey, remove_count: int, now: float
     ) -> tuple[int, int] | None:
+        statement = sql.NEWEST_KEPT_SEQ
+        values = session_values(key, count=remove_count, now=now)
         async with self._connection() as connection:
-            row = await connection.fetchrow(
-                sql.NEWEST_KEPT_SEQ, key.app_name, key.user_id, key.session_id, remove_count, now
-            )
-        return None if row is None else (int(row[0]), int(row[1]))
+            row = await connection.fetchrow(statement.text, *statement.arguments(values))
+        return None if row is None else (int(row["revision"]), int(row["kept_seq"]))
 
     async def newest_events(
         self, key: SessionKey, count: int, now: float
     ) -> tuple[int, list[StoredEvent]] | None:
+        statement = sql.NEWEST_EVENTS
+        values = session_values(key, count=count, now=now)
         async with self._connection() as connection:
-            rows = await connection.fetch(
-                sql.NEWEST_EVENTS, key.app_name, key.user_id, key.session_id, count, now
-            )
+            rows = await connection.fetch(statement.text, *statement.arguments(values))
         if not rows:
             return None
-        found = [StoredEvent(row[1], row[2]) for row in rows if row[1] is not None]
-        return int(rows[0][0]), found[::-1]
+        found = [StoredEvent(row["seq"], row["data"]) for row in rows if row["seq"] is not None]
+        return int(rows[0]["revision"]), found[::-1]
 
     async def remove_events(
         self,
@@ -40,18 +42,13 @@ class PostgresEventRemovals(PostgresConnections):
         state: StateDict | None,
         now: float,
     ) -> EventsRemoved | None:
+        statement = sql.REMOVE_EVENTS
+        values = session_values(
+            key, after_seq=after_seq, expected=expected_revision, now=now, state=state
+        )
         async with self._connection() as connection:
-            row = await connection.fetchrow(
-                sql.REMOVE_EVENTS,
-                key.app_name,
-                key.user_id,
-                key.session_id,
-                after_seq,
-                expected_revision,
-                now,
-                state,
-            )
-        return None if row is None else EventsRemoved(int(row[0]), int(row[1]))
+            row = await connection.fetchrow(statement.text, *statement.arguments(values))
+        return None if row is None else EventsRemoved(int(row["revision"]), int(row["removed"]))
 
     async def pop_newest(
         self,
@@ -62,15 +59,9 @@ class PostgresEventRemovals(PostgresConnections):
         now: float,
     ) -> Popped | None:
         statement = sql.POP_NEWEST
-        values = {
-            "app_name": key.app_name,
-            "user_id": key.user_id,
-            "session_id": key.session_id,
-            "count": count,
-            "now": now,
-            "expected": expected_revision,
-            "max_bytes": max_bytes,
-        }
+        values = session_values(
+            key, count=count, now=now, expected=expected_revision, max_bytes=max_bytes
+        )
         try:
             async with self._connection() as connection:
                 row = await connection.fetchrow(statement.text, *statement.arguments(values))
@@ -83,18 +74,9 @@ class PostgresEventRemovals(PostgresConnections):
             return Popped(found[0], found[1], None, None, changes_state=True)
         if row is None:
             return None
-        revision, changes_state, state, after_revision, update_time, expire_time, labels = row[:7]
-        app_state, user_state, texts, seqs, removed = row[7:]
-        session = SessionRow(
-            key.app_name,
-            key.user_id,
-            key.session_id,
-            state,
-            after_revision,
-            update_time,
-            expire_time,
-            labels or {},
+        seqs, texts = row["seqs"] or (), row["events"] or ()
+        events = [StoredEvent(seq, data) for seq, data in zip(seqs, texts, strict=True)]
+        snapshot = SessionSnapshot(
+            session_row(key, row), row["app_state"] or {}, row["user_state"] or {}, "", 0
         )
-        events = [StoredEvent(seq, data) for seq, data in zip(seqs or (), texts or (), strict=True)]
-        snapshot = SessionSnapshot(session, app_state or {}, user_state or {}, "", 0)
-        return Popped(revision, events, removed, snapshot, changes_state)
+        return Popped(row["read_revision"], events, row["removed"], snapshot, row["changes_state"])

@@ -10,6 +10,7 @@ from . import postgresql_statements as sql
 from .domain import Expiry, ForkSource, SessionKey, StoredEvent
 from .labels import Labels
 from .postgresql_session_deletion import PostgresSessionDeletion
+from .postgresql_statements import session_values
 from .state import StateDict
 from .state_sizes import session_state_bytes
 from .store import ForkOutcome
@@ -17,29 +18,24 @@ from .store import ForkOutcome
 
 class PostgresForks(PostgresSessionDeletion):
     async def read_initial_state(self, key: SessionKey, now: float) -> StateDict | None:
+        statement = sql.INITIAL_STATE
         async with self._connection() as connection:
             row = await connection.fetchrow(
-                sql.INITIAL_STATE, key.app_name, key.user_id, key.session_id, now
+                statement.text, *statement.arguments(session_values(key, now=now))
             )
-        if row is None or not row[0]:
+        if row is None or not row["has_initial_state"]:
             return None
-        state: StateDict = row[1]
+        state: StateDict = row["initial_state"]
         return state
 
     async def read_events(
         self, key: SessionKey, after_seq: int, up_to_seq: int, limit: int
     ) -> list[StoredEvent]:
+        statement = sql.EVENTS_BETWEEN
+        values = session_values(key, after_seq=after_seq, up_to_seq=up_to_seq, limit=limit)
         async with self._connection() as connection:
-            rows = await connection.fetch(
-                sql.EVENTS_BETWEEN,
-                key.app_name,
-                key.user_id,
-                key.session_id,
-                after_seq,
-                up_to_seq,
-                limit,
-            )
-        return [StoredEvent(seq, data) for seq, data in rows]
+            rows = await connection.fetch(statement.text, *statement.arguments(values))
+        return [StoredEvent(row["seq"], row["data"]) for row in rows]
 
     async def fork_session(
         self,
@@ -69,11 +65,20 @@ class _ForkStatements:
     storage: PostgresSessionDeletion
 
     async def lock_source(self, key: SessionKey, now: float) -> forking.LockedSource | None:
-        found = await self.connection.fetchrow(sql.FORK_SOURCE, *_session_of(key), now)
-        return None if found is None else forking.LockedSource(*found)
+        statement = sql.FORK_SOURCE
+        found = await self.connection.fetchrow(
+            statement.text, *statement.arguments(session_values(key, now=now))
+        )
+        if found is None:
+            return None
+        return forking.LockedSource(
+            found["state"], found["revision"], found["initial_state"], found["labels"]
+        )
 
     async def event_exists(self, key: SessionKey, seq: int) -> bool:
-        return bool(await self.connection.fetchval(sql.EVENT_AT_SEQ, *_session_of(key), seq))
+        statement = sql.EVENT_AT_SEQ
+        values = session_values(key, seq=seq)
+        return bool(await self.connection.fetchval(statement.text, *statement.arguments(values)))
 
     async def insert_fork(
         self,
@@ -85,15 +90,19 @@ class _ForkStatements:
         expiry: Expiry,
         labels: Labels,
     ) -> bool:
-        values = (state, source.initial_state, session_state_bytes(state), revision, now)
-        created = await self.connection.fetchval(
-            sql.INSERT_FORK,
-            *_session_of(key),
-            *values,
-            expiry.time_after(now),
-            expiry.ttl_seconds,
-            labels or None,
+        statement = sql.INSERT_FORK
+        values = session_values(
+            key,
+            state=state,
+            initial_state=source.initial_state,
+            state_bytes=session_state_bytes(state),
+            revision=revision,
+            now=now,
+            expire_time=expiry.time_after(now),
+            ttl_seconds=expiry.ttl_seconds,
+            labels=labels or None,
         )
+        created = await self.connection.fetchval(statement.text, *statement.arguments(values))
         return created is not None
 
     async def delete_if_expired(self, key: SessionKey, now: float, with_memories: bool) -> bool:
@@ -102,10 +111,8 @@ class _ForkStatements:
     async def copy_events(
         self, source: SessionKey, session_id: str, after_seq: int, up_to_seq: int
     ) -> None:
-        await self.connection.execute(
-            sql.COPY_EVENTS, *_session_of(source), after_seq, up_to_seq, session_id
+        statement = sql.COPY_EVENTS
+        values = session_values(
+            source, after_seq=after_seq, up_to_seq=up_to_seq, fork_id=session_id
         )
-
-
-def _session_of(key: SessionKey) -> tuple[str, str, str]:
-    return key.app_name, key.user_id, key.session_id
+        await self.connection.execute(statement.text, *statement.arguments(values))

@@ -14,6 +14,7 @@ import asyncpg
 from ..db.postgresql_connections import PostgresConnections
 from . import postgresql_statements as sql
 from .domain import SessionKey, TombstoneKind
+from .postgresql_statements import session_values
 
 
 class PostgresSessionDeletion(PostgresConnections, ABC):
@@ -22,8 +23,9 @@ class PostgresSessionDeletion(PostgresConnections, ABC):
     ) -> bool:
         """Deletes the session with its events if it is expired (inside the
         caller's transaction, which takes its id); False if it is not."""
-        session = (key.app_name, key.user_id, key.session_id)
-        if await connection.fetchval(sql.LOCK_EXPIRED_SESSION, *session, now) is None:
+        lock = sql.LOCK_EXPIRED_SESSION
+        found = await connection.fetchval(lock.text, *lock.arguments(session_values(key, now=now)))
+        if found is None:
             return False
         await self._delete_locked_session(connection, key, "expired", now, with_memories)
         return True
@@ -38,9 +40,9 @@ class PostgresSessionDeletion(PostgresConnections, ABC):
     ) -> None:
         """The session the caller's transaction has locked, with its events
         and what other features keep of it."""
-        session = (key.app_name, key.user_id, key.session_id)
-        await connection.execute(sql.DELETE_SESSION_EVENTS, *session)
-        await connection.execute(sql.DELETE_SESSION, *session)
+        session = session_values(key)
+        for statement in (sql.DELETE_SESSION_EVENTS, sql.DELETE_SESSION):
+            await connection.execute(statement.text, *statement.arguments(session))
         await self._delete_with_session(connection, key, kind, now, with_memories=with_memories)
 
     @abstractmethod

@@ -30,6 +30,8 @@ from .labels import Labels
 from .postgresql_appends import PostgresAppends, as_is, shared_change
 from .postgresql_event_removals import PostgresEventRemovals
 from .postgresql_forks import PostgresForks
+from .postgresql_session_rows import read_session_row, session_row
+from .postgresql_statements import session_values
 from .session_listing import label_guard_parameters, listing_key, listing_parameters, parse_horizon
 from .state import ScopedDelta, StateDict
 from .state_sizes import session_state_bytes, state_past_limit, state_too_large
@@ -50,22 +52,32 @@ class PostgresSessions(PostgresAppends, PostgresEventRemovals, PostgresForks):
         size = session_state_bytes(delta.session)
         if size > max_state_bytes:
             raise state_too_large("session", size, max_state_bytes)
-        session = (key.app_name, key.user_id, key.session_id)
-        expires = (expiry.time_after(now), expiry.ttl_seconds)
-        values = (delta.session, size, now, *expires, labels or None)
+        insert = sql.INSERT_SESSION
+        arguments = insert.arguments(
+            session_values(
+                key,
+                state=delta.session,
+                state_bytes=size,
+                now=now,
+                expire_time=expiry.time_after(now),
+                ttl_seconds=expiry.ttl_seconds,
+                labels=labels or None,
+            )
+        )
         async with self._transaction() as connection:
-            created = await connection.fetchval(sql.INSERT_SESSION, *session, *values)
+            created = await connection.fetchval(insert.text, *arguments)
             if created is None:
                 if not await self._delete_if_expired(connection, key, now, forget_expired_memories):
                     return None
-                await connection.fetchval(sql.INSERT_SESSION, *session, *values)
+                await connection.fetchval(insert.text, *arguments)
             if delta.app or delta.user:
                 shared = shared_change(key, delta, max_state_bytes, as_is)
                 sizes = await connection.fetchrow(
                     sql.WRITE_SHARED_STATE.text, *sql.WRITE_SHARED_STATE.arguments(shared)
                 )
-                app_bytes, user_bytes = sizes
-                too_large = state_past_limit(max_state_bytes, app=app_bytes, user=user_bytes)
+                too_large = state_past_limit(
+                    max_state_bytes, app=sizes["app_bytes"], user=sizes["user_bytes"]
+                )
                 if too_large is not None:
                     raise too_large
             return SharedScopes(
@@ -81,35 +93,27 @@ class PostgresSessions(PostgresAppends, PostgresEventRemovals, PostgresForks):
         max_events_bytes: int,
         now: float,
     ) -> SessionSnapshot | None:
+        statement = sql.SNAPSHOT
+        values = session_values(
+            key,
+            after_timestamp=after_timestamp,
+            limit=limit,
+            max_events_bytes=max_events_bytes,
+            now=now,
+        )
         async with self._connection() as connection:
-            row = await connection.fetchrow(
-                sql.SNAPSHOT,
-                key.app_name,
-                key.user_id,
-                key.session_id,
-                after_timestamp,
-                limit,
-                max_events_bytes,
-                now,
-            )
+            row = await connection.fetchrow(statement.text, *statement.arguments(values))
         if row is None:
             return None
-        state, revision, update_time, expire_time, labels, app_state, user_state = row[:7]
-        events_bytes, events_json = row[7:]
-        session = SessionRow(
-            key.app_name,
-            key.user_id,
-            key.session_id,
-            state,
-            revision,
-            update_time,
-            expire_time,
-            labels or {},
-        )
+        events_bytes, events_json = row["events_bytes"], row["events"]
         if events_bytes <= max_events_bytes:
             events_json = events_json or ""
         return SessionSnapshot(
-            session, app_state or {}, user_state or {}, events_json, int(events_bytes)
+            session_row(key, row),
+            row["app_state"] or {},
+            row["user_state"] or {},
+            events_json,
+            int(events_bytes),
         )
 
     async def page_sessions(
@@ -129,13 +133,22 @@ class PostgresSessions(PostgresAppends, PostgresEventRemovals, PostgresForks):
         async with self._connection() as connection:
             rows = await connection.fetch(statement.text, *statement.arguments(values))
             page = [
-                SessionRow(app_name, row[0], row[1], row[2], row[3], row[4], row[5], row[6] or {})
+                SessionRow(
+                    app_name,
+                    row["user_id"],
+                    row["id"],
+                    row["state"],
+                    row["revision"],
+                    row["update_time"],
+                    row["expire_time"],
+                    row["labels"] or {},
+                )
                 for row in rows
             ]
-            fetched = rows[-1][7] if rows else 0
+            fetched = rows[-1]["fetched"] if rows else 0
             horizon = after.horizon if after is not None else None
             if after is None and rows:
-                horizon = parse_horizon(rows[-1][8])
+                horizon = parse_horizon(rows[-1]["horizon"])
             if len(page) > limit:
                 page, more = page[:limit], True
             else:
@@ -145,8 +158,11 @@ class PostgresSessions(PostgresAppends, PostgresEventRemovals, PostgresForks):
                 return SessionListing(page, {}, {}, more, horizon)
             users = sorted({row.user_id for row in page})
             user_states: dict[str, StateDict] = {user: {} for user in users}
-            for user, name, value in await connection.fetch(sql.READ_USER_STATES, app_name, users):
-                user_states[user][name] = value
+            states = sql.READ_USER_STATES
+            for row in await connection.fetch(
+                states.text, *states.arguments({"app_name": app_name, "user_ids": users})
+            ):
+                user_states[row["user_id"]][row["key"]] = row["value"]
             app_state = await self._app_state(connection, app_name)
         return SessionListing(page, app_state, user_states, more, horizon)
 
@@ -159,7 +175,7 @@ class PostgresSessions(PostgresAppends, PostgresEventRemovals, PostgresForks):
             values["allowed"] = sorted(allowed)
         async with self._connection() as connection:
             rows = await connection.fetch(statement.text, *statement.arguments(values))
-        apps = [ListedApp(row[0], int(row[1])) for row in rows]
+        apps = [ListedApp(row["app_name"], int(row["sessions"])) for row in rows]
         return apps[:limit], len(apps) > limit
 
     async def page_users(
@@ -169,13 +185,18 @@ class PostgresSessions(PostgresAppends, PostgresEventRemovals, PostgresForks):
         values = directory_parameters(now, limit, app_name=app_name, after_user=after)
         async with self._connection() as connection:
             rows = await connection.fetch(statement.text, *statement.arguments(values))
-        users = [ListedUser(row[0], int(row[1]), float(row[2])) for row in rows]
+        users = [
+            ListedUser(row["user_id"], int(row["sessions"]), float(row["last_update_time"]))
+            for row in rows
+        ]
         return users[:limit], len(users) > limit
 
     async def delete_session(self, key: SessionKey, *, with_memories: bool, now: float) -> bool:
-        session = (key.app_name, key.user_id, key.session_id)
+        lock = sql.LOCK_SESSION
         async with self._transaction() as connection:
-            alive = await connection.fetchval(sql.LOCK_SESSION, *session, now)
+            alive = await connection.fetchval(
+                lock.text, *lock.arguments(session_values(key, now=now))
+            )
             if alive is None:
                 return False
             kind: TombstoneKind = "deleted" if alive else "expired"
@@ -185,17 +206,16 @@ class PostgresSessions(PostgresAppends, PostgresEventRemovals, PostgresForks):
     async def set_expiry(
         self, key: SessionKey, expiry: Expiry, expected_revision: int | None, now: float
     ) -> int | None:
+        statement = sql.SET_EXPIRY
+        values = session_values(
+            key,
+            now=now,
+            ttl_seconds=expiry.ttl_seconds,
+            expire_time=expiry.time_after(now),
+            expected=expected_revision,
+        )
         async with self._connection() as connection:
-            revision = await connection.fetchval(
-                sql.SET_EXPIRY,
-                key.app_name,
-                key.user_id,
-                key.session_id,
-                now,
-                expiry.ttl_seconds,
-                expiry.time_after(now),
-                expected_revision,
-            )
+            revision = await connection.fetchval(statement.text, *statement.arguments(values))
         return None if revision is None else int(revision)
 
     async def set_labels(
@@ -206,40 +226,39 @@ class PostgresSessions(PostgresAppends, PostgresEventRemovals, PostgresForks):
         expected_revision: int | None,
         now: float,
     ) -> int | None:
+        statement = sql.SET_LABELS
+        values = session_values(
+            key,
+            now=now,
+            labels=labels or None,
+            replace_expiry=expiry is not None,
+            ttl_seconds=None if expiry is None else expiry.ttl_seconds,
+            expire_time=None if expiry is None else expiry.time_after(now),
+            expected=expected_revision,
+        )
         async with self._connection() as connection:
-            revision = await connection.fetchval(
-                sql.SET_LABELS,
-                key.app_name,
-                key.user_id,
-                key.session_id,
-                now,
-                labels or None,
-                expiry is not None,
-                None if expiry is None else expiry.ttl_seconds,
-                None if expiry is None else expiry.time_after(now),
-                expected_revision,
-            )
+            revision = await connection.fetchval(statement.text, *statement.arguments(values))
         return None if revision is None else int(revision)
 
     async def find_event(self, key: SessionKey, event_id: str) -> StoredEvent | None:
+        statement = sql.FIND_EVENT
+        values = session_values(key, event_id=event_id)
         async with self._connection() as connection:
-            row = await connection.fetchrow(
-                sql.FIND_EVENT, key.app_name, key.user_id, key.session_id, event_id
-            )
-        return None if row is None else StoredEvent(row[0], row[1])
+            row = await connection.fetchrow(statement.text, *statement.arguments(values))
+        return None if row is None else StoredEvent(row["seq"], row["data"])
 
     async def find_events(
         self, key: SessionKey, event_ids: Sequence[str]
     ) -> dict[str, StoredEvent]:
+        statement = sql.FIND_EVENTS
+        values = session_values(key, event_ids=list(event_ids))
         async with self._connection() as connection:
-            rows = await connection.fetch(
-                sql.FIND_EVENTS, key.app_name, key.user_id, key.session_id, list(event_ids)
-            )
-        return {row[0]: StoredEvent(row[1], row[2]) for row in rows}
+            rows = await connection.fetch(statement.text, *statement.arguments(values))
+        return {row["id"]: StoredEvent(row["seq"], row["data"]) for row in rows}
 
     async def read_session(self, key: SessionKey, now: float) -> SessionRow | None:
         async with self._connection() as connection:
-            return await _read_session(connection, key, sql.READ_SESSION, now)
+            return await read_session_row(connection, key, sql.READ_SESSION, now)
 
     async def page_events(
         self,
@@ -251,19 +270,24 @@ class PostgresSessions(PostgresAppends, PostgresEventRemovals, PostgresForks):
         max_bytes: int,
         now: float,
     ) -> tuple[list[StoredEvent], bool, int] | None:
-        session = (key.app_name, key.user_id, key.session_id)
+        sized, by_seq = sql.EVENT_SIZES[order], sql.EVENTS_BY_SEQ
+        page = session_values(
+            key, after_timestamp=after_timestamp, after_seq=after_seq, limit=limit + 1
+        )
         async with self._connection() as connection:
-            found = await _read_session(connection, key, sql.READ_SESSION, now)
+            found = await read_session_row(connection, key, sql.READ_SESSION, now)
             if found is None:
                 return None
-            sizes = await connection.fetch(
-                sql.EVENT_SIZES[order], *session, after_timestamp, after_seq, limit + 1
+            sizes = await connection.fetch(sized.text, *sized.arguments(page))
+            chosen, more = events_within(
+                [(row["seq"], row["size"]) for row in sizes], limit, max_bytes
             )
-            chosen, more = events_within([(seq, size) for seq, size in sizes], limit, max_bytes)
             if not chosen:
                 return [], more, found.revision
-            rows = await connection.fetch(sql.EVENTS_BY_SEQ, *session, chosen)
-        data = dict(rows)
+            rows = await connection.fetch(
+                by_seq.text, *by_seq.arguments(session_values(key, seqs=chosen))
+            )
+        data = {row["seq"]: row["data"] for row in rows}
         events = [StoredEvent(seq, data[seq]) for seq in chosen if seq in data]
         return events, more, found.revision
 
@@ -277,19 +301,13 @@ class PostgresSessions(PostgresAppends, PostgresEventRemovals, PostgresForks):
 
     @staticmethod
     async def _app_state(connection: asyncpg.Connection, app_name: str) -> StateDict:
-        return dict(await connection.fetch(sql.READ_APP_STATE, app_name))
+        statement = sql.READ_APP_STATE
+        rows = await connection.fetch(statement.text, *statement.arguments({"app_name": app_name}))
+        return {row["key"]: row["value"] for row in rows}
 
     @staticmethod
     async def _user_state(connection: asyncpg.Connection, app_name: str, user_id: str) -> StateDict:
-        return dict(await connection.fetch(sql.READ_USER_STATE, app_name, user_id))
-
-
-async def _read_session(
-    connection: asyncpg.Connection, key: SessionKey, statement: str, now: float
-) -> SessionRow | None:
-    row = await connection.fetchrow(statement, key.app_name, key.user_id, key.session_id, now)
-    if row is None:
-        return None
-    return SessionRow(
-        key.app_name, key.user_id, key.session_id, row[0], row[1], row[2], row[3], row[4] or {}
-    )
+        statement = sql.READ_USER_STATE
+        values = {"app_name": app_name, "user_id": user_id}
+        rows = await connection.fetch(statement.text, *statement.arguments(values))
+        return {row["key"]: row["value"] for row in rows}

@@ -1,5 +1,6 @@
-"""The SQL of sessions on PostgreSQL, sent with asyncpg (`$n` parameters),
-and the rules every statement on a session keeps, which other features'
+"""The SQL of sessions on PostgreSQL, written with `:name` parameters and
+sent with asyncpg (app.db.postgresql_statement), and the rules every
+statement on a session keeps, which other features'
 statements (app.streams, app.memory, app.lifecycle) build on. JSONB
 parameters are Python values (the pool's codec encodes them), except inside
 arrays, where they go as JSON texts (asyncpg would take a list value for a
@@ -7,12 +8,25 @@ dimension of the array); identifiers are always parameters, never text."""
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from ..db.postgresql_statement import Statement
 from .directory_listing import apps_sql, apps_variants, users_sql
+from .domain import SessionKey
 from .session_listing import ListingDialect, listing_sql, listing_variants
 
 # -- rules every statement on a session keeps --------------------------------
+
+
+def session_values(key: SessionKey, **values: Any) -> dict[str, Any]:
+    """A statement's values naming a session (:app_name, :user_id,
+    :session_id), with the others given."""
+    return {
+        "app_name": key.app_name,
+        "user_id": key.user_id,
+        "session_id": key.session_id,
+        **values,
+    }
 
 
 def not_expired(now: str, table: str = "") -> str:
@@ -282,8 +296,10 @@ WITH item AS (
 ), {_shared_writes("bumped")}
 SELECT b.revision, shared.app_bytes, shared.user_bytes,
        CASE WHEN b.revision IS NOT NULL OR i.session_delta = '{{}}'::jsonb THEN 0 ELSE
-         (SELECT {_STATE_AFTER} FROM sessions AS s WHERE {_SESSION_OF_ITEM}) END,
+         (SELECT {_STATE_AFTER} FROM sessions AS s WHERE {_SESSION_OF_ITEM}) END
+         AS session_bytes,
        free.ord IS NULL AND EXISTS (SELECT 1 FROM sessions AS s WHERE {_SESSION_OF_ITEM})
+         AS held_elsewhere
   FROM item AS i JOIN shared_bytes AS shared ON shared.ord = i.ord
   LEFT JOIN free ON free.ord = i.ord
   LEFT JOIN bumped AS b ON b.ord = i.ord
@@ -325,75 +341,81 @@ SELECT shared.app_bytes, shared.user_bytes FROM shared_bytes AS shared
 # database, and only events up to the revision read with the session row are
 # taken, so events, state and ETag describe one moment. Their size is read
 # first (from the TOAST pointers, without reading the texts): when it passes
-# $6 the texts are not joined at all, so no read can ask for a gigabyte.
-SNAPSHOT = f"""
+# :max_events_bytes the texts are not joined at all, so no read can ask for
+# a gigabyte.
+SNAPSHOT = Statement.of(f"""
 SELECT s.state, s.revision, s.update_time, s.expire_time, s.labels,
        (SELECT jsonb_object_agg(a.key, a.value) FROM app_states AS a
-         WHERE a.app_name = $1) AS app_state,
+         WHERE a.app_name = :app_name) AS app_state,
        (SELECT jsonb_object_agg(u.key, u.value) FROM user_states AS u
-         WHERE u.app_name = $1 AND u.user_id = $2) AS user_state,
-       sized.bytes,
-       CASE WHEN sized.bytes <= $6 THEN
+         WHERE u.app_name = :app_name AND u.user_id = :user_id) AS user_state,
+       sized.bytes AS events_bytes,
+       CASE WHEN sized.bytes <= :max_events_bytes THEN
        (SELECT string_agg(recent.data, ',' ORDER BY recent.seq)
           FROM (SELECT e.seq, e.data FROM events AS e
-                 WHERE e.app_name = $1 AND e.user_id = $2 AND e.session_id = $3
-                   AND e.seq <= s.revision
-                   AND ($4::float8 IS NULL OR e.timestamp >= $4::float8)
+                 WHERE e.app_name = :app_name AND e.user_id = :user_id
+                   AND e.session_id = :session_id AND e.seq <= s.revision
+                   AND (:after_timestamp::float8 IS NULL
+                        OR e.timestamp >= :after_timestamp::float8)
                  ORDER BY e.seq DESC
-                 LIMIT $5::bigint) AS recent) END AS events
+                 LIMIT :limit::bigint) AS recent) END AS events
   FROM sessions AS s,
        LATERAL (SELECT coalesce(sum(octet_length(recent.data)), 0) AS bytes
                   FROM (SELECT e.data FROM events AS e
-                         WHERE e.app_name = $1 AND e.user_id = $2 AND e.session_id = $3
-                           AND e.seq <= s.revision
-                           AND ($4::float8 IS NULL OR e.timestamp >= $4::float8)
+                         WHERE e.app_name = :app_name AND e.user_id = :user_id
+                           AND e.session_id = :session_id AND e.seq <= s.revision
+                           AND (:after_timestamp::float8 IS NULL
+                                OR e.timestamp >= :after_timestamp::float8)
                          ORDER BY e.seq DESC
-                         LIMIT $5::bigint) AS recent) AS sized
- WHERE s.app_name = $1 AND s.user_id = $2 AND s.id = $3
-   AND {not_expired("$7::float8", "s.")}
-"""
+                         LIMIT :limit::bigint) AS recent) AS sized
+ WHERE s.app_name = :app_name AND s.user_id = :user_id AND s.id = :session_id
+   AND {not_expired(":now::float8", "s.")}
+""")
 
 
 # -- sessions ----------------------------------------------------------------
 
-# An expired session ($4 is now) is missing.
-READ_SESSION = f"""
+# An expired session (at :now) is missing.
+_READ_SESSION = f"""
 SELECT state, revision, update_time, expire_time, labels FROM sessions
- WHERE app_name = $1 AND user_id = $2 AND id = $3
-   AND {not_expired("$4::float8")}
+ WHERE app_name = :app_name AND user_id = :user_id AND id = :session_id
+   AND {not_expired(":now::float8")}
 """
+READ_SESSION = Statement.of(_READ_SESSION)
 # Kept from being deleted until the transaction ends.
-READ_SESSION_FOR_SHARE = READ_SESSION + " FOR SHARE"
+READ_SESSION_FOR_SHARE = Statement.of(_READ_SESSION + " FOR SHARE")
 
-INSERT_SESSION = f"""
+INSERT_SESSION = Statement.of(f"""
 INSERT INTO sessions (app_name, user_id, id, state, initial_state, state_bytes, revision,
                       create_time, update_time, expire_time, ttl_seconds, labels, change_number)
-VALUES ($1, $2, $3, $4, $4, $5, 0, $6, $6, $7, $8, $9, {CHANGE_NUMBER})
+VALUES (:app_name, :user_id, :session_id, :state, :state, :state_bytes, 0, :now, :now,
+        :expire_time, :ttl_seconds, :labels, {CHANGE_NUMBER})
 ON CONFLICT DO NOTHING
 RETURNING revision
-"""
+""")
 
 # The session row is locked first, as an append locks it first: deleting its
 # events before it would deadlock with an append retrying a stored event id. An
 # expired one is locked too (and deleted), but reported missing.
-LOCK_SESSION = f"""
-SELECT {not_expired("$4::float8")} FROM sessions
- WHERE app_name = $1 AND user_id = $2 AND id = $3
+LOCK_SESSION = Statement.of(f"""
+SELECT {not_expired(":now::float8")} AS alive FROM sessions
+ WHERE app_name = :app_name AND user_id = :user_id AND id = :session_id
  FOR UPDATE
-"""
+""")
 # An expired session whose id a new session takes: deleted first, with its
 # events, in the new session's transaction.
-LOCK_EXPIRED_SESSION = f"""
+LOCK_EXPIRED_SESSION = Statement.of(f"""
 SELECT 1 FROM sessions
- WHERE app_name = $1 AND user_id = $2 AND id = $3 AND {expired("$4::float8")}
+ WHERE app_name = :app_name AND user_id = :user_id AND id = :session_id
+   AND {expired(":now::float8")}
  FOR UPDATE
-"""
-DELETE_SESSION_EVENTS = """
-DELETE FROM events WHERE app_name = $1 AND user_id = $2 AND session_id = $3
-"""
-DELETE_SESSION = """
-DELETE FROM sessions WHERE app_name = $1 AND user_id = $2 AND id = $3
-"""
+""")
+DELETE_SESSION_EVENTS = Statement.of("""
+DELETE FROM events WHERE app_name = :app_name AND user_id = :user_id AND session_id = :session_id
+""")
+DELETE_SESSION = Statement.of("""
+DELETE FROM sessions WHERE app_name = :app_name AND user_id = :user_id AND id = :session_id
+""")
 
 
 # Containment and "has every key" are what the GIN index on labels answers.
@@ -422,28 +444,30 @@ LISTINGS = {
     for variant in listing_variants()
 }
 
-# A session's expiry replaced ($5: the idle timeout, $6: the time it gives
-# or the absolute time), if it is not expired ($4 is now) and, when $7 is not
-# null, still at that revision; the revision comes back.
-SET_EXPIRY = f"""
-UPDATE sessions SET ttl_seconds = $5, expire_time = $6, change_number = {CHANGE_NUMBER}
- WHERE app_name = $1 AND user_id = $2 AND id = $3
-   AND {not_expired("$4::float8")}
-   AND ($7::bigint IS NULL OR revision = $7::bigint)
+# A session's expiry replaced (:ttl_seconds: the idle timeout, :expire_time:
+# the time it gives or the absolute time), if it is not expired at :now and,
+# when :expected is not null, still at that revision; the revision comes back.
+SET_EXPIRY = Statement.of(f"""
+UPDATE sessions
+   SET ttl_seconds = :ttl_seconds, expire_time = :expire_time, change_number = {CHANGE_NUMBER}
+ WHERE app_name = :app_name AND user_id = :user_id AND id = :session_id
+   AND {not_expired(":now::float8")}
+   AND (:expected::bigint IS NULL OR revision = :expected::bigint)
 RETURNING revision
-"""
+""")
 
-# A session's labels replaced ($5; NULL: none) and, when $6 is true, its
-# expiry too ($7, $8 as SET_EXPIRY's $5, $6); the rest as SET_EXPIRY.
-SET_LABELS = f"""
-UPDATE sessions SET labels = $5, change_number = {CHANGE_NUMBER},
-       ttl_seconds = CASE WHEN $6::boolean THEN $7 ELSE ttl_seconds END,
-       expire_time = CASE WHEN $6::boolean THEN $8 ELSE expire_time END
- WHERE app_name = $1 AND user_id = $2 AND id = $3
-   AND {not_expired("$4::float8")}
-   AND ($9::bigint IS NULL OR revision = $9::bigint)
+# A session's labels replaced (:labels; NULL: none) and, when
+# :replace_expiry is true, its expiry too (:ttl_seconds, :expire_time as
+# SET_EXPIRY's); the rest as SET_EXPIRY.
+SET_LABELS = Statement.of(f"""
+UPDATE sessions SET labels = :labels, change_number = {CHANGE_NUMBER},
+       ttl_seconds = CASE WHEN :replace_expiry::boolean THEN :ttl_seconds ELSE ttl_seconds END,
+       expire_time = CASE WHEN :replace_expiry::boolean THEN :expire_time ELSE expire_time END
+ WHERE app_name = :app_name AND user_id = :user_id AND id = :session_id
+   AND {not_expired(":now::float8")}
+   AND (:expected::bigint IS NULL OR revision = :expected::bigint)
 RETURNING revision
-"""
+""")
 
 # GET /apps and GET /apps/{app}/users, by (restricted, after_cursor) and after_cursor.
 APPS = {
@@ -460,100 +484,110 @@ USERS = {after: Statement.of(users_sql(after_cursor=after)) for after in (False,
 # -- fork --------------------------------------------------------------------
 
 # The source of a fork, kept from being deleted until the copy commits.
-FORK_SOURCE = f"""
+FORK_SOURCE = Statement.of(f"""
 SELECT state, revision, initial_state, labels FROM sessions
- WHERE app_name = $1 AND user_id = $2 AND id = $3
-   AND {not_expired("$4::float8")}
+ WHERE app_name = :app_name AND user_id = :user_id AND id = :session_id
+   AND {not_expired(":now::float8")}
  FOR SHARE
-"""
-INSERT_FORK = f"""
+""")
+INSERT_FORK = Statement.of(f"""
 INSERT INTO sessions (app_name, user_id, id, state, initial_state, state_bytes, revision,
                       create_time, update_time, expire_time, ttl_seconds, labels, change_number)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8, $9, $10, $11, {CHANGE_NUMBER})
+VALUES (:app_name, :user_id, :session_id, :state, :initial_state, :state_bytes, :revision,
+        :now, :now, :expire_time, :ttl_seconds, :labels, {CHANGE_NUMBER})
 ON CONFLICT DO NOTHING
 RETURNING revision
-"""
-# One batch of the source's events ($4 < seq <= $5) copied into the fork ($6).
-COPY_EVENTS = """
+""")
+# One batch of the source's events (:after_seq < seq <= :up_to_seq) copied
+# into the fork (:fork_id).
+COPY_EVENTS = Statement.of("""
 INSERT INTO events (app_name, user_id, session_id, seq, id, invocation_id, author, timestamp,
                     data)
-SELECT app_name, user_id, $6, seq, id, invocation_id, author, timestamp, data FROM events
- WHERE app_name = $1 AND user_id = $2 AND session_id = $3 AND seq > $4 AND seq <= $5
-"""
-INITIAL_STATE = f"""
-SELECT initial_state IS NOT NULL, initial_state FROM sessions
- WHERE app_name = $1 AND user_id = $2 AND id = $3
-   AND {not_expired("$4::float8")}
-"""
-EVENTS_BETWEEN = """
+SELECT app_name, user_id, :fork_id, seq, id, invocation_id, author, timestamp, data FROM events
+ WHERE app_name = :app_name AND user_id = :user_id AND session_id = :session_id
+   AND seq > :after_seq AND seq <= :up_to_seq
+""")
+INITIAL_STATE = Statement.of(f"""
+SELECT initial_state IS NOT NULL AS has_initial_state, initial_state FROM sessions
+ WHERE app_name = :app_name AND user_id = :user_id AND id = :session_id
+   AND {not_expired(":now::float8")}
+""")
+EVENTS_BETWEEN = Statement.of("""
 SELECT seq, data FROM events
- WHERE app_name = $1 AND user_id = $2 AND session_id = $3 AND seq > $4 AND seq <= $5
+ WHERE app_name = :app_name AND user_id = :user_id AND session_id = :session_id
+   AND seq > :after_seq AND seq <= :up_to_seq
  ORDER BY seq
- LIMIT $6
-"""
+ LIMIT :limit
+""")
 # Whether the event a fork stops at is still there: events are only ever
 # removed from the end and a seq is never used twice, so while it is, every
 # event before it is the one the fork's state was derived from.
-EVENT_AT_SEQ = """
+EVENT_AT_SEQ = Statement.of("""
 SELECT EXISTS (SELECT 1 FROM events
-                WHERE app_name = $1 AND user_id = $2 AND session_id = $3 AND seq = $4)
-"""
+                WHERE app_name = :app_name AND user_id = :user_id
+                  AND session_id = :session_id AND seq = :seq)
+""")
 
 # -- removing events ---------------------------------------------------------
 
-# The session's revision and the seq that is newest once its newest $4 events
-# go (0: none is left), read together; no row when it is missing ($5 is now).
-NEWEST_KEPT_SEQ = f"""
+# The session's revision and the seq that is newest once its newest :count
+# events go (0: none is left), read together; no row when it is missing.
+NEWEST_KEPT_SEQ = Statement.of(f"""
 SELECT s.revision,
        coalesce((SELECT e.seq FROM events AS e
-                  WHERE e.app_name = $1 AND e.user_id = $2 AND e.session_id = $3
+                  WHERE e.app_name = :app_name AND e.user_id = :user_id
+                    AND e.session_id = :session_id
                   ORDER BY e.seq DESC
-                 OFFSET $4 LIMIT 1), 0)
+                 OFFSET :count LIMIT 1), 0) AS kept_seq
   FROM sessions AS s
- WHERE s.app_name = $1 AND s.user_id = $2 AND s.id = $3
-   AND {not_expired("$5::float8", "s.")}
-"""
-# The session's revision and its newest $4 events (seq, data), read together;
-# one row with null seq when it has none, no row when it is missing ($5 is now).
-NEWEST_EVENTS = f"""
+ WHERE s.app_name = :app_name AND s.user_id = :user_id AND s.id = :session_id
+   AND {not_expired(":now::float8", "s.")}
+""")
+# The session's revision and its newest :count events (seq, data), read
+# together; one row with null seq when it has none, no row when it is missing.
+NEWEST_EVENTS = Statement.of(f"""
 SELECT s.revision, e.seq, e.data
   FROM sessions AS s
   LEFT JOIN LATERAL (SELECT e.seq, e.data FROM events AS e
-                      WHERE e.app_name = $1 AND e.user_id = $2 AND e.session_id = $3
+                      WHERE e.app_name = :app_name AND e.user_id = :user_id
+                        AND e.session_id = :session_id
                       ORDER BY e.seq DESC
-                      LIMIT $4) AS e ON true
- WHERE s.app_name = $1 AND s.user_id = $2 AND s.id = $3
-   AND {not_expired("$5::float8", "s.")}
-"""
-# Removes the events after seq $4 if the session is still at revision $5; the
+                      LIMIT :count) AS e ON true
+ WHERE s.app_name = :app_name AND s.user_id = :user_id AND s.id = :session_id
+   AND {not_expired(":now::float8", "s.")}
+""")
+# Removes the events after seq :after_seq if the session is still at revision
+# :expected; the
 # removal is a change like any write: the revision goes up by one (never back,
-# so an If-Match taken before cannot match again), the update time is $6 and
-# an idle timeout restarts. $7, when not null, replaces the session-scope
+# so an If-Match taken before cannot match again), the update time is :now
+# and an idle timeout restarts. :state, when not null, replaces the session-scope
 # state (measured as stored). The session row is locked first, as every
 # writer locks it; an append waiting for it then finds the revision moved.
-REMOVE_EVENTS = f"""
+REMOVE_EVENTS = Statement.of(f"""
 WITH bumped AS (
     UPDATE sessions
-       SET revision = revision + 1, update_time = $6::float8, change_number = {CHANGE_NUMBER},
-           state = coalesce($7::jsonb, state),
-           state_bytes = CASE WHEN $7::jsonb IS NULL THEN state_bytes
-                              ELSE octet_length($7::jsonb::text) END,
-           expire_time = {idle_expiry("$6::float8")}
-     WHERE app_name = $1 AND user_id = $2 AND id = $3 AND revision = $5::bigint
-       AND {not_expired("$6::float8")}
+       SET revision = revision + 1, update_time = :now::float8, change_number = {CHANGE_NUMBER},
+           state = coalesce(:state::jsonb, state),
+           state_bytes = CASE WHEN :state::jsonb IS NULL THEN state_bytes
+                              ELSE octet_length(:state::jsonb::text) END,
+           expire_time = {idle_expiry(":now::float8")}
+     WHERE app_name = :app_name AND user_id = :user_id AND id = :session_id
+       AND revision = :expected::bigint
+       AND {not_expired(":now::float8")}
  RETURNING revision
 ), removed AS (
     DELETE FROM events AS e USING bumped
-     WHERE e.app_name = $1 AND e.user_id = $2 AND e.session_id = $3 AND e.seq > $4::bigint
+     WHERE e.app_name = :app_name AND e.user_id = :user_id AND e.session_id = :session_id
+       AND e.seq > :after_seq::bigint
  RETURNING e.id, e.seq
 ), recorded AS (
     INSERT INTO event_removals (app_name, user_id, session_id, revision, event_ids)
-    SELECT $1, $2, $3, bumped.revision,
+    SELECT :app_name, :user_id, :session_id, bumped.revision,
            (SELECT coalesce(json_agg(id ORDER BY seq), '[]'::json)::text FROM removed)
       FROM bumped
 )
-SELECT bumped.revision, (SELECT count(*) FROM removed) FROM bumped
-"""
+SELECT bumped.revision, (SELECT count(*) FROM removed) AS removed FROM bumped
+""")
 # Whether the event `g` changed session-scope state: its delta
 # (actions.stateDelta, else actions.state_delta, as app.sessions.events reads it) has
 # a key without a scope prefix (app.sessions.state.split_delta). As `json`, not
@@ -629,7 +663,7 @@ WITH found AS (
     UNION ALL
     SELECT * FROM found WHERE NOT EXISTS (SELECT 1 FROM bumped)
 )
-SELECT v.revision, v.changes_state,
+SELECT v.revision AS read_revision, v.changes_state,
        after.state, after.revision, after.update_time, after.expire_time, after.labels,
        (SELECT jsonb_object_agg(a.key, a.value) FROM app_states AS a
          WHERE a.app_name = :app_name) AS app_state,
@@ -638,41 +672,48 @@ SELECT v.revision, v.changes_state,
        (SELECT array_agg(g.data ORDER BY g.seq) FROM going AS g) AS events,
        (SELECT array_agg(g.seq ORDER BY g.seq) FROM going AS g) AS seqs,
        CASE WHEN EXISTS (SELECT 1 FROM bumped) THEN (SELECT count(*) FROM removed) END
+         AS removed
   FROM verdict AS v, after
 """)
 
 # -- state -------------------------------------------------------------------
 
-READ_APP_STATE = "SELECT key, value FROM app_states WHERE app_name = $1"
-READ_USER_STATE = "SELECT key, value FROM user_states WHERE app_name = $1 AND user_id = $2"
-READ_USER_STATES = """
-SELECT user_id, key, value FROM user_states WHERE app_name = $1 AND user_id = ANY($2::text[])
-"""
+READ_APP_STATE = Statement.of("SELECT key, value FROM app_states WHERE app_name = :app_name")
+READ_USER_STATE = Statement.of(
+    "SELECT key, value FROM user_states WHERE app_name = :app_name AND user_id = :user_id"
+)
+READ_USER_STATES = Statement.of("""
+SELECT user_id, key, value FROM user_states
+ WHERE app_name = :app_name AND user_id = ANY(:user_ids::text[])
+""")
 
 # -- events ------------------------------------------------------------------
 
-FIND_EVENT = """
+FIND_EVENT = Statement.of("""
 SELECT seq, data FROM events
- WHERE app_name = $1 AND user_id = $2 AND session_id = $3 AND id = $4
-"""
-FIND_EVENTS = """
+ WHERE app_name = :app_name AND user_id = :user_id AND session_id = :session_id AND id = :event_id
+""")
+FIND_EVENTS = Statement.of("""
 SELECT id, seq, data FROM events
- WHERE app_name = $1 AND user_id = $2 AND session_id = $3 AND id = ANY($4::text[])
-"""
+ WHERE app_name = :app_name AND user_id = :user_id AND session_id = :session_id
+   AND id = ANY(:event_ids::text[])
+""")
 # Sizes first (from the TOAST pointers, without reading the texts), so that
 # no event is read that the page will not carry.
 EVENT_SIZES = {
-    order: f"""
-SELECT seq, octet_length(data) FROM events
- WHERE app_name = $1 AND user_id = $2 AND session_id = $3
-   AND ($4::float8 IS NULL OR timestamp >= $4::float8)
-   AND ($5::bigint IS NULL OR seq {"> $5::bigint" if order == "asc" else "< $5::bigint"})
+    order: Statement.of(f"""
+SELECT seq, octet_length(data) AS size FROM events
+ WHERE app_name = :app_name AND user_id = :user_id AND session_id = :session_id
+   AND (:after_timestamp::float8 IS NULL OR timestamp >= :after_timestamp::float8)
+   AND (:after_seq::bigint IS NULL
+        OR seq {"> :after_seq::bigint" if order == "asc" else "< :after_seq::bigint"})
  ORDER BY seq {order.upper()}
- LIMIT $6
-"""
+ LIMIT :limit
+""")
     for order in ("asc", "desc")
 }
-EVENTS_BY_SEQ = """
+EVENTS_BY_SEQ = Statement.of("""
 SELECT seq, data FROM events
- WHERE app_name = $1 AND user_id = $2 AND session_id = $3 AND seq = ANY($4::bigint[])
-"""
+ WHERE app_name = :app_name AND user_id = :user_id AND session_id = :session_id
+   AND seq = ANY(:seqs::bigint[])
+""")

@@ -13,6 +13,7 @@ from ..sessions.domain import (
     StoredEvent,
     UserChanges,
 )
+from ..sessions.postgresql_statements import session_values
 from . import postgresql_statements as sql
 from . import postgresql_tombstones as tombstones
 
@@ -33,51 +34,72 @@ class PostgresChangeLog(PostgresConnections):
             self._connection() as connection,
             connection.transaction(isolation="repeatable_read", readonly=True),
         ):
-            horizon, next_change = await connection.fetchrow(sql.CHANGE_HORIZON)
+            numbers = await connection.fetchrow(sql.CHANGE_HORIZON.text)
+            horizon, next_change = numbers["horizon"], numbers["next_change"]
             gone, newest = await tombstones.read(connection, app_name, user_id, after_seq, limit)
+            owner = {"app_name": app_name, "user_id": user_id, "horizon": horizon}
+            after_change, after_id = after
+            page_after = {"after_change": after_change, "after_id": after_id, "limit": limit + 1}
+            changed, past = sql.USER_CHANGES, sql.CHANGES_PAST_HORIZON
             rows = await connection.fetch(
-                sql.USER_CHANGES, app_name, user_id, *after, horizon, now, limit + 1
+                changed.text, *changed.arguments({**owner, **page_after, "now": now})
             )
             pending = len(rows) <= limit and bool(
                 await connection.fetchval(
-                    sql.CHANGES_PAST_HORIZON, app_name, user_id, horizon, next_change
+                    past.text, *past.arguments({**owner, "next_change": next_change})
                 )
             )
-        page = [ChangedSession(row[0], row[1], row[2], row[3], row[4]) for row in rows]
+        page = [
+            ChangedSession(
+                row["id"], row["revision"], row["update_time"], row["change_number"], row["removed"]
+            )
+            for row in rows
+        ]
         return UserChanges(
             gone, newest, page[:limit], len(page) > limit, horizon, next_change, pending
         )
 
     async def prune_tombstones(self, before: float) -> int:
         async with self._connection() as connection:
-            return row_count(await connection.execute(tombstones.PRUNE, before))
+            prune = tombstones.PRUNE
+            return row_count(
+                await connection.execute(prune.text, *prune.arguments({"before": before}))
+            )
 
     async def read_changes(
         self, key: SessionKey, after_revision: int, limit: int, max_bytes: int, now: float
     ) -> SessionChanges | None:
-        session = (key.app_name, key.user_id, key.session_id)
+        revision, events, removed = sql.READ_REVISION, sql.CHANGED_EVENTS, sql.READ_REMOVALS
         # One snapshot: the events and removals agree with the revision.
         async with (
             self._connection() as connection,
             connection.transaction(isolation="repeatable_read", readonly=True),
         ):
-            found = await connection.fetchrow(sql.READ_REVISION, *session, now)
+            found = await connection.fetchrow(
+                revision.text, *revision.arguments(session_values(key, now=now))
+            )
             if found is None:
                 return None
-            rows = await connection.fetch(
-                sql.CHANGED_EVENTS, *session, after_revision, limit + 1, max_bytes
+            page = session_values(
+                key, after_seq=after_revision, limit=limit + 1, max_bytes=max_bytes
             )
-            changed = [StoredEvent(seq, data) for seq, data in rows[:limit] if data is not None]
-            changes = SessionChanges(int(found[0]), found[1], changed, [], len(rows) > len(changed))
+            rows = await connection.fetch(events.text, *events.arguments(page))
+            changed = [
+                StoredEvent(row["seq"], row["data"])
+                for row in rows[:limit]
+                if row["data"] is not None
+            ]
+            changes = SessionChanges(
+                int(found["revision"]), found["expire_time"], changed, [], len(rows) > len(changed)
+            )
             if changes.up_to - after_revision == len(changed):  # all were events
                 return changes
-            removals = await connection.fetch(
-                sql.READ_REMOVALS, *session, after_revision, changes.up_to
-            )
+            span = session_values(key, after_revision=after_revision, up_to_revision=changes.up_to)
+            removals = await connection.fetch(removed.text, *removed.arguments(span))
         return SessionChanges(
             changes.revision,
             changes.expire_time,
             changed,
-            [Removal(int(row[0]), json_codec.loads(row[1])) for row in removals],
+            [Removal(int(row["revision"]), json_codec.loads(row["event_ids"])) for row in removals],
             changes.more,
         )
