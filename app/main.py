@@ -17,6 +17,7 @@ from .core.api_keys import ApiKeys
 from .core.config import Settings, get_settings
 from .core.limits import Limits
 from .core.observability import fastapi_telemetry
+from .db.postgresql_connections import asyncpg_dsn
 from .http import health_routes as health
 from .http import operations_routes as operations
 from .http.authentication import ApiKeyMiddleware, document_bearer_security
@@ -44,7 +45,6 @@ from .sessions import directory_routes as directory
 from .sessions import routes as sessions
 from .sessions.append_fast_path import APPEND, BATCH, AppendFastPath, AppendsFastPath
 from .sessions.expiry import ExpiryDefaults
-from .sessions.postgresql_store import asyncpg_dsn
 from .sessions.read_fast_path import ReadFastPath
 from .sessions.replica import Replica
 from .sessions.service import SessionService

@@ -11,7 +11,7 @@ statement (`APPEND_BATCH`) is prepared once on one connection and sent
 `CALLS` times, each call appending one event to each of `size` sessions
 (autocommit, as the server sends it); the median time of a call after the
 first 50 (PostgreSQL's own choice settles after five) is the figure. This
-is the measurement behind `KEPT_PLAN_ITEMS` in app/sessions/postgresql_store.py.
+is the measurement behind `KEPT_PLAN_ITEMS` in app/sessions/postgresql_appends.py.
 Writes bench/results/append_plans.json (append_plans_quick.json).
 """
 

@@ -10,8 +10,8 @@ from collections.abc import Callable
 
 from session_state.admin.commands import sweep
 from session_state.core.config import Settings
+from session_state.db.postgresql_connections import asyncpg_dsn
 from session_state.sessions.domain import Expiry, SessionKey
-from session_state.sessions.postgresql_store import asyncpg_dsn
 from session_state.sessions.state import ScopedDelta
 from session_state.stores import open_store
 from session_state.streams.changes import Change, ChangeHub, PostgresChangeRelay

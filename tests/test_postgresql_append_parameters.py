@@ -11,12 +11,12 @@ from session_state.core import json_codec
 from session_state.db.postgresql_statement import Statement
 from session_state.sessions import postgresql_statements as sql
 from session_state.sessions.domain import Expiry, NewEvent, SessionKey
-from session_state.sessions.postgresql_store import (
+from session_state.sessions.postgresql_appends import (
     _Append,
-    _as_is,
     _Change,
     _many_values,
-    _shared_change,
+    as_is,
+    shared_change,
 )
 from session_state.sessions.state import ScopedDelta
 
@@ -51,7 +51,7 @@ def test_each_name_is_one_numbered_parameter_and_none_is_left_unnumbered(
 def test_a_single_append_binds_exactly_the_names_of_its_statements(
     statement: Statement,
 ) -> None:
-    values = _Append(CHANGE, _event("e1")).values(_as_is)
+    values = _Append(CHANGE, _event("e1")).values(as_is)
     arguments = statement.arguments(values)
     assert arguments == [values[name] for name in statement.names]
 
@@ -72,11 +72,11 @@ def test_several_events_bind_exactly_the_names_of_their_statement() -> None:
 
 
 def test_a_new_sessions_shared_state_binds_exactly_the_names_of_its_statement() -> None:
-    sql.WRITE_SHARED_STATE.arguments(_shared_change(KEY, DELTA, 1000, _as_is))
+    sql.WRITE_SHARED_STATE.arguments(shared_change(KEY, DELTA, 1000, as_is))
 
 
 def test_a_name_missing_or_bound_in_excess_is_refused() -> None:
-    values = _Append(CHANGE, _event("e1")).values(_as_is)
+    values = _Append(CHANGE, _event("e1")).values(as_is)
     missing = {name: value for name, value in values.items() if name != "now"}
     with pytest.raises(TypeError, match=r"not bound: \['now'\]"):
         sql.APPEND.arguments(missing)

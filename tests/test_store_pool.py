@@ -11,9 +11,9 @@ import re
 import asyncpg
 import httpx
 
+from session_state.backends.postgresql import PostgresStore
 from session_state.core.config import Settings
 from session_state.main import create_app
-from session_state.sessions.postgresql_store import PostgresStore
 
 POOL_SIZE = 2
 MAX_OVERFLOW = 1

@@ -290,8 +290,8 @@ async def show_session(settings: Settings, arguments: argparse.Namespace) -> int
 
 async def sweep(settings: Settings) -> int:
     """One sweeper pass; prints what it deleted as JSON."""
+    from ..db.postgresql_connections import asyncpg_dsn
     from ..lifecycle.sweeper import Sweeper
-    from ..sessions.postgresql_store import asyncpg_dsn
     from ..stores import open_store
     from ..streams.changes import Change, tell_servers
 

@@ -3,6 +3,9 @@
 import asyncpg
 
 from ..core.database_url import is_postgresql_url, parse_postgresql_url
+from .postgresql_statement import Statement
+
+_DATABASE_EXISTS = Statement.of("SELECT 1 FROM pg_database WHERE datname = :database")
 
 
 async def create_database_if_missing(database_url: str) -> bool:
@@ -21,7 +24,9 @@ async def create_database_if_missing(database_url: str) -> bool:
         address.asyncpg_dsn(database="postgres"), statement_cache_size=0
     )
     try:
-        exists = await connection.fetchval("SELECT 1 FROM pg_database WHERE datname = $1", database)
+        exists = await connection.fetchval(
+            _DATABASE_EXISTS.text, *_DATABASE_EXISTS.arguments({"database": database})
+        )
         if exists:
             return False
         name = database.replace('"', '""')

@@ -1,18 +1,32 @@
-"""The PostgreSQL store's SQL, sent with asyncpg (`$n` parameters). JSONB
+"""The SQL of sessions on PostgreSQL, written with `:name` parameters and
+sent with asyncpg (app.db.postgresql_statement), and the rules every
+statement on a session keeps, which other features'
+statements (app.streams, app.memory, app.lifecycle) build on. JSONB
 parameters are Python values (the pool's codec encodes them), except inside
 arrays, where they go as JSON texts (asyncpg would take a list value for a
 dimension of the array); identifiers are always parameters, never text."""
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from ..db.postgresql_statement import Statement
-from ..memory.rules import KEYWORD_HITS_PER_TERM
-from ..memory.sqlite_memory import TAKE_WHAT_FITS
 from .directory_listing import apps_sql, apps_variants, users_sql
+from .domain import SessionKey
 from .session_listing import ListingDialect, listing_sql, listing_variants
 
 # -- rules every statement on a session keeps --------------------------------
+
+
+def session_values(key: SessionKey, **values: Any) -> dict[str, Any]:
+    """A statement's values naming a session (:app_name, :user_id,
+    :session_id), with the others given."""
+    return {
+        "app_name": key.app_name,
+        "user_id": key.user_id,
+        "session_id": key.session_id,
+        **values,
+    }
 
 
 def not_expired(now: str, table: str = "") -> str:
@@ -282,8 +296,10 @@ WITH item AS (
 ), {_shared_writes("bumped")}
 SELECT b.revision, shared.app_bytes, shared.user_bytes,
        CASE WHEN b.revision IS NOT NULL OR i.session_delta = '{{}}'::jsonb THEN 0 ELSE
-         (SELECT {_STATE_AFTER} FROM sessions AS s WHERE {_SESSION_OF_ITEM}) END,
+         (SELECT {_STATE_AFTER} FROM sessions AS s WHERE {_SESSION_OF_ITEM}) END
+         AS session_bytes,
        free.ord IS NULL AND EXISTS (SELECT 1 FROM sessions AS s WHERE {_SESSION_OF_ITEM})
+         AS held_elsewhere
   FROM item AS i JOIN shared_bytes AS shared ON shared.ord = i.ord
   LEFT JOIN free ON free.ord = i.ord
   LEFT JOIN bumped AS b ON b.ord = i.ord
@@ -325,75 +341,81 @@ SELECT shared.app_bytes, shared.user_bytes FROM shared_bytes AS shared
 # database, and only events up to the revision read with the session row are
 # taken, so events, state and ETag describe one moment. Their size is read
 # first (from the TOAST pointers, without reading the texts): when it passes
-# $6 the texts are not joined at all, so no read can ask for a gigabyte.
-SNAPSHOT = f"""
+# :max_events_bytes the texts are not joined at all, so no read can ask for
+# a gigabyte.
+SNAPSHOT = Statement.of(f"""
 SELECT s.state, s.revision, s.update_time, s.expire_time, s.labels,
        (SELECT jsonb_object_agg(a.key, a.value) FROM app_states AS a
-         WHERE a.app_name = $1) AS app_state,
+         WHERE a.app_name = :app_name) AS app_state,
        (SELECT jsonb_object_agg(u.key, u.value) FROM user_states AS u
-         WHERE u.app_name = $1 AND u.user_id = $2) AS user_state,
-       sized.bytes,
-       CASE WHEN sized.bytes <= $6 THEN
+         WHERE u.app_name = :app_name AND u.user_id = :user_id) AS user_state,
+       sized.bytes AS events_bytes,
+       CASE WHEN sized.bytes <= :max_events_bytes THEN
        (SELECT string_agg(recent.data, ',' ORDER BY recent.seq)
           FROM (SELECT e.seq, e.data FROM events AS e
-                 WHERE e.app_name = $1 AND e.user_id = $2 AND e.session_id = $3
-                   AND e.seq <= s.revision
-                   AND ($4::float8 IS NULL OR e.timestamp >= $4::float8)
+                 WHERE e.app_name = :app_name AND e.user_id = :user_id
+                   AND e.session_id = :session_id AND e.seq <= s.revision
+                   AND (:after_timestamp::float8 IS NULL
+                        OR e.timestamp >= :after_timestamp::float8)
                  ORDER BY e.seq DESC
-                 LIMIT $5::bigint) AS recent) END AS events
+                 LIMIT :limit::bigint) AS recent) END AS events
   FROM sessions AS s,
        LATERAL (SELECT coalesce(sum(octet_length(recent.data)), 0) AS bytes
                   FROM (SELECT e.data FROM events AS e
-                         WHERE e.app_name = $1 AND e.user_id = $2 AND e.session_id = $3
-                           AND e.seq <= s.revision
-                           AND ($4::float8 IS NULL OR e.timestamp >= $4::float8)
+                         WHERE e.app_name = :app_name AND e.user_id = :user_id
+                           AND e.session_id = :session_id AND e.seq <= s.revision
+                           AND (:after_timestamp::float8 IS NULL
+                                OR e.timestamp >= :after_timestamp::float8)
                          ORDER BY e.seq DESC
-                         LIMIT $5::bigint) AS recent) AS sized
- WHERE s.app_name = $1 AND s.user_id = $2 AND s.id = $3
-   AND {not_expired("$7::float8", "s.")}
-"""
+                         LIMIT :limit::bigint) AS recent) AS sized
+ WHERE s.app_name = :app_name AND s.user_id = :user_id AND s.id = :session_id
+   AND {not_expired(":now::float8", "s.")}
+""")
 
 
 # -- sessions ----------------------------------------------------------------
 
-# An expired session ($4 is now) is missing.
-READ_SESSION = f"""
+# An expired session (at :now) is missing.
+_READ_SESSION = f"""
 SELECT state, revision, update_time, expire_time, labels FROM sessions
- WHERE app_name = $1 AND user_id = $2 AND id = $3
-   AND {not_expired("$4::float8")}
+ WHERE app_name = :app_name AND user_id = :user_id AND id = :session_id
+   AND {not_expired(":now::float8")}
 """
+READ_SESSION = Statement.of(_READ_SESSION)
 # Kept from being deleted until the transaction ends.
-READ_SESSION_FOR_SHARE = READ_SESSION + " FOR SHARE"
+READ_SESSION_FOR_SHARE = Statement.of(_READ_SESSION + " FOR SHARE")
 
-INSERT_SESSION = f"""
+INSERT_SESSION = Statement.of(f"""
 INSERT INTO sessions (app_name, user_id, id, state, initial_state, state_bytes, revision,
                       create_time, update_time, expire_time, ttl_seconds, labels, change_number)
-VALUES ($1, $2, $3, $4, $4, $5, 0, $6, $6, $7, $8, $9, {CHANGE_NUMBER})
+VALUES (:app_name, :user_id, :session_id, :state, :state, :state_bytes, 0, :now, :now,
+        :expire_time, :ttl_seconds, :labels, {CHANGE_NUMBER})
 ON CONFLICT DO NOTHING
 RETURNING revision
-"""
+""")
 
 # The session row is locked first, as an append locks it first: deleting its
 # events before it would deadlock with an append retrying a stored event id. An
 # expired one is locked too (and deleted), but reported missing.
-LOCK_SESSION = f"""
-SELECT {not_expired("$4::float8")} FROM sessions
- WHERE app_name = $1 AND user_id = $2 AND id = $3
+LOCK_SESSION = Statement.of(f"""
+SELECT {not_expired(":now::float8")} AS alive FROM sessions
+ WHERE app_name = :app_name AND user_id = :user_id AND id = :session_id
  FOR UPDATE
-"""
+""")
 # An expired session whose id a new session takes: deleted first, with its
 # events, in the new session's transaction.
-LOCK_EXPIRED_SESSION = f"""
+LOCK_EXPIRED_SESSION = Statement.of(f"""
 SELECT 1 FROM sessions
- WHERE app_name = $1 AND user_id = $2 AND id = $3 AND {expired("$4::float8")}
+ WHERE app_name = :app_name AND user_id = :user_id AND id = :session_id
+   AND {expired(":now::float8")}
  FOR UPDATE
-"""
-DELETE_SESSION_EVENTS = """
-DELETE FROM events WHERE app_name = $1 AND user_id = $2 AND session_id = $3
-"""
-DELETE_SESSION = """
-DELETE FROM sessions WHERE app_name = $1 AND user_id = $2 AND id = $3
-"""
+""")
+DELETE_SESSION_EVENTS = Statement.of("""
+DELETE FROM events WHERE app_name = :app_name AND user_id = :user_id AND session_id = :session_id
+""")
+DELETE_SESSION = Statement.of("""
+DELETE FROM sessions WHERE app_name = :app_name AND user_id = :user_id AND id = :session_id
+""")
 
 
 # Containment and "has every key" are what the GIN index on labels answers.
@@ -422,28 +444,30 @@ LISTINGS = {
     for variant in listing_variants()
 }
 
-# A session's expiry replaced ($5: the idle timeout, $6: the time it gives
-# or the absolute time), if it is not expired ($4 is now) and, when $7 is not
-# null, still at that revision; the revision comes back.
-SET_EXPIRY = f"""
-UPDATE sessions SET ttl_seconds = $5, expire_time = $6, change_number = {CHANGE_NUMBER}
- WHERE app_name = $1 AND user_id = $2 AND id = $3
-   AND {not_expired("$4::float8")}
-   AND ($7::bigint IS NULL OR revision = $7::bigint)
+# A session's expiry replaced (:ttl_seconds: the idle timeout, :expire_time:
+# the time it gives or the absolute time), if it is not expired at :now and,
+# when :expected is not null, still at that revision; the revision comes back.
+SET_EXPIRY = Statement.of(f"""
+UPDATE sessions
+   SET ttl_seconds = :ttl_seconds, expire_time = :expire_time, change_number = {CHANGE_NUMBER}
+ WHERE app_name = :app_name AND user_id = :user_id AND id = :session_id
+   AND {not_expired(":now::float8")}
+   AND (:expected::bigint IS NULL OR revision = :expected::bigint)
 RETURNING revision
-"""
+""")
 
-# A session's labels replaced ($5; NULL: none) and, when $6 is true, its
-# expiry too ($7, $8 as SET_EXPIRY's $5, $6); the rest as SET_EXPIRY.
-SET_LABELS = f"""
-UPDATE sessions SET labels = $5, change_number = {CHANGE_NUMBER},
-       ttl_seconds = CASE WHEN $6::boolean THEN $7 ELSE ttl_seconds END,
-       expire_time = CASE WHEN $6::boolean THEN $8 ELSE expire_time END
- WHERE app_name = $1 AND user_id = $2 AND id = $3
-   AND {not_expired("$4::float8")}
-   AND ($9::bigint IS NULL OR revision = $9::bigint)
+# A session's labels replaced (:labels; NULL: none) and, when
+# :replace_expiry is true, its expiry too (:ttl_seconds, :expire_time as
+# SET_EXPIRY's); the rest as SET_EXPIRY.
+SET_LABELS = Statement.of(f"""
+UPDATE sessions SET labels = :labels, change_number = {CHANGE_NUMBER},
+       ttl_seconds = CASE WHEN :replace_expiry::boolean THEN :ttl_seconds ELSE ttl_seconds END,
+       expire_time = CASE WHEN :replace_expiry::boolean THEN :expire_time ELSE expire_time END
+ WHERE app_name = :app_name AND user_id = :user_id AND id = :session_id
+   AND {not_expired(":now::float8")}
+   AND (:expected::bigint IS NULL OR revision = :expected::bigint)
 RETURNING revision
-"""
+""")
 
 # GET /apps and GET /apps/{app}/users, by (restricted, after_cursor) and after_cursor.
 APPS = {
@@ -460,100 +484,110 @@ USERS = {after: Statement.of(users_sql(after_cursor=after)) for after in (False,
 # -- fork --------------------------------------------------------------------
 
 # The source of a fork, kept from being deleted until the copy commits.
-FORK_SOURCE = f"""
+FORK_SOURCE = Statement.of(f"""
 SELECT state, revision, initial_state, labels FROM sessions
- WHERE app_name = $1 AND user_id = $2 AND id = $3
-   AND {not_expired("$4::float8")}
+ WHERE app_name = :app_name AND user_id = :user_id AND id = :session_id
+   AND {not_expired(":now::float8")}
  FOR SHARE
-"""
-INSERT_FORK = f"""
+""")
+INSERT_FORK = Statement.of(f"""
 INSERT INTO sessions (app_name, user_id, id, state, initial_state, state_bytes, revision,
                       create_time, update_time, expire_time, ttl_seconds, labels, change_number)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8, $9, $10, $11, {CHANGE_NUMBER})
+VALUES (:app_name, :user_id, :session_id, :state, :initial_state, :state_bytes, :revision,
+        :now, :now, :expire_time, :ttl_seconds, :labels, {CHANGE_NUMBER})
 ON CONFLICT DO NOTHING
 RETURNING revision
-"""
-# One batch of the source's events ($4 < seq <= $5) copied into the fork ($6).
-COPY_EVENTS = """
+""")
+# One batch of the source's events (:after_seq < seq <= :up_to_seq) copied
+# into the fork (:fork_id).
+COPY_EVENTS = Statement.of("""
 INSERT INTO events (app_name, user_id, session_id, seq, id, invocation_id, author, timestamp,
                     data)
-SELECT app_name, user_id, $6, seq, id, invocation_id, author, timestamp, data FROM events
- WHERE app_name = $1 AND user_id = $2 AND session_id = $3 AND seq > $4 AND seq <= $5
-"""
-INITIAL_STATE = f"""
-SELECT initial_state IS NOT NULL, initial_state FROM sessions
- WHERE app_name = $1 AND user_id = $2 AND id = $3
-   AND {not_expired("$4::float8")}
-"""
-EVENTS_BETWEEN = """
+SELECT app_name, user_id, :fork_id, seq, id, invocation_id, author, timestamp, data FROM events
+ WHERE app_name = :app_name AND user_id = :user_id AND session_id = :session_id
+   AND seq > :after_seq AND seq <= :up_to_seq
+""")
+INITIAL_STATE = Statement.of(f"""
+SELECT initial_state IS NOT NULL AS has_initial_state, initial_state FROM sessions
+ WHERE app_name = :app_name AND user_id = :user_id AND id = :session_id
+   AND {not_expired(":now::float8")}
+""")
+EVENTS_BETWEEN = Statement.of("""
 SELECT seq, data FROM events
- WHERE app_name = $1 AND user_id = $2 AND session_id = $3 AND seq > $4 AND seq <= $5
+ WHERE app_name = :app_name AND user_id = :user_id AND session_id = :session_id
+   AND seq > :after_seq AND seq <= :up_to_seq
  ORDER BY seq
- LIMIT $6
-"""
+ LIMIT :limit
+""")
 # Whether the event a fork stops at is still there: events are only ever
 # removed from the end and a seq is never used twice, so while it is, every
 # event before it is the one the fork's state was derived from.
-EVENT_AT_SEQ = """
+EVENT_AT_SEQ = Statement.of("""
 SELECT EXISTS (SELECT 1 FROM events
-                WHERE app_name = $1 AND user_id = $2 AND session_id = $3 AND seq = $4)
-"""
+                WHERE app_name = :app_name AND user_id = :user_id
+                  AND session_id = :session_id AND seq = :seq)
+""")
 
 # -- removing events ---------------------------------------------------------
 
-# The session's revision and the seq that is newest once its newest $4 events
-# go (0: none is left), read together; no row when it is missing ($5 is now).
-NEWEST_KEPT_SEQ = f"""
+# The session's revision and the seq that is newest once its newest :count
+# events go (0: none is left), read together; no row when it is missing.
+NEWEST_KEPT_SEQ = Statement.of(f"""
 SELECT s.revision,
        coalesce((SELECT e.seq FROM events AS e
-                  WHERE e.app_name = $1 AND e.user_id = $2 AND e.session_id = $3
+                  WHERE e.app_name = :app_name AND e.user_id = :user_id
+                    AND e.session_id = :session_id
                   ORDER BY e.seq DESC
-                 OFFSET $4 LIMIT 1), 0)
+                 OFFSET :count LIMIT 1), 0) AS kept_seq
   FROM sessions AS s
- WHERE s.app_name = $1 AND s.user_id = $2 AND s.id = $3
-   AND {not_expired("$5::float8", "s.")}
-"""
-# The session's revision and its newest $4 events (seq, data), read together;
-# one row with null seq when it has none, no row when it is missing ($5 is now).
-NEWEST_EVENTS = f"""
+ WHERE s.app_name = :app_name AND s.user_id = :user_id AND s.id = :session_id
+   AND {not_expired(":now::float8", "s.")}
+""")
+# The session's revision and its newest :count events (seq, data), read
+# together; one row with null seq when it has none, no row when it is missing.
+NEWEST_EVENTS = Statement.of(f"""
 SELECT s.revision, e.seq, e.data
   FROM sessions AS s
   LEFT JOIN LATERAL (SELECT e.seq, e.data FROM events AS e
-                      WHERE e.app_name = $1 AND e.user_id = $2 AND e.session_id = $3
+                      WHERE e.app_name = :app_name AND e.user_id = :user_id
+                        AND e.session_id = :session_id
                       ORDER BY e.seq DESC
-                      LIMIT $4) AS e ON true
- WHERE s.app_name = $1 AND s.user_id = $2 AND s.id = $3
-   AND {not_expired("$5::float8", "s.")}
-"""
-# Removes the events after seq $4 if the session is still at revision $5; the
+                      LIMIT :count) AS e ON true
+ WHERE s.app_name = :app_name AND s.user_id = :user_id AND s.id = :session_id
+   AND {not_expired(":now::float8", "s.")}
+""")
+# Removes the events after seq :after_seq if the session is still at revision
+# :expected; the
 # removal is a change like any write: the revision goes up by one (never back,
-# so an If-Match taken before cannot match again), the update time is $6 and
-# an idle timeout restarts. $7, when not null, replaces the session-scope
+# so an If-Match taken before cannot match again), the update time is :now
+# and an idle timeout restarts. :state, when not null, replaces the session-scope
 # state (measured as stored). The session row is locked first, as every
 # writer locks it; an append waiting for it then finds the revision moved.
-REMOVE_EVENTS = f"""
+REMOVE_EVENTS = Statement.of(f"""
 WITH bumped AS (
     UPDATE sessions
-       SET revision = revision + 1, update_time = $6::float8, change_number = {CHANGE_NUMBER},
-           state = coalesce($7::jsonb, state),
-           state_bytes = CASE WHEN $7::jsonb IS NULL THEN state_bytes
-                              ELSE octet_length($7::jsonb::text) END,
-           expire_time = {idle_expiry("$6::float8")}
-     WHERE app_name = $1 AND user_id = $2 AND id = $3 AND revision = $5::bigint
-       AND {not_expired("$6::float8")}
+       SET revision = revision + 1, update_time = :now::float8, change_number = {CHANGE_NUMBER},
+           state = coalesce(:state::jsonb, state),
+           state_bytes = CASE WHEN :state::jsonb IS NULL THEN state_bytes
+                              ELSE octet_length(:state::jsonb::text) END,
+           expire_time = {idle_expiry(":now::float8")}
+     WHERE app_name = :app_name AND user_id = :user_id AND id = :session_id
+       AND revision = :expected::bigint
+       AND {not_expired(":now::float8")}
  RETURNING revision
 ), removed AS (
     DELETE FROM events AS e USING bumped
-     WHERE e.app_name = $1 AND e.user_id = $2 AND e.session_id = $3 AND e.seq > $4::bigint
+     WHERE e.app_name = :app_name AND e.user_id = :user_id AND e.session_id = :session_id
+       AND e.seq > :after_seq::bigint
  RETURNING e.id, e.seq
 ), recorded AS (
     INSERT INTO event_removals (app_name, user_id, session_id, revision, event_ids)
-    SELECT $1, $2, $3, bumped.revision,
+    SELECT :app_name, :user_id, :session_id, bumped.revision,
            (SELECT coalesce(json_agg(id ORDER BY seq), '[]'::json)::text FROM removed)
       FROM bumped
 )
-SELECT bumped.revision, (SELECT count(*) FROM removed) FROM bumped
-"""
+SELECT bumped.revision, (SELECT count(*) FROM removed) AS removed FROM bumped
+""")
 # Whether the event `g` changed session-scope state: its delta
 # (actions.stateDelta, else actions.state_delta, as app.sessions.events reads it) has
 # a key without a scope prefix (app.sessions.state.split_delta). As `json`, not
@@ -629,7 +663,7 @@ WITH found AS (
     UNION ALL
     SELECT * FROM found WHERE NOT EXISTS (SELECT 1 FROM bumped)
 )
-SELECT v.revision, v.changes_state,
+SELECT v.revision AS read_revision, v.changes_state,
        after.state, after.revision, after.update_time, after.expire_time, after.labels,
        (SELECT jsonb_object_agg(a.key, a.value) FROM app_states AS a
          WHERE a.app_name = :app_name) AS app_state,
@@ -638,367 +672,48 @@ SELECT v.revision, v.changes_state,
        (SELECT array_agg(g.data ORDER BY g.seq) FROM going AS g) AS events,
        (SELECT array_agg(g.seq ORDER BY g.seq) FROM going AS g) AS seqs,
        CASE WHEN EXISTS (SELECT 1 FROM bumped) THEN (SELECT count(*) FROM removed) END
+         AS removed
   FROM verdict AS v, after
 """)
-# The oldest transaction still running, and the next id to be given: rows
-# numbered below the first are all committed (or never will be); no cursor
-# a stream sent is past the second. In the reader's snapshot.
-CHANGE_HORIZON = """
-SELECT pg_snapshot_xmin(s)::text::bigint, pg_snapshot_xmax(s)::text::bigint
-  FROM pg_current_snapshot() AS s
-"""
-# A user's live sessions changed after the cursor ($3, $4: change number and
-# session id) and numbered below the horizon ($5), in change order, at most
-# $7; `removed`: the revision is a removal's. CHANGES_PAST_HORIZON: whether
-# any waits for the horizon to pass it.
-USER_CHANGES = f"""
-SELECT id, revision, update_time, change_number,
-       EXISTS (SELECT 1 FROM event_removals AS r
-                WHERE r.app_name = $1 AND r.user_id = $2 AND r.session_id = sessions.id
-                  AND r.revision = sessions.revision) AS removed
-  FROM sessions
- WHERE app_name = $1 AND user_id = $2
-   AND (change_number, id) > ($3::bigint, $4::text) AND change_number < $5::bigint
-   AND {not_expired("$6::float8")}
- ORDER BY change_number, id
- LIMIT $7
-"""
-# Below the next id ($4) only: a number past it was not given by this
-# cluster (rows restored from another's dump) and waits for nothing.
-CHANGES_PAST_HORIZON = """
-SELECT EXISTS (SELECT 1 FROM sessions
-                WHERE app_name = $1 AND user_id = $2
-                  AND change_number >= $3::bigint AND change_number < $4::bigint)
-"""
-# A session's revision and expiry time; no row when it is missing ($4 is now).
-READ_REVISION = f"""
-SELECT revision, expire_time FROM sessions
- WHERE app_name = $1 AND user_id = $2 AND id = $3
-   AND {not_expired("$4::float8")}
-"""
-# A session's events after seq $4 (at most $5): their JSON while the bytes
-# before them are under $6 (the first always), NULL past that.
-CHANGED_EVENTS = """
-SELECT seq, CASE WHEN before = 0 OR before < $6 THEN data END FROM (
-    SELECT seq, data,
-           sum(octet_length(data)) OVER (ORDER BY seq) - octet_length(data) AS before
-      FROM (SELECT seq, data FROM events
-             WHERE app_name = $1 AND user_id = $2 AND session_id = $3 AND seq > $4
-             ORDER BY seq
-             LIMIT $5) AS first_rows
-) AS running
- ORDER BY seq
-"""
-# A session's removals with $4 < revision <= $5 (app.streams.live reads them).
-READ_REMOVALS = """
-SELECT revision, event_ids FROM event_removals
- WHERE app_name = $1 AND user_id = $2 AND session_id = $3 AND revision > $4 AND revision <= $5
- ORDER BY revision
-"""
-
-# -- the sweeper -------------------------------------------------------------
-
-# Held by the process sweeping, for each batch's transaction (transaction-level:
-# it works through a pooler in transaction mode and dies with its transaction).
-TRY_SWEEP_LOCK = "SELECT pg_try_advisory_xact_lock(hashtextextended('session-state sweep', 0))"
-# The next expired sessions ($1 is now), locked; one a request holds (an
-# append pushing its expiry, a fork copying it) is left for the next pass.
-EXPIRED_SESSIONS = f"""
-SELECT app_name, user_id, id, revision FROM sessions
- WHERE {expired("$1::float8")}
- ORDER BY expire_time
- LIMIT $2
- FOR UPDATE SKIP LOCKED
-"""
-DELETE_EVENTS_OF_ANY_SESSIONS = """
-DELETE FROM events AS e USING unnest($1::text[], $2::text[], $3::text[])
-                               AS s(app_name, user_id, id)
- WHERE e.app_name = s.app_name AND e.user_id = s.user_id AND e.session_id = s.id
-"""
-DELETE_ANY_SESSIONS = """
-DELETE FROM sessions AS x USING unnest($1::text[], $2::text[], $3::text[])
-                               AS s(app_name, user_id, id)
- WHERE x.app_name = s.app_name AND x.user_id = s.user_id AND x.id = s.id
-"""
-DELETE_MEMORIES_OF_ANY_SESSIONS = """
-DELETE FROM memories AS m USING unnest($1::text[], $2::text[], $3::text[])
-                               AS s(app_name, user_id, id)
- WHERE m.app_name = s.app_name AND m.user_id = s.user_id AND m.session_id = s.id
-"""
-# Expired sessions not swept yet, for the backlog gauge (from the partial index).
-EXPIRED_COUNT = f"SELECT count(*) FROM sessions WHERE {expired('$1::float8')}"
 
 # -- state -------------------------------------------------------------------
 
-READ_APP_STATE = "SELECT key, value FROM app_states WHERE app_name = $1"
-READ_USER_STATE = "SELECT key, value FROM user_states WHERE app_name = $1 AND user_id = $2"
-READ_USER_STATES = """
-SELECT user_id, key, value FROM user_states WHERE app_name = $1 AND user_id = ANY($2::text[])
-"""
+READ_APP_STATE = Statement.of("SELECT key, value FROM app_states WHERE app_name = :app_name")
+READ_USER_STATE = Statement.of(
+    "SELECT key, value FROM user_states WHERE app_name = :app_name AND user_id = :user_id"
+)
+READ_USER_STATES = Statement.of("""
+SELECT user_id, key, value FROM user_states
+ WHERE app_name = :app_name AND user_id = ANY(:user_ids::text[])
+""")
 
 # -- events ------------------------------------------------------------------
 
-FIND_EVENT = """
+FIND_EVENT = Statement.of("""
 SELECT seq, data FROM events
- WHERE app_name = $1 AND user_id = $2 AND session_id = $3 AND id = $4
-"""
-FIND_EVENTS = """
+ WHERE app_name = :app_name AND user_id = :user_id AND session_id = :session_id AND id = :event_id
+""")
+FIND_EVENTS = Statement.of("""
 SELECT id, seq, data FROM events
- WHERE app_name = $1 AND user_id = $2 AND session_id = $3 AND id = ANY($4::text[])
-"""
+ WHERE app_name = :app_name AND user_id = :user_id AND session_id = :session_id
+   AND id = ANY(:event_ids::text[])
+""")
 # Sizes first (from the TOAST pointers, without reading the texts), so that
 # no event is read that the page will not carry.
 EVENT_SIZES = {
-    order: f"""
-SELECT seq, octet_length(data) FROM events
- WHERE app_name = $1 AND user_id = $2 AND session_id = $3
-   AND ($4::float8 IS NULL OR timestamp >= $4::float8)
-   AND ($5::bigint IS NULL OR seq {"> $5::bigint" if order == "asc" else "< $5::bigint"})
+    order: Statement.of(f"""
+SELECT seq, octet_length(data) AS size FROM events
+ WHERE app_name = :app_name AND user_id = :user_id AND session_id = :session_id
+   AND (:after_timestamp::float8 IS NULL OR timestamp >= :after_timestamp::float8)
+   AND (:after_seq::bigint IS NULL
+        OR seq {"> :after_seq::bigint" if order == "asc" else "< :after_seq::bigint"})
  ORDER BY seq {order.upper()}
- LIMIT $6
-"""
+ LIMIT :limit
+""")
     for order in ("asc", "desc")
 }
-EVENTS_BY_SEQ = """
+EVENTS_BY_SEQ = Statement.of("""
 SELECT seq, data FROM events
- WHERE app_name = $1 AND user_id = $2 AND session_id = $3 AND seq = ANY($4::bigint[])
-"""
-EVENTS_AFTER = """
-SELECT seq, data FROM events
- WHERE app_name = $1 AND user_id = $2 AND session_id = $3 AND seq > $4
- ORDER BY seq
- LIMIT $5
-"""
-
-# -- memory ------------------------------------------------------------------
-
-# Serialises the writes of one user's memory until the transaction ends.
-LOCK_USER_MEMORY = "SELECT pg_advisory_xact_lock(hashtextextended($1, 1147))"
-
-FORGOTTEN_AMONG = """
-SELECT memory_id FROM forgotten_memories
- WHERE app_name = $1 AND user_id = $2 AND memory_id = ANY($3::text[])
-"""
-# An event already taken (by an earlier or a concurrent ingestion) is
-# skipped by the unique index, not by a list of known ids in memory.
-INSERT_MEMORIES = """
-INSERT INTO memories (app_name, user_id, session_id, event_id, author, role, timestamp, text,
-                      content, custom_metadata, search_words, search_grams, embedding_model,
-                      embedding, embedding_bits)
-SELECT $1, $2, m.session_id, m.event_id, m.author, m.role, m.timestamp, m.text, m.content,
-       m.custom_metadata, m.search_words, m.search_grams, m.embedding_model, m.embedding,
-       m.embedding_bits
-  FROM unnest($3::text[], $4::text[], $5::text[], $6::text[], $7::float8[], $8::text[],
-              $9::text[], $10::text[], $11::text[], $12::text[], $13::text[], $14::bytea[],
-              $15::varbit[])
-       AS m(session_id, event_id, author, role, timestamp, text, content, custom_metadata,
-            search_words, search_grams, embedding_model, embedding, embedding_bits)
-ON CONFLICT (app_name, user_id, session_id, event_id) DO NOTHING
-RETURNING id
-"""
-DELETE_MEMORIES_OF_IDS = """
-DELETE FROM memories
- WHERE app_name = $1 AND user_id = $2 AND session_id = $3 AND event_id = ANY($4::text[])
-"""
-UNFORGET = """
-DELETE FROM forgotten_memories
- WHERE app_name = $1 AND user_id = $2 AND memory_id = ANY($3::text[])
-"""
-DELETE_MEMORY = "DELETE FROM memories WHERE app_name = $1 AND user_id = $2 AND event_id = $3"
-REMEMBER_FORGOTTEN = """
-INSERT INTO forgotten_memories (app_name, user_id, memory_id) VALUES ($1, $2, $3)
-ON CONFLICT DO NOTHING
-"""
-DELETE_SESSION_MEMORIES = """
-DELETE FROM memories WHERE app_name = $1 AND user_id = $2 AND session_id = $3
-"""
-DELETE_USER_MEMORIES = "DELETE FROM memories WHERE app_name = $1 AND user_id = $2"
-DELETE_USER_FORGOTTEN = "DELETE FROM forgotten_memories WHERE app_name = $1 AND user_id = $2"
-
-# Each term is its own tsquery, built from a value, never parsed as tsquery
-# syntax: words stemmed as the index stems them, pairs as they are, a single
-# character as the prefix of a pair. Each term finds its rows through the
-# GIN index; `matched` counts the distinct terms a memory holds (stemming may
-# make two words one) and the score is the sum of the terms' ts_rank_cd (as
-# SQLite sums bm25): one pass over each hit, where one OR query rechecked
-# every term per row (docs/performance.md, "Memory search at 100,000
-# memories", second round).
-# Each term finds only the user's KEYWORD_HITS_PER_TERM memories stored last
-# that hold it (app.memory.rules); a memory found is then scored by every term it
-# holds (ts_rank_cd has no rarity weight, as bm25 has: counting only the rare
-# term that found it would put it level with the newest common hits). The
-# hits come from the GIN index alone, then are sorted: `id + 0` keeps the
-# planner from walking the primary key backwards (filtering every row: the
-# whole table for a rare term), `|| ''` from intersecting with every row of
-# the user from ix_memories_app_user, which costs a rare term as much as a
-# common one (docs/performance.md, third round).
-_KEYWORD_GROUPED = f"""
-WITH term AS (
-    SELECT DISTINCT query FROM (
-        SELECT plainto_tsquery('english', word) AS query FROM unnest($3::text[]) AS word
-        UNION ALL
-        SELECT plainto_tsquery('simple', gram) FROM unnest($4::text[]) AS gram
-        UNION ALL
-        SELECT CAST(quote_literal(prefix) || ':*' AS tsquery) FROM unnest($5::text[]) AS prefix
-    ) AS terms
-     WHERE numnode(query) > 0
-), hit AS (
-    SELECT DISTINCT m.id FROM term CROSS JOIN LATERAL (
-        SELECT id FROM memories
-         WHERE app_name || '' = $1 AND user_id || '' = $2 AND search_vector @@ term.query
-         ORDER BY id + 0 DESC LIMIT {KEYWORD_HITS_PER_TERM}
-    ) AS m
-), grouped AS (
-    SELECT m.id, m.timestamp, count(*) AS matched,
-           -sum(ts_rank_cd(m.search_vector, term.query)) AS rank_order
-      FROM hit JOIN memories AS m ON m.id = hit.id
-      JOIN term ON m.search_vector @@ term.query
-     GROUP BY m.id, m.timestamp
-), best AS (
-    SELECT * FROM grouped ORDER BY matched DESC, rank_order, timestamp DESC, id LIMIT $6
-)
-"""
-# The best `limit` matches are taken with their sizes first, then the texts
-# of those that fit in the response ($7 bytes; always the first).
-_KEYWORD_TOP = (
-    _KEYWORD_GROUPED
-    + """, top AS (
-    SELECT best.*, octet_length(m.text) + coalesce(octet_length(m.content), 0)
-           + coalesce(octet_length(m.custom_metadata), 0) AS size
-      FROM best JOIN memories AS m ON m.id = best.id
-"""
-)
-SEARCH_MEMORIES = _KEYWORD_TOP + TAKE_WHAT_FITS.replace(":budget", "$7")
-# The same ranking, ids only (the keyword side of a hybrid search), each
-# with whether the memory holds every term of the question.
-KEYWORD_MEMORY_IDS = (
-    _KEYWORD_GROUPED
-    + """SELECT id, matched >= (SELECT count(*) FROM term) FROM best
- ORDER BY matched DESC, rank_order, timestamp DESC, id"""
-)
-
-# The memories nearest the question's sign bits ($4) among those embedded by
-# its model ($3): the first pass of a search by meaning, rescored exactly by
-# the caller from the components. The ranking reads ix_memories_vector_bits
-# only; the components of the few kept are read after. (Reading every id and
-# bits, as SQLite does, and counting in numpy is slower here:
-# docs/performance.md, "Memory search at 100,000 memories", third round.)
-NEAREST_MEMORIES = """
-WITH top AS (
-    SELECT id FROM memories
-     WHERE app_name = $1 AND user_id = $2 AND embedding_model = $3
-       AND length(embedding_bits) = length($4::varbit)
-     ORDER BY bit_count(embedding_bits # $4::varbit), id
-     LIMIT $5
-)
-SELECT m.id, m.embedding FROM top JOIN memories AS m ON m.id = top.id
-"""
-# Memories by row id, in the order given, as many as fit in $4 bytes (always
-# the first), as TAKE_WHAT_FITS takes them.
-READ_MEMORIES = """
-WITH sized AS (
-    SELECT m.id, wanted.position,
-           octet_length(m.text) + coalesce(octet_length(m.content), 0)
-           + coalesce(octet_length(m.custom_metadata), 0) AS size
-      FROM unnest($3::bigint[]) WITH ORDINALITY AS wanted(id, position)
-      JOIN memories AS m ON m.id = wanted.id
-     WHERE m.app_name = $1 AND m.user_id = $2
-), ranked AS (
-    SELECT id, row_number() OVER best AS position, sum(size) OVER best AS running
-      FROM sized WINDOW best AS (ORDER BY position)
-)
-SELECT m.session_id, m.event_id, m.author, m.role, m.timestamp, m.text,
-       m.content, m.custom_metadata
-  FROM ranked JOIN memories AS m ON m.id = ranked.id
- WHERE ranked.position = 1 OR ranked.running <= $4
- ORDER BY ranked.position
-"""
-# Memories not embedded by the model $1 (of app $2 and user $3 when given).
-_WAITING = """
- WHERE (embedding_model IS NULL OR embedding_model <> $1)
-   AND ($2::text IS NULL OR app_name = $2::text) AND ($3::text IS NULL OR user_id = $3::text)
-"""
-# At most $7 of them refused fewer than $4 times and not claimed at $5, in id
-# order, claimed until $6. SKIP LOCKED: a row another process is claiming is
-# left to it (its claim is then seen: the row is not taken twice).
-CLAIM_MEMORIES_TO_EMBED = (
-    """
-UPDATE memories AS m SET embedding_claimed_until = $6
-  FROM (SELECT id FROM memories"""
-    + _WAITING
-    + """   AND embedding_failures < $4
-          AND (embedding_claimed_until IS NULL OR embedding_claimed_until <= $5)
-        ORDER BY id LIMIT $7 FOR UPDATE SKIP LOCKED) AS claimed
- WHERE m.id = claimed.id
-RETURNING m.id, m.text
-"""
-)
-RELEASE_MEMORIES_TO_EMBED = """
-UPDATE memories SET embedding_claimed_until = NULL WHERE id = ANY($1::bigint[])
-"""
-REFUSE_MEMORIES_TO_EMBED = """
-UPDATE memories SET embedding_failures = embedding_failures + 1, embedding_claimed_until = $2
- WHERE id = ANY($1::bigint[])
-"""
-RETRY_REFUSED_EMBEDDINGS = (
-    "UPDATE memories SET embedding_failures = 0, embedding_claimed_until = NULL"
-    + _WAITING
-    + " AND embedding_failures > 0"
-)
-COUNT_MEMORIES_TO_EMBED = (
-    "SELECT count(*) FILTER (WHERE embedding_failures < $4),"
-    " count(*) FILTER (WHERE embedding_failures >= $4) FROM memories" + _WAITING
-)
-# A row deleted meanwhile is skipped.
-STORE_EMBEDDINGS = """
-UPDATE memories AS m
-   SET embedding_model = $1, embedding = v.embedding, embedding_bits = v.bits,
-       embedding_claimed_until = NULL, embedding_failures = 0
-  FROM unnest($2::bigint[], $3::bytea[], $4::varbit[]) AS v(id, embedding, bits)
- WHERE m.id = v.id
-"""
-
-# -- erasure -----------------------------------------------------------------
-
-# The next sessions of an app (of one user, when $2 is not null) to erase,
-# locked in the order every erasure takes them, with a bound of their event
-# counts (a session's revision: one per event stored, and one per removal).
-ERASABLE_SESSIONS = """
-SELECT user_id, id, revision FROM sessions
- WHERE app_name = $1 AND ($2::text IS NULL OR user_id = $2::text)
- ORDER BY user_id, id
- LIMIT $3
- FOR UPDATE
-"""
-DELETE_EVENTS_OF_SESSIONS = """
-DELETE FROM events AS e USING unnest($2::text[], $3::text[]) AS s(user_id, id)
- WHERE e.app_name = $1 AND e.user_id = s.user_id AND e.session_id = s.id
-"""
-DELETE_SESSIONS = """
-DELETE FROM sessions AS x USING unnest($2::text[], $3::text[]) AS s(user_id, id)
- WHERE x.app_name = $1 AND x.user_id = s.user_id AND x.id = s.id
-"""
-DELETE_USER_STATE = "DELETE FROM user_states WHERE app_name = $1 AND user_id = $2"
-DELETE_APP_USER_STATES = "DELETE FROM user_states WHERE app_name = $1"
-DELETE_APP_STATE = "DELETE FROM app_states WHERE app_name = $1"
-DELETE_APP_MEMORIES = "DELETE FROM memories WHERE app_name = $1"
-DELETE_APP_FORGOTTEN = "DELETE FROM forgotten_memories WHERE app_name = $1"
-
-# -- operations --------------------------------------------------------------
-
-# The schema's revision; None (no table) for an empty database.
-SCHEMA_REVISION = "SELECT version_num FROM alembic_version"
-# A standby, or a server set read-only: it takes no writes.
-IS_READ_ONLY = "SELECT current_setting('transaction_read_only') = 'on'"
-# Seconds a replica's replay is behind its primary. One that has replayed all
-# it received is not behind, however old its last replayed transaction (an
-# idle primary sends none); one not in recovery is a primary (promoted).
-REPLAY_LAG = """
-SELECT CASE
-    WHEN NOT pg_is_in_recovery() THEN 0.0
-    WHEN pg_last_wal_receive_lsn() = pg_last_wal_replay_lsn() THEN 0.0
-    ELSE coalesce(
-        extract(epoch FROM now() - pg_last_xact_replay_timestamp())::float8, 'Infinity'
-    )
-END
-"""
+ WHERE app_name = :app_name AND user_id = :user_id AND session_id = :session_id
+   AND seq = ANY(:seqs::bigint[])
+""")

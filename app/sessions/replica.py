@@ -18,11 +18,11 @@ from typing import TypeVar
 
 import asyncpg
 
+from ..backends.postgresql import PostgresStore
 from ..core.config import Settings
 from ..core.errors import DatabaseUnavailable
 from ..core.metrics import READS
 from ..stores import Store
-from .postgresql_store import PostgresStore
 
 T = TypeVar("T")
 READS_FROM_REPLICA = READS.labels("replica")

@@ -29,6 +29,7 @@ from typing import Literal, Protocol
 import asyncpg
 
 from ..core import json_codec
+from ..db.postgresql_statement import Statement
 
 logger = logging.getLogger("session_state.streams.changes")
 
@@ -45,9 +46,14 @@ RELAY_APPLICATION_NAME = "session-state changes"
 # connects says hello; one that goes away is only seen by counting).
 PEER_RECOUNT_SECONDS = 10.0
 HELLO = "hello"
-_COUNT_PEERS = (
+_COUNT_PEERS = Statement.of(
     "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
-    " AND application_name = $1 AND pid <> pg_backend_pid()"
+    " AND application_name = :application_name AND pid <> pg_backend_pid()"
+)
+_NOTIFY = Statement.of("SELECT pg_notify(:channel, :payload)")
+# Several hints in one round trip.
+_NOTIFY_EACH = Statement.of(
+    "SELECT pg_notify(:channel, payload) FROM unnest(:payloads::text[]) AS payload"
 )
 
 
@@ -272,7 +278,8 @@ class PostgresChangeRelay:
                 await connection.add_listener(CHANNEL, self._received)
                 # Listening first: a peer that connects after the count says hello.
                 await self._count_peers(connection)
-                await connection.execute("SELECT pg_notify($1, $2)", CHANNEL, _hello(self.origin))
+                hello = {"channel": CHANNEL, "payload": _hello(self.origin)}
+                await connection.execute(_NOTIFY.text, *_NOTIFY.arguments(hello))
             # Not listening (a pooler), it cannot hear a newcomer's hello:
             # `peers` stays True and every hint is sent.
             self.connected.set()
@@ -295,11 +302,9 @@ class PostgresChangeRelay:
                 while self._pending and not lost.is_set():
                     batch = self._pending[:NOTIFY_BATCH]
                     del self._pending[:NOTIFY_BATCH]
+                    hints = {"channel": CHANNEL, "payloads": batch}
                     await connection.execute(
-                        "SELECT pg_notify($1, payload) FROM unnest($2::text[]) AS payload",
-                        CHANNEL,
-                        batch,
-                        timeout=self.timeout,
+                        _NOTIFY_EACH.text, *_NOTIFY_EACH.arguments(hints), timeout=self.timeout
                     )
                 self._have_pending.clear()
         finally:
@@ -310,8 +315,9 @@ class PostgresChangeRelay:
 
     async def _count_peers(self, connection: asyncpg.Connection) -> None:
         hellos = self._hellos
+        relays = {"application_name": RELAY_APPLICATION_NAME}
         others = await connection.fetchval(
-            _COUNT_PEERS, RELAY_APPLICATION_NAME, timeout=self.timeout
+            _COUNT_PEERS.text, *_COUNT_PEERS.arguments(relays), timeout=self.timeout
         )
         # A hello heard while counting is a peer the count may have missed.
         self.peers = bool(others) or self._hellos != hellos
@@ -350,11 +356,9 @@ async def notify_processes(dsn: str, changes: list[Change], seconds: float) -> N
     connection = await asyncpg.connect(dsn, timeout=seconds, statement_cache_size=0)
     try:
         for start in range(0, len(payloads), NOTIFY_BATCH):
+            hints = {"channel": CHANNEL, "payloads": payloads[start : start + NOTIFY_BATCH]}
             await connection.execute(
-                "SELECT pg_notify($1, payload) FROM unnest($2::text[]) AS payload",
-                CHANNEL,
-                payloads[start : start + NOTIFY_BATCH],
-                timeout=seconds,
+                _NOTIFY_EACH.text, *_NOTIFY_EACH.arguments(hints), timeout=seconds
             )
     finally:
         await connection.close()

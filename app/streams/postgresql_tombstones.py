@@ -11,63 +11,66 @@ from collections.abc import Sequence
 
 import asyncpg
 
+from ..db.postgresql_statement import Statement
 from ..sessions.domain import SessionKey, Tombstone, TombstoneKind
 
-LOCK_USERS = """
+LOCK_USERS = Statement.of("""
 SELECT pg_advisory_xact_lock(k) FROM (
   SELECT DISTINCT hashtextextended('session-state tombstones' || chr(31) || a || chr(31) || u, 0)
          AS k
-    FROM unnest($1::text[], $2::text[]) AS s(a, u)
+    FROM unnest(:app_names::text[], :user_ids::text[]) AS s(a, u)
    ORDER BY k
 ) AS keys
-"""
-INSERT = """
+""")
+INSERT = Statement.of("""
 INSERT INTO session_tombstones (app_name, user_id, seq, session_id, kind, time)
 SELECT s.a, s.u,
        coalesce((SELECT max(t.seq) FROM session_tombstones AS t
                   WHERE t.app_name = s.a AND t.user_id = s.u), 0)
        + row_number() OVER (PARTITION BY s.a, s.u ORDER BY s.n),
-       s.id, $4::text, $5::float8
-  FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY AS s(a, u, id, n)
-"""
-USERS_WITH_TOMBSTONES = """
+       s.id, :kind::text, :now::float8
+  FROM unnest(:app_names::text[], :user_ids::text[], :session_ids::text[])
+       WITH ORDINALITY AS s(a, u, id, n)
+""")
+USERS_WITH_TOMBSTONES = Statement.of("""
 SELECT DISTINCT user_id FROM session_tombstones
- WHERE app_name = $1 AND ($2::text IS NULL OR user_id = $2::text)
-"""
+ WHERE app_name = :app_name AND (:user_id::text IS NULL OR user_id = :user_id::text)
+""")
 # An erasure: each user's tombstones become one, of the erasure (the ids
 # of erased sessions are not kept).
-COLLAPSE_INSERT = """
+COLLAPSE_INSERT = Statement.of("""
 INSERT INTO session_tombstones (app_name, user_id, seq, session_id, kind, time)
-SELECT app_name, user_id, max(seq) + 1, NULL, 'erased', $3::float8
+SELECT app_name, user_id, max(seq) + 1, NULL, 'erased', :now::float8
   FROM session_tombstones
- WHERE app_name = $1 AND ($2::text IS NULL OR user_id = $2::text)
+ WHERE app_name = :app_name AND (:user_id::text IS NULL OR user_id = :user_id::text)
  GROUP BY app_name, user_id
 ON CONFLICT DO NOTHING
-"""
-COLLAPSE_DELETE = """
+""")
+COLLAPSE_DELETE = Statement.of("""
 DELETE FROM session_tombstones AS t
  USING (SELECT user_id, max(seq) AS newest FROM session_tombstones
-         WHERE app_name = $1 AND ($2::text IS NULL OR user_id = $2::text)
+         WHERE app_name = :app_name AND (:user_id::text IS NULL OR user_id = :user_id::text)
          GROUP BY user_id) AS n
- WHERE t.app_name = $1 AND t.user_id = n.user_id AND t.seq < n.newest
-"""
-READ = """
+ WHERE t.app_name = :app_name AND t.user_id = n.user_id AND t.seq < n.newest
+""")
+READ = Statement.of("""
 SELECT seq, session_id, kind, time FROM session_tombstones
- WHERE app_name = $1 AND user_id = $2 AND seq > $3
+ WHERE app_name = :app_name AND user_id = :user_id AND seq > :after_seq
  ORDER BY seq
- LIMIT $4
-"""
-NEWEST = """
-SELECT coalesce(max(seq), 0) FROM session_tombstones WHERE app_name = $1 AND user_id = $2
-"""
+ LIMIT :limit
+""")
+NEWEST = Statement.of("""
+SELECT coalesce(max(seq), 0) FROM session_tombstones
+ WHERE app_name = :app_name AND user_id = :user_id
+""")
 # Rows older than the window, each user's newest kept (it keeps the count
 # going, and tells a resuming stream whether it missed rows).
-PRUNE = """
+PRUNE = Statement.of("""
 DELETE FROM session_tombstones AS t
- WHERE t.time < $1::float8
+ WHERE t.time < :before::float8
    AND t.seq < (SELECT max(m.seq) FROM session_tombstones AS m
                  WHERE m.app_name = t.app_name AND m.user_id = t.user_id)
-"""
+""")
 
 
 async def write(
@@ -80,27 +83,41 @@ async def write(
     locked their rows."""
     if not keys:
         return
-    apps = [key.app_name for key in keys]
-    users = [key.user_id for key in keys]
-    ids = [key.session_id for key in keys]
-    await connection.execute(LOCK_USERS, apps, users)
-    await connection.execute(INSERT, apps, users, ids, kind, now)
+    users = {
+        "app_names": [key.app_name for key in keys],
+        "user_ids": [key.user_id for key in keys],
+    }
+    await connection.execute(LOCK_USERS.text, *LOCK_USERS.arguments(users))
+    values = {**users, "session_ids": [key.session_id for key in keys], "kind": kind, "now": now}
+    await connection.execute(INSERT.text, *INSERT.arguments(values))
 
 
 async def collapse(
     connection: asyncpg.Connection, app_name: str, user_id: str | None, now: float
 ) -> None:
-    users = [row[0] for row in await connection.fetch(USERS_WITH_TOMBSTONES, app_name, user_id)]
-    if not users:
+    owner = {"app_name": app_name, "user_id": user_id}
+    rows = await connection.fetch(
+        USERS_WITH_TOMBSTONES.text, *USERS_WITH_TOMBSTONES.arguments(owner)
+    )
+    if not rows:
         return
-    await connection.execute(LOCK_USERS, [app_name] * len(users), users)
-    await connection.execute(COLLAPSE_INSERT, app_name, user_id, now)
-    await connection.execute(COLLAPSE_DELETE, app_name, user_id)
+    users = {"app_names": [app_name] * len(rows), "user_ids": [row["user_id"] for row in rows]}
+    await connection.execute(LOCK_USERS.text, *LOCK_USERS.arguments(users))
+    await connection.execute(
+        COLLAPSE_INSERT.text, *COLLAPSE_INSERT.arguments({**owner, "now": now})
+    )
+    await connection.execute(COLLAPSE_DELETE.text, *COLLAPSE_DELETE.arguments(owner))
 
 
 async def read(
     connection: asyncpg.Connection, app_name: str, user_id: str, after_seq: int, limit: int
 ) -> tuple[list[Tombstone], int]:
-    rows = await connection.fetch(READ, app_name, user_id, after_seq, limit)
-    newest = int(await connection.fetchval(NEWEST, app_name, user_id))
-    return [Tombstone(int(row[0]), row[1], row[2], float(row[3])) for row in rows], newest
+    owner = {"app_name": app_name, "user_id": user_id}
+    page = {**owner, "after_seq": after_seq, "limit": limit}
+    rows = await connection.fetch(READ.text, *READ.arguments(page))
+    newest = int(await connection.fetchval(NEWEST.text, *NEWEST.arguments(owner)))
+    tombstones = [
+        Tombstone(int(row["seq"]), row["session_id"], row["kind"], float(row["time"]))
+        for row in rows
+    ]
+    return tombstones, newest

@@ -1,7 +1,7 @@
 """The checkpoint store on the database the deployment's store is on (its
 pool or engine is shared: one set of connections per process)."""
 
-from ...sessions.postgresql_store import PostgresStore
+from ...backends.postgresql import PostgresStore
 from ...sessions.sqlite_store import SqliteStore
 from ...stores import Store
 from .postgresql import PostgresCheckpoints

@@ -1,7 +1,7 @@
 """The store-item storage on the database the deployment's store is on (its
 pool or engine shared: one set of connections per process)."""
 
-from ...sessions.postgresql_store import PostgresStore
+from ...backends.postgresql import PostgresStore
 from ...sessions.sqlite_store import SqliteStore
 from ...stores import Store
 from .postgresql import PostgresStoreItems
