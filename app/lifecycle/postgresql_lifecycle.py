@@ -135,23 +135,18 @@ async def _erase(
         await tombstones.write(connection, keys, "deleted", time.time())
         erased += Erased(sessions=sessions, events=events)
     await tombstones.collapse(connection, app_name, user_id, time.time())
-    # LangGraph's statements are written with `$n` parameters, in its own order.
     if user_id is None:
         app = {"app_name": app_name}
         state_keys = await delete(sql.DELETE_APP_STATE, app)
         state_keys += await delete(sql.DELETE_APP_USER_STATES, app)
         memories = await delete(sql.DELETE_APP_MEMORIES, app)
         await delete(sql.DELETE_APP_FORGOTTEN, app)
-        threads = row_count(await connection.execute(checkpoints.ERASE_APP_THREADS, app_name))
-        items = row_count(await connection.execute(store_items.ERASE_APP_ITEMS, app_name))
     else:
         state_keys = await delete(sql.DELETE_USER_STATE, scope)
         memories = await delete(memory_sql.DELETE_USER_MEMORIES, scope)
         await delete(memory_sql.DELETE_USER_FORGOTTEN, scope)
-        threads = row_count(
-            await connection.execute(checkpoints.ERASE_USER_THREADS, app_name, user_id)
-        )
-        items = row_count(await connection.execute(store_items.ERASE_USER_ITEMS, app_name, user_id))
+    threads = await checkpoints.erase_threads(connection, app_name, user_id)
+    items = await store_items.erase_items(connection, app_name, user_id)
     return erased + Erased(
         state_keys=state_keys, memories=memories, threads=threads, store_items=items
     )

@@ -42,10 +42,6 @@ _COPY_ROWS = tuple(Statement.of(sql) for sql in _THREADS.copy_rows)
 _ERASE_USER = Statement.of(_THREADS.erase_user)
 _ERASE_APP = Statement.of(_THREADS.erase_app)
 _SWEEP = Statement.of(_THREADS.sweep)
-# The positional text app.sessions' PostgreSQL erasure sends with (app_name,
-# user_id) and (app_name); erase_threads binds the same statements by name.
-ERASE_USER_THREADS = _ERASE_USER.text
-ERASE_APP_THREADS = _ERASE_APP.text
 
 _IN_THREADS = "app_name = :app_name AND thread_id = ANY(:threads::text[])"
 

@@ -18,11 +18,6 @@ from .item_sql import ItemSql, SqlItemTransaction
 
 _SQL = ItemSql(POSTGRESQL)
 
-# The positional text app.sessions' PostgreSQL erasure sends with (app_name,
-# user_id) and (app_name); erase_items binds the same statements by name.
-ERASE_USER_ITEMS = Statement.of(_SQL.erase_user).text
-ERASE_APP_ITEMS = Statement.of(_SQL.erase_app).text
-
 
 @functools.lru_cache(maxsize=256)
 def _statement(sql: str) -> Statement:
