@@ -448,8 +448,11 @@ class _Containment:
         at = self._parameter(path)
         kind = f"json_type({document}, {at})"
         if isinstance(wanted, dict):
+            # A key as JSON writes it, escapes and all: SQLite before 3.45
+            # compares a path's key with the stored text as it is.
             parts = [f"{kind} = 'object'"] + [
-                self.sql(document, f'{path}."{key}"', item) for key, item in wanted.items()
+                self.sql(document, f"{path}.{json_codec.dumps_text(key)}", item)
+                for key, item in wanted.items()
             ]
             return "(" + " AND ".join(parts) + ")"
         if isinstance(wanted, list):

@@ -105,7 +105,12 @@ class _ConditionSql:
         return f":{name}"
 
     def _path(self, path: tuple[str | int, ...]) -> str:
-        steps = "".join(f"[{step}]" if isinstance(step, int) else f'."{step}"' for step in path)
+        # A key as JSON writes it, escapes and all: SQLite before 3.45
+        # compares a path's key with the stored text as it is.
+        steps = "".join(
+            f"[{step}]" if isinstance(step, int) else f".{json_codec.dumps_text(step)}"
+            for step in path
+        )
         return self._parameter("$" + steps)
 
     def sql(self, condition: Condition) -> str:
