@@ -113,25 +113,25 @@ _DELETE_THREADS = "DELETE FROM lg_threads WHERE app_name = $1 AND thread_id = AN
 _COPY_THREAD = """
 INSERT INTO lg_threads
        (app_name, thread_id, user_id, create_time, update_time, expire_time, ttl_seconds)
-SELECT app_name, $4, user_id, $3, $3, $3 + ttl_seconds, ttl_seconds
+SELECT $5, $4, user_id, $3, $3, $3 + ttl_seconds, ttl_seconds
   FROM lg_threads WHERE app_name = $1 AND thread_id = $2
 ON CONFLICT DO NOTHING
 """
 _COPY_ROWS = (
     """
 INSERT INTO lg_checkpoints
-SELECT app_name, $3, checkpoint_ns, checkpoint_id, parent_checkpoint_id, run_id,
+SELECT $4, $3, checkpoint_ns, checkpoint_id, parent_checkpoint_id, run_id,
        checkpoint_type, checkpoint, channel_versions, metadata
   FROM lg_checkpoints WHERE app_name = $1 AND thread_id = $2
 """,
     """
 INSERT INTO lg_channel_values
-SELECT app_name, $3, checkpoint_ns, channel, version, value_type, value
+SELECT $4, $3, checkpoint_ns, channel, version, value_type, value
   FROM lg_channel_values WHERE app_name = $1 AND thread_id = $2
 """,
     """
 INSERT INTO lg_writes
-SELECT app_name, $3, checkpoint_ns, checkpoint_id, task_id, idx, task_path, channel,
+SELECT $4, $3, checkpoint_ns, checkpoint_id, task_id, idx, task_path, channel,
        value_type, value
   FROM lg_writes WHERE app_name = $1 AND thread_id = $2
 """,
@@ -343,12 +343,13 @@ class PostgresCheckpoints:
                 source.thread_id,
                 now,
                 target.thread_id,
+                target.app_name,
             )
             if _count(copied) == 0:
                 return "target_exists"
             for statement in _COPY_ROWS:
                 await connection.execute(
-                    statement, source.app_name, source.thread_id, target.thread_id
+                    statement, source.app_name, source.thread_id, target.thread_id, target.app_name
                 )
         return "copied"
 

@@ -115,7 +115,7 @@ _COPY_THREAD = text(
     f"""
 INSERT INTO lg_threads
        (app_name, thread_id, user_id, create_time, update_time, expire_time, ttl_seconds)
-SELECT app_name, :target, user_id, :now, :now, :now + ttl_seconds, ttl_seconds
+SELECT :target_app, :target, user_id, :now, :now, :now + ttl_seconds, ttl_seconds
   FROM lg_threads WHERE {_THREAD}
 ON CONFLICT DO NOTHING
 """
@@ -125,18 +125,18 @@ _COPY_ROWS = tuple(
     for statement in (
         f"""
 INSERT INTO lg_checkpoints
-SELECT app_name, :target, checkpoint_ns, checkpoint_id, parent_checkpoint_id, run_id,
+SELECT :target_app, :target, checkpoint_ns, checkpoint_id, parent_checkpoint_id, run_id,
        checkpoint_type, checkpoint, channel_versions, metadata
   FROM lg_checkpoints WHERE {_THREAD}
 """,
         f"""
 INSERT INTO lg_channel_values
-SELECT app_name, :target, checkpoint_ns, channel, version, value_type, value
+SELECT :target_app, :target, checkpoint_ns, channel, version, value_type, value
   FROM lg_channel_values WHERE {_THREAD}
 """,
         f"""
 INSERT INTO lg_writes
-SELECT app_name, :target, checkpoint_ns, checkpoint_id, task_id, idx, task_path, channel,
+SELECT :target_app, :target, checkpoint_ns, checkpoint_id, task_id, idx, task_path, channel,
        value_type, value
   FROM lg_writes WHERE {_THREAD}
 """,
@@ -361,13 +361,12 @@ class SqliteCheckpoints:
                 _DELETE_IF_EXPIRED,
                 {"app_name": target.app_name, "thread_id": target.thread_id, "now": now},
             )
-            copied = await connection.execute(
-                _COPY_THREAD, {**thread, "target": target.thread_id, "now": now}
-            )
+            copy = {**thread, "target_app": target.app_name, "target": target.thread_id}
+            copied = await connection.execute(_COPY_THREAD, {**copy, "now": now})
             if copied.rowcount == 0:
                 return "target_exists"
             for statement in _COPY_ROWS:
-                await connection.execute(statement, {**thread, "target": target.thread_id})
+                await connection.execute(statement, copy)
         return "copied"
 
     async def prune(
