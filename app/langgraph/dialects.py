@@ -191,7 +191,12 @@ class SqliteDialect(Dialect):
         return json_codec.loads(value)
 
     def path_argument(self, path: Sequence[str | int]) -> Any:
-        steps = (f"[{step}]" if isinstance(step, int) else f'."{step}"' for step in path)
+        # A key as JSON writes it, escapes and all: SQLite before 3.45
+        # compares a path's key with the stored text as it is.
+        steps = (
+            f"[{step}]" if isinstance(step, int) else f".{json_codec.dumps_text(step)}"
+            for step in path
+        )
         return "$" + "".join(steps)
 
     def location(self, document: str, path_parameter: str) -> str:

@@ -3,20 +3,16 @@ called by it, and every row of docs/design.md's "Backend differences"
 names one of its tests and a backend."""
 
 import ast
-import inspect
 from pathlib import Path
 
 import pytest
 
 from session_state.stores import Store
 
+from ..contract_coverage import is_called, protocol_methods, suite_sources
 from .differences import BACKENDS, read_differences
 
 SUITE = Path(__file__).parent
-
-
-def _suite_sources() -> str:
-    return "\n".join(path.read_text() for path in sorted(SUITE.glob("test_*.py")))
 
 
 def _contract_tests() -> set[str]:
@@ -29,16 +25,9 @@ def _contract_tests() -> set[str]:
     return names
 
 
-PROTOCOL_METHODS = [
-    name
-    for name, member in inspect.getmembers(Store, inspect.isfunction)
-    if not name.startswith("_")
-]
-
-
-@pytest.mark.parametrize("method", PROTOCOL_METHODS)
+@pytest.mark.parametrize("method", protocol_methods(Store))
 def test_every_store_method_is_held_to_the_contract(method: str):
-    assert f".{method}(" in _suite_sources(), f"no contract test calls Store.{method}"
+    assert is_called(method, suite_sources(SUITE)), f"no contract test calls {method}"
 
 
 def test_every_listed_difference_names_a_contract_test_and_one_backend():

@@ -368,12 +368,23 @@ class PostgresCheckpoints:
                 now=now,
             )
             copied = await _execute(
-                connection, _COPY_THREAD, **thread, target=target.thread_id, now=now
+                connection,
+                _COPY_THREAD,
+                **thread,
+                target=target.thread_id,
+                target_app=target.app_name,
+                now=now,
             )
             if copied == 0:
                 return "target_exists"
             for statement in _COPY_ROWS:
-                await _execute(connection, statement, **thread, target=target.thread_id)
+                await _execute(
+                    connection,
+                    statement,
+                    **thread,
+                    target=target.thread_id,
+                    target_app=target.app_name,
+                )
         return "copied"
 
     async def prune(

@@ -316,12 +316,16 @@ class SqliteCheckpoints:
                 {"app_name": target.app_name, "thread_id": target.thread_id, "now": now},
             )
             copied = await connection.execute(
-                _COPY_THREAD, {**thread, "target": target.thread_id, "now": now}
+                _COPY_THREAD,
+                {**thread, "target": target.thread_id, "target_app": target.app_name, "now": now},
             )
             if copied.rowcount == 0:
                 return "target_exists"
             for statement in _COPY_ROWS:
-                await connection.execute(statement, {**thread, "target": target.thread_id})
+                await connection.execute(
+                    statement,
+                    {**thread, "target": target.thread_id, "target_app": target.app_name},
+                )
         return "copied"
 
     async def prune(
@@ -404,7 +408,10 @@ class _Containment:
         kind = f"json_type({document}, {at})"
         if isinstance(wanted, dict):
             parts = [f"{kind} = 'object'"] + [
-                self.sql(document, f'{path}."{key}"', item) for key, item in wanted.items()
+                # A key as JSON writes it, escapes and all: SQLite before 3.45
+                # compares a path's key with the stored text as it is.
+                self.sql(document, f"{path}.{json_codec.dumps_text(key)}", item)
+                for key, item in wanted.items()
             ]
             return "(" + " AND ".join(parts) + ")"
         if isinstance(wanted, list):

@@ -37,25 +37,25 @@ UPDATE lg_threads SET {refresh}
         # The copy is a new thread with the source's owner and TTL.
         self.copy = f"""
 INSERT INTO lg_threads ({_COLUMNS})
-SELECT app_name, :target, user_id, :now, :now, {expiry("ttl_seconds")}, ttl_seconds
+SELECT :target_app, :target, user_id, :now, :now, {expiry("ttl_seconds")}, ttl_seconds
   FROM lg_threads WHERE {THREAD}
 ON CONFLICT DO NOTHING
 """
         self.copy_rows = (
             f"""
 INSERT INTO lg_checkpoints
-SELECT app_name, :target, checkpoint_ns, checkpoint_id, parent_checkpoint_id, run_id,
+SELECT :target_app, :target, checkpoint_ns, checkpoint_id, parent_checkpoint_id, run_id,
        checkpoint_type, checkpoint, channel_versions, metadata
   FROM lg_checkpoints WHERE {THREAD}
 """,
             f"""
 INSERT INTO lg_channel_values
-SELECT app_name, :target, checkpoint_ns, channel, version, value_type, value
+SELECT :target_app, :target, checkpoint_ns, channel, version, value_type, value
   FROM lg_channel_values WHERE {THREAD}
 """,
             f"""
 INSERT INTO lg_writes
-SELECT app_name, :target, checkpoint_ns, checkpoint_id, task_id, idx, task_path, channel,
+SELECT :target_app, :target, checkpoint_ns, checkpoint_id, task_id, idx, task_path, channel,
        value_type, value
   FROM lg_writes WHERE {THREAD}
 """,
