@@ -1,6 +1,8 @@
 """The operator's commands reach storage only through `OperatorStore`
 (docs/design.md): nothing in them imports SQLAlchemy, the tables or a
-repository. The ADK reader is the one exception: it reads ADK's tables."""
+repository. The ADK reader is the one exception: it reads ADK's tables. The
+transfer package's repositories are the storage side, reached through
+OperatorStore (app/admin/sql_store.py)."""
 
 import ast
 from pathlib import Path
@@ -11,8 +13,8 @@ APP = Path(__file__).resolve().parent.parent / "app"
 DRIVERS = ("sqlalchemy", "asyncpg")
 MODULES = sorted(
     path
-    for path in [*APP.joinpath("transfer").glob("*.py"), APP / "operator_commands.py"]
-    if path.name != "adk_source.py"
+    for path in [*APP.joinpath("transfer").glob("*.py"), APP / "admin" / "commands.py"]
+    if path.name not in {"adk_source.py", "repository.py", "langgraph_repository.py"}
 )
 
 
