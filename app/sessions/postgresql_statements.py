@@ -10,6 +10,7 @@ from ..db.postgresql_statement import Statement
 from ..memory.rules import KEYWORD_HITS_PER_TERM
 from ..memory.sqlite_memory import TAKE_WHAT_FITS
 from .directory_listing import apps_sql, apps_variants, users_sql
+from .liveness_sql import live_sql
 from .session_listing import ListingDialect, listing_sql, listing_variants
 
 # -- rules every statement on a session keeps --------------------------------
@@ -18,7 +19,7 @@ from .session_listing import ListingDialect, listing_sql, listing_variants
 def not_expired(now: str, table: str = "") -> str:
     """A session not expired at `now`: an expired one is missing to every
     read and write (the sweeper deletes it later)."""
-    return f"({table}expire_time IS NULL OR {table}expire_time > {now})"
+    return live_sql(now, table)
 
 
 def expired(now: str) -> str:

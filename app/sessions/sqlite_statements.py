@@ -18,7 +18,6 @@ from sqlalchemy import (
     func,
     literal,
     null,
-    or_,
     select,
     text,
     tuple_,
@@ -29,6 +28,7 @@ from sqlalchemy.sql.elements import ColumnElement
 from sqlalchemy.sql.selectable import TextualSelect
 
 from ..core import json_codec
+from . import liveness_sql
 from .directory_listing import apps_sql, apps_variants, directory_parameters, users_sql
 from .domain import (
     ALL_SESSIONS,
@@ -225,18 +225,17 @@ async def read_user_changes(
 
 
 def expired(now: float) -> ColumnElement[bool]:
-    """A session that has expired at `now` (absent everywhere once it has),
-    in the form the sweeper's index on expire_time serves."""
-    return sessions.c.expire_time <= now
+    """A session that has expired at `now` (absent everywhere once it has)."""
+    return liveness_sql.expired(sessions.c.expire_time, now)
 
 
 def not_expired(now: float) -> ColumnElement[bool]:
     """A session every reader and writer finds at `now`."""
-    return or_(sessions.c.expire_time.is_(None), ~expired(now))
+    return liveness_sql.live(sessions.c.expire_time, now)
 
 
 # not_expired, as the append's plain SQL writes it (`sqlite_append.py`).
-NOT_EXPIRED_SQL = "(expire_time IS NULL OR expire_time > :now)"
+NOT_EXPIRED_SQL = liveness_sql.live_sql(":now")
 # The expire_time a write at :now leaves when it carries no expiry of its
 # own: an idle timeout restarts, a fixed expiry time stays.
 RESTARTED_EXPIRY_SQL = "CASE WHEN ttl_seconds IS NULL THEN expire_time ELSE :now + ttl_seconds END"
