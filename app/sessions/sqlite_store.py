@@ -1,28 +1,23 @@
 """The embedded store: SQLite through SQLAlchemy Core (aiosqlite), its SQL
 in `sqlite_statements.py`, `sqlite_append.py` (the append's rules) and
 `memory_repository.py`. Appends, the request most made, run in plain SQL on
-a thread of their own (`sqlite_writer.py`).
-
-Writers take the database's write lock at BEGIN (`engine.py`): the append's
-read-modify-write of the session state cannot interleave with another
-writer, in this process or any other, and one user's memory writes are
-serialised without a lock of their own."""
+a thread of their own (app.db.sqlite_writer); the engine, its transactions
+and the writer are app.db.sqlite_connections'."""
 
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
-from contextlib import asynccontextmanager, closing
+from collections.abc import Callable, Sequence
+from contextlib import closing
 from dataclasses import dataclass
 from functools import partial
 from typing import TypeVar
 
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from ..core.errors import DatabaseUnavailable
-from ..db.database_errors import database_errors_as_domain_errors
-from ..db.engine import WRITE_OPTION
 from ..db.migrations import SchemaNotCurrent, require_current_schema
+from ..db.sqlite_connections import SqliteConnections
 from ..langgraph.checkpoints import sqlite as checkpoints
 from ..langgraph.store import sqlite as store_items
 from ..memory import sqlite_memory as memory_repository
@@ -64,7 +59,6 @@ from .domain import (
 from .event_windows import events_batch
 from .history import changes_session_state
 from .labels import Labels
-from .sqlite_writer import SqliteWriter
 from .state import ScopedDelta, StateDict
 from .state_sizes import session_state_bytes, state_past_limit
 from .store import ForkOutcome
@@ -80,28 +74,7 @@ def _batches(items: Sequence[T]) -> list[Sequence[T]]:
     return [items[start : start + MEMORY_BATCH] for start in range(0, len(items), MEMORY_BATCH)]
 
 
-class SqliteStore:
-    def __init__(self, engine: AsyncEngine) -> None:
-        self.engine = engine
-        self._appends = SqliteWriter(engine)
-
-    @asynccontextmanager
-    async def _read(self) -> AsyncIterator[AsyncConnection]:
-        """A transaction: every statement of a read sees one snapshot."""
-        with database_errors_as_domain_errors():
-            async with self.engine.connect() as connection, connection.begin():
-                yield connection
-
-    @asynccontextmanager
-    async def _write(self) -> AsyncIterator[AsyncConnection]:
-        """One transaction (BEGIN IMMEDIATE), committed on success and rolled
-        back on any error."""
-        with database_errors_as_domain_errors():
-            async with self.engine.connect() as connection:
-                await connection.execution_options(**{WRITE_OPTION: True})
-                async with connection.begin():
-                    yield connection
-
+class SqliteStore(SqliteConnections):
     async def append_event(
         self,
         key: SessionKey,
@@ -112,7 +85,7 @@ class SqliteStore:
         new_expiry: Expiry | None = None,
         new_labels: Labels | None = None,
     ) -> int:
-        return await self._appends.write(
+        return await self._writer.write(
             partial(
                 sqlite_append.append_events,
                 key=key,
@@ -135,7 +108,7 @@ class SqliteStore:
         max_state_bytes: int,
         now: float,
     ) -> int:
-        return await self._appends.write(
+        return await self._writer.write(
             partial(
                 sqlite_append.append_events,
                 key=key,
@@ -604,7 +577,7 @@ class SqliteStore:
             raise DatabaseUnavailable("the database is unreachable") from error
 
     async def close(self) -> None:
-        await self._appends.close()
+        await self._writer.close()
         await self.engine.dispose()
 
 
