@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from ..db.postgresql_statement import Statement
 from ..memory.rules import KEYWORD_HITS_PER_TERM
-from ..memory.sqlite_memory import TAKE_WHAT_FITS
+from ..memory.sqlite_statements import TAKE_WHAT_FITS
 from .directory_listing import apps_sql, apps_variants, users_sql
 from .liveness_sql import live_sql
 from .session_listing import ListingDialect, listing_sql, listing_variants

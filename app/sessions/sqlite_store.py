@@ -20,7 +20,7 @@ from ..db.migrations import SchemaNotCurrent, require_current_schema
 from ..db.sqlite_connections import SqliteConnections
 from ..langgraph.checkpoints import sqlite as checkpoints
 from ..langgraph.store import sqlite as store_items
-from ..memory import sqlite_memory as memory_repository
+from ..memory import sqlite_statements as memory_repository
 from ..memory.candidates import gather_memory_candidates
 from ..memory.embedding import StoredVector
 from ..memory.store import MemoriesOf

@@ -1,10 +1,13 @@
-"""The SQLite store's SQL of long-term memory (the PostgreSQL store's is in
-`postgresql_statements.py`). Full-text search over the searchable form of
-the text (app.memory.search_text) with FTS5 and bm25, ranked as on PostgreSQL: by
-how many of the question's terms a memory holds first, then by that score,
-then the newest. Every write runs in a transaction that holds the
-database's write lock (`engine.py`), so one user's memory writes are
-serialised, as the PostgreSQL store's advisory lock serialises them."""
+"""The SQL of long-term memory on SQLite (`SqliteMemory`, `sqlite_memory.py`;
+PostgreSQL's is in `postgresql_memory.py`). Functions run on a connection
+inside a transaction that the caller owns; none of them commits.
+
+Full-text search over the searchable form of the text (app.memory.search_text)
+with FTS5 and bm25, ranked as on PostgreSQL: by how many of the question's
+terms a memory holds first, then by that score, then the newest. Every write
+runs in a transaction that holds the database's write lock (`engine.py`), so
+one user's memory writes are serialised, as the PostgreSQL store's advisory
+lock serialises them."""
 
 import functools
 import json
