@@ -1,8 +1,8 @@
 """The checkpoint store on the database the deployment's store is on (its
 pool or engine is shared: one set of connections per process)."""
 
+from ...backends.sqlite import SqliteStore
 from ...sessions.postgresql_store import PostgresStore
-from ...sessions.sqlite_store import SqliteStore
 from ...stores import Store
 from .postgresql import PostgresCheckpoints
 from .sqlite import SqliteCheckpoints
