@@ -5,13 +5,13 @@ connection pool."""
 from typing import Protocol
 
 from .backends.postgresql import PostgresStore
+from .backends.sqlite import SqliteStore
 from .core.config import Settings
 from .db import migrations
 from .db.engine import create_engine
 from .db.poolers import refuse_an_undeclared_pooler
 from .lifecycle.store import LifecycleStore
 from .memory.store import MemoryStore
-from .sessions.sqlite_store import SqliteStore
 from .sessions.store import SessionStore
 from .streams.store import ChangeLog
 

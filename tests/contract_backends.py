@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from session_state.backends.postgresql import PostgresStore
+from session_state.backends.sqlite import SqliteStore
 from session_state.core.config import Settings
 from session_state.db.engine import create_engine
-from session_state.sessions.sqlite_store import SqliteStore
 from session_state.stores import Store
 
 from .conftest import TABLES

@@ -1,7 +1,7 @@
 """A search by meaning's candidates, gathered the same way by both stores:
 the keyword side and the nearest side at once, each on a connection of its
 own (`Store.memory_candidates`). Each store passes its way to a connection
-and its two queries (`postgresql_memory.py`, `memory_repository.py`)."""
+and its two queries (`postgresql_memory.py`, `sqlite_statements.py`)."""
 
 import asyncio
 from collections.abc import Awaitable, Callable

@@ -3,7 +3,7 @@ with `:name` parameters and sent with asyncpg."""
 
 from ..db.postgresql_statement import Statement
 from .rules import KEYWORD_HITS_PER_TERM
-from .sqlite_memory import TAKE_WHAT_FITS
+from .search_sql import TAKE_WHAT_FITS
 
 # A session's events after a seq, a batch at a time, for memory.
 EVENTS_AFTER = Statement.of("""

@@ -1,517 +1,176 @@
-"""The SQLite store's SQL of long-term memory (the PostgreSQL store's is in
-`postgresql_statements.py`). Full-text search over the searchable form of
-the text (app.memory.search_text) with FTS5 and bm25, ranked as on PostgreSQL: by
-how many of the question's terms a memory holds first, then by that score,
-then the newest. Every write runs in a transaction that holds the
-database's write lock (`engine.py`), so one user's memory writes are
-serialised, as the PostgreSQL store's advisory lock serialises them."""
+"""Long-term memory on SQLite (`MemoryStore`), with its SQL in
+`sqlite_statements.py`. A deleted session's memories go with it when asked,
+in the deleting transaction, through the sessions' hook
+(app.sessions.sqlite_session_hooks)."""
 
-import functools
-import json
 from collections.abc import Sequence
+from typing import TypeVar
 
-import numpy as np
-from sqlalchemy import (
-    ColumnElement,
-    TextClause,
-    bindparam,
-    delete,
-    func,
-    or_,
-    select,
-    text,
-    update,
-)
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from ..sessions.domain import EmbeddingBacklogCount, MemoryRecord, SessionKey, VectorQuery
-from ..sessions.tables import forgotten_memories, memories
-from .embedding import StoredVector, nearest_rows
-from .rules import KEYWORD_HITS_PER_TERM, fts5_queries
-from .search_text import query_terms, search_text
+from ..sessions import sqlite_statements as session_sql
+from ..sessions.domain import (
+    EmbeddingBacklogCount,
+    MemoryCandidates,
+    MemoryRecord,
+    SessionKey,
+    TombstoneKind,
+    VectorQuery,
+)
+from ..sessions.sqlite_session_hooks import SqliteSessionHooks
+from . import sqlite_statements as sql
+from .candidates import gather_memory_candidates
+from .embedding import StoredVector
+from .store import MemoriesOf
+
+# Rows per statement when memories are written or a session's events read
+# for memory: a long history is taken in bounded memory.
+MEMORY_BATCH = 500
+
+T = TypeVar("T")
 
 
-async def insert_memories(
-    connection: AsyncConnection, app_name: str, user_id: str, records: Sequence[MemoryRecord]
-) -> int:
-    """Inserts the memories not stored yet and not forgotten (delete_memory);
-    returns how many were new."""
-    forgotten = await _forgotten_among(connection, app_name, user_id, records)
-    records = [record for record in records if record.event_id not in forgotten]
-    if not records:
-        return 0
-    # An event already taken (by an earlier or a concurrent ingestion) is
-    # skipped by the unique index, not by a list of known ids in memory.
-    added = 0
-    for first in range(0, len(records), _ROWS_PER_INSERT):
-        chunk = records[first : first + _ROWS_PER_INSERT]
-        values: list[object] = []
-        for record in chunk:
-            indexed = search_text(record.text)
-            values += (
+def _batches(items: Sequence[T]) -> list[Sequence[T]]:
+    return [items[start : start + MEMORY_BATCH] for start in range(0, len(items), MEMORY_BATCH)]
+
+
+class SqliteMemory(SqliteSessionHooks):
+    async def ingest_session(
+        self, key: SessionKey, memories_of: MemoriesOf, now: float
+    ) -> int | None:
+        added = 0
+        async with self._write() as connection:
+            # The write lock is held until the memories are committed: a
+            # delete of the session (with its memories) waits.
+            if await session_sql.read_session(connection, key, now) is None:
+                return None
+            after_seq = 0
+            while batch := await session_sql.read_events_after(
+                connection, key, after_seq, MEMORY_BATCH
+            ):
+                after_seq = batch[-1].seq
+                added += await sql.insert_memories(
+                    connection, key.app_name, key.user_id, memories_of(batch)
+                )
+        return added
+
+    async def add_memories(
+        self, app_name: str, user_id: str, records: Sequence[MemoryRecord]
+    ) -> int:
+        added = 0
+        async with self._write() as connection:
+            for batch in _batches(records):
+                added += await sql.insert_memories(connection, app_name, user_id, batch)
+        return added
+
+    async def replace_memories(
+        self, app_name: str, user_id: str, records: Sequence[MemoryRecord]
+    ) -> None:
+        async with self._write() as connection:
+            for batch in _batches(records):
+                await sql.replace_memories(connection, app_name, user_id, batch)
+
+    async def forget_memory(self, app_name: str, user_id: str, memory_id: str) -> None:
+        async with self._write() as connection:
+            await sql.forget_memory(connection, app_name, user_id, memory_id)
+
+    async def search_memories(
+        self, app_name: str, user_id: str, question: str, limit: int, budget: int
+    ) -> list[MemoryRecord]:
+        async with self._read() as connection:
+            return await sql.search(connection, app_name, user_id, question, limit, budget)
+
+    async def forget_user_memories(self, app_name: str, user_id: str) -> None:
+        async with self._write() as connection:
+            await sql.delete_user_memories(connection, app_name, user_id)
+
+    async def memory_candidates(
+        self,
+        app_name: str,
+        user_id: str,
+        question: str,
+        keyword_limit: int,
+        query: VectorQuery | None,
+    ) -> MemoryCandidates:
+        return await gather_memory_candidates(
+            self._read,
+            sql.keyword_ids,
+            sql.nearest,
+            app_name,
+            user_id,
+            question,
+            keyword_limit,
+            query,
+        )
+
+    async def read_memories(
+        self, app_name: str, user_id: str, ids: Sequence[int], budget: int
+    ) -> list[MemoryRecord]:
+        async with self._read() as connection:
+            return await sql.read_memories(connection, app_name, user_id, ids, budget)
+
+    async def claim_memories_to_embed(
+        self,
+        model: str,
+        limit: int,
+        app_name: str | None,
+        user_id: str | None,
+        *,
+        now: float,
+        until: float,
+        max_tries: int,
+    ) -> list[tuple[int, str]]:
+        async with self._write() as connection:
+            return await sql.claim_memories_to_embed(
+                connection,
+                model,
+                limit,
                 app_name,
                 user_id,
-                record.session_id,
-                record.event_id,
-                record.author,
-                record.role,
-                record.timestamp,
-                record.text,
-                record.content,
-                record.custom_metadata,
-                record.embedding_model,
-                record.embedding,
-                record.embedding_bits,
-                indexed.words,
-                indexed.grams,
+                now=now,
+                until=until,
+                max_tries=max_tries,
             )
-        result = await connection.exec_driver_sql(_insert_rows(len(chunk)), tuple(values))
-        added += len(result.all())
-    return added
 
+    async def release_memories_to_embed(self, ids: Sequence[int]) -> None:
+        if ids:
+            async with self._write() as connection:
+                await sql.release_memories_to_embed(connection, ids)
 
-# One multi-row INSERT of plain parameters: SQLAlchemy's insert of the same
-# rows spends much of a batch on each row's parameters, and executemany of a
-# one-row INSERT runs a statement per row in SQLite, each through the
-# full-text trigger (docs/performance.md, "SQLite ingest, fourth round").
-_INSERTED_COLUMNS = (
-    "app_name, user_id, session_id, event_id, author, role, timestamp, text, content, "
-    "custom_metadata, embedding_model, embedding, embedding_bits, search_words, search_grams"
-)
-# 15 parameters a row, within SQLite's 32,766 a statement.
-_ROWS_PER_INSERT = 2_000
+    async def refuse_memories_to_embed(self, ids: Sequence[int], retry_at: float) -> None:
+        if ids:
+            async with self._write() as connection:
+                await sql.refuse_memories_to_embed(connection, ids, retry_at)
 
+    async def retry_refused_embeddings(
+        self, model: str, app_name: str | None, user_id: str | None
+    ) -> int:
+        async with self._write() as connection:
+            return await sql.retry_refused_embeddings(connection, model, app_name, user_id)
 
-@functools.lru_cache(maxsize=16)  # a full batch and the last, mostly
-def _insert_rows(count: int) -> str:
-    row = "(" + ", ".join("?" * len(_INSERTED_COLUMNS.split(","))) + ")"
-    return (
-        f"INSERT INTO memories ({_INSERTED_COLUMNS}) VALUES {', '.join([row] * count)}"
-        " ON CONFLICT (app_name, user_id, session_id, event_id) DO NOTHING RETURNING id"
-    )
-
-
-async def _forgotten_among(
-    connection: AsyncConnection, app_name: str, user_id: str, records: Sequence[MemoryRecord]
-) -> set[str]:
-    if not records:
-        return set()
-    result = await connection.execute(
-        select(forgotten_memories.c.memory_id).where(
-            forgotten_memories.c.app_name == app_name,
-            forgotten_memories.c.user_id == user_id,
-            forgotten_memories.c.memory_id.in_({record.event_id for record in records}),
-        )
-    )
-    return set(result.scalars())
-
-
-async def replace_memories(
-    connection: AsyncConnection, app_name: str, user_id: str, records: Sequence[MemoryRecord]
-) -> None:
-    """Stores memories written directly (add_memory): an id given again
-    replaces its memory, and an id deleted before may be written again. A
-    delete and an insert, not an UPDATE: SQLite's full-text index follows
-    inserts and deletes only."""
-    ids = [record.event_id for record in records]
-    for session_id in {record.session_id for record in records}:
-        await connection.execute(
-            delete(memories).where(
-                memories.c.app_name == app_name,
-                memories.c.user_id == user_id,
-                memories.c.session_id == session_id,
-                memories.c.event_id.in_(ids),
+    async def count_memories_to_embed(
+        self, model: str, app_name: str | None, user_id: str | None, max_tries: int
+    ) -> EmbeddingBacklogCount:
+        async with self._read() as connection:
+            return await sql.count_memories_to_embed(
+                connection, model, app_name, user_id, max_tries
             )
-        )
-    await connection.execute(
-        delete(forgotten_memories).where(
-            forgotten_memories.c.app_name == app_name,
-            forgotten_memories.c.user_id == user_id,
-            forgotten_memories.c.memory_id.in_(ids),
-        )
-    )
-    await insert_memories(connection, app_name, user_id, records)
 
+    async def store_embeddings(
+        self, model: str, vectors: Sequence[tuple[int, StoredVector]]
+    ) -> None:
+        async with self._write() as connection:
+            await sql.store_embeddings(connection, model, vectors)
 
-async def forget_memory(
-    connection: AsyncConnection, app_name: str, user_id: str, memory_id: str
-) -> bool:
-    """Deletes the user's memories of that id (one per session that holds it)
-    and, as ADK's InMemoryMemoryService does when it deleted something,
-    remembers the id so that adding its session again does not bring it
-    back."""
-    result = await connection.execute(
-        delete(memories).where(
-            memories.c.app_name == app_name,
-            memories.c.user_id == user_id,
-            memories.c.event_id == memory_id,
-        )
-    )
-    if result.rowcount == 0:
-        return False
-    await connection.execute(
-        sqlite_insert(forgotten_memories)
-        .values(app_name=app_name, user_id=user_id, memory_id=memory_id)
-        .on_conflict_do_nothing()
-    )
-    return True
-
-
-# Both searches take the best `limit` matches with their sizes first, then
-# read the texts of those that fit in the response (`budget` bytes; always
-# the first): results are bounded in bytes, not only in count.
-TAKE_WHAT_FITS = """
-    ), ranked AS (
-        SELECT id, row_number() OVER best AS position, sum(size) OVER best AS running
-          FROM top WINDOW best AS (ORDER BY matched DESC, rank_order, timestamp DESC, id)
-    )
-    SELECT m.session_id, m.event_id, m.author, m.role, m.timestamp, m.text,
-           m.content, m.custom_metadata
-      FROM ranked JOIN memories AS m ON m.id = ranked.id
-     WHERE ranked.position = 1 OR ranked.running <= :budget
-     ORDER BY ranked.position
-"""
-
-# One FTS5 query per term (see app.memory.rules.fts5_queries); a memory's score is
-# the sum of its terms' bm25, as for an OR of them. Each term ranks only the
-# user's KEYWORD_HITS_PER_TERM memories stored last that hold it (app.memory.rules):
-# FTS5 walks a term's hits by row id, last first (CROSS JOIN keeps it the outer loop,
-# so no sort is needed) and stops there. MATERIALIZED: bm25 is only allowed
-# where the query planner keeps the full-text scan as written.
-_TERM_HITS = """
-    SELECT * FROM (
-        SELECT memories_fts.rowid AS id, bm25(memories_fts) AS score
-          FROM memories_fts CROSS JOIN memories AS m ON m.id = memories_fts.rowid
-         WHERE memories_fts MATCH :q{index} AND m.app_name = :app_name AND m.user_id = :user_id
-         ORDER BY memories_fts.rowid DESC LIMIT :per_term
-    )"""
-
-
-def _keyword_hits(terms: int) -> str:
-    """The hits of `terms` queries (:q0, :q1, ...), counted per row."""
-    hits = " UNION ALL ".join(_TERM_HITS.format(index=index) for index in range(terms))
-    return f"""
-    WITH hit AS MATERIALIZED ({hits}
-    ), grouped AS (
-        SELECT id, count(*) AS matched, sum(score) AS rank_order FROM hit GROUP BY id
-    )
-"""
-
-
-_KEYWORD_RANKING = """
-      FROM grouped JOIN memories AS m ON m.id = grouped.id
-     ORDER BY matched DESC, rank_order, m.timestamp DESC, m.id
-     LIMIT :limit
-"""
-
-
-@functools.cache
-def _sqlite_search(terms: int) -> TextClause:
-    """The best matches with their sizes first, then what fits."""
-    return text(
-        _keyword_hits(terms)
-        + """, best AS (SELECT m.id, m.timestamp, matched, rank_order"""
-        + _KEYWORD_RANKING
-        + """
-    ), top AS (
-        SELECT best.*,
-               length(CAST(m.text AS BLOB)) + coalesce(length(CAST(m.content AS BLOB)), 0)
-               + coalesce(length(CAST(m.custom_metadata AS BLOB)), 0) AS size
-          FROM best JOIN memories AS m ON m.id = best.id
-"""
-        + TAKE_WHAT_FITS
-    )
-
-
-@functools.cache
-def _sqlite_keyword_ids(terms: int) -> TextClause:
-    """The same ranking, ids only (the keyword side of a hybrid search),
-    each with whether the memory holds every term of the question."""
-    return text(_keyword_hits(terms) + f"SELECT m.id, matched >= {terms}" + _KEYWORD_RANKING)
-
-
-def _term_parameters(queries: Sequence[str]) -> dict[str, object]:
-    return {f"q{index}": query for index, query in enumerate(queries)} | {
-        "per_term": KEYWORD_HITS_PER_TERM
-    }
-
-
-# Memories by row id, in the order given, as many as fit in `budget` bytes
-# (always the first), as TAKE_WHAT_FITS takes them.
-_READ_MEMORIES = text(
-    """
-    WITH wanted AS (
-        SELECT CAST(value AS INTEGER) AS id, key AS position FROM json_each(:ids)
-    ), sized AS (
-        SELECT m.id, wanted.position,
-               length(CAST(m.text AS BLOB)) + coalesce(length(CAST(m.content AS BLOB)), 0)
-               + coalesce(length(CAST(m.custom_metadata AS BLOB)), 0) AS size
-          FROM wanted JOIN memories AS m ON m.id = wanted.id
-         WHERE m.app_name = :app_name AND m.user_id = :user_id
-    ), ranked AS (
-        SELECT id, row_number() OVER best AS position, sum(size) OVER best AS running
-          FROM sized WINDOW best AS (ORDER BY position)
-    )
-    SELECT m.session_id, m.event_id, m.author, m.role, m.timestamp, m.text,
-           m.content, m.custom_metadata
-      FROM ranked JOIN memories AS m ON m.id = ranked.id
-     WHERE ranked.position = 1 OR ranked.running <= :budget
-     ORDER BY ranked.position
-"""
-)
-
-
-async def search(
-    connection: AsyncConnection,
-    app_name: str,
-    user_id: str,
-    question: str,
-    limit: int,
-    budget: int,
-) -> list[MemoryRecord]:
-    """The best matches, at most `limit` and about `budget` bytes of text."""
-    terms = query_terms(question)
-    if not terms:
-        return []
-    parameters: dict[str, object] = {
-        "app_name": app_name,
-        "user_id": user_id,
-        "limit": limit,
-        "budget": budget,
-    }
-    queries = fts5_queries(terms)
-    result = await connection.execute(
-        _sqlite_search(len(queries)), parameters | _term_parameters(queries)
-    )
-    return [MemoryRecord(*row) for row in result]
-
-
-async def keyword_ids(
-    connection: AsyncConnection, app_name: str, user_id: str, question: str, limit: int
-) -> list[tuple[int, bool]]:
-    """Row ids of the best keyword matches, best first (as `search` ranks),
-    each with whether it holds every term of the question."""
-    terms = query_terms(question)
-    if not terms or limit == 0:
-        return []
-    queries = fts5_queries(terms)
-    result = await connection.execute(
-        _sqlite_keyword_ids(len(queries)),
-        {"app_name": app_name, "user_id": user_id, "limit": limit} | _term_parameters(queries),
-    )
-    return [(row[0], bool(row[1])) for row in result]
-
-
-# The row ids and sign bits of the user's memories of one model, each
-# concatenated by SQLite in one scan of ix_memories_vector_bits (bits as hex:
-# a text must be valid UTF-8), in the same row order. SQLite has no bit
-# count: a Python function called per row is far slower than numpy over the
-# bits once read (docs/performance.md, "Memory search at 100,000 memories",
-# second round). The rows kept are
-# then found by id: a second query by their bits scanned the index again.
-_SIGN_BITS = text(
-    """
-    SELECT group_concat(id), group_concat(hex(embedding_bits), '') FROM memories
-     WHERE app_name = :app_name AND user_id = :user_id AND embedding_model = :model
-       AND length(embedding_bits) = :length
-"""
-)
-_COMPONENTS = text(
-    """
-    SELECT m.id, m.embedding FROM json_each(:ids) AS wanted
-      JOIN memories AS m ON m.id = wanted.value
-"""
-)
-
-
-async def nearest(
-    connection: AsyncConnection, app_name: str, user_id: str, query: VectorQuery
-) -> list[tuple[int, bytes]]:
-    """The `query.keep` memories nearest by sign bits (Hamming distance, ties
-    by row id), with their components."""
-    found = (
-        await connection.execute(
-            _SIGN_BITS,
-            {
-                "app_name": app_name,
-                "user_id": user_id,
-                "model": query.model,
-                "length": len(query.bits),
-            },
-        )
-    ).one()
-    if not found[0]:
-        return []
-    ids = nearest_rows(
-        # Parsed in C: making the strings into an array in Python is slower.
-        np.fromstring(found[0], dtype=np.int64, sep=","),
-        bytes.fromhex(found[1]),
-        query.bits,
-        query.keep,
-    )
-    result = await connection.execute(_COMPONENTS, {"ids": json.dumps(ids)})
-    components: dict[int, bytes] = {row[0]: row[1] for row in result}
-    return [(identifier, components[identifier]) for identifier in ids if identifier in components]
-
-
-async def read_memories(
-    connection: AsyncConnection, app_name: str, user_id: str, ids: Sequence[int], budget: int
-) -> list[MemoryRecord]:
-    if not ids:
-        return []
-    result = await connection.execute(
-        _READ_MEMORIES,
-        {"ids": json.dumps(list(ids)), "app_name": app_name, "user_id": user_id, "budget": budget},
-    )
-    return [MemoryRecord(*row) for row in result]
-
-
-def _waiting(model: str, app_name: str | None, user_id: str | None) -> list[ColumnElement[bool]]:
-    conditions = [or_(memories.c.embedding_model.is_(None), memories.c.embedding_model != model)]
-    if app_name is not None:
-        conditions.append(memories.c.app_name == app_name)
-    if user_id is not None:
-        conditions.append(memories.c.user_id == user_id)
-    return conditions
-
-
-async def claim_memories_to_embed(
-    connection: AsyncConnection,
-    model: str,
-    limit: int,
-    app_name: str | None,
-    user_id: str | None,
-    *,
-    now: float,
-    until: float,
-    max_tries: int,
-) -> list[tuple[int, str]]:
-    """Memories waiting for `model`, unclaimed, claimed until `until`, in id
-    order. The caller holds the write lock: one claim per row."""
-    claimable = (
-        select(memories.c.id)
-        .where(
-            *_waiting(model, app_name, user_id),
-            memories.c.embedding_failures < max_tries,
-            or_(
-                memories.c.embedding_claimed_until.is_(None),
-                memories.c.embedding_claimed_until <= now,
-            ),
-        )
-        .order_by(memories.c.id)
-        .limit(limit)
-    )
-    result = await connection.execute(
-        update(memories)
-        .where(memories.c.id.in_(claimable.scalar_subquery()))
-        .values(embedding_claimed_until=until)
-        .returning(memories.c.id, memories.c.text)
-    )
-    return sorted((row[0], row[1]) for row in result)
-
-
-async def release_memories_to_embed(connection: AsyncConnection, ids: Sequence[int]) -> None:
-    await connection.execute(
-        update(memories).where(memories.c.id.in_(ids)).values(embedding_claimed_until=None)
-    )
-
-
-async def refuse_memories_to_embed(
-    connection: AsyncConnection, ids: Sequence[int], retry_at: float
-) -> None:
-    await connection.execute(
-        update(memories)
-        .where(memories.c.id.in_(ids))
-        .values(
-            embedding_failures=memories.c.embedding_failures + 1,
-            embedding_claimed_until=retry_at,
-        )
-    )
-
-
-async def retry_refused_embeddings(
-    connection: AsyncConnection, model: str, app_name: str | None, user_id: str | None
-) -> int:
-    result = await connection.execute(
-        update(memories)
-        .where(*_waiting(model, app_name, user_id), memories.c.embedding_failures > 0)
-        .values(embedding_failures=0, embedding_claimed_until=None)
-    )
-    return result.rowcount
-
-
-async def count_memories_to_embed(
-    connection: AsyncConnection,
-    model: str,
-    app_name: str | None,
-    user_id: str | None,
-    max_tries: int,
-) -> EmbeddingBacklogCount:
-    given_up = memories.c.embedding_failures >= max_tries
-    result = await connection.execute(
-        select(func.count().filter(~given_up), func.count().filter(given_up)).where(
-            *_waiting(model, app_name, user_id)
-        )
-    )
-    waiting, failed = result.one()
-    return EmbeddingBacklogCount(waiting=int(waiting), given_up=int(failed))
-
-
-async def store_embeddings(
-    connection: AsyncConnection, model: str, vectors: Sequence[tuple[int, StoredVector]]
-) -> None:
-    """Sets the vectors of these rows (a row deleted meanwhile is skipped).
-    An UPDATE leaves the full-text index as it is (its triggers follow
-    inserts and deletes)."""
-    if not vectors:
-        return
-    await connection.execute(
-        update(memories)
-        .where(memories.c.id == bindparam("row_id"))
-        .values(
-            embedding_model=model,
-            embedding=bindparam("components"),
-            embedding_bits=bindparam("bits"),
-            embedding_claimed_until=None,
-            embedding_failures=0,
-        ),
-        [
-            {"row_id": identifier, "components": vector.components, "bits": vector.bits}
-            for identifier, vector in vectors
-        ],
-    )
-
-
-async def delete_session_memories(connection: AsyncConnection, key: SessionKey) -> int:
-    """Deletes the session's memories; returns how many."""
-    result = await connection.execute(
-        delete(memories).where(
-            memories.c.app_name == key.app_name,
-            memories.c.user_id == key.user_id,
-            memories.c.session_id == key.session_id,
-        )
-    )
-    return result.rowcount
-
-
-async def delete_user_memories(connection: AsyncConnection, app_name: str, user_id: str) -> int:
-    """Everything of the user's memory, the ids it forgot included."""
-    result = await connection.execute(
-        delete(memories).where(memories.c.app_name == app_name, memories.c.user_id == user_id)
-    )
-    await connection.execute(
-        delete(forgotten_memories).where(
-            forgotten_memories.c.app_name == app_name, forgotten_memories.c.user_id == user_id
-        )
-    )
-    return result.rowcount
-
-
-async def delete_app_memories(connection: AsyncConnection, app_name: str) -> int:
-    """Every memory of the app's users, the ids they forgot included."""
-    result = await connection.execute(delete(memories).where(memories.c.app_name == app_name))
-    await connection.execute(
-        delete(forgotten_memories).where(forgotten_memories.c.app_name == app_name)
-    )
-    return result.rowcount
+    async def _session_deleted(
+        self,
+        connection: AsyncConnection,
+        key: SessionKey,
+        kind: TombstoneKind,
+        now: float,
+        *,
+        with_memories: bool,
+    ) -> None:
+        if with_memories:
+            await sql.delete_session_memories(connection, key)
+        await super()._session_deleted(connection, key, kind, now, with_memories=with_memories)

@@ -6,7 +6,9 @@ Cost: a page reads the order index entries of the sessions of the apps (or
 users) on it (ix_sessions_app_order, ix_sessions_app_user_order) and nothing
 else; it never reads state, labels or events."""
 
-_LIVE = "(s.expire_time IS NULL OR s.expire_time > :now)"
+from .liveness_sql import live_sql
+
+_LIVE = live_sql(":now", "s.")
 
 
 def apps_sql(allowed_apps: str | None, *, after_cursor: bool) -> str:

@@ -13,6 +13,7 @@ from typing import Any
 from ..db.postgresql_statement import Statement
 from .directory_listing import apps_sql, apps_variants, users_sql
 from .domain import SessionKey
+from .liveness_sql import live_sql
 from .session_listing import ListingDialect, listing_sql, listing_variants
 
 # -- rules every statement on a session keeps --------------------------------
@@ -32,7 +33,7 @@ def session_values(key: SessionKey, **values: Any) -> dict[str, Any]:
 def not_expired(now: str, table: str = "") -> str:
     """A session not expired at `now`: an expired one is missing to every
     read and write (the sweeper deletes it later)."""
-    return f"({table}expire_time IS NULL OR {table}expire_time > {now})"
+    return live_sql(now, table)
 
 
 def expired(now: str) -> str:

@@ -10,6 +10,7 @@ from typing import Any
 from ..core.limits import MAX_RUNNING_IN_HORIZON
 from .domain import ChangeHorizon, SessionPosition, SessionQuery
 from .labels import LabelFilter
+from .liveness_sql import live_sql
 
 # What a session in a list adds besides its state (ids, field names, time).
 LISTED_SESSION_OVERHEAD_BYTES = 512
@@ -81,9 +82,8 @@ def listing_sql(
         the app and the labels, and their order."""
         time = f"{alias}update_time"
         conditions = [
-            f"({alias}expire_time IS NULL OR {alias}expire_time > :now)"
-            if alias != "l."
-            else "(s.expire_time IS NULL OR s.expire_time > :now)",
+            # Label rows have no expiry: their session's is the one.
+            live_sql(":now", "s." if alias == "l." else alias),
             f"{time} >= :updated_after",
             f"{time} < :updated_before",
         ]

@@ -1,10 +1,10 @@
 """SQLite's append, and the writes of shared state a new session shares
 with it, in plain SQL on a DB-API cursor: the append writer's sqlite3 one
-(`sqlite_writer.py`), or the pool's inside a SQLAlchemy transaction
+(app.db.sqlite_writer), or the pool's inside a SQLAlchemy transaction
 (`create_session`). Each rule an append is held to is stated once here,
 checked before anything is written:
 
-- the session is live (`sqlite_statements.not_expired`) and at the expected
+- the session is live (`liveness_sql.live`) and at the expected
   revision, and no event id of the append is stored already;
 - no scope passes the size limit: app and user keys by their sizes (a scope
   is summed only when the write makes it grow), the session's state
@@ -16,7 +16,7 @@ checked before anything is written:
 A refused append is AppendNotApplied with nothing written, as on PostgreSQL
 (where the append is one statement, `postgresql_statements.APPEND`); the
 service reads which rule refused it. Writers hold the database's write lock
-from BEGIN IMMEDIATE (`engine.py`, `sqlite_writer.py`), so the checks and
+from BEGIN IMMEDIATE (app.db.engine, app.db.sqlite_writer), so the checks and
 the writes see one state and the session state can be merged in Python.
 
 Values are encoded as the tables' SQLAlchemy types encode them

@@ -1,8 +1,10 @@
-"""The SQLite store's SQL for sessions, events and state, as SQLAlchemy Core
-(the PostgreSQL store's is in `postgresql_statements.py`; the rules both
-share are in `state_sizes.py`, `session_listing.py` and `event_windows.py`).
-Functions run on a connection inside a transaction that the caller owns;
-none of them commits."""
+"""The SQL of sessions, events and state on SQLite (`SqliteSessions`,
+`sqlite_sessions.py`), as SQLAlchemy Core (PostgreSQL's is in
+`postgresql_statements.py`; the rules both share are in `state_sizes.py`,
+`session_listing.py` and `event_windows.py`). The other features' SQLite
+SQL on these tables is theirs (app.streams, app.lifecycle), built from the
+conditions and change numbers here. Functions run on a connection inside a
+transaction that the caller owns; none of them commits."""
 
 from collections.abc import Sequence
 from typing import Any
@@ -18,10 +20,8 @@ from sqlalchemy import (
     func,
     literal,
     null,
-    or_,
     select,
     text,
-    tuple_,
 )
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -29,6 +29,7 @@ from sqlalchemy.sql.elements import ColumnElement
 from sqlalchemy.sql.selectable import TextualSelect
 
 from ..core import json_codec
+from . import liveness_sql
 from .directory_listing import apps_sql, apps_variants, directory_parameters, users_sql
 from .domain import (
     ALL_SESSIONS,
@@ -37,8 +38,6 @@ from .domain import (
     Expiry,
     ListedApp,
     ListedUser,
-    Removal,
-    SessionChanges,
     SessionKey,
     SessionPosition,
     SessionQuery,
@@ -47,7 +46,7 @@ from .domain import (
     SortOrder,
     StoredEvent,
 )
-from .event_windows import ERASE_CANDIDATES, events_within
+from .event_windows import events_within
 from .labels import Labels
 from .session_listing import (
     ListingDialect,
@@ -157,7 +156,7 @@ NEXT_CHANGE_NUMBER_SQL = (
 )
 
 
-async def _keep_change_numbers(connection: AsyncConnection, *conditions: Any) -> None:
+async def keep_change_numbers(connection: AsyncConnection, *conditions: Any) -> None:
     """Before sessions are deleted: the floor rises to their newest number,
     so that no later write is numbered as one of them was (a stream past it
     would skip that write)."""
@@ -179,64 +178,21 @@ async def _keep_change_numbers(connection: AsyncConnection, *conditions: Any) ->
     )
 
 
-async def read_user_changes(
-    connection: AsyncConnection,
-    app_name: str,
-    user_id: str,
-    after: tuple[int, str],
-    limit: int,
-    now: float,
-) -> tuple[list[tuple[str, int, float, int, bool]], int]:
-    """The user's live sessions changed after the cursor, in change order
-    (at most `limit`) with whether their revision is a removal's, and the
-    number the next write will take: every
-    number below it is committed."""
-    found = await connection.execute(
-        select(
-            sessions.c.id,
-            sessions.c.revision,
-            sessions.c.update_time,
-            sessions.c.change_number,
-            select(event_removals.c.revision)
-            .where(
-                event_removals.c.app_name == sessions.c.app_name,
-                event_removals.c.user_id == sessions.c.user_id,
-                event_removals.c.session_id == sessions.c.id,
-                event_removals.c.revision == sessions.c.revision,
-            )
-            .exists(),
-        )
-        .where(
-            sessions.c.app_name == app_name,
-            sessions.c.user_id == user_id,
-            tuple_(sessions.c.change_number, sessions.c.id)
-            > tuple_(literal(after[0]), literal(after[1])),
-            not_expired(now),
-        )
-        .order_by(sessions.c.change_number, sessions.c.id)
-        .limit(limit)
-    )
-    rows = [(row[0], int(row[1]), float(row[2]), int(row[3]), bool(row[4])) for row in found]
-    horizon = await connection.execute(select(next_change_number()))
-    return rows, int(horizon.scalar_one())
-
-
 # -- expiry: a session expires at its expire_time (NULL: never) ------------
 
 
 def expired(now: float) -> ColumnElement[bool]:
-    """A session that has expired at `now` (absent everywhere once it has),
-    in the form the sweeper's index on expire_time serves."""
-    return sessions.c.expire_time <= now
+    """A session that has expired at `now` (absent everywhere once it has)."""
+    return liveness_sql.expired(sessions.c.expire_time, now)
 
 
 def not_expired(now: float) -> ColumnElement[bool]:
     """A session every reader and writer finds at `now`."""
-    return or_(sessions.c.expire_time.is_(None), ~expired(now))
+    return liveness_sql.live(sessions.c.expire_time, now)
 
 
 # not_expired, as the append's plain SQL writes it (`sqlite_append.py`).
-NOT_EXPIRED_SQL = "(expire_time IS NULL OR expire_time > :now)"
+NOT_EXPIRED_SQL = liveness_sql.live_sql(":now")
 # The expire_time a write at :now leaves when it carries no expiry of its
 # own: an idle timeout restarts, a fixed expiry time stays.
 RESTARTED_EXPIRY_SQL = "CASE WHEN ttl_seconds IS NULL THEN expire_time ELSE :now + ttl_seconds END"
@@ -323,7 +279,7 @@ async def delete_session(connection: AsyncConnection, key: SessionKey, now: floa
 
 
 async def _delete_session_rows(connection: AsyncConnection, key: SessionKey) -> None:
-    await _keep_change_numbers(connection, *session_is(key))
+    await keep_change_numbers(connection, *session_is(key))
     await connection.execute(delete(events).where(*events_of(key)))
     await connection.execute(delete(sessions).where(*session_is(key)))
 
@@ -644,63 +600,6 @@ async def count_events(
     return int(result.scalar_one())
 
 
-# -- erasure ---------------------------------------------------------------
-
-
-async def erasable_sessions(
-    connection: AsyncConnection, app_name: str, user_id: str | None
-) -> list[tuple[tuple[str, str], int]]:
-    statement = select(sessions.c.user_id, sessions.c.id, sessions.c.revision).where(
-        sessions.c.app_name == app_name
-    )
-    if user_id is not None:
-        statement = statement.where(sessions.c.user_id == user_id)
-    result = await connection.execute(
-        statement.order_by(sessions.c.user_id, sessions.c.id).limit(ERASE_CANDIDATES)
-    )
-    return [((row[0], row[1]), row[2]) for row in result]
-
-
-async def delete_sessions_with_events(
-    connection: AsyncConnection, app_name: str, batch: Sequence[tuple[str, str]]
-) -> tuple[int, int]:
-    """Deletes the sessions and their events; returns (sessions, events)."""
-    pairs = list(batch)
-    await _keep_change_numbers(
-        connection,
-        sessions.c.app_name == app_name,
-        tuple_(sessions.c.user_id, sessions.c.id).in_(pairs),
-    )
-    deleted_events = await connection.execute(
-        delete(events).where(
-            events.c.app_name == app_name,
-            tuple_(events.c.user_id, events.c.session_id).in_(pairs),
-        )
-    )
-    deleted_sessions = await connection.execute(
-        delete(sessions).where(
-            sessions.c.app_name == app_name, tuple_(sessions.c.user_id, sessions.c.id).in_(pairs)
-        )
-    )
-    return deleted_sessions.rowcount, deleted_events.rowcount
-
-
-async def delete_scope_state(
-    connection: AsyncConnection, app_name: str, user_id: str | None
-) -> int:
-    """The user's state keys, or (user_id None) the app's and all its users'."""
-    if user_id is not None:
-        result = await connection.execute(
-            delete(user_states).where(
-                user_states.c.app_name == app_name, user_states.c.user_id == user_id
-            )
-        )
-        return result.rowcount
-    users = await connection.execute(delete(user_states).where(user_states.c.app_name == app_name))
-    app = await connection.execute(delete(app_states).where(app_states.c.app_name == app_name))
-    return users.rowcount + app.rowcount
-
-
 # -- removing events -------------------------------------------------------
 
 
@@ -785,77 +684,6 @@ async def remove_events(
     return EventsRemoved(revision, deleted.rowcount)
 
 
-async def read_changes(
-    connection: AsyncConnection,
-    key: SessionKey,
-    after_revision: int,
-    limit: int,
-    max_bytes: int,
-    now: float,
-) -> SessionChanges | None:
-    found = await connection.execute(
-        select(sessions.c.revision, sessions.c.expire_time).where(
-            *session_is(key), not_expired(now)
-        )
-    )
-    session = found.first()
-    if session is None:
-        return None
-    rows = await connection.execute(
-        text(CHANGED_EVENTS),
-        {
-            "app_name": key.app_name,
-            "user_id": key.user_id,
-            "session_id": key.session_id,
-            "after": after_revision,
-            "limit": limit + 1,
-            "max_bytes": max_bytes,
-        },
-    )
-    found_rows = rows.all()
-    changed = [StoredEvent(int(seq), data) for seq, data in found_rows[:limit] if data is not None]
-    more = len(found_rows) > len(changed)
-    changes = SessionChanges(int(session[0]), session[1], changed, [], more)
-    if changes.up_to - after_revision != len(changed):  # not all were events
-        removals = await read_removals(connection, key, after_revision, changes.up_to)
-        changes = SessionChanges(changes.revision, changes.expire_time, changed, removals, more)
-    return changes
-
-
-# A session's events after :after (at most :limit): their JSON while the bytes
-# before them are under :max_bytes (the first always), NULL past that.
-CHANGED_EVENTS = """
-SELECT seq, CASE WHEN before = 0 OR before < :max_bytes THEN data END FROM (
-    SELECT seq, data,
-           sum(length(CAST(data AS BLOB))) OVER (ORDER BY seq) - length(CAST(data AS BLOB))
-               AS before
-      FROM (SELECT seq, data FROM events
-             WHERE app_name = :app_name AND user_id = :user_id AND session_id = :session_id
-               AND seq > :after
-             ORDER BY seq
-             LIMIT :limit)
-)
- ORDER BY seq
-"""
-
-
-async def read_removals(
-    connection: AsyncConnection, key: SessionKey, after_revision: int, up_to_revision: int
-) -> list[Removal]:
-    result = await connection.execute(
-        select(event_removals.c.revision, event_removals.c.event_ids)
-        .where(
-            event_removals.c.app_name == key.app_name,
-            event_removals.c.user_id == key.user_id,
-            event_removals.c.session_id == key.session_id,
-            event_removals.c.revision > after_revision,
-            event_removals.c.revision <= up_to_revision,
-        )
-        .order_by(event_removals.c.revision)
-    )
-    return [Removal(int(revision), json_codec.loads(ids)) for revision, ids in result]
-
-
 async def event_at_seq(connection: AsyncConnection, key: SessionKey, seq: int) -> bool:
     result = await connection.execute(
         select(events.c.seq).where(*events_of(key), events.c.seq == seq)
@@ -921,46 +749,3 @@ async def copy_events(
     await connection.execute(
         events.insert().from_select(["app_name", "user_id", "session_id", *columns], copied)
     )
-
-
-# -- the sweeper -----------------------------------------------------------
-
-
-async def expired_sessions(connection: AsyncConnection, now: float) -> list[tuple[SessionKey, int]]:
-    """The next expired sessions, oldest expiry first, with their event counts."""
-    result = await connection.execute(
-        select(sessions.c.app_name, sessions.c.user_id, sessions.c.id, sessions.c.revision)
-        .where(expired(now))
-        .order_by(sessions.c.expire_time)
-        .limit(ERASE_CANDIDATES)
-    )
-    return [(SessionKey(row[0], row[1], row[2]), row[3]) for row in result]
-
-
-async def delete_any_sessions_with_events(
-    connection: AsyncConnection, keys: Sequence[SessionKey]
-) -> tuple[int, int]:
-    """Deletes the sessions (of any apps and users) and their events; returns
-    (sessions, events)."""
-    triples = [(key.app_name, key.user_id, key.session_id) for key in keys]
-    await _keep_change_numbers(
-        connection, tuple_(sessions.c.app_name, sessions.c.user_id, sessions.c.id).in_(triples)
-    )
-    deleted_events = await connection.execute(
-        delete(events).where(
-            tuple_(events.c.app_name, events.c.user_id, events.c.session_id).in_(triples)
-        )
-    )
-    deleted_sessions = await connection.execute(
-        delete(sessions).where(
-            tuple_(sessions.c.app_name, sessions.c.user_id, sessions.c.id).in_(triples)
-        )
-    )
-    return deleted_sessions.rowcount, deleted_events.rowcount
-
-
-async def count_expired(connection: AsyncConnection, now: float) -> int:
-    result = await connection.execute(
-        select(func.count()).select_from(sessions).where(expired(now))
-    )
-    return int(result.scalar_one())

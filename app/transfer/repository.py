@@ -7,7 +7,7 @@ transactions the caller owns."""
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from sqlalchemy import Row, Table, insert, null, or_, select, text, tuple_
+from sqlalchemy import Row, Table, insert, null, select, text, tuple_
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from ..admin.store import SessionRecord, StoredMemory
@@ -15,6 +15,7 @@ from ..core import json_codec
 from ..memory.search_text import search_text
 from ..sessions.domain import NewEvent, SessionKey
 from ..sessions.event_rows import event_row_values
+from ..sessions.liveness_sql import live
 from ..sessions.postgresql_statements import CHANGE_NUMBER
 from ..sessions.sqlite_statements import next_change_number
 from ..sessions.state_sizes import entry_bytes, session_state_bytes
@@ -86,8 +87,7 @@ async def page_in_key_order(
         statement = statement.where(tuple_(*key) > tuple_(*after))
     if live_at is not None:
         # Any table with an expire_time (sessions, threads, store items).
-        expire_time = table.c.expire_time
-        statement = statement.where(or_(expire_time.is_(None), expire_time > live_at))
+        statement = statement.where(live(table.c.expire_time, live_at))
     result = await connection.execute(statement.order_by(*key).limit(limit))
     return result.all()
 

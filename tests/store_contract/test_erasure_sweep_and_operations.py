@@ -4,9 +4,9 @@ counting them, and the store's readiness."""
 import asyncio
 
 from session_state.backends.postgresql import PostgresStore
+from session_state.backends.sqlite import SqliteStore
 from session_state.core.config import Settings
 from session_state.sessions.domain import Erased, Expiry, SessionKey, Swept
-from session_state.sessions.sqlite_store import SqliteStore
 from session_state.stores import Store, open_store
 
 from .scenes import APP, LIMIT, NOW, append, create, event, key, memories_of, memory

@@ -1,13 +1,24 @@
 """Store contract: a session whose expiry time is at or before `now` is
 missing for every reader and writer from that moment, swept or not; a
-moment before, every one of them finds it."""
+moment before, every one of them finds it. The operator's readers (the
+`sessions` commands, export) keep the same rule."""
 
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
 
-from session_state.sessions.domain import AppendNotApplied, Expiry, ForkSource, SessionKey
+from session_state.admin.sql_store import SqlOperatorStore
+from session_state.core.config import Settings
+from session_state.db.engine import create_engine
+from session_state.sessions.domain import (
+    AppendNotApplied,
+    Expiry,
+    ForkSource,
+    SessionKey,
+    SessionQuery,
+)
+from session_state.sessions.labels import LabelFilter
 from session_state.sessions.state import ScopedDelta
 from session_state.stores import Store
 
@@ -17,9 +28,36 @@ EXPIRES = NOW + 10
 Call = Callable[[Store, SessionKey, float], Awaitable[Any]]
 
 
-async def _listed(store: Store, at: SessionKey, now: float) -> bool:
-    listing = await store.page_sessions(APP, at.user_id, None, 10, LIMIT, now)
-    return any(row.id == at.session_id for row in listing.sessions)
+LABELS = {"env": "prod"}
+
+
+def _listed(*, of_user: bool, labels: LabelFilter | None = None) -> Call:
+    """Whether the user's (else the app's) list holds the session; with
+    `labels`, a list filtered by them (each store walks those its own way)."""
+
+    async def listed(store: Store, at: SessionKey, now: float) -> bool:
+        query = SessionQuery(labels or LabelFilter())
+        user_id = at.user_id if of_user else None
+        listing = await store.page_sessions(APP, user_id, None, 10, LIMIT, now, query)
+        return any(row.id == at.session_id for row in listing.sessions)
+
+    return listed
+
+
+async def _app_listed(store: Store, at: SessionKey, now: float) -> bool:
+    apps, _ = await store.page_apps(None, None, 10, now)
+    return any(app.app_name == at.app_name for app in apps)
+
+
+async def _user_listed(store: Store, at: SessionKey, now: float) -> bool:
+    users, _ = await store.page_users(at.app_name, None, 10, now)
+    return any(user.user_id == at.user_id for user in users)
+
+
+async def _changed(store: Store, at: SessionKey, now: float) -> bool:
+    """Whether the user stream's read holds the session."""
+    changes = await store.read_user_changes(at.app_name, at.user_id, 0, (0, ""), 10, now)
+    return any(session.id == at.session_id for session in changes.sessions)
 
 
 async def _fork(store: Store, at: SessionKey, now: float) -> str:
@@ -40,7 +78,20 @@ async def _create(store: Store, at: SessionKey, now: float) -> bool:
 FINDERS: dict[str, tuple[Call, Any]] = {
     "read_session": (lambda store, at, now: store.read_session(at, now), None),
     "read_snapshot": (lambda store, at, now: store.read_snapshot(at, None, None, LIMIT, now), None),
-    "page_sessions": (_listed, False),
+    "page_sessions of a user": (_listed(of_user=True), False),
+    "page_sessions of an app": (_listed(of_user=False), False),
+    "page_sessions of a user by label": (_listed(of_user=True, labels=LabelFilter(LABELS)), False),
+    "page_sessions of an app by label": (_listed(of_user=False, labels=LabelFilter(LABELS)), False),
+    "page_sessions of an app by label key": (
+        _listed(of_user=False, labels=LabelFilter({}, ("env",))),
+        False,
+    ),
+    "page_apps": (_app_listed, False),
+    "page_users": (_user_listed, False),
+    "read_user_changes": (_changed, False),
+    "read_changes": (lambda store, at, now: store.read_changes(at, 0, 10, LIMIT, now), None),
+    "pop_newest": (lambda store, at, now: store.pop_newest(at, 1, None, LIMIT, now), None),
+    "set_labels": (lambda store, at, now: store.set_labels(at, {}, None, None, now), None),
     "page_events": (
         lambda store, at, now: store.page_events(at, "asc", None, None, 10, LIMIT, now),
         None,
@@ -85,6 +136,7 @@ async def test_an_expired_session_is_missing_from_the_moment_it_expires(store: S
     for session_key in (key("due"), key("live")):
         await create(store, session_key, expiry=Expiry(expire_time=EXPIRES))
         await append(store, session_key, event("e1"))
+        assert await store.set_labels(session_key, LABELS, None, None, NOW) is not None
     call, missing = FINDERS[method]
 
     gone = await outcome_of(call(store, key("due"), EXPIRES))
@@ -92,3 +144,34 @@ async def test_an_expired_session_is_missing_from_the_moment_it_expires(store: S
 
     assert _answers_missing(gone, missing), f"{method} found an expired session: {gone!r}"
     assert not _answers_missing(found, missing), f"{method} missed a live session: {found!r}"
+
+
+async def _operator_finds(operator: SqlOperatorStore, now: float) -> dict[str, int]:
+    """How many sessions each of the operator's readers finds."""
+    summaries = await operator.app_summaries(now)
+    listed, _ = await operator.page_sessions(
+        app_name=APP, user_id=None, newest_first=False, after=None, limit=10, now=now
+    )
+    keys = await operator.keys_of_session_id("due", app_name=None, user_id=None, now=now, limit=10)
+    exported = [session async for session in operator.live_sessions(APP, None, now)]
+    return {
+        "app_summaries": sum(summary.sessions for summary in summaries),
+        "page_sessions": len(listed),
+        "keys_of_session_id": len(keys),
+        "live_sessions (export)": len(exported),
+    }
+
+
+async def test_an_operator_misses_an_expired_session_from_the_moment_it_expires(
+    store: Store, database_url: str
+):
+    await create(store, key("due"), expiry=Expiry(expire_time=EXPIRES))
+    operator = SqlOperatorStore(create_engine(Settings(database_url=database_url)))
+    try:
+        before = await _operator_finds(operator, EXPIRES - 0.001)
+        at_expiry = await _operator_finds(operator, EXPIRES)
+    finally:
+        await operator.engine.dispose()
+
+    assert before == dict.fromkeys(before, 1)
+    assert at_expiry == dict.fromkeys(before, 0)

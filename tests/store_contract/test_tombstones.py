@@ -5,10 +5,11 @@ them, app.streams.live)."""
 
 import asyncio
 
-from session_state.sessions.domain import Expiry, SessionKey, Tombstone
+from session_state.sessions.domain import Expiry, ForkSource, SessionKey, Tombstone
+from session_state.sessions.state import ScopedDelta
 from session_state.stores import Store
 
-from .scenes import APP, NOW, create, key
+from .scenes import APP, LIMIT, NOW, create, key
 from .test_change_numbers import read_settled
 
 FAR = (1 << 62, "")  # after every session: tombstones only
@@ -38,6 +39,31 @@ async def test_deletions_expiries_and_sweeps_leave_numbered_tombstones(store: St
     assert {session_id for _, session_id, _ in gone[1:]} == {"s2", "s3"}
     assert await _gone(store, after_seq=1) == gone[1:]
     assert await _gone(store, "bob") == [(1, "b1", "deleted")]
+
+
+async def test_an_expired_session_taken_over_or_deleted_leaves_an_expired_tombstone(
+    store: Store,
+):
+    await create(store, key("source"))
+    for session_id in ("created", "forked", "deleted"):
+        await create(store, key(session_id), expiry=Expiry(ttl_seconds=10))
+    later = NOW + 10
+
+    assert await store.create_session(
+        key("created"), ScopedDelta(), later, Expiry(), LIMIT, forget_expired_memories=False
+    )
+    forked = await store.fork_session(
+        ForkSource(key("source"), None, None), "forked", later, Expiry(),
+        forget_expired_memories=False,
+    )  # fmt: skip
+    assert forked == "forked"
+    assert not await store.delete_session(key("deleted"), with_memories=False, now=later)
+
+    assert await _gone(store) == [
+        (1, "created", "expired"),
+        (2, "forked", "expired"),
+        (3, "deleted", "expired"),
+    ]
 
 
 async def test_an_erasure_leaves_one_tombstone_per_user_without_session_ids(store: Store):

@@ -2,7 +2,7 @@
 pool or engine shared: one set of connections per process)."""
 
 from ...backends.postgresql import PostgresStore
-from ...sessions.sqlite_store import SqliteStore
+from ...backends.sqlite import SqliteStore
 from ...stores import Store
 from .postgresql import PostgresStoreItems
 from .sqlite import SqliteStoreItems

@@ -1,4 +1,5 @@
-"""The SQLite store's appends, each one transaction in one trip to a thread
+"""Writes to a SQLite database in plain SQL (the sessions' appends,
+`app.sessions.sqlite_append`), each one transaction in one trip to a thread
 of its own that holds a plain sqlite3 connection.
 
 Through SQLAlchemy and aiosqlite an append costs the event loop a trip to
@@ -22,8 +23,8 @@ from typing import TypeVar
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from ..db.database_errors import database_errors_as_domain_errors
-from ..db.engine import SQLITE_BUSY_TIMEOUT_MS, SQLITE_PRAGMAS
+from .database_errors import database_errors_as_domain_errors
+from .engine import SQLITE_BUSY_TIMEOUT_MS, SQLITE_PRAGMAS
 
 T = TypeVar("T")
 
