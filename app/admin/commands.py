@@ -17,10 +17,9 @@ from typing import Any, Protocol
 
 from pydantic.alias_generators import to_camel
 
-from ..cli.setup_problems import SetupProblem
 from ..core import json_codec
 from ..core.config import Settings
-from ..core.errors import BadRequest, FieldError, SessionNotFound
+from ..core.errors import BadRequest, FieldError, SessionNotFound, SetupProblem
 from ..core.identifiers import name_problem
 from ..core.limits import Limits
 from ..core.pagination import decode_token, encode_token

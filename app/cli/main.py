@@ -96,7 +96,7 @@ def serve(arguments: argparse.Namespace) -> int:
 def _address_held(host: str, port: int) -> Iterator[None]:
     """Binds every address `host` stands for, as uvicorn will, or raises a
     SetupProblem naming the address and why it cannot be served."""
-    from .setup_problems import SetupProblem
+    from ..core.errors import SetupProblem
 
     where = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
     held: list[socket.socket] = []
