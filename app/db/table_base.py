@@ -46,3 +46,9 @@ metadata = MetaData(
         "pk": "pk_%(table_name)s",
     }
 )
+
+# Schema objects the migrations write by hand, per dialect (full-text indexes,
+# rows kept by triggers), that no model describes. Each table module names its
+# own here, as its tables join `metadata`; autogenerate leaves them alone
+# (app.db.migrations.include_object).
+WRITTEN_BY_HAND: set[str] = set()
