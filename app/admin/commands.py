@@ -23,9 +23,9 @@ from ..core.errors import BadRequest, FieldError, SessionNotFound, SetupProblem
 from ..core.identifiers import name_problem
 from ..core.limits import Limits
 from ..core.pagination import decode_token, encode_token
-from ..http.page_tokens import USERS_TOKEN, name_cursor, name_token
 from ..sessions.domain import SessionKey, SessionQuery
 from ..sessions.labels import parse_label_filters
+from ..sessions.page_tokens import USERS_TOKEN, name_cursor, name_token
 from ..sessions.service import SessionService
 from .sql_store import opened_operator_store
 from .store import AppSummary, SessionPosition

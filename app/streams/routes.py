@@ -8,10 +8,10 @@ from starlette.responses import Response
 
 from ..core.errors import BadRequest, SessionNotFound
 from ..core.limits import MAX_INT64
-from ..http.dependencies import AppName, SessionId, UserId, service_of
+from ..http.dependencies import AppName, SessionId, UserId
 from ..sessions import routes as sessions
 from ..sessions.domain import SessionKey
-from ..sessions.routes import problem_responses
+from ..sessions.routes import problem_responses, service_of
 from .live import SessionStream, UserCursor, UserStream
 from .sse import EVENT_STREAM_MEDIA_TYPE, EventStreamResponse
 
