@@ -106,6 +106,9 @@ def create_app(
             await store.close()
             raise
         forget_expired_memories = settings.expired_session_memories == "delete"
+        # Live streams read the store and wait on the hub (app.streams.routes).
+        app.state.followed = store
+        app.state.changes = changes
         app.state.service = SessionService(
             store,
             limits,

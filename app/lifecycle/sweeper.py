@@ -17,6 +17,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
+from typing import Protocol
 
 from ..core.errors import DatabaseUnavailable
 from ..core.metrics import (
@@ -33,13 +34,19 @@ from ..langgraph.checkpoints.stores import checkpoint_store_for
 from ..langgraph.store.metrics import STORE_ITEMS_REMOVED
 from ..langgraph.store.service import SWEEP_BATCH_ITEMS
 from ..langgraph.store.storages import item_storage_for
+from ..sessions.changes import Change
 from ..sessions.domain import SessionKey, Swept
-from ..stores import Store
-from ..streams.changes import Change, ChangeHub
+from ..streams.changes import ChangeHub
 from ..streams.live import TOMBSTONE_RETENTION_SECONDS
+from ..streams.store import ChangeLog
 from .erasure import ERASE_BATCH_EVENTS
+from .store import LifecycleStore
 
 logger = logging.getLogger("session_state")
+
+
+class SweptStore(LifecycleStore, ChangeLog, Protocol):
+    """What a pass deletes from: expired rows, and tombstones past keeping."""
 
 
 @dataclass(frozen=True)
@@ -55,7 +62,7 @@ class SweepReport:
 class Sweeper:
     def __init__(
         self,
-        store: Store,
+        store: SweptStore,
         *,
         clock: Callable[[], float] = time.time,
         with_memories: bool = False,

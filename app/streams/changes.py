@@ -23,16 +23,15 @@ import contextlib
 import logging
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Protocol
 
 import asyncpg
 
 from ..core import json_codec
+from ..sessions.changes import Change
 
 logger = logging.getLogger("session_state.streams.changes")
 
-ChangeKind = Literal["created", "appended", "removed", "deleted", "expired", "changed"]
 # The channel every process of a database listens on.
 CHANNEL = "session_state_changes"
 # Pending hints sent in one NOTIFY round trip, at most.
@@ -49,18 +48,6 @@ _COUNT_PEERS = (
     "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
     " AND application_name = $1 AND pid <> pg_backend_pid()"
 )
-
-
-@dataclass(frozen=True)
-class Change:
-    """Something committed about a session: `user_id` None is every user of
-    the app, `session_id` None every session of the user (an erasure)."""
-
-    app_name: str
-    user_id: str | None
-    session_id: str | None
-    kind: ChangeKind
-    revision: int | None = None
 
 
 class Waiter:

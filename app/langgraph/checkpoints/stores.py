@@ -3,13 +3,13 @@ pool or engine is shared: one set of connections per process)."""
 
 from ...sessions.postgresql_store import PostgresStore
 from ...sessions.sqlite_store import SqliteStore
-from ...stores import Store
 from .postgresql import PostgresCheckpoints
 from .sqlite import SqliteCheckpoints
 from .store import CheckpointStore
 
 
-def checkpoint_store_for(store: Store) -> CheckpointStore:
+def checkpoint_store_for(store: object) -> CheckpointStore:
+    """`store`: the deployment's (app.stores.Store), of either backend."""
     if isinstance(store, PostgresStore):
         return PostgresCheckpoints(store.pool, store.timeout)
     if isinstance(store, SqliteStore):
