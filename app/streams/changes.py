@@ -272,7 +272,7 @@ class PostgresChangeRelay:
                 if not self._pending:
                     # asyncio.timeout, not wait_for: Python 3.11's wait_for can
                     # swallow a cancellation that lands as its wait ends, and
-                    # this loop then outlives close() (a test's shutdown hung).
+                    # this loop then outlives close().
                     with contextlib.suppress(TimeoutError):
                         async with asyncio.timeout(max(recount_at - loop.time(), 0)):
                             await self._have_pending.wait()
