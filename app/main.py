@@ -46,9 +46,8 @@ from .sessions.append_fast_path import APPEND, BATCH, AppendFastPath, AppendsFas
 from .sessions.expiry import ExpiryDefaults
 from .sessions.postgresql_store import asyncpg_dsn
 from .sessions.read_fast_path import ReadFastPath
-from .sessions.replica import Replica
 from .sessions.service import SessionService
-from .stores import open_store
+from .stores import open_replica, open_store
 from .streams import routes as streams
 from .streams.changes import ChangeHub, PostgresChangeRelay
 
@@ -101,7 +100,7 @@ def create_app(
             relay.start()
             changes.relay = relay
         try:
-            replica = await Replica.connect(settings) if settings.read_database_url else None
+            replica = await open_replica(settings) if settings.read_database_url else None
         except BaseException:
             await store.close()
             raise

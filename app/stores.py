@@ -11,6 +11,7 @@ from .db.poolers import refuse_an_undeclared_pooler
 from .lifecycle.store import LifecycleStore
 from .memory.store import MemoryStore
 from .sessions.postgresql_store import PostgresStore
+from .sessions.replica import Replica
 from .sessions.sqlite_store import SqliteStore
 from .sessions.store import SessionStore
 from .streams.store import ChangeLog
@@ -46,3 +47,12 @@ async def open_store(settings: Settings) -> Store:
     # SQLAlchemy was needed only to read the schema's revision.
     await engine.dispose()
     return await PostgresStore.connect(settings)
+
+
+async def open_replica(settings: Settings) -> Replica[PostgresStore]:
+    """The replicas' store (SESSION_STATE_READ_DATABASE_URL). Its pool makes
+    connections as reads need them, so a replica that is down at start-up
+    stops nothing."""
+    assert settings.read_database_url is not None
+    store = await PostgresStore.connect(settings, database_url=settings.read_database_url)
+    return Replica(store, store, settings.max_replica_lag_seconds)

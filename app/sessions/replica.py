@@ -1,5 +1,6 @@
 """Read replicas (SESSION_STATE_READ_DATABASE_URL): a second PostgreSQL store
-on the replicas, and whether it may answer reads now.
+on the replicas (opened by app.stores.open_replica), and whether it may
+answer reads now.
 
 A replica serves reads while its measured lag is within
 SESSION_STATE_MAX_REPLICA_LAG_SECONDS. The lag is measured off the request
@@ -18,10 +19,8 @@ from typing import Generic, Protocol, TypeVar
 
 import asyncpg
 
-from ..core.config import Settings
 from ..core.errors import DatabaseUnavailable
 from ..core.metrics import READS
-from .postgresql_store import PostgresStore
 
 T = TypeVar("T")
 # The store as a feature reads it (SessionStore, MemoryStore): the replicas'
@@ -69,14 +68,6 @@ class Replica(Generic[StoreT]):
         self._measured_at = -float("inf")
         self._checked_at = -float("inf")
         self._check: asyncio.Task[None] | None = None
-
-    @classmethod
-    async def connect(cls, settings: Settings) -> "Replica[PostgresStore]":
-        """Opens the pool (connections are made as reads need them, so a
-        replica that is down at start-up stops nothing)."""
-        assert settings.read_database_url is not None
-        store = await PostgresStore.connect(settings, database_url=settings.read_database_url)
-        return Replica(store, store, settings.max_replica_lag_seconds)
 
     @property
     def lag_seconds(self) -> float | None:
