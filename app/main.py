@@ -29,10 +29,8 @@ from .http.openapi_layout import laid_out
 from .http.problems import install_problem_handlers
 from .langgraph.checkpoints import routes as threads
 from .langgraph.checkpoints.service import CheckpointService
-from .langgraph.checkpoints.stores import checkpoint_store_for
 from .langgraph.store import routes as store
 from .langgraph.store.service import StoreService
-from .langgraph.store.storages import item_storage_for
 from .lifecycle import erasure_routes as erasure
 from .lifecycle.erasure import Erasure
 from .lifecycle.sweeper import Sweeper
@@ -46,9 +44,8 @@ from .sessions import routes as sessions
 from .sessions.append_fast_path import APPEND, BATCH, AppendFastPath, AppendsFastPath
 from .sessions.expiry import ExpiryDefaults
 from .sessions.read_fast_path import ReadFastPath
-from .sessions.replica import Replica
 from .sessions.service import SessionService
-from .stores import open_store
+from .stores import open_replica, open_store
 from .streams import routes as streams
 from .streams.changes import ChangeHub, PostgresChangeRelay
 
@@ -101,11 +98,14 @@ def create_app(
             relay.start()
             changes.relay = relay
         try:
-            replica = await Replica.connect(settings) if settings.read_database_url else None
+            replica = await open_replica(settings) if settings.read_database_url else None
         except BaseException:
             await store.close()
             raise
         forget_expired_memories = settings.expired_session_memories == "delete"
+        # Live streams read the store and wait on the hub (app.streams.routes).
+        app.state.followed = store
+        app.state.changes = changes
         app.state.service = SessionService(
             store,
             limits,
@@ -127,8 +127,8 @@ def create_app(
             backlog=backlog,
         )
         app.state.memory_backlog = backlog
-        app.state.checkpoints = CheckpointService(checkpoint_store_for(store), limits, clock=clock)
-        app.state.store = StoreService(item_storage_for(store), limits, clock=clock)
+        app.state.checkpoints = CheckpointService(store.checkpoint_store(), limits, clock=clock)
+        app.state.store = StoreService(store.item_storage(), limits, clock=clock)
         app.state.sweeper = Sweeper(
             store,
             clock=clock,

@@ -10,14 +10,23 @@ from .core.config import Settings
 from .db import migrations
 from .db.engine import create_engine
 from .db.poolers import refuse_an_undeclared_pooler
+from .langgraph.checkpoints.store import CheckpointStore
+from .langgraph.store.storage import ItemStorage
 from .lifecycle.store import LifecycleStore
 from .memory.store import MemoryStore
+from .sessions.replica import Replica
 from .sessions.store import SessionStore
 from .streams.store import ChangeLog
 
 
 class Store(SessionStore, ChangeLog, MemoryStore, LifecycleStore, Protocol):
     """Every feature's storage, on one database."""
+
+    # -- LangGraph's, on the same pool or engine -----------------------------
+
+    def checkpoint_store(self) -> CheckpointStore: ...
+
+    def item_storage(self) -> ItemStorage: ...
 
     # -- operations ----------------------------------------------------------
 
@@ -46,3 +55,12 @@ async def open_store(settings: Settings) -> Store:
     # SQLAlchemy was needed only to read the schema's revision.
     await engine.dispose()
     return await PostgresStore.connect(settings)
+
+
+async def open_replica(settings: Settings) -> Replica[PostgresStore]:
+    """The replicas' store (SESSION_STATE_READ_DATABASE_URL). Its pool makes
+    connections as reads need them, so a replica that is down at start-up
+    stops nothing."""
+    assert settings.read_database_url is not None
+    store = await PostgresStore.connect(settings, database_url=settings.read_database_url)
+    return Replica(store, store, settings.max_replica_lag_seconds)

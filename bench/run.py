@@ -491,8 +491,8 @@ class Run:
 
     @staticmethod
     async def _deep_token(database: str, offset: int) -> str:
-        from session_state.http.page_tokens import sessions_token
         from session_state.sessions.domain import SessionPosition
+        from session_state.sessions.page_tokens import sessions_token
         from session_state.sessions.session_listing import parse_horizon
 
         connection = await asyncpg.connect(dsn(database))

@@ -206,7 +206,7 @@ async def _reads_per_change(url: str, followers: int, changes: int) -> dict[str,
             key = SessionKey("bench-streams", user, session_id)
             streams = [
                 SessionStream(
-                    service.store, service.changes, key, heartbeat_seconds=15, share_reads=shared
+                    service.store, app.state.changes, key, heartbeat_seconds=15, share_reads=shared
                 )
                 for _ in range(followers)
             ]

@@ -16,7 +16,7 @@ SERVER = "app" if "app.db.migrations" in sys.modules else "session_state"
 Settings = importlib.import_module(f"{SERVER}.core.config").Settings
 engine_for_url = importlib.import_module(f"{SERVER}.db.engine").engine_for_url
 include_object = importlib.import_module(f"{SERVER}.db.migrations").include_object
-metadata = importlib.import_module(f"{SERVER}.sessions.tables").metadata
+metadata = importlib.import_module(f"{SERVER}.schema").metadata
 
 config = context.config
 

@@ -11,10 +11,11 @@ from collections.abc import Callable
 from session_state.admin.commands import sweep
 from session_state.core.config import Settings
 from session_state.db.postgresql_connections import asyncpg_dsn
+from session_state.sessions.changes import Change
 from session_state.sessions.domain import Expiry, SessionKey
 from session_state.sessions.state import ScopedDelta
 from session_state.stores import open_store
-from session_state.streams.changes import Change, ChangeHub, PostgresChangeRelay
+from session_state.streams.changes import ChangeHub, PostgresChangeRelay
 
 
 async def _connected(hub: ChangeHub, dsn: str) -> PostgresChangeRelay:
@@ -83,7 +84,7 @@ async def test_a_sweep_run_from_the_command_line_tells_the_servers_streams(
     relay = await _connected(hub, asyncpg_dsn(postgres_url))
     try:
         with hub.watch("app", user, None) as waiter:
-            assert await sweep(settings) == 0
+            assert await sweep(settings, open_store=open_store) == 0
             # Nothing else changes this user's sessions.
             await asyncio.wait_for(waiter.flag.wait(), 10)
     finally:

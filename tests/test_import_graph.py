@@ -1,5 +1,7 @@
-"""The server's modules import each other without circles, and its foundation
-imports nothing above it (docs/design.md, "The foundation").
+"""The server's modules import each other without circles, and each layer
+imports only its own and those beneath it (docs/design.md, "Layers"): core,
+then db, then http, then the features, then the composition root; among the
+features, sessions import no other.
 
 The graph is read from the sources with `ast`, not from what Python happens to
 have imported: every `import` and `from ... import` counts, relative ones
@@ -31,6 +33,82 @@ def foundation(graph: Mapping[str, object]) -> frozenset[str]:
 
 
 Graph = Mapping[str, Set[str]]
+
+FEATURES = frozenset(
+    {
+        "app.sessions",
+        "app.memory",
+        "app.streams",
+        "app.langgraph",
+        "app.lifecycle",
+        "app.admin",
+        "app.transfer",
+    }
+)
+# Bottom first: a module may import its own layer's modules and those of the
+# layers beneath it, never one above.
+LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
+    ("core", frozenset({"app.core"})),
+    ("db", frozenset({"app.db"})),
+    ("http", frozenset({"app.http"})),
+    ("features", FEATURES),
+    # What wires the rest: the app factory, the store's whole and its
+    # backends, the schema's whole, the command line, and the package's own
+    # __init__ (its version).
+    (
+        "composition root",
+        frozenset({"app", "app.main", "app.stores", "app.schema", "app.backends", "app.cli"}),
+    ),
+)
+# Every other feature builds on sessions (a memory is of a session's events,
+# a stream follows sessions, ...): sessions build on none of them.
+BASE_FEATURE = "app.sessions"
+
+# Sessions' imports of other features that are known and allowed: none.
+# An entry here must still hold (the test below fails on one that does not).
+KNOWN_SESSIONS_IMPORTS: dict[str, frozenset[str]] = {}
+
+
+def is_in(module: str, package: str) -> bool:
+    return module == package or (package != "app" and module.startswith(package + "."))
+
+
+def layer_of(module: str) -> int | None:
+    """The index in LAYERS of the layer holding `module`; None if none does."""
+    for index, (_, packages) in enumerate(LAYERS):
+        if any(is_in(module, package) for package in packages):
+            return index
+    return None
+
+
+def feature_of(module: str) -> str | None:
+    return next((package for package in FEATURES if is_in(module, package)), None)
+
+
+def imports_above(graph: Graph) -> dict[str, list[str]]:
+    """Each module's imports of modules in a layer above its own."""
+    found = {}
+    for module in sorted(graph):
+        own = layer_of(module)
+        above = sorted(
+            target for target in graph[module] if own is not None and (layer_of(target) or 0) > own
+        )
+        if above:
+            found[module] = above
+    return found
+
+
+def sessions_imports_of_other_features(graph: Graph) -> dict[str, frozenset[str]]:
+    found = {}
+    for module in sorted(graph):
+        if not is_in(module, BASE_FEATURE):
+            continue
+        others = frozenset(
+            target for target in graph[module] if feature_of(target) not in (None, BASE_FEATURE)
+        )
+        if others:
+            found[module] = others
+    return found
 
 
 def module_name(path: Path, root: Path = APP) -> str:
@@ -206,3 +284,59 @@ def test_the_foundation_imports_only_the_foundation(graph: dict[str, set[str]]) 
         if graph[module] - FOUNDATION
     }
     assert not above, f"foundation modules importing modules above the foundation: {above}"
+
+
+def test_layers_are_read_as_written() -> None:
+    assert layer_of("app.core.config") == 0
+    assert layer_of("app.db.engine") == 1
+    assert layer_of("app.http.problems") == 2
+    assert layer_of("app.langgraph.store.routes") == 3
+    assert layer_of("app.cli.main") == layer_of("app") == layer_of("app.stores") == 4
+    # "app" is the package's own module, not a prefix of every module.
+    assert layer_of("app.elsewhere") is None
+    graph = {
+        "app.core.a": {"app.http.b"},
+        "app.http.b": {"app.core.a", "app.sessions.c"},
+        "app.sessions.c": {"app.http.b", "app.memory.d"},
+        "app.memory.d": {"app.sessions.c", "app.main"},
+        "app.main": {"app.memory.d"},
+    }
+    assert imports_above(graph) == {
+        "app.core.a": ["app.http.b"],
+        "app.http.b": ["app.sessions.c"],
+        "app.memory.d": ["app.main"],
+    }
+    assert sessions_imports_of_other_features(graph) == {"app.sessions.c": {"app.memory.d"}}
+
+
+def test_every_module_has_a_layer(graph: dict[str, set[str]]) -> None:
+    assert [module for module in sorted(graph) if layer_of(module) is None] == []
+
+
+def test_no_layer_imports_a_layer_above_it(graph: dict[str, set[str]]) -> None:
+    above = imports_above(graph)
+    assert not above, "imports of a layer above the importer's:\n" + "\n".join(
+        f"{module} -> {', '.join(targets)}" for module, targets in above.items()
+    )
+
+
+def test_sessions_import_no_other_feature(graph: dict[str, set[str]]) -> None:
+    found = sessions_imports_of_other_features(graph)
+    unknown = {
+        module: sorted(targets - KNOWN_SESSIONS_IMPORTS.get(module, frozenset()))
+        for module, targets in found.items()
+        if targets - KNOWN_SESSIONS_IMPORTS.get(module, frozenset())
+    }
+    assert not unknown, f"sessions modules importing other features: {unknown}"
+
+
+def test_the_known_exceptions_still_hold(graph: dict[str, set[str]]) -> None:
+    """An exception whose import is gone is struck from the list, so that the
+    import cannot come back unnoticed."""
+    found = sessions_imports_of_other_features(graph)
+    gone = {
+        module: sorted(targets - found.get(module, frozenset()))
+        for module, targets in KNOWN_SESSIONS_IMPORTS.items()
+        if targets - found.get(module, frozenset())
+    }
+    assert not gone, f"no longer imported, strike from KNOWN_SESSIONS_IMPORTS: {gone}"

@@ -281,7 +281,9 @@ async def test_reindex_embeds_what_waits_resumably(tmp_path, capsys):
     async def reindex(app: str | None = None) -> dict[str, Any]:
         settings = Settings(database_url=url)
         arguments = argparse.Namespace(app=app, user=None)
-        assert await operator_commands.reindex_memory(settings, arguments) == 0
+        assert (
+            await operator_commands.reindex_memory(settings, arguments, open_store=open_store) == 0
+        )
         result: dict[str, Any] = json.loads(capsys.readouterr().out)
         return result
 

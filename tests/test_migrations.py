@@ -11,11 +11,11 @@ from session_state.core import json_codec
 from session_state.core.config import Settings
 from session_state.db import migrations
 from session_state.db.migrations import include_object
+from session_state.schema import metadata
 from session_state.sessions.tables import (
     SEARCH_INDEX_OBJECTS,
     app_states,
     events,
-    metadata,
     sessions,
 )
 from session_state.stores import open_store

@@ -14,8 +14,8 @@ import httpx
 
 from session_state.core import json_codec
 from session_state.core.pagination import encode_token
-from session_state.http.page_tokens import SESSIONS_TOKEN, _sessions_list
 from session_state.sessions.domain import ALL_SESSIONS
+from session_state.sessions.page_tokens import SESSIONS_TOKEN, _sessions_list
 from tests.paging import every_item
 
 # How far ahead of (or behind) the server's clock agents stamp their events.

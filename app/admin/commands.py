@@ -9,7 +9,7 @@ import json
 import math
 import sys
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import asdict
 from datetime import UTC, datetime
@@ -17,17 +17,19 @@ from typing import Any, Protocol
 
 from pydantic.alias_generators import to_camel
 
-from ..cli.setup_problems import SetupProblem
 from ..core import json_codec
 from ..core.config import Settings
-from ..core.errors import BadRequest, FieldError, SessionNotFound
+from ..core.errors import BadRequest, FieldError, SessionNotFound, SetupProblem
 from ..core.identifiers import name_problem
 from ..core.limits import Limits
 from ..core.pagination import decode_token, encode_token
-from ..http.page_tokens import USERS_TOKEN, name_cursor, name_token
+from ..lifecycle.sweeper import SweptStore
+from ..memory.store import MemoryStore
 from ..sessions.domain import SessionKey, SessionQuery
 from ..sessions.labels import parse_label_filters
+from ..sessions.page_tokens import USERS_TOKEN, name_cursor, name_token
 from ..sessions.service import SessionService
+from ..sessions.store import SessionStore
 from .sql_store import opened_operator_store
 from .store import AppSummary, SessionPosition
 
@@ -38,6 +40,16 @@ ORDERS = ("newest", "oldest")
 _TOKEN_KIND = "operator-sessions"
 # App names offered when an --app has no sessions.
 CLOSEST_APPS = 3
+
+
+class OperatedStore(SessionStore, MemoryStore, SweptStore, Protocol):
+    """The deployment's store (app.stores.Store), as the commands use it."""
+
+    async def close(self) -> None: ...
+
+
+# How a command opens it: app.stores.open_store, which the CLI passes.
+OpenStore = Callable[[Settings], Awaitable[OperatedStore]]
 
 
 async def list_apps(settings: Settings, arguments: argparse.Namespace) -> int:
@@ -158,7 +170,9 @@ def _session_query(arguments: argparse.Namespace) -> SessionQuery:
     return SessionQuery(labels, arguments.updated_after, arguments.updated_before)
 
 
-async def list_users(settings: Settings, arguments: argparse.Namespace) -> int:
+async def list_users(
+    settings: Settings, arguments: argparse.Namespace, *, open_store: OpenStore
+) -> int:
     app_name = name_option("--app", arguments.app)
     assert app_name is not None  # required by the parser
     page_size: int = arguments.page_size
@@ -168,7 +182,7 @@ async def list_users(settings: Settings, arguments: argparse.Namespace) -> int:
         after = name_cursor(arguments.page_token, USERS_TOKEN, app_name)
     except BadRequest as error:
         raise SetupProblem(f"--page-token: {error.detail} (give the same --app)") from None
-    async with _service(settings) as service:
+    async with _service(settings, open_store) as service:
         users, next_after = await service.list_users(app_name, page_size, after)
     token = name_token(next_after, USERS_TOKEN, app_name)
     if arguments.json:
@@ -265,7 +279,9 @@ async def _find_key(settings: Settings, arguments: argparse.Namespace) -> Sessio
     return None
 
 
-async def show_session(settings: Settings, arguments: argparse.Namespace) -> int:
+async def show_session(
+    settings: Settings, arguments: argparse.Namespace, *, open_store: OpenStore
+) -> int:
     if arguments.app is None or arguments.user is None:
         found = await _find_key(settings, arguments)
         if found is None:
@@ -273,7 +289,7 @@ async def show_session(settings: Settings, arguments: argparse.Namespace) -> int
         key = found
     else:
         key = SessionKey(arguments.app, arguments.user, arguments.session)
-    async with _service(settings) as service:
+    async with _service(settings, open_store) as service:
         try:
             session = await service.get_session(key, num_recent_events=arguments.events)
         except SessionNotFound:
@@ -288,12 +304,12 @@ async def show_session(settings: Settings, arguments: argparse.Namespace) -> int
     return 0
 
 
-async def sweep(settings: Settings) -> int:
+async def sweep(settings: Settings, *, open_store: OpenStore) -> int:
     """One sweeper pass; prints what it deleted as JSON."""
     from ..db.postgresql_connections import asyncpg_dsn
     from ..lifecycle.sweeper import Sweeper
-    from ..stores import open_store
-    from ..streams.changes import Change, tell_servers
+    from ..sessions.changes import Change
+    from ..streams.changes import tell_servers
 
     store = await open_store(settings)
     expired: list[Change] = []
@@ -320,7 +336,9 @@ async def sweep(settings: Settings) -> int:
     return 0
 
 
-async def reindex_memory(settings: Settings, arguments: argparse.Namespace) -> int:
+async def reindex_memory(
+    settings: Settings, arguments: argparse.Namespace, *, open_store: OpenStore
+) -> int:
     """Embeds every memory not embedded by the configured embedder (of one
     app or user when given), showing progress; stopped anywhere, it goes on
     where it was when run again. Prints what it did as JSON."""
@@ -329,7 +347,6 @@ async def reindex_memory(settings: Settings, arguments: argparse.Namespace) -> i
 
     from ..memory.embedding import open_embedder
     from ..memory.embedding_backlog import MAX_EMBEDDING_TRIES, EmbeddingBacklog
-    from ..stores import open_store
 
     app_name = name_option("--app", arguments.app)
     user_id = name_option("--user", arguments.user)
@@ -416,9 +433,8 @@ def name_option(option: str, value: str | None) -> str | None:
 
 
 @asynccontextmanager
-async def _service(settings: Settings) -> AsyncIterator[SessionService]:
+async def _service(settings: Settings, open_store: OpenStore) -> AsyncIterator[SessionService]:
     """The service over its database, for one command."""
-    from ..stores import open_store
 
     store = await open_store(settings)
     try:

@@ -16,8 +16,8 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from ..cli.setup_problems import SetupProblem
 from ..core.config import Settings
+from ..core.errors import SetupProblem
 from ..db import migrations
 from ..db.engine import WRITE_OPTION, create_engine
 from ..langgraph.checkpoints.tables import lg_threads

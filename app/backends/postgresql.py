@@ -19,6 +19,10 @@ from ..db.postgresql_connections import (
     use_json_codecs,
 )
 from ..db.postgresql_statement import Statement
+from ..langgraph.checkpoints.postgresql import PostgresCheckpoints
+from ..langgraph.checkpoints.store import CheckpointStore
+from ..langgraph.store.postgresql import PostgresStoreItems
+from ..langgraph.store.storage import ItemStorage
 from ..lifecycle.postgresql_lifecycle import PostgresLifecycle
 from ..memory.postgresql_memory import PostgresMemory, delete_session_memories
 from ..sessions.domain import SessionKey, TombstoneKind
@@ -114,6 +118,12 @@ class PostgresStore(PostgresSessions, PostgresChangeLog, PostgresMemory, Postgre
         if with_memories:
             await delete_session_memories(connection, key)
         await tombstones.write(connection, [key], kind, now)
+
+    def checkpoint_store(self) -> CheckpointStore:
+        return PostgresCheckpoints(self.pool, self.timeout)
+
+    def item_storage(self) -> ItemStorage:
+        return PostgresStoreItems(self.pool, self.timeout)
 
     async def check_ready(self) -> None:
         """Also refuses a server that cannot take writes (a standby, reached

@@ -10,6 +10,10 @@ from sqlalchemy import text
 
 from ..core.errors import DatabaseUnavailable
 from ..db.migrations import SchemaNotCurrent, require_current_schema
+from ..langgraph.checkpoints.sqlite import SqliteCheckpoints
+from ..langgraph.checkpoints.store import CheckpointStore
+from ..langgraph.store.sqlite import SqliteStoreItems
+from ..langgraph.store.storage import ItemStorage
 from ..lifecycle.sqlite_lifecycle import SqliteLifecycle
 from ..memory.sqlite_memory import SqliteMemory
 from ..sessions.sqlite_sessions import SqliteSessions
@@ -18,6 +22,12 @@ from ..streams.sqlite_changes import SqliteChangeLog
 
 class SqliteStore(SqliteSessions, SqliteChangeLog, SqliteMemory, SqliteLifecycle):
     """Opened on an engine of the database's URL (`open_store`)."""
+
+    def checkpoint_store(self) -> CheckpointStore:
+        return SqliteCheckpoints(self.engine)
+
+    def item_storage(self) -> ItemStorage:
+        return SqliteStoreItems(self.engine)
 
     async def check_ready(self) -> None:
         try:

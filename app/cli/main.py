@@ -98,7 +98,7 @@ def serve(arguments: argparse.Namespace) -> int:
 def _address_held(host: str, port: int) -> Iterator[None]:
     """Binds every address `host` stands for, as uvicorn will, or raises a
     SetupProblem naming the address and why it cannot be served."""
-    from .setup_problems import SetupProblem
+    from ..core.errors import SetupProblem
 
     where = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
     held: list[socket.socket] = []
@@ -195,16 +195,17 @@ def migrate(arguments: argparse.Namespace) -> int:
 def sessions(arguments: argparse.Namespace) -> int:
     from ..admin import commands as operator_commands
     from ..admin.sql_store import require_existing_database
+    from ..stores import open_store
 
     settings = _settings_from(arguments)
     require_existing_database(settings)
-    command = (
-        operator_commands.list_sessions
-        if arguments.sessions_command == "list"
-        else operator_commands.show_session
+    if arguments.sessions_command == "list":
+        listed: int = asyncio.run(operator_commands.list_sessions(settings, arguments))
+        return listed
+    shown: int = asyncio.run(
+        operator_commands.show_session(settings, arguments, open_store=open_store)
     )
-    exit_code: int = asyncio.run(command(settings, arguments))
-    return exit_code
+    return shown
 
 
 def apps(arguments: argparse.Namespace) -> int:
@@ -218,30 +219,37 @@ def apps(arguments: argparse.Namespace) -> int:
 def users(arguments: argparse.Namespace) -> int:
     from ..admin import commands as operator_commands
     from ..admin.sql_store import require_existing_database
+    from ..stores import open_store
 
     settings = _settings_from(arguments)
     require_existing_database(settings)
-    exit_code: int = asyncio.run(operator_commands.list_users(settings, arguments))
+    exit_code: int = asyncio.run(
+        operator_commands.list_users(settings, arguments, open_store=open_store)
+    )
     return exit_code
 
 
 def sweep(arguments: argparse.Namespace) -> int:
     from ..admin import commands as operator_commands
     from ..admin.sql_store import require_existing_database
+    from ..stores import open_store
 
     settings = _settings_from(arguments)
     require_existing_database(settings)
-    exit_code: int = asyncio.run(operator_commands.sweep(settings))
+    exit_code: int = asyncio.run(operator_commands.sweep(settings, open_store=open_store))
     return exit_code
 
 
 def memory(arguments: argparse.Namespace) -> int:
     from ..admin import commands as operator_commands
     from ..admin.sql_store import require_existing_database
+    from ..stores import open_store
 
     settings = _settings_from(arguments)
     require_existing_database(settings)
-    exit_code: int = asyncio.run(operator_commands.reindex_memory(settings, arguments))
+    exit_code: int = asyncio.run(
+        operator_commands.reindex_memory(settings, arguments, open_store=open_store)
+    )
     return exit_code
 
 

@@ -20,6 +20,7 @@ from ..core.database_url import (
     is_postgresql_url,
     parse_postgresql_url,
 )
+from ..core.errors import SetupProblem
 from ..core.setting_names import UnknownSetting
 from ..db.migrations import SchemaNotCurrent, UnknownRevision
 from .reports import database_shown
@@ -27,10 +28,6 @@ from .reports import database_shown
 DATABASE_URL_SETTING = "SESSION_STATE_DATABASE_URL or --database-url"
 # target_session_attrs that ask for the primary.
 WRITABLE = ("read-write", "primary")
-
-
-class SetupProblem(Exception):
-    """A problem whose message is already the one line to show."""
 
 
 def explain(error: BaseException, database_url: str) -> str | None:

@@ -1,13 +1,19 @@
 """Domain errors raised by the service and mapped to problem+json in one place
 (app.http.problems). Each error the rules raise is built by a constructor here,
 so its wording is written once; the API adds what only HTTP names (If-Match,
-settings, query parameters) where a client needs them."""
+settings, query parameters) where a client needs them. Beside them,
+SetupProblem: what a command or the start-up reports before any request."""
 
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Self
 
 from .identifiers import SessionKey
+
+
+class SetupProblem(Exception):
+    """A configuration or connection problem whose message is already the one
+    line to show (app.cli.setup_problems explains the others)."""
 
 
 class ServiceError(Exception):

@@ -58,8 +58,9 @@ def count_keys_if_storable(document: Any, max_depth: int) -> int | None:
     """How many object keys `document` holds, all objects counted, or None
     when a value breaks the rule (find_unstorable then names it). The count
     lets a caller tell, without parsing again, that its text repeated no key."""
-    # The quick check runs on every body (about 5 us for an ADK event); the
-    # walk that names the field only when it found something.
+    # The quick check runs on every body, so it only counts (its cost:
+    # docs/performance.md, "Small costs the code is shaped by"); the walk that
+    # names the field runs only when it found something.
     keys = _scan(document, max_depth)
     return None if keys < 0 else keys
 

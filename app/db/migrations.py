@@ -11,17 +11,7 @@ from alembic.script import ScriptDirectory
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-# Every feature's tables join the one metadata the migrations are compared
-# with (migrations/env.py, tests/test_migrations.py): LangGraph's are imported
-# for that alone.
-from ..langgraph.checkpoints import tables as _checkpoint_tables  # noqa: F401
-from ..langgraph.store import tables as _store_tables  # noqa: F401
-from ..sessions.tables import (
-    CHANGE_NUMBER_INDEX,
-    LABEL_ROWS_OBJECTS,
-    LABELS_INDEX,
-    SEARCH_INDEX_OBJECTS,
-)
+from .table_base import WRITTEN_BY_HAND
 
 
 def _migrations_directory() -> Path:
@@ -68,14 +58,10 @@ class UnknownRevision(ValueError):
 def include_object(
     _object: object, name: str | None, _type: str, _reflected: bool, _compare_to: object
 ) -> bool:
-    """For autogenerate: the dialect-specific full-text and labels indexes
-    (and SQLite's label rows and change number index) are written by hand in
-    the migrations, and are not part of the shared models."""
-    return (
-        name not in SEARCH_INDEX_OBJECTS
-        and name not in (LABELS_INDEX, CHANGE_NUMBER_INDEX)
-        and name not in LABEL_ROWS_OBJECTS
-    )
+    """For autogenerate: what the migrations write by hand per dialect (the
+    table modules' WRITTEN_BY_HAND, known once they are imported, as their
+    tables are) is not part of the shared models."""
+    return name not in WRITTEN_BY_HAND
 
 
 def alembic_config(database_url: str | None = None) -> Config:

@@ -16,9 +16,9 @@ from typing import Any
 
 import asyncpg
 
-from ..cli.setup_problems import SetupProblem
 from ..core.config import Pooler, Settings
 from ..core.database_url import parse_postgresql_url
+from ..core.errors import SetupProblem
 
 DB_POOLER_SETTING = "SESSION_STATE_DB_POOLER"
 

@@ -48,6 +48,11 @@ metadata = MetaData(
     }
 )
 
+# Schema objects the migrations write by hand, per dialect (full-text indexes,
+# rows kept by triggers), that no model describes. Each table module names its
+# own here, as its tables join `metadata`; autogenerate leaves them alone
+# (app.db.migrations.include_object).
+WRITTEN_BY_HAND: set[str] = set()
 
 # Each helper returns new objects: a Column or Index belongs to one table.
 

@@ -13,8 +13,8 @@ from ..core import json_codec
 from ..core.errors import BadRequest, FieldError, InvalidInput
 from ..core.json_rules import count_keys_if_storable, depth_message, find_unstorable, printable
 from ..core.limits import OFFLOAD_BODY_BYTES, Limits
-from ..sessions.events import UNKNOWN_FIELD_MESSAGE
 from .examples import README, media_examples
+from .wire import UNKNOWN_FIELD_MESSAGE, WireModel
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
 _UNSTORABLE = FieldError(["body"], "a value cannot be stored")
@@ -102,8 +102,6 @@ def field_errors(error: ValidationError, where: str) -> list[FieldError]:
 
 @functools.cache
 def _model_names() -> frozenset[str]:
-    from ..sessions.schemas import WireModel
-
     names: set[str] = set()
     pending: list[type[WireModel]] = [WireModel]
     while pending:

@@ -1,5 +1,5 @@
 """Request parameters shared by the routes: identifiers decoded from their path
-segment and validated, the If-Match precondition, and the service.
+segment and validated, and the If-Match precondition.
 
 Plain parameters rather than nested dependencies: FastAPI resolves each
 dependency separately, the largest server-side cost of a request
@@ -10,7 +10,7 @@ import re
 from collections.abc import Callable
 from typing import Annotated
 
-from fastapi import Header, Path, Request
+from fastapi import Header, Path
 from pydantic import BeforeValidator
 from pydantic_core import PydanticCustomError
 
@@ -25,13 +25,7 @@ from ..core.identifiers import (
     session_id_problem,
 )
 from ..core.limits import MAX_INT64
-from ..sessions.service import SessionService
 from .encoded_paths import decode_segment
-
-
-def service_of(request: Request) -> SessionService:
-    service: SessionService = request.app.state.service
-    return service
 
 
 def _from_segment(problem: Callable[[str], str | None]) -> BeforeValidator:

@@ -1,13 +1,38 @@
 """Liveness and readiness probes."""
 
 from fastapi import APIRouter, Request, Response
+from pydantic import Field
 
 from ..core.errors import DatabaseUnavailable
-from ..sessions.schemas import Health, Problem
 from . import rendering
-from .problems import service_error_response
+from .problems import Problem, service_error_response
+from .wire import WireModel
 
 router = APIRouter(tags=["health"])
+
+
+class MemoryEmbeddingStatus(WireModel):
+    embedder: str = Field(description="The model id stored with every vector.")
+    waiting: int | None = Field(
+        description="Memories waiting for a vector, as last counted (None: not counted yet)."
+    )
+    given_up: int | None = Field(
+        description="Memories whose text the embedder refused 3 times alone: not embedded "
+        "(found by keywords only) until `session-state memory reindex` tries them again. "
+        "As last counted (None: not counted yet)."
+    )
+    last_error: str | None = Field(
+        description="Why the last embedding pass failed (None: it succeeded)."
+    )
+
+
+class Health(WireModel):
+    status: str
+    memory_embedding: MemoryEmbeddingStatus | None = Field(
+        default=None,
+        description="/readyz: the backlog of memories waiting for a vector (absent when "
+        "search by meaning is off).",
+    )
 
 
 @router.get("/healthz", response_model=Health, summary="The process is alive")

@@ -7,6 +7,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import Response
 from fastapi.routing import iter_route_contexts
+from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
@@ -33,6 +34,22 @@ RETRY_AFTER_SECONDS = "1"
 # class (app/core/errors.py). docs/api.md lists exactly these (a test checks).
 GENERIC_CODES = {404: "not_found", 405: "method_not_allowed", 400: "bad_request"}
 OTHER_HTTP_ERROR_CODE = "http_error"
+
+
+class FieldProblem(BaseModel):
+    loc: list[str | int]
+    msg: str
+
+
+class Problem(BaseModel):
+    """RFC 9457 problem details with a stable `code`."""
+
+    type: str
+    title: str
+    status: int
+    detail: str
+    code: str
+    errors: list[FieldProblem] | None = None
 
 
 def problem_document(

@@ -8,8 +8,9 @@ from dataclasses import asdict
 from ..langgraph.checkpoints.metrics import THREADS_REMOVED
 from ..langgraph.store.metrics import STORE_ITEMS_REMOVED
 from ..lifecycle.store import LifecycleStore as Store
+from ..sessions.changes import Change
 from ..sessions.domain import Erased
-from ..streams.changes import Change, ChangeHub
+from ..streams.changes import ChangeHub
 
 logger = logging.getLogger("session_state")
 

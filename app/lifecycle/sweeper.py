@@ -17,6 +17,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
+from typing import Protocol
 
 from ..core.errors import DatabaseUnavailable
 from ..core.metrics import (
@@ -29,17 +30,27 @@ from ..core.metrics import (
 from ..core.observability import trace_without_data
 from ..langgraph.checkpoints.metrics import THREADS_REMOVED
 from ..langgraph.checkpoints.service import SWEEP_BATCH_THREADS
-from ..langgraph.checkpoints.stores import checkpoint_store_for
+from ..langgraph.checkpoints.store import CheckpointStore
 from ..langgraph.store.metrics import STORE_ITEMS_REMOVED
 from ..langgraph.store.service import SWEEP_BATCH_ITEMS
-from ..langgraph.store.storages import item_storage_for
+from ..langgraph.store.storage import ItemStorage
+from ..sessions.changes import Change
 from ..sessions.domain import SessionKey, Swept
-from ..stores import Store
-from ..streams.changes import Change, ChangeHub
+from ..streams.changes import ChangeHub
 from ..streams.live import TOMBSTONE_RETENTION_SECONDS
+from ..streams.store import ChangeLog
 from .erasure import ERASE_BATCH_EVENTS
+from .store import LifecycleStore
 
 logger = logging.getLogger("session_state")
+
+
+class SweptStore(LifecycleStore, ChangeLog, Protocol):
+    """What a pass deletes from: expired rows, and tombstones past keeping."""
+
+    def checkpoint_store(self) -> CheckpointStore: ...
+
+    def item_storage(self) -> ItemStorage: ...
 
 
 @dataclass(frozen=True)
@@ -55,7 +66,7 @@ class SweepReport:
 class Sweeper:
     def __init__(
         self,
-        store: Store,
+        store: SweptStore,
         *,
         clock: Callable[[], float] = time.time,
         with_memories: bool = False,
@@ -65,8 +76,8 @@ class Sweeper:
         tombstone_retention_seconds: float = TOMBSTONE_RETENTION_SECONDS,
     ) -> None:
         self.store = store
-        self.threads = checkpoint_store_for(store)
-        self.store_items = item_storage_for(store)
+        self.threads = store.checkpoint_store()
+        self.store_items = store.item_storage()
         self.clock = clock
         self.with_memories = with_memories
         self.batch_events = batch_events

@@ -3,7 +3,8 @@
 `wordllama` (the default) is a static word-embedding model that installs
 with the server (its 16 MB weights and tokenizer are inside the PyPI
 wheel): nothing is downloaded, it is loaded once per process on first use,
-and it embeds a short text in some 20 microseconds. `openai` calls an
+and it is cheap enough to embed inline (docs/performance.md, "Smaller
+memory figures behind the code"). `openai` calls an
 OpenAI-compatible `POST {url}/embeddings` (OpenAI, Ollama, vLLM, TEI,
 LiteLLM). `none` turns search by meaning off.
 

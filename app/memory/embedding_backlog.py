@@ -29,8 +29,8 @@ from dataclasses import dataclass
 from ..core.errors import DatabaseUnavailable
 from ..core.metrics import MEMORY_EMBEDDING_BACKLOG, MEMORY_EMBEDDING_GIVEN_UP, MEMORY_EMBEDDINGS
 from ..core.observability import trace_without_data
-from ..stores import Store
 from .embedding import Embedder, EmbedderFailed, StoredVector, stored_vectors
+from .store import MemoryStore
 
 logger = logging.getLogger("session_state")
 
@@ -76,7 +76,7 @@ class BacklogStatus:
 class EmbeddingBacklog:
     def __init__(
         self,
-        store: Store,
+        store: MemoryStore,
         embedder: Embedder,
         *,
         batch: int = EMBED_BATCH,

@@ -16,7 +16,6 @@ from ..core.limits import MAX_TIMESTAMP, MIN_TIMESTAMP, Limits
 from ..core.metrics import MEMORY_SEARCH_FALLBACKS
 from ..sessions.domain import MemoryRecord, SessionKey, StoredEvent, VectorQuery
 from ..sessions.replica import ReadRouting, Replica
-from ..stores import Store
 from .embedding import (
     Embedder,
     EmbedderFailed,
@@ -27,6 +26,7 @@ from .embedding import (
     stored_vectors,
 )
 from .rules import event_memory_id, event_role, event_text
+from .store import MemoryStore
 
 if TYPE_CHECKING:
     from .embedding_backlog import EmbeddingBacklog
@@ -132,11 +132,11 @@ QUESTION_EMBEDDING_SECONDS = 2.0
 class MemoryService:
     def __init__(
         self,
-        store: Store,
+        store: MemoryStore,
         limits: Limits | None = None,
         *,
         clock: Callable[[], float] = time.time,
-        replica: Replica | None = None,
+        replica: Replica[MemoryStore] | None = None,
         embedder: Embedder | None = None,
         min_similarity: float = DEFAULT_MIN_SIMILARITY,
         backlog: "EmbeddingBacklog | None" = None,
@@ -252,7 +252,7 @@ class MemoryService:
         query = VectorQuery(self.embedder.model_id, stored.bits, max(RESCORED_CANDIDATES, limit))
         keyword_limit = max(KEYWORD_CANDIDATES, limit) if mode == "hybrid" else 0
 
-        async def rank_and_read(store: Store) -> list[MemoryRecord]:
+        async def rank_and_read(store: MemoryStore) -> list[MemoryRecord]:
             # One read of one database (a replica or the primary): the rows
             # ranked are the rows read back.
             candidates = await store.memory_candidates(

@@ -8,7 +8,8 @@ from fastapi.responses import Response
 
 from ..core.errors import ServiceError
 from ..core.metrics import APPENDS
-from ..http import rendering
+from ..http.rendering import JSON_MEDIA_TYPE, etag
+from . import rendering
 from .domain import AppendOutcome, SessionKey
 from .service import SessionService
 
@@ -38,14 +39,14 @@ async def append(
         return Response(
             outcome.event,
             status_code=200,
-            media_type=rendering.JSON_MEDIA_TYPE,
+            media_type=JSON_MEDIA_TYPE,
             headers={"Session-State-Persisted": "false"},
         )
     return Response(
         outcome.event,
         status_code=append_status(outcome),
-        media_type=rendering.JSON_MEDIA_TYPE,
-        headers={"ETag": rendering.etag(outcome.revision)},
+        media_type=JSON_MEDIA_TYPE,
+        headers={"ETag": etag(outcome.revision)},
     )
 
 

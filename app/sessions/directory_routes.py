@@ -5,11 +5,12 @@ names first."""
 from fastapi import APIRouter, Request, Response
 from pydantic import Field
 
-from ..http import page_tokens, rendering
 from ..http.authentication import VISIBLE_APPS
-from ..http.dependencies import AppName, service_of
-from .routes import DEFAULT_PAGE_SIZE, PageSize, PageToken, problem_responses
-from .schemas import WireModel
+from ..http.dependencies import AppName
+from ..http.rendering import json_response
+from ..http.wire import WireModel
+from . import page_tokens
+from .routes import DEFAULT_PAGE_SIZE, PageSize, PageToken, problem_responses, service_of
 
 router = APIRouter(tags=["apps and users"])
 
@@ -50,7 +51,7 @@ async def list_apps(
     visible: frozenset[str] | None = getattr(request.state, VISIBLE_APPS, None)
     after = page_tokens.name_cursor(page_token, page_tokens.APPS_TOKEN)
     apps, next_after = await service_of(request).list_apps(visible, page_size, after)
-    return rendering.json_response(
+    return json_response(
         {
             "apps": [{"appName": app.app_name, "sessionCount": app.session_count} for app in apps],
             "nextPageToken": page_tokens.name_token(next_after, page_tokens.APPS_TOKEN),
@@ -72,7 +73,7 @@ async def list_users(
 ) -> Response:
     after = page_tokens.name_cursor(page_token, page_tokens.USERS_TOKEN, app_name)
     users, next_after = await service_of(request).list_users(app_name, page_size, after)
-    return rendering.json_response(
+    return json_response(
         {
             "users": [
                 {

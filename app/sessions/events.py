@@ -8,6 +8,7 @@ from typing import Any
 from ..core import json_codec
 from ..core.errors import EventTooLarge, FieldError, InvalidInput
 from ..core.limits import Limits
+from ..http.wire import UNKNOWN_FIELD_MESSAGE
 from .domain import NewEvent
 from .event_contract import (
     AUTHOR_MESSAGE,
@@ -26,8 +27,6 @@ from .event_contract import (
     TIMESTAMP_MINIMUM,
 )
 from .state import drop_temp_keys, find_long_key, split_delta
-
-UNKNOWN_FIELD_MESSAGE = "is not a field of this request"
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ from starlette.routing import BaseRoute
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ..core.metrics import FAST_PATH_READS
-from ..http import rendering
+from . import rendering
 from . import routes as sessions
 from .domain import SessionKey
 from .fast_path_routes import SessionRouteMatch, StandIn, answered

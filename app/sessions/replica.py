@@ -1,5 +1,6 @@
 """Read replicas (SESSION_STATE_READ_DATABASE_URL): a second PostgreSQL store
-on the replicas, and whether it may answer reads now.
+on the replicas (opened by app.stores.open_replica), and whether it may
+answer reads now.
 
 A replica serves reads while its measured lag is within
 SESSION_STATE_MAX_REPLICA_LAG_SECONDS. The lag is measured off the request
@@ -14,17 +15,17 @@ import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from typing import TypeVar
+from typing import Generic, Protocol, TypeVar
 
 import asyncpg
 
-from ..backends.postgresql import PostgresStore
-from ..core.config import Settings
 from ..core.errors import DatabaseUnavailable
 from ..core.metrics import READS
-from ..stores import Store
 
 T = TypeVar("T")
+# The store as a feature reads it (SessionStore, MemoryStore): the replicas'
+# and the primary's are both the deployment's whole store.
+StoreT = TypeVar("StoreT", covariant=True)
 READS_FROM_REPLICA = READS.labels("replica")
 READS_FROM_PRIMARY = READS.labels("primary")
 
@@ -39,31 +40,34 @@ class ReplicaUnavailable(Exception):
     (down, unreachable, a query cancelled by a conflict with recovery)."""
 
 
-class Replica:
-    """The replicas' store and their measured lag; `clock` is monotonic."""
+class ReplicationSource(Protocol):
+    """Where the lag is measured: the replicas' store."""
+
+    async def replay_lag_seconds(self) -> float: ...
+
+    async def close(self) -> None: ...
+
+
+class Replica(Generic[StoreT]):
+    """The replicas' store, read as a StoreT, and their measured lag (on
+    `source`, the same store); `clock` is monotonic."""
 
     def __init__(
         self,
-        store: PostgresStore,
+        store: StoreT,
+        source: ReplicationSource,
         max_lag_seconds: float,
         *,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.store = store
+        self.source = source
         self.max_lag_seconds = max_lag_seconds
         self.clock = clock
         self._lag: float | None = None
         self._measured_at = -float("inf")
         self._checked_at = -float("inf")
         self._check: asyncio.Task[None] | None = None
-
-    @classmethod
-    async def connect(cls, settings: Settings) -> "Replica":
-        """Opens the pool (connections are made as reads need them, so a
-        replica that is down at start-up stops nothing)."""
-        assert settings.read_database_url is not None
-        store = await PostgresStore.connect(settings, database_url=settings.read_database_url)
-        return cls(store, settings.max_replica_lag_seconds)
 
     @property
     def lag_seconds(self) -> float | None:
@@ -83,7 +87,7 @@ class Replica:
             and now - self._measured_at < LAG_VALID_SECONDS
         )
 
-    async def read(self, read: Callable[[Store], Awaitable[T]]) -> T:
+    async def read(self, read: Callable[[StoreT], Awaitable[T]]) -> T:
         """`read` on the replicas' store; ReplicaUnavailable when the replica
         failed it, and then reads go to the primary until a measurement
         succeeds. Domain errors (too large a response) pass as they are."""
@@ -97,7 +101,7 @@ class Replica:
     async def measure(self) -> float | None:
         """Measures the lag now (None: the replica did not answer)."""
         try:
-            lag = await self.store.replay_lag_seconds()
+            lag = await self.source.replay_lag_seconds()
         except (DatabaseUnavailable, asyncpg.PostgresError) as error:
             logger.warning("read replica unavailable: %s", type(error).__name__)
             self._lag = None
@@ -119,26 +123,26 @@ class Replica:
             self._check.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._check
-        await self.store.close()
+        await self.source.close()
 
 
 def _always(_found: object) -> bool:
     return True
 
 
-class ReadRouting:
+class ReadRouting(Generic[StoreT]):
     """Sends a read to the replica when it is usable and what it finds is
     `recent_enough`, else (and when it fails) to the primary: so a reader
     that names the revision it saw never gets an older one, and a replica
     that is down or behind costs a read on the primary, never an error."""
 
-    def __init__(self, primary: Store, replica: Replica | None) -> None:
+    def __init__(self, primary: StoreT, replica: Replica[StoreT] | None) -> None:
         self.primary = primary
         self.replica = replica
 
     async def read(
         self,
-        read: Callable[[Store], Awaitable[T]],
+        read: Callable[[StoreT], Awaitable[T]],
         recent_enough: Callable[[T], bool] = _always,
     ) -> T:
         replica = self.replica

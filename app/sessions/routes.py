@@ -9,11 +9,12 @@ from ..core.errors import FieldError, InvalidInput
 from ..core.identifiers import IDENTIFIER_MAX_LENGTH
 from ..core.json_rules import text_problem
 from ..core.limits import MAX_INT64, MAX_RETURNED_REMOVED_EVENTS
-from ..http import examples, page_tokens, rendering
+from ..http import examples
 from ..http.bodies import decode_json, documented_body, limits_of, read_json, validate_body
-from ..http.dependencies import AppName, IfMatch, SessionId, UserId, expected_revision, service_of
-from ..http.problems import PROBLEM_MEDIA_TYPE
-from . import appending, session_appends
+from ..http.dependencies import AppName, IfMatch, SessionId, UserId, expected_revision
+from ..http.problems import PROBLEM_MEDIA_TYPE, Problem
+from ..http.rendering import json_response
+from . import appending, page_tokens, rendering, session_appends
 from .domain import SessionKey, SessionQuery
 from .labels import LABEL_SYNTAX, MAX_LABEL_FILTERS, parse_label_filters
 from .schemas import (
@@ -24,7 +25,6 @@ from .schemas import (
     EventList,
     ForkSessionRequest,
     PatchSessionRequest,
-    Problem,
     Session,
     SessionAfterRemoval,
     SessionAppendResults,
@@ -32,8 +32,15 @@ from .schemas import (
     SessionList,
     StateResponse,
 )
+from .service import SessionService
 
 router = APIRouter(tags=["sessions"])
+
+
+def service_of(request: Request) -> SessionService:
+    service: SessionService = request.app.state.service
+    return service
+
 
 MAX_PAGE_SIZE = 1000
 DEFAULT_PAGE_SIZE = 100
@@ -532,7 +539,7 @@ async def list_events(
 )
 async def get_user_state(app_name: AppName, user_id: UserId, request: Request) -> Response:
     state = await service_of(request).get_user_state(app_name, user_id)
-    return rendering.json_response({"state": state})
+    return json_response({"state": state})
 
 
 @router.get(
@@ -542,4 +549,4 @@ async def get_user_state(app_name: AppName, user_id: UserId, request: Request) -
     summary="An app's state (keys without the app: prefix)",
 )
 async def get_app_state(app_name: AppName, request: Request) -> Response:
-    return rendering.json_response({"state": await service_of(request).get_app_state(app_name)})
+    return json_response({"state": await service_of(request).get_app_state(app_name)})

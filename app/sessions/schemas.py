@@ -4,18 +4,15 @@ Responses are rendered by `app.http.rendering` (stored event JSON is spliced in
 verbatim); these models are what the OpenAPI spec shows for them.
 """
 
-from collections.abc import Callable
 from typing import Annotated, Any, Literal, Self
 
 from pydantic import (
     AfterValidator,
-    BaseModel,
     ConfigDict,
     Field,
     WithJsonSchema,
     model_validator,
 )
-from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
 from ..core.config import MAX_TTL_SECONDS
@@ -29,22 +26,11 @@ from ..core.identifiers import (
     session_id_problem,
 )
 from ..core.limits import MAX_INT64
+from ..http.problems import Problem
+from ..http.wire import RequestBody, WireModel, held_to
 from . import event_contract as contract
 from .domain import Expiry
 from .labels import LABEL_KEY_PATTERN, LABEL_RULE, LABEL_VALUE_PATTERN, MAX_LABELS, labels_problem
-
-
-def held_to(problem_of: Callable[[str], str | None], kind: str) -> AfterValidator:
-    """A validator refusing a text in which `problem_of` finds a problem,
-    with the rule's own words (the same the paths' checks give)."""
-
-    def check(text: str) -> str:
-        problem = problem_of(text)
-        if problem is not None:
-            raise PydanticCustomError(kind, problem)
-        return text
-
-    return AfterValidator(check)
 
 
 def _identifier_schema(pattern: str, rule: str) -> WithJsonSchema:
@@ -93,19 +79,6 @@ SessionLabels = Annotated[
         }
     ),
 ]
-
-
-class WireModel(BaseModel):
-    """camelCase on the wire; snake_case accepted on input too."""
-
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
-
-
-class RequestBody(WireModel):
-    """A request body: a field the API does not define is refused (422
-    naming it), so that a misspelt one (`lables`) is never dropped."""
-
-    model_config = ConfigDict(extra="forbid")
 
 
 TTL_DESCRIPTION = (
@@ -455,46 +428,6 @@ class SearchMemoryResponse(WireModel):
     """ADK's SearchMemoryResponse, camelCase."""
 
     memories: list[MemoryEntry]
-
-
-class MemoryEmbeddingStatus(WireModel):
-    embedder: str = Field(description="The model id stored with every vector.")
-    waiting: int | None = Field(
-        description="Memories waiting for a vector, as last counted (None: not counted yet)."
-    )
-    given_up: int | None = Field(
-        description="Memories whose text the embedder refused 3 times alone: not embedded "
-        "(found by keywords only) until `session-state memory reindex` tries them again. "
-        "As last counted (None: not counted yet)."
-    )
-    last_error: str | None = Field(
-        description="Why the last embedding pass failed (None: it succeeded)."
-    )
-
-
-class Health(WireModel):
-    status: str
-    memory_embedding: MemoryEmbeddingStatus | None = Field(
-        default=None,
-        description="/readyz: the backlog of memories waiting for a vector (absent when "
-        "search by meaning is off).",
-    )
-
-
-class FieldProblem(BaseModel):
-    loc: list[str | int]
-    msg: str
-
-
-class Problem(BaseModel):
-    """RFC 9457 problem details with a stable `code`."""
-
-    type: str
-    title: str
-    status: int
-    detail: str
-    code: str
-    errors: list[FieldProblem] | None = None
 
 
 class SessionAppendResult(WireModel):

@@ -24,9 +24,8 @@ from ..core.errors import (
 )
 from ..core.limits import Limits
 from ..core.metrics import EVENTS_STORED
-from ..stores import Store
-from ..streams.changes import Change, ChangeHub, ChangeKind
 from . import history
+from .changes import Change, ChangeKind, ChangePublisher, NoFollowers
 from .domain import (
     ALL_SESSIONS,
     AppendNotApplied,
@@ -53,6 +52,7 @@ from .expiry import ExpiryDefaults, check_requested
 from .labels import Labels
 from .replica import ReadRouting, Replica
 from .state import StateDict, find_long_key, merge_deltas, merge_scopes, split_delta
+from .store import SessionStore
 
 logger = logging.getLogger("session_state")
 
@@ -70,22 +70,22 @@ def new_uuid() -> str:
 class SessionService:
     def __init__(
         self,
-        store: Store,
+        store: SessionStore,
         limits: Limits | None = None,
         *,
         clock: Callable[[], float] = time.time,
         new_id: Callable[[], str] = new_uuid,
         expiry_defaults: ExpiryDefaults | None = None,
         forget_expired_memories: bool = False,
-        replica: Replica | None = None,
-        changes: ChangeHub | None = None,
+        replica: Replica[SessionStore] | None = None,
+        changes: ChangePublisher | None = None,
     ) -> None:
         """Writes, and reads that need the latest truth, go to `store`;
         session reads, lists and event pages to `replica` when it may
         answer them (app.sessions.replica)."""
         self.store = store
         # Told of each committed change, for live streams (app.streams.live).
-        self.changes = changes or ChangeHub()
+        self.changes = changes or NoFollowers()
         self.reads = ReadRouting(store, replica)
         self.expiry_defaults = expiry_defaults or ExpiryDefaults()
         self.forget_expired_memories = forget_expired_memories

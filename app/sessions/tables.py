@@ -19,7 +19,13 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects.postgresql import BIT
 
-from ..db.table_base import IDENTIFIER_LENGTH, JsonValue, expiry_index, lifetime_columns
+from ..db.table_base import (
+    IDENTIFIER_LENGTH,
+    WRITTEN_BY_HAND,
+    JsonValue,
+    expiry_index,
+    lifetime_columns,
+)
 
 # Read from here by the migrations and the SQLite statements.
 from ..db.table_base import JsonDocument as JsonDocument
@@ -227,4 +233,8 @@ SEARCH_INDEX_OBJECTS = frozenset(
         "memories_fts_config",
         "memories_fts_content",
     }
+)
+# Left alone by autogenerate: no model describes them.
+WRITTEN_BY_HAND.update(
+    {LABELS_INDEX, CHANGE_NUMBER_INDEX, *LABEL_ROWS_OBJECTS, *SEARCH_INDEX_OBJECTS}
 )

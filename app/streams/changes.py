@@ -23,17 +23,16 @@ import contextlib
 import logging
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Protocol
 
 import asyncpg
 
 from ..core import json_codec
 from ..db.postgresql_statement import Statement
+from ..sessions.changes import Change
 
 logger = logging.getLogger("session_state.streams.changes")
 
-ChangeKind = Literal["created", "appended", "removed", "deleted", "expired", "changed"]
 # The channel every process of a database listens on.
 CHANNEL = "session_state_changes"
 # Pending hints sent in one NOTIFY round trip, at most.
@@ -55,18 +54,6 @@ _NOTIFY = Statement.of("SELECT pg_notify(:channel, :payload)")
 _NOTIFY_EACH = Statement.of(
     "SELECT pg_notify(:channel, payload) FROM unnest(:payloads::text[]) AS payload"
 )
-
-
-@dataclass(frozen=True)
-class Change:
-    """Something committed about a session: `user_id` None is every user of
-    the app, `session_id` None every session of the user (an erasure)."""
-
-    app_name: str
-    user_id: str | None
-    session_id: str | None
-    kind: ChangeKind
-    revision: int | None = None
 
 
 class Waiter:
@@ -292,7 +279,7 @@ class PostgresChangeRelay:
                 if not self._pending:
                     # asyncio.timeout, not wait_for: Python 3.11's wait_for can
                     # swallow a cancellation that lands as its wait ends, and
-                    # this loop then outlives close() (a test's shutdown hung).
+                    # this loop then outlives close().
                     with contextlib.suppress(TimeoutError):
                         async with asyncio.timeout(max(recount_at - loop.time(), 0)):
                             await self._have_pending.wait()

@@ -18,7 +18,7 @@ import time
 import weakref
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, Protocol
 from urllib.parse import quote, unquote
 
 from ..core import json_codec
@@ -26,8 +26,9 @@ from ..core.errors import DatabaseUnavailable, FieldError, InvalidInput, Session
 from ..core.identifiers import session_id_problem
 from ..core.metrics import LIVE_STREAM_READS
 from ..sessions.domain import ChangeCursor, SessionChanges, SessionKey, UserChanges
-from ..stores import Store
+from ..sessions.store import SessionStore
 from .changes import ChangeHub, Waiter
+from .store import ChangeLog
 
 logger = logging.getLogger("session_state.streams.live")
 
@@ -35,6 +36,11 @@ logger = logging.getLogger("session_state.streams.live")
 # what one stream holds in memory while its reader takes them.
 READ_BATCH_EVENTS = 100
 READ_BATCH_BYTES = 1024 * 1024
+
+
+class FollowedStore(SessionStore, ChangeLog, Protocol):
+    """What a stream reads: the session, and what changed after a revision."""
+
 
 MessageKind = Literal["appended", "removed", "deleted", "created", "expired", "reset"]
 
@@ -62,7 +68,7 @@ class SessionStream:
 
     def __init__(
         self,
-        store: Store,
+        store: FollowedStore,
         hub: ChangeHub,
         key: SessionKey,
         *,
@@ -353,7 +359,7 @@ class UserStream:
 
     def __init__(
         self,
-        store: Store,
+        store: FollowedStore,
         hub: ChangeHub,
         app_name: str,
         user_id: str,

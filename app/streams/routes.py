@@ -8,11 +8,12 @@ from starlette.responses import Response
 
 from ..core.errors import BadRequest, SessionNotFound
 from ..core.limits import MAX_INT64
-from ..http.dependencies import AppName, SessionId, UserId, service_of
+from ..http.dependencies import AppName, SessionId, UserId
 from ..sessions import routes as sessions
 from ..sessions.domain import SessionKey
-from ..sessions.routes import problem_responses
-from .live import SessionStream, UserCursor, UserStream
+from ..sessions.routes import problem_responses, service_of
+from .changes import ChangeHub
+from .live import FollowedStore, SessionStream, UserCursor, UserStream
 from .sse import EVENT_STREAM_MEDIA_TYPE, EventStreamResponse
 
 router = APIRouter(tags=["streams"])
@@ -76,6 +77,18 @@ def _user_stream_responses() -> dict[int | str, dict[str, Any]]:
     return responses
 
 
+def changes_of(request: Request) -> ChangeHub:
+    """The process's hub, which the sessions service publishes to."""
+    changes: ChangeHub = request.app.state.changes
+    return changes
+
+
+def followed_of(request: Request) -> FollowedStore:
+    """The deployment's store, which streams read sessions and changes from."""
+    store: FollowedStore = request.app.state.followed
+    return store
+
+
 def _revision(last_event_id: str) -> int:
     text = last_event_id.strip()
     if not (text.isascii() and text.isdigit() and len(text) <= 19) or int(text) > MAX_INT64:
@@ -101,8 +114,8 @@ async def stream_session_events(
     service = service_of(request)
     settings = request.app.state.settings
     stream = SessionStream(
-        service.store,
-        service.changes,
+        followed_of(request),
+        changes_of(request),
         SessionKey(app_name, user_id, session_id),
         heartbeat_seconds=settings.stream_heartbeat_seconds,
         clock=service.clock,
@@ -212,8 +225,8 @@ async def stream_user_sessions(
     service = service_of(request)
     settings = request.app.state.settings
     stream = UserStream(
-        service.store,
-        service.changes,
+        followed_of(request),
+        changes_of(request),
         app_name,
         user_id,
         heartbeat_seconds=settings.stream_heartbeat_seconds,

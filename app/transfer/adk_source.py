@@ -41,8 +41,8 @@ from sqlalchemy.exc import ArgumentError, DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection, create_async_engine
 from sqlalchemy.types import TypeDecorator, TypeEngine
 
-from ..cli.setup_problems import SetupProblem
 from ..core import json_codec
+from ..core.errors import SetupProblem
 from ..core.json_rules import find_unstorable
 from . import dump_format as dump
 from .adk_event_shape import camel_case_event

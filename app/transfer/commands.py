@@ -17,8 +17,8 @@ from tqdm import tqdm
 
 from ..admin.commands import name_option
 from ..admin.sql_store import opened_operator_store
-from ..cli.setup_problems import SetupProblem
 from ..core.config import Settings
+from ..core.errors import SetupProblem
 from ..core.limits import Limits
 from .adk_source import opened_adk_source
 from .dump_format import MAX_LINE_BYTES, DumpError

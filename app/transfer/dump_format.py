@@ -24,10 +24,10 @@ from ..core.config import MAX_TTL_SECONDS
 from ..core.identifiers import name_problem, session_id_problem
 from ..core.json_rules import find_unstorable
 from ..core.limits import MAX_INT64
+from ..http.wire import held_to
 from ..langgraph.checkpoints.schemas import MAX_TEXT_LENGTH, decode_base64
 from ..langgraph.store.schemas import ItemNamespace, Key
 from ..sessions.labels import labels_problem
-from ..sessions.schemas import held_to
 from ..sessions.state import APP_PREFIX, TEMP_PREFIX, USER_PREFIX
 
 FORMAT: Literal["session-state-dump"] = "session-state-dump"

@@ -1,11 +1,10 @@
 """The item storage contract suite's fixtures: each test runs against the
 `ItemStorage` of SQLite and of PostgreSQL in turn, as a deployment gets it
-(`item_storage_for` its store), on empty tables, with no HTTP in between."""
+(its store's `item_storage()`), on empty tables, with no HTTP in between."""
 
 import pytest
 
 from session_state.langgraph.store.storage import ItemStorage
-from session_state.langgraph.store.storages import item_storage_for
 from session_state.stores import Store
 
 from ..contract_backends import backend, database_url, second_store, store
@@ -16,10 +15,10 @@ __all__ = ["backend", "database_url", "second_store", "store"]
 
 @pytest.fixture
 def items(store: Store) -> ItemStorage:
-    return item_storage_for(store)
+    return store.item_storage()
 
 
 @pytest.fixture
 def other_items(second_store: Store) -> ItemStorage:
     """The item storage of a second server process on the same database."""
-    return item_storage_for(second_store)
+    return second_store.item_storage()

@@ -6,7 +6,6 @@ rows are read whole."""
 
 from session_state.admin.store import OperatorStore, StateEntry
 from session_state.langgraph.checkpoints.domain import ThreadKey, ThreadOwner
-from session_state.langgraph.checkpoints.stores import checkpoint_store_for
 from session_state.stores import Store
 
 from ..checkpoint_contract.scenes import checkpoint, write
@@ -140,7 +139,7 @@ async def test_memories_and_forgotten_memories_are_read_by_app_and_user(
 
 
 async def test_live_threads_and_their_rows_whole(operator: OperatorStore, store: Store):
-    checkpoints = checkpoint_store_for(store)
+    checkpoints = store.checkpoint_store()
     thread = ThreadKey(APP, "t1")
     ada = ThreadOwner("ada", 60)
     await checkpoints.put_checkpoint(

@@ -12,8 +12,6 @@ import pytest
 
 from session_state.admin.store import AlreadyStored, ImportTransaction, OperatorStore
 from session_state.langgraph.checkpoints.domain import CheckpointQuery, ThreadKey, ThreadOwner
-from session_state.langgraph.checkpoints.stores import checkpoint_store_for
-from session_state.langgraph.store.storages import item_storage_for
 from session_state.stores import Store
 
 from ..checkpoint_contract.scenes import checkpoint, write
@@ -88,7 +86,7 @@ async def test_events_values_and_memories_are_read_back_in_the_transaction(
 async def test_a_thread_is_moved_whole_and_readable_by_the_checkpoint_store(
     operator: OperatorStore, store: Store
 ):
-    checkpoints = checkpoint_store_for(store)
+    checkpoints = store.checkpoint_store()
     source = ThreadKey(APP, "t1")
     await checkpoints.put_checkpoint(
         source,
@@ -131,7 +129,7 @@ async def test_a_store_item_is_found_expired_or_not_and_searchable_by_its_words(
         missing = await transaction.find_store_item(APP, "ada.trips", "never")
 
     assert (found, missing) == ([live, expired], None)
-    async with item_storage_for(store).transaction(write=False) as items:
+    async with store.item_storage().transaction(write=False) as items:
         searched = await items.search(APP, "ada", NOW, 10, 0, None, ["paris", "flight"])
     assert [one.key for one in searched] == ["paris"]
 

@@ -10,7 +10,8 @@ from pydantic import AfterValidator, Field, WithJsonSchema
 from pydantic_core import PydanticCustomError
 
 from ...core.config import MAX_TTL_SECONDS
-from ...sessions.schemas import NameIdentifier, WireModel
+from ...http.wire import WireModel
+from ...sessions.schemas import NameIdentifier
 from .domain import PruneStrategy
 
 # Checkpoint namespaces nest ("outer:<task id>|inner:<task id>"), so they are

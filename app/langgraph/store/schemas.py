@@ -9,7 +9,7 @@ from pydantic_core import PydanticCustomError
 
 from ...core.config import MAX_TTL_SECONDS
 from ...core.json_rules import text_problem
-from ...sessions.schemas import WireModel, held_to
+from ...http.wire import WireModel, held_to
 
 MAX_LABEL_LENGTH = 256
 MAX_NAMESPACE_DEPTH = 32

@@ -9,7 +9,7 @@ from ..core.identifiers import IDENTIFIER_MAX_LENGTH
 from ..core.json_rules import text_problem
 from ..core.limits import MAX_INT64, MAX_RUNNING_IN_HORIZON
 from ..core.pagination import INVALID_TOKEN, decode_token, encode_token
-from ..sessions.domain import (
+from .domain import (
     ALL_SESSIONS,
     ChangeHorizon,
     SessionKey,
