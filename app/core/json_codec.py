@@ -10,6 +10,7 @@ standard library, so a client's document is never altered.
 import json
 import math
 import re
+from collections.abc import Iterator
 from typing import Any
 
 import orjson
@@ -100,6 +101,35 @@ def repeated_key(raw: bytes, keys: int) -> str | None:
     except _RepeatedKey as repeated:
         return repeated.key
     return None
+
+
+_DOCUMENTS = json.JSONDecoder(parse_constant=_refuse_constant)
+_BLANK = " \t\n\r"
+
+
+def _past_blanks(text: str, position: int) -> int:
+    while position < len(text) and text[position] in _BLANK:
+        position += 1
+    return position
+
+
+def split_joined(text: str) -> Iterator[tuple[str, Any]]:
+    """The JSON documents `text` holds one after another, a comma between
+    two (as a session read joins its stored events), each as its own text
+    and its value. The standard library's decoder reads them: it tells where
+    each document ends, which orjson does not."""
+    position = _past_blanks(text, 0)
+    while position < len(text):
+        try:
+            value, end = _DOCUMENTS.raw_decode(text, position)
+        except json.JSONDecodeError as error:
+            raise InvalidJSON(error.msg, error.lineno, error.colno) from None
+        yield text[position:end], value
+        position = _past_blanks(text, end)
+        if position < len(text):
+            if text[position] != ",":
+                raise InvalidJSON(f"a comma was expected at character {position}")
+            position = _past_blanks(text, position + 1)
 
 
 def dumps(value: Any) -> bytes:
