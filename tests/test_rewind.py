@@ -10,6 +10,7 @@ from typing import Any
 import httpx
 import pytest
 
+from session_state.main import create_app
 from session_state.sessions import invocations, rewind
 
 ADA = "/apps/travel/users/ada"
@@ -198,12 +199,11 @@ class _AppendDuringRead:
 
 @pytest.fixture
 async def app_and_client(settings):
-    from session_state.main import create_app
-
     app = create_app(settings)
+    transport = httpx.ASGITransport(app=app)
     async with (
         app.router.lifespan_context(app),
-        httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1") as http,
+        httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as http,
     ):
         yield app, http
 
