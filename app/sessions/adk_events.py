@@ -10,9 +10,9 @@ from ..core import json_codec
 from .event_contract import INVOCATION_ID, STATE_DELTA
 
 Document = dict[str, Any]
+Interval = tuple[float, float]
 
 ACTIONS = ("actions", "actions")
-ARTIFACT_DELTA = ("artifactDelta", "artifact_delta")
 REWIND_BEFORE = ("rewindBeforeInvocationId", "rewind_before_invocation_id")
 COMPACTION = ("compaction", "compaction")
 COMPACTED_CONTENT = ("compactedContent", "compacted_content")
@@ -29,9 +29,8 @@ def field(document: Any, names: tuple[str, str]) -> Any:
     (or `document` is no object)."""
     if not isinstance(document, dict):
         return None
-    camel, snake = names
-    value = document.get(camel)
-    return document.get(snake) if value is None else value
+    value = document.get(names[0])
+    return document.get(names[1]) if value is None else value
 
 
 def _text(value: Any) -> str | None:
@@ -44,73 +43,73 @@ def _number(value: Any) -> float | None:
     return float(value)
 
 
+def _does_nothing(value: Any) -> bool:
+    """An action's value that asks nothing: ADK writes its empty defaults."""
+    if value is None or value is False:
+        return True
+    return not value and type(value) in (dict, list, str)
+
+
 def invocation_id(document: Document) -> str | None:
     return _text(field(document, INVOCATION_ID))
 
 
-def session_delta_source(document: Document) -> dict[str, Any]:
+def state_delta(document: Document) -> dict[str, Any]:
     """The event's whole state delta (every scope's keys), {} when none."""
     delta = field(field(document, ACTIONS), STATE_DELTA)
     return delta if isinstance(delta, dict) else {}
 
 
-def rewind_target(document: Document) -> str | None:
-    """The invocation a rewind marker rewinds to before; None for any other event."""
-    return _text(field(field(document, ACTIONS), REWIND_BEFORE))
+@dataclass(frozen=True, slots=True)
+class Facts:
+    """What the compaction rules read of one event."""
+
+    invocation: str | None
+    # The invocation a rewind marker rewinds to before; None for other events.
+    rewind_target: str | None
+    timestamp: float
+    branch: str | None
+    scoped: bool
+    is_compaction: bool
+    # A compaction's range as ADK counts it (with its summary and both
+    # bounds), and the end it names whatever else it holds.
+    compaction_range: Interval | None
+    compaction_end: float | None
+    # Whether its actions do anything (a state or artifact change, a
+    # transfer, a rewind, a confirmation asked for...) or it carries an
+    # error code: ADK reads such events for more than the prompt.
+    acts: bool
 
 
-def isolation_scope(document: Document) -> str | None:
-    return _text(field(document, ISOLATION_SCOPE))
+_NO_ACTIONS: dict[str, Any] = {}
 
 
-def branch(document: Document) -> str | None:
-    return _text(document.get("branch"))
-
-
-def timestamp(document: Document) -> float:
-    # Every stored event has one: the server assigns it when missing.
-    return _number(document.get("timestamp")) or 0.0
-
-
-def is_compaction(document: Document) -> bool:
-    return field(field(document, ACTIONS), COMPACTION) is not None
-
-
-def compaction_range(document: Document) -> tuple[float, float] | None:
-    """The timestamps a compaction event summarises, as ADK counts them:
-    only with its summary and both bounds; None otherwise."""
-    compaction = field(field(document, ACTIONS), COMPACTION)
-    if field(compaction, COMPACTED_CONTENT) is None:
-        return None
-    start = _number(field(compaction, START_TIMESTAMP))
-    end = _number(field(compaction, END_TIMESTAMP))
-    return None if start is None or end is None else (start, end)
-
-
-def compaction_end(document: Document) -> float | None:
-    """The end a compaction event names, whatever else it holds (the
-    sliding window compactor reads just that)."""
-    return _number(field(field(field(document, ACTIONS), COMPACTION), END_TIMESTAMP))
-
-
-def acts(document: Document) -> bool:
-    """Whether the event's actions do anything: any of them set to more
-    than an empty value (a state or artifact change, a transfer, an
-    escalation, a confirmation asked for, a rewind...)."""
+def facts(document: Document) -> Facts:
     actions = field(document, ACTIONS)
     if not isinstance(actions, dict):
-        return False
-    return any(value not in (None, False, {}, [], "") for value in actions.values())
-
-
-def error_code(document: Document) -> str | None:
-    return _text(field(document, ERROR_CODE))
-
-
-def _parts(document: Document) -> list[Any]:
-    content = document.get("content")
-    parts = content.get("parts") if isinstance(content, dict) else None
-    return parts if isinstance(parts, list) else []
+        actions = _NO_ACTIONS
+    compaction = field(actions, COMPACTION)
+    start = end = None
+    with_summary = False
+    if compaction is not None:
+        end = _number(field(compaction, END_TIMESTAMP))
+        start = _number(field(compaction, START_TIMESTAMP))
+        with_summary = field(compaction, COMPACTED_CONTENT) is not None
+    return Facts(
+        invocation=invocation_id(document),
+        rewind_target=_text(field(actions, REWIND_BEFORE)) if actions else None,
+        # Every stored event has one: the server assigns it when missing.
+        timestamp=_number(document.get("timestamp")) or 0.0,
+        branch=_text(document.get("branch")),
+        scoped=_text(field(document, ISOLATION_SCOPE)) is not None,
+        is_compaction=compaction is not None,
+        compaction_range=(start, end)
+        if with_summary and start is not None and end is not None
+        else None,
+        compaction_end=end,
+        acts=not all(map(_does_nothing, actions.values()))
+        or _text(field(document, ERROR_CODE)) is not None,
+    )
 
 
 def function_call_ids(document: Document) -> set[str]:
@@ -122,8 +121,10 @@ def function_response_ids(document: Document) -> set[str]:
 
 
 def _ids(document: Document, kind: tuple[str, str]) -> set[str]:
+    content = document.get("content")
+    parts = content.get("parts") if isinstance(content, dict) else None
     found = set()
-    for part in _parts(document):
+    for part in parts if isinstance(parts, list) else []:
         identifier = _text(field(field(part, kind), ("id", "id")))
         if identifier is not None:
             found.add(identifier)

@@ -30,9 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from . import adk_events
-from .adk_events import Document
-
-Interval = tuple[float, float]
+from .adk_events import Document, Facts, Interval
 
 
 @dataclass(frozen=True)
@@ -59,19 +57,50 @@ def compacted(events_json: str) -> CompactedEvents:
     return CompactedEvents(kept, len(going), saved)
 
 
-def live_indexes(documents: Sequence[Document]) -> set[int]:
+def left_out(documents: Sequence[Document]) -> set[int]:
+    """The indexes of the events a compacted read leaves out."""
+    events = [adk_events.facts(document) for document in documents]
+    first_of: dict[str, int] = {}
+    for index, event in enumerate(events):
+        if event.invocation is not None:
+            first_of.setdefault(event.invocation, index)
+    live = live_indexes(events, first_of)
+    # ADK's root compactors write unscoped compaction events without a branch.
+    summaries = [
+        index for index in sorted(live) if events[index].is_compaction and not events[index].scoped
+    ]
+    ranges = {
+        index: found for index in summaries if (found := events[index].compaction_range) is not None
+    }
+    if not ranges:
+        return set()
+    coverage = _Coverage(events, ranges)
+    kept_from = _reread_from(events, summaries, ranges)
+    # Where ADK's rewind skips back to: the first event of each invocation a marker names.
+    named = {
+        first_of[event.rewind_target]
+        for event in events
+        if event.rewind_target is not None and event.rewind_target in first_of
+    }
+    going = {
+        index
+        for index, event in enumerate(events)
+        if not (event.is_compaction or event.acts or event.scoped)
+        and event.timestamp < kept_from
+        and index not in named
+        and coverage.covers(event)
+    }
+    return going - _calls_kept_for_answers(documents, going)
+
+
+def live_indexes(events: Sequence[Facts], first_of: dict[str, int]) -> set[int]:
     """The events no rewind undid, as ADK's `_apply_rewinds` finds them:
     walking back from the newest, a rewind marker skips every event back to
     the first of the invocation it names (itself included)."""
-    first_of: dict[str, int] = {}
-    for index, document in enumerate(documents):
-        invocation = adk_events.invocation_id(document)
-        if invocation is not None:
-            first_of.setdefault(invocation, index)
     live: set[int] = set()
-    index = len(documents) - 1
+    index = len(events) - 1
     while index >= 0:
-        target = adk_events.rewind_target(documents[index])
+        target = events[index].rewind_target
         if target is None:
             live.add(index)
         else:
@@ -82,61 +111,22 @@ def live_indexes(documents: Sequence[Document]) -> set[int]:
     return live
 
 
-def left_out(documents: Sequence[Document]) -> set[int]:
-    """The indexes of the events a compacted read leaves out."""
-    live = live_indexes(documents)
-    # ADK's root compactors write unscoped compaction events without a branch.
-    summaries = [
-        index
-        for index in sorted(live)
-        if adk_events.is_compaction(documents[index])
-        and adk_events.isolation_scope(documents[index]) is None
-    ]
-    ranges = {
-        index: found
-        for index in summaries
-        if (found := adk_events.compaction_range(documents[index])) is not None
-    }
-    if not ranges:
-        return set()
-    coverage = _Coverage(documents, ranges)
-    kept_from = _reread_from(documents, summaries, ranges)
-    named = _first_events_rewinds_name(documents)
-    going = {
-        index
-        for index, document in enumerate(documents)
-        if index not in named
-        and _may_go(document)
-        and adk_events.timestamp(document) < kept_from
-        and coverage.covers(document)
-    }
-    return going - _calls_kept_for_answers(documents, going)
-
-
-def _may_go(document: Document) -> bool:
-    return not (
-        adk_events.is_compaction(document)
-        or adk_events.acts(document)
-        or adk_events.isolation_scope(document) is not None
-        or adk_events.error_code(document) is not None
-    )
-
-
 class _Coverage:
     """The timestamps the compaction ranges cover, merged: those of events
     without a branch cover every event; those of a branch, its events."""
 
-    def __init__(self, documents: Sequence[Document], ranges: dict[int, Interval]) -> None:
+    def __init__(self, events: Sequence[Facts], ranges: dict[int, Interval]) -> None:
         by_branch: dict[str | None, list[Interval]] = {}
         for index, interval in ranges.items():
-            by_branch.setdefault(adk_events.branch(documents[index]), []).append(interval)
+            by_branch.setdefault(events[index].branch, []).append(interval)
         self.by_branch = {branch: _merged(found) for branch, found in by_branch.items()}
+        self.everywhere = self.by_branch.get(None, [])
 
-    def covers(self, document: Document) -> bool:
-        moment = adk_events.timestamp(document)
-        branch = adk_events.branch(document)
-        return _inside(self.by_branch.get(None, []), moment) or (
-            branch is not None and _inside(self.by_branch.get(branch, []), moment)
+    def covers(self, event: Facts) -> bool:
+        if _inside(self.everywhere, event.timestamp):
+            return True
+        return event.branch is not None and _inside(
+            self.by_branch.get(event.branch, []), event.timestamp
         )
 
 
@@ -156,7 +146,7 @@ def _inside(merged: list[Interval], moment: float) -> bool:
 
 
 def _reread_from(
-    documents: Sequence[Document], summaries: list[int], ranges: dict[int, Interval]
+    events: Sequence[Facts], summaries: list[int], ranges: dict[int, Interval]
 ) -> float:
     """The time from which events stay for the next sliding-window summary,
     which starts a few invocations back into the newest one's range: the
@@ -164,10 +154,7 @@ def _reread_from(
     end) and what it covers. A summary starting no later than the one before
     it (a rolling summary replacing it) is re-read only past that one's end.
     Minus infinity (everything stays) for a newest one without a range."""
-    newest = next(
-        (index for index in reversed(summaries) if adk_events.compaction_end(documents[index])),
-        None,
-    )
+    newest = next((index for index in reversed(summaries) if events[index].compaction_end), None)
     if newest is None:
         return math.inf
     if newest not in ranges:
@@ -175,25 +162,9 @@ def _reread_from(
     start = ranges[newest][0]
     before = [index for index in summaries if index < newest and index in ranges]
     if before and start <= ranges[before[-1]][0]:
-        return _just_after(ranges[before[-1]][1])
+        # Events at the previous end are covered by it; the first after it stays.
+        return math.nextafter(ranges[before[-1]][1], math.inf)
     return start
-
-
-def _just_after(moment: float) -> float:
-    # Events at the previous end are covered by it; the first after it stays.
-    return math.nextafter(moment, math.inf)
-
-
-def _first_events_rewinds_name(documents: Sequence[Document]) -> set[int]:
-    """The first event of each invocation a rewind marker names: where ADK's
-    rewind skips back to."""
-    targets = {target for document in documents if (target := adk_events.rewind_target(document))}
-    firsts: dict[str, int] = {}
-    for index, document in enumerate(documents):
-        invocation = adk_events.invocation_id(document)
-        if invocation in targets and invocation not in firsts:
-            firsts[invocation] = index
-    return set(firsts.values())
 
 
 def _calls_kept_for_answers(documents: Sequence[Document], going: set[int]) -> set[int]:
@@ -202,6 +173,8 @@ def _calls_kept_for_answers(documents: Sequence[Document], going: set[int]) -> s
     answers; every event calling or answering such an id stays, so ADK pairs
     them as it would have (closed over the calls' other ids)."""
     calls = {index: adk_events.function_call_ids(documents[index]) for index in going}
+    if not any(calls.values()):
+        return set()
     answers = {index: adk_events.function_response_ids(documents[index]) for index in going}
     wanted: set[str] = set()
     for index, document in enumerate(documents):

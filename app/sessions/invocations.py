@@ -28,7 +28,7 @@ class InvocationStart:
 
     def passed(self, document: Document, seq: int) -> None:
         """One more event before the invocation's first."""
-        for key, value in adk_events.session_delta_source(document).items():
+        for key, value in adk_events.state_delta(document).items():
             if key.startswith(NOT_SESSION_KEYS):
                 continue
             if value is None:
