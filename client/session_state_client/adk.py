@@ -220,7 +220,10 @@ class HttpSessionService(_ServerClient, BaseSessionService):
         them once `EventsCompactionConfig` has summarised some of their
         events: those a summary covers are left out (the server's
         `compacted=true`), and a Runner builds the same model requests from
-        what is left. Off by default: `session.events` is then every event."""
+        what is left. Off by default: `session.events` is then every event.
+        Keep it off for a sliding window whose overlap_size is larger than its
+        compaction_interval; `rewind_session` reaches invocations a compacted
+        read no longer shows, which Runner.rewind_async cannot find."""
         super().__init__(**options)
         self.compacted_reads = compacted_reads
 

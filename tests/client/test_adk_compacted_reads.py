@@ -16,6 +16,9 @@ from session_state_client import AsyncSessionStateClient
 from session_state_client.adk import HttpSessionService
 from tests.client.adk_scripted_model import RecordingLlm, agent, message
 
+# ADK marks EventsCompactionConfig experimental, and says so on every use.
+pytestmark = pytest.mark.filterwarnings("ignore:.*EventsCompactionConfig:UserWarning")
+
 # Turns that talk, use the tool (a call and its answer, which sets state),
 # and come back to earlier topics.
 TURNS = [
