@@ -40,6 +40,7 @@ BENCHMARKS: dict[str, tuple[str, ...]] = {
     "client_cpu": ("--quick",),  # HEAD's client as the baseline
     "pool_choice": ("--quick",),
     "fork": ("--quick",),
+    "compacted_reads": ("--quick",),
     "import_speed": ("--quick",),
     "labels": ("--quick",),
     "memory_search": ("--quick",),  # against HEAD

@@ -2,6 +2,8 @@
 of the shape events are stored in (tests/test_adk_event_shape.py,
 tests/client/test_import_adk.py)."""
 
+from typing import Any
+
 from fastapi.openapi.models import OAuth2, OAuthFlowAuthorizationCode, OAuthFlows
 from google.adk.auth.auth_credential import AuthCredential, AuthCredentialTypes, OAuth2Auth
 from google.adk.auth.auth_tool import AuthConfig
@@ -11,6 +13,38 @@ from google.adk.events.ui_widget import UiWidget
 from google.adk.models.cache_metadata import CacheMetadata
 from google.adk.tools.tool_confirmation import ToolConfirmation
 from google.genai import types
+
+
+def action_samples() -> dict[str, Any]:
+    """A value for every field of ADK's EventActions this suite knows, by
+    field name, each set so that the round trip tests see it (snake_case keys
+    in free-form values, nested models). A field ADK adds is missing here,
+    and the tests generated from EventActions.model_fields fail on it until
+    it gets a value and the service's rules (rewind, compacted reads, state)
+    have been checked against it."""
+    actions = rich_events()[1].actions
+    compaction = EventCompaction(
+        start_timestamp=1.0,
+        end_timestamp=2.0,
+        compacted_content=types.Content(role="model", parts=[types.Part(text="sum")]),
+    )
+    return {
+        "skip_summarization": True,
+        "state_delta": {"trip_plan": {"day_one": "fly"}, "user:last_city": "Oslo"},
+        "artifact_delta": {"report_v1.pdf": 1},
+        "transfer_to_agent": "booker",
+        "transfer_reason": "the user asked to book",
+        "escalate": True,
+        "requested_auth_configs": actions.requested_auth_configs,
+        "requested_tool_confirmations": actions.requested_tool_confirmations,
+        "compaction": compaction,
+        "end_of_agent": True,
+        "agent_state": {"step_index": 2, "nested_obj": {"a_b": 1}},
+        "rewind_before_invocation_id": "inv-0",
+        "route": ["billing", 2, True],
+        "render_ui_widgets": actions.render_ui_widgets,
+        "set_model_response": {"answer_value": 42, "items": [1, "two"]},
+    }
 
 
 def rich_events() -> list[Event]:

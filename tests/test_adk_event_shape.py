@@ -7,12 +7,12 @@ import base64
 from typing import Any
 
 import pytest
-from google.adk.events import Event
+from google.adk.events import Event, EventActions
 
 from session_state.transfer.adk_event_fields import MODELS
 from session_state.transfer.adk_event_shape import camel_case_event
 from tests import adk_event_fields_generator
-from tests.adk_events import rich_events
+from tests.adk_events import action_samples, rich_events
 
 
 def stored_by_adk(event: Event) -> dict[str, Any]:
@@ -39,6 +39,25 @@ def test_a_stored_adk_event_becomes_what_adk_clients_send(index):
     converted = camel_case_event(stored_by_adk(event))
     assert converted == sent_by_adk_clients(event)
     assert list(converted) == list(sent_by_adk_clients(event))
+    assert Event.model_validate(converted) == event
+
+
+def test_every_field_of_adks_event_actions_has_a_sample():
+    """The cases below are generated from the installed ADK: a field it adds
+    fails them until tests/adk_events.action_samples gives it a value."""
+    assert set(action_samples()) - set(EventActions.model_fields) == set()
+
+
+@pytest.mark.parametrize("field", sorted(EventActions.model_fields))
+def test_each_event_action_becomes_what_adk_clients_send(field):
+    samples = action_samples()
+    assert field in samples, f"ADK's EventActions has a new field {field!r}: give it a sample"
+    event = Event(
+        author="agent", invocation_id="inv-1", actions=EventActions(**{field: samples[field]})
+    )
+    assert getattr(event.actions, field) == samples[field]
+    converted = camel_case_event(stored_by_adk(event))
+    assert converted == sent_by_adk_clients(event)
     assert Event.model_validate(converted) == event
 
 

@@ -233,7 +233,7 @@ PINS = {
     "append_event": ("532a00a9e8758600", "fe0145763d4853b7"),
     "append_events": ("3247ea50bc79f8ed", "fe0145763d4853b7"),
     "append_to_sessions": ("ace0076ea5085af5", "fe0145763d4853b7"),
-    "get_session": ("2020cd9a7a02883d", "bcee1ec044745005"),
+    "get_session": ("ba02d2879ce30524", "98e6ee9fdd02c97a"),
 }
 
 

@@ -134,6 +134,75 @@ async def test_fork_errors(client):
     assert sorted(session["id"] for session in listed) == ["taken", "trip"]
 
 
+# The invocation of each event of DELTAS: one invocation may come back later
+# (its first event is where a fork before it stops, as ADK's rewind finds it).
+INVOCATIONS = ["inv-a", "inv-a", "inv-b", "inv-b", "inv-a", "inv-c", "inv-c"]
+
+
+async def _invocations(client: httpx.AsyncClient, session_id: str) -> list[dict]:
+    await client.post(f"{ADA}/sessions", json={"sessionId": session_id, "state": INITIAL})
+    stored = []
+    for index, (delta, invocation) in enumerate(zip(DELTAS, INVOCATIONS, strict=True)):
+        event = {"id": f"e{index}", "author": "planner", "invocationId": invocation}
+        if delta is not None:
+            event["actions"] = {"stateDelta": delta}
+        appended = await client.post(f"{ADA}/sessions/{session_id}/events", json=event)
+        assert appended.status_code == 201
+        stored.append(appended.json())
+    return stored
+
+
+@pytest.mark.parametrize(("invocation", "before"), [("inv-a", 0), ("inv-b", 2), ("inv-c", 5)])
+async def test_a_fork_before_an_invocation_holds_the_events_before_its_first(
+    client, invocation, before
+):
+    stored = await _invocations(client, "plan")
+    body = {"sessionId": "retry", "beforeInvocationId": invocation}
+    forked = await client.post(f"{ADA}/sessions/plan/fork", json=body)
+    assert forked.status_code == 201, forked.text
+    assert forked.headers["ETag"] == f'"{before}"'
+    assert "events" not in forked.json()
+    assert await _events(client, "retry") == stored[:before]
+    # The state as of then: the creation state and the deltas before it.
+    assert _session_scope(forked.json()["state"]) == _replay(before)
+    # The fork goes on from there.
+    event = {"id": "again", "author": "user", "invocationId": invocation}
+    headers = {"If-Match": f'"{before}"'}
+    assert (
+        await client.post(f"{ADA}/sessions/retry/events", json=event, headers=headers)
+    ).status_code == 201
+
+
+async def test_a_fork_before_an_invocation_refuses_what_it_cannot_find(client):
+    await _invocations(client, "plan")
+    fork = f"{ADA}/sessions/plan/fork"
+    unknown = await client.post(fork, json={"beforeInvocationId": "inv-z"})
+    assert unknown.status_code == 404
+    assert unknown.json()["code"] == "invocation_not_found"
+    both = await client.post(fork, json={"upToEventId": "e1", "beforeInvocationId": "inv-b"})
+    assert both.status_code == 422
+    assert "not both" in both.json()["errors"][0]["msg"]
+    for bad in ({"beforeInvocationId": ""}, {"beforeInvocationId": 1}):
+        assert (await client.post(fork, json=bad)).status_code == 422, bad
+    # Nothing was created by any of them.
+    listed = (await client.get(f"{ADA}/sessions")).json()["sessions"]
+    assert [session["id"] for session in listed] == ["plan"]
+
+
+async def test_a_fork_before_an_invocation_reads_a_long_history_in_batches(client, monkeypatch):
+    monkeypatch.setattr(history, "READ_BATCH", 3)
+    await client.post(f"{ADA}/sessions", json={"sessionId": "long", "state": {"n": -1}})
+    for index in range(20):
+        event = {"id": f"e{index}", "author": "a", "invocation_id": f"i{index // 2}"}
+        event["actions"] = {"state_delta": {"n": index}}
+        assert (await client.post(f"{ADA}/sessions/long/events", json=event)).status_code == 201
+    for invocation in range(10):
+        body = {"sessionId": f"f{invocation}", "before_invocation_id": f"i{invocation}"}
+        forked = await client.post(f"{ADA}/sessions/long/fork", json=body)
+        assert forked.json()["state"] == {"n": 2 * invocation - 1}
+        assert len(await _events(client, f"f{invocation}")) == 2 * invocation
+
+
 async def test_a_fork_has_its_own_expiry(clocked_client, clock: Clock):
     await _conversation(clocked_client)
     forked = await clocked_client.post(
@@ -219,6 +288,8 @@ async def test_sessions_from_before_0007_fork_whole_and_partially_only_when_deri
         assert refused.status_code == 409, refused.text
         assert refused.json()["code"] == "initial_state_unknown"
         assert "omit upToEventId" in refused.json()["detail"]
+        before = await client.post(f"{ADA}/sessions/used/fork", json={"beforeInvocationId": "b"})
+        assert before.status_code == 404  # its one event is of no invocation
         whole = await client.post(f"{ADA}/sessions/used/fork", json={"sessionId": "copy"})
         assert whole.status_code == 201 and whole.json()["state"] == {"k": 2}
         assert len(await _events(client, "copy")) == 1

@@ -180,3 +180,30 @@ def _count_keys(value) -> int:
     if isinstance(value, list):
         return sum(_count_keys(item) for item in value)
     return 0
+
+
+@pytest.mark.parametrize(
+    "texts",
+    [
+        ['{"a":1}', '{"b":[1,2]}'],
+        # Another writer's spacing (PostgreSQL's jsonb text), inside and between.
+        ['{"a": 1, "b": "x"}', '{"c": {"d": null}}'],
+        # An integer beyond 64 bits, which orjson would read as a float.
+        ['{"a":1}', '{"big":123456789012345678901234567890}', '{"c":"x"}'],
+        # Commas and braces inside strings.
+        ['{"a":"},{\\"b\\":1}"}', '{"é":"中😀"}'],
+        ['{"f":1.0}', '{"g":1e16}', '{"h":-0.0}'],
+        [],
+    ],
+)
+def test_split_joined_gives_each_document_its_own_text_and_value(texts):
+    for separator in (",", ", ", " ,\n"):
+        joined = separator.join(texts)
+        split = list(json_codec.split_joined(joined))
+        assert [text for text, _ in split] == texts
+        assert [value for _, value in split] == [json.loads(text) for text in texts]
+
+
+def test_split_joined_refuses_documents_without_a_comma_between():
+    with pytest.raises(json_codec.InvalidJSON):
+        list(json_codec.split_joined('{"a":1} {"b":2}'))

@@ -60,6 +60,11 @@ QUERIES = {
     "afterTimestamp=1.5": False,
     "numRecentEvents=1&afterTimestamp=nan": False,
     "other=1": False,
+    # A compacted read is the route's (its headers included).
+    "compacted=true": False,
+    "compacted=false": False,
+    "numRecentEvents=1&compacted=1": False,
+    "compacted=maybe": False,
     "numRecentEvents=2&": False,
     # Hostile: NUL, a lone surrogate's bytes, other scripts' digits, a long
     # query: all FastAPI's to answer.
@@ -86,7 +91,8 @@ def _outcome(response: httpx.Response, app_name: str) -> tuple[object, ...]:
     body = json.loads(response.text.replace(app_name, "APP")) if response.content else None
     if isinstance(body, dict):
         body.pop("requestId", None)
-    headers = tuple(response.headers.get(name) for name in ("content-type", "etag"))
+    names = ("content-type", "etag", "session-state-events-left-out")
+    headers = tuple(response.headers.get(name) for name in names)
     return response.status_code, headers, body
 
 

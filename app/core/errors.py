@@ -44,6 +44,18 @@ class SessionNotFound(ServiceError):
         return cls(f"session {key.session_id!r} not found")
 
 
+class InvocationNotFound(ServiceError):
+    """No event of the session carries the invocation id a rewind or a fork names."""
+
+    status = 404
+    code = "invocation_not_found"
+    title = "Invocation not found"
+
+    @classmethod
+    def of(cls, key: SessionKey, invocation_id: str) -> Self:
+        return cls(f"no event of session {key.session_id!r} has invocation id {invocation_id!r}")
+
+
 class SessionAlreadyExists(ServiceError):
     status = 409
     code = "session_already_exists"

@@ -10,6 +10,7 @@ standard library, so a client's document is never altered.
 import json
 import math
 import re
+from collections.abc import Iterator
 from typing import Any
 
 import orjson
@@ -100,6 +101,57 @@ def repeated_key(raw: bytes, keys: int) -> str | None:
     except _RepeatedKey as repeated:
         return repeated.key
     return None
+
+
+_DOCUMENTS = json.JSONDecoder(parse_constant=_refuse_constant)
+_BLANK = " \t\n\r"
+
+
+def _past_blanks(text: str, position: int) -> int:
+    while position < len(text) and text[position] in _BLANK:
+        position += 1
+    return position
+
+
+def split_joined(text: str) -> Iterator[tuple[str, Any]]:
+    """The JSON documents `text` holds one after another, a comma between
+    two (as a session read joins its stored events), each as its own text
+    and its value. orjson reads them all at once; each value written back
+    by orjson is then found at its place in `text`, which is where the
+    document ends (the common case: events are stored as orjson writes
+    them). From the first one written otherwise (another writer's spacing,
+    an integer beyond 64 bits), the standard library's decoder, which tells
+    where a document ends, reads the rest."""
+    position = 0
+    try:
+        values = orjson.loads("[" + text + "]")
+    except orjson.JSONDecodeError:
+        values = []
+    for value in values:
+        written = orjson.dumps(value).decode()
+        if not text.startswith(written, position):
+            break
+        yield written, value
+        position = _next_document(text, position + len(written))
+    position = _past_blanks(text, position)
+    while position < len(text):
+        try:
+            value, end = _DOCUMENTS.raw_decode(text, position)
+        except json.JSONDecodeError as error:
+            raise InvalidJSON(error.msg, error.lineno, error.colno) from None
+        yield text[position:end], value
+        position = _next_document(text, end)
+
+
+def _next_document(text: str, end: int) -> int:
+    """Where the document after the one ending at `end` starts (past the
+    comma and any blanks); the text's length when there is none."""
+    position = _past_blanks(text, end)
+    if position == len(text):
+        return position
+    if text[position] != ",":
+        raise InvalidJSON(f"a comma was expected at character {position}")
+    return _past_blanks(text, position + 1)
 
 
 def dumps(value: Any) -> bytes:

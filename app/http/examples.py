@@ -71,6 +71,7 @@ APPEND_TO_SESSIONS: dict[str, Any] = {
         },
     ]
 }
+REWIND: dict[str, Any] = {"beforeInvocationId": "inv-2"}
 ADD_MEMORY_EVENTS: dict[str, Any] = {
     "sessionId": "s1",
     "events": [

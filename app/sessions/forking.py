@@ -80,8 +80,9 @@ async def fork_session(
         return "source_missing"
     # Events are only removed from the end and a seq is never used twice:
     # while the event at the fork point is there, so is every event the
-    # fork's state was derived from.
-    if source.up_to_seq is not None and not await statements.event_exists(origin, source.up_to_seq):
+    # fork's state was derived from. A fork of no events (up to seq 0) has
+    # the creation state, which no removal changes.
+    if source.up_to_seq and not await statements.event_exists(origin, source.up_to_seq):
         return "source_changed"
     up_to = found.revision if source.up_to_seq is None else source.up_to_seq
     state = found.state if source.state is None else source.state

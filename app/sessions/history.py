@@ -3,6 +3,8 @@ state right after one of them, and whether those after one changed it. A
 fork and a removal of events derive state this way; both read the events in
 batches from the store they then write to."""
 
+from collections.abc import AsyncIterator
+
 from ..core import json_codec
 from ..core.errors import InitialStateUnknown
 from .domain import SessionKey, StoredEvent
@@ -42,6 +44,16 @@ async def touches_session_state(
             return True
         after_seq = batch[-1].seq
     return False if seen else None
+
+
+async def batches(
+    store: Store, key: SessionKey, up_to_seq: int
+) -> AsyncIterator[list[StoredEvent]]:
+    """The session's events up to `up_to_seq`, in order, READ_BATCH at a time."""
+    after_seq = 0
+    while batch := await store.read_events(key, after_seq, up_to_seq, READ_BATCH):
+        yield batch
+        after_seq = batch[-1].seq
 
 
 def changes_session_state(events: list[StoredEvent]) -> bool:

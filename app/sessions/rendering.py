@@ -50,6 +50,26 @@ def session_response(session: SessionView, status_code: int = 200) -> Response:
     )
 
 
+# A compacted read's headers: how many events it left out, and their bytes.
+EVENTS_LEFT_OUT_HEADER = "Session-State-Events-Left-Out"
+BYTES_LEFT_OUT_HEADER = "Session-State-Bytes-Left-Out"
+
+
+def compacted_session_response(
+    session: SessionView, left_out: int, bytes_left_out: int
+) -> Response:
+    response = session_response(session)
+    response.headers[EVENTS_LEFT_OUT_HEADER] = str(left_out)
+    response.headers[BYTES_LEFT_OUT_HEADER] = str(bytes_left_out)
+    return response
+
+
+def rewind_response(session: SessionView, rewind_event: str) -> Response:
+    """The session after a rewind, without its events, and the marker appended."""
+    body = session_json(session)[:-1] + b',"rewindEvent":' + rewind_event.encode() + b"}"
+    return Response(body, media_type=JSON_MEDIA_TYPE, headers={"ETag": etag(session.revision)})
+
+
 def removal_response(
     session: SessionView, removed: int, removed_events: list[str] | None
 ) -> Response:

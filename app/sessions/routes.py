@@ -1,5 +1,6 @@
 """Sessions, their events and scoped state: the paths of ADK's api_server."""
 
+from dataclasses import replace
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Query, Request, Response
@@ -14,7 +15,7 @@ from ..http.bodies import decode_json, documented_body, limits_of, read_json, va
 from ..http.dependencies import AppName, IfMatch, SessionId, UserId, expected_revision
 from ..http.problems import PROBLEM_MEDIA_TYPE, Problem
 from ..http.rendering import json_response
-from . import appending, page_tokens, rendering, session_appends
+from . import appending, compaction, page_tokens, rendering, rewind, session_appends
 from .domain import SessionKey, SessionQuery
 from .labels import LABEL_SYNTAX, MAX_LABEL_FILTERS, parse_label_filters
 from .schemas import (
@@ -25,8 +26,10 @@ from .schemas import (
     EventList,
     ForkSessionRequest,
     PatchSessionRequest,
+    RewindSessionRequest,
     Session,
     SessionAfterRemoval,
+    SessionAfterRewind,
     SessionAppendResults,
     SessionAppendsRequest,
     SessionList,
@@ -335,7 +338,22 @@ async def remove_events(
 @router.get(
     SESSION_PATH,
     response_model=Session,
-    responses={200: {"headers": _ETAG_HEADER}, **problem_responses(404)},
+    responses={
+        200: {
+            "headers": {
+                **_ETAG_HEADER,
+                rendering.EVENTS_LEFT_OUT_HEADER: {
+                    "description": "compacted=true: how many events were left out",
+                    "schema": {"type": "integer"},
+                },
+                rendering.BYTES_LEFT_OUT_HEADER: {
+                    "description": "compacted=true: the bytes of the events left out",
+                    "schema": {"type": "integer"},
+                },
+            }
+        },
+        **problem_responses(404),
+    },
     summary="Get a session with its events and merged state",
 )
 async def get_session(
@@ -349,12 +367,27 @@ async def get_session(
     ] = None,
     after_timestamp: AfterTimestamp = None,
     min_revision: MinRevision = None,
+    compacted: Annotated[
+        bool,
+        Query(
+            description="true: the events as ADK's prompt builder uses them once compaction "
+            "has summarised some: those a compaction event covers left out (a few that ADK "
+            "reads for more than the prompt stay), compaction events and later events whole; "
+            "headers Session-State-Events-Left-Out and Session-State-Bytes-Left-Out say what "
+            "was left out (docs/api.md, Compacted reads).",
+        ),
+    ] = False,
 ) -> Response:
     key = SessionKey(app_name, user_id, session_id)
     session = await service_of(request).get_session(
         key, num_recent_events, after_timestamp, min_revision
     )
-    return rendering.session_response(session)
+    if not compacted:
+        return rendering.session_response(session)
+    kept = compaction.compacted(session.events_json or "")
+    return rendering.compacted_session_response(
+        replace(session, events_json=kept.events_json), kept.left_out, kept.bytes_left_out
+    )
 
 
 @router.post(
@@ -401,7 +434,8 @@ async def create_session(app_name: AppName, user_id: UserId, request: Request) -
         **problem_responses(404, 409),
     },
     openapi_extra=documented_body(ForkSessionRequest, required=False, example=examples.FORK),
-    summary="Fork a session: a new session with copies of its events up to one",
+    summary="Fork a session: a new session with copies of its events up to one, or before "
+    "an invocation",
 )
 async def fork_session(
     app_name: AppName, user_id: UserId, session_id: SessionId, request: Request
@@ -410,9 +444,55 @@ async def fork_session(
     body = ForkSessionRequest() if document is None else validate_body(ForkSessionRequest, document)
     key = SessionKey(app_name, user_id, session_id)
     session = await service_of(request).fork_session(
-        key, body.session_id, body.up_to_event_id, body.requested_expiry(), body.requested_labels()
+        key,
+        body.session_id,
+        body.up_to_event_id,
+        body.requested_expiry(),
+        body.requested_labels(),
+        before_invocation_id=body.before_invocation_id,
     )
     return rendering.session_response(session, status_code=201)
+
+
+@router.post(
+    f"{SESSION_PATH}/rewind",
+    response_model=SessionAfterRewind,
+    responses={
+        200: {
+            "headers": _ETAG_HEADER,
+            "description": "The session after the rewind: its state, without the events key, "
+            "and the event the rewind appended (rewindEvent)",
+        },
+        **problem_responses(404, 412),
+    },
+    openapi_extra=documented_body(
+        RewindSessionRequest,
+        required=True,
+        example=examples.REWIND,
+        example_summary=examples.API_DOCS,
+    ),
+    summary="Rewind a session to before an invocation, as ADK's Runner.rewind_async",
+    description="Appends ADK's rewind event (author user, actions.rewindBeforeInvocationId) "
+    "whose stateDelta reverts the session's own keys to what the events before the "
+    "invocation's first event set, computed from the history it is appended on: a write "
+    "that comes in between makes it start over, or with If-Match answer 412 stale_session. "
+    "Events stay (ADK's readers skip the rewound ones); app: and user: state is left alone; "
+    "the server stores no artifacts. 404 invocation_not_found when no event carries the id.",
+)
+async def rewind_session(
+    app_name: AppName,
+    user_id: UserId,
+    session_id: SessionId,
+    request: Request,
+    if_match: IfMatch = None,
+) -> Response:
+    key = SessionKey(app_name, user_id, session_id)
+    revision = expected_revision(if_match)
+    body = validate_body(RewindSessionRequest, await read_json(request))
+    service = service_of(request)
+    appended = await rewind.rewind_session(service, key, body.before_invocation_id, revision)
+    session = await service.get_session(key, 0, None, appended.revision)
+    return rendering.rewind_response(replace(session, events_json=None), appended.event)
 
 
 @router.get(

@@ -173,7 +173,14 @@ class ForkSessionRequest(Expiring):
         default=None,
         min_length=contract.ID_MIN_LENGTH,
         max_length=contract.ID_MAX_LENGTH,
-        description="Copy the events up to and including this one. Omit to copy them all.",
+        description="Copy the events up to and including this one. Omit (with "
+        "beforeInvocationId) to copy them all.",
+    )
+    before_invocation_id: str | None = Field(
+        default=None,
+        min_length=1,
+        description="Copy the events before the first event of this invocation (as ADK's "
+        "rewind finds it), instead of up to an event: give upToEventId or this, not both.",
     )
     ttl_seconds: float | None = _ttl_field(
         f"{TTL_DESCRIPTION} Omitted (with expireTime): the defaults, as at creation."
@@ -182,6 +189,12 @@ class ForkSessionRequest(Expiring):
         default=None,
         description=f"{LABELS_DESCRIPTION} Omitted: the source's; null or {{}}: none.",
     )
+
+    @model_validator(mode="after")
+    def _one_fork_point(self) -> Self:
+        if self.up_to_event_id is not None and self.before_invocation_id is not None:
+            raise ValueError("give upToEventId or beforeInvocationId, not both")
+        return self
 
     def requested_labels(self) -> dict[str, str] | None:
         """The fork's labels; None: the source's."""
@@ -234,8 +247,8 @@ class Session(WireModel):
     )
     events: list[Event] | None = Field(
         default=None,
-        description="Oldest first. Empty in a list; absent from a fork's answer "
-        "(read the copies with a get or GET .../events).",
+        description="Oldest first. Empty in a list; absent from a fork's and a rewind's "
+        "answer (read them with a get or GET .../events).",
     )
     last_update_time: float
     expire_time: float | None = Field(
@@ -251,6 +264,21 @@ class SessionAfterRemoval(Session):
     removed_events: list[Event] | None = Field(
         default=None,
         description="The removed events, oldest first: present only with returnRemoved=true.",
+    )
+
+
+class RewindSessionRequest(RequestBody):
+    before_invocation_id: str = Field(
+        min_length=1,
+        description="The invocation to rewind to before: the session goes back to the state "
+        "the events before its first event left (session keys; app: and user: keys stay).",
+    )
+
+
+class SessionAfterRewind(Session):
+    rewind_event: Event = Field(
+        description="The event the rewind appended, as stored: author user, "
+        "actions.rewindBeforeInvocationId and the reverting actions.stateDelta."
     )
 
 

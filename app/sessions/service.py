@@ -14,8 +14,8 @@ from ..core import json_codec
 from ..core.config import RESPONSE_OVERHEAD_BYTES
 from ..core.errors import (
     EventIdConflict,
-    InitialStateUnknown,
     InvalidInput,
+    InvocationNotFound,
     PayloadTooLarge,
     ResponseTooLarge,
     SessionAlreadyExists,
@@ -24,7 +24,7 @@ from ..core.errors import (
 )
 from ..core.limits import Limits
 from ..core.metrics import EVENTS_STORED
-from . import history
+from . import fork_points, history
 from .changes import Change, ChangeKind, ChangePublisher, NoFollowers
 from .domain import (
     ALL_SESSIONS,
@@ -538,18 +538,24 @@ class SessionService:
         up_to_event_id: str | None,
         expiry: Expiry | None,
         labels: Labels | None = None,
+        before_invocation_id: str | None = None,
     ) -> SessionView:
         """A new session of the same user with copies of the events up to and
-        including `up_to_event_id` (all when None) and the session state they
-        leave; app and user state are shared. `expiry` None: the defaults;
-        `labels` None: the source's."""
+        including `up_to_event_id`, or those before the first event of the
+        invocation `before_invocation_id` (neither: all), and the session
+        state they leave; app and user state are shared. `expiry` None: the
+        defaults; `labels` None: the source's."""
         now = self.clock()
         source = await self.store.read_session(key, now)
         if source is None:
             raise SessionNotFound.of(key)
         fork = ForkSource(key, None, None, labels)
         if up_to_event_id is not None:
-            fork = await self._fork_point(source, up_to_event_id, now, labels)
+            fork = await fork_points.up_to_event(self.store, source, up_to_event_id, now, labels)
+        elif before_invocation_id is not None:
+            fork = await fork_points.before_invocation(
+                self.store, source, before_invocation_id, now, labels
+            )
         new_key = SessionKey(key.app_name, key.user_id, new_session_id or self.new_id())
         outcome = await self.store.fork_session(
             fork,
@@ -561,7 +567,9 @@ class SessionService:
         if outcome == "source_missing":
             raise SessionNotFound.of(key)
         if outcome == "source_changed":
-            # Its up-to event was removed after the state was derived.
+            # The event before the fork point was removed after the state was derived.
+            if before_invocation_id is not None:
+                raise InvocationNotFound.of(key, before_invocation_id)
             raise InvalidInput.no_such_event(["body", "upToEventId"], key)
         if outcome == "id_taken":
             raise SessionAlreadyExists.of(new_key)
@@ -570,23 +578,6 @@ class SessionService:
         # The copies may be many: the answer leaves them out rather than
         # showing an empty list that reads as "no events".
         return replace(forked, events_json=None)
-
-    async def _fork_point(
-        self, source: SessionRow, event_id: str, now: float, labels: Labels | None
-    ) -> ForkSource:
-        """Where a fork up to `event_id` stops, and the session state there:
-        the creation state with the deltas of the events up to it applied,
-        read in batches."""
-        key = SessionKey(source.app_name, source.user_id, source.id)
-        stored = await self.store.find_event(key, event_id)
-        if stored is None:
-            raise InvalidInput.no_such_event(["body", "upToEventId"], key)
-        try:
-            state = await history.state_after(self.store, key, stored.seq, now)
-        except InitialStateUnknown:
-            remedy = "fork its whole history (omit upToEventId)"
-            raise InitialStateUnknown.of(key, remedy=remedy) from None
-        return ForkSource(key, stored.seq, state, labels)
 
     async def list_events(
         self,

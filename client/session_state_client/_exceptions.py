@@ -8,6 +8,7 @@
         ├── AuthenticationError        401 unauthorized
         ├── PermissionDeniedError      403 forbidden
         ├── NotFoundError              404 session_not_found, not_found
+        │   └── InvocationNotFoundError 404 invocation_not_found
         ├── ConflictError              409
         │   ├── AlreadyExistsError     409 session_already_exists
         │   └── EventIdConflictError   409 event_id_conflict
@@ -37,6 +38,7 @@ __all__ = [
     "ConflictError",
     "EventIdConflictError",
     "InternalServerError",
+    "InvocationNotFoundError",
     "NotFoundError",
     "PayloadTooLargeError",
     "PermissionDeniedError",
@@ -88,6 +90,10 @@ class NotFoundError(APIStatusError):
     pass
 
 
+class InvocationNotFoundError(NotFoundError):
+    """No event of the session carries the invocation id a rewind or a fork named."""
+
+
 class ConflictError(APIStatusError):
     pass
 
@@ -127,6 +133,7 @@ class InternalServerError(APIStatusError):
 _BY_CODE: dict[str, type[APIStatusError]] = {
     "session_already_exists": AlreadyExistsError,
     "event_id_conflict": EventIdConflictError,
+    "invocation_not_found": InvocationNotFoundError,
 }
 _BY_STATUS: dict[int, type[APIStatusError]] = {
     400: BadRequestError,

@@ -16,6 +16,7 @@ __all__ = [
     "MemoryEventsResult",
     "MemoryIngestResult",
     "RemovalResult",
+    "RewindResult",
     "SearchMemoryResponse",
     "Session",
     "SessionPage",
@@ -44,6 +45,13 @@ class Session(_Wire):
     )
     labels: dict[str, str] = Field(default_factory=dict, description="Empty: none.")
     revision: int | None = None
+    events_left_out: int | None = Field(
+        default=None,
+        description="A compacted read's: how many events it left out (None: not compacted).",
+    )
+    bytes_left_out: int | None = Field(
+        default=None, description="A compacted read's: the bytes of the events it left out."
+    )
 
 
 class SessionPage(_Wire):
@@ -108,6 +116,14 @@ class RemovalResult(_Wire):
     session: Session
     removed: int
     removed_events: list[EventJSON] | None = None
+
+
+class RewindResult(_Wire):
+    """The session after a rewind (its state, no events) and the event the
+    rewind appended (ADK's, with `actions.rewindBeforeInvocationId`)."""
+
+    session: Session
+    event: EventJSON
 
 
 class MemoryContentPart(_Wire):

@@ -28,6 +28,7 @@ from session_state_client._models import (
     MemoryEventsResult,
     MemoryIngestResult,
     RemovalResult,
+    RewindResult,
     SearchMemoryResponse,
     Session,
     SessionPage,
@@ -249,9 +250,12 @@ def fork_session(
     ttl_seconds: float | None,
     expire_time: float | None,
     labels: Mapping[str, str] | None = None,
+    before_invocation_id: str | None = None,
 ) -> Call[Session]:
     body = _expiry(ttl_seconds, expire_time) | _params(
-        sessionId=new_session_id, upToEventId=up_to_event_id
+        sessionId=new_session_id,
+        upToEventId=up_to_event_id,
+        beforeInvocationId=before_invocation_id,
     )
     if labels is not None:  # {}: the fork has none; None: the source's
         body["labels"] = dict(labels)
@@ -264,11 +268,52 @@ def get_session(
     session_id: str,
     num_recent_events: int | None,
     after_timestamp: float | None,
+    compacted: bool = False,
 ) -> Call[Session]:
-    params = _params(numRecentEvents=num_recent_events, afterTimestamp=after_timestamp)
+    params = _params(
+        numRecentEvents=num_recent_events,
+        afterTimestamp=after_timestamp,
+        compacted="true" if compacted else None,
+    )
+    session = _session_path(app_name, user_id, session_id)
+    parse = _compacted_session if compacted else _session
+    return Call(
+        "GET", session, parse, params, repeatable=True, session=session, revision_use="bound"
+    )
+
+
+def _compacted_session(response: Answer) -> Session:
+    session = _session(response)
+    session.events_left_out = int(response.headers.get("session-state-events-left-out", "0"))
+    session.bytes_left_out = int(response.headers.get("session-state-bytes-left-out", "0"))
+    return session
+
+
+def rewind_session(
+    app_name: str,
+    user_id: str,
+    session_id: str,
+    before_invocation_id: str,
+    if_match: int | None,
+) -> Call[RewindResult]:
+    def parse(response: Answer) -> RewindResult:
+        body = _json(response)
+        event = body.pop("rewindEvent")
+        session = Session.model_validate(body)
+        session.revision = _revision(response)
+        return RewindResult(session=session, event=event)
+
+    # Not repeated after a lost answer: a second rewind appends a second
+    # event (with If-Match it would fail with a 412 instead).
     session = _session_path(app_name, user_id, session_id)
     return Call(
-        "GET", session, _session, params, repeatable=True, session=session, revision_use="bound"
+        "POST",
+        session + "/rewind",
+        parse,
+        json={"beforeInvocationId": before_invocation_id},
+        headers=_if_match(if_match),
+        session=session,
+        revision_use="note",
     )
 
 

@@ -35,6 +35,7 @@ from session_state_client._models import (
     MemoryEventsResult,
     MemoryIngestResult,
     RemovalResult,
+    RewindResult,
     SearchMemoryResponse,
     Session,
     SessionPage,
@@ -174,11 +175,14 @@ class SessionStateClient:
         ttl_seconds: float | None = None,
         expire_time: float | None = None,
         labels: Mapping[str, str] | None = None,
+        before_invocation_id: str | None = None,
     ) -> Session:
         """A new session of the same user with copies of the events up to and
-        including `up_to_event_id` (all when None) and the state they leave;
-        returned without events. AlreadyExistsError if the new id is taken.
-        `labels`: the fork's (None: the source's; {}: none)."""
+        including `up_to_event_id`, or those before the first event of the
+        invocation `before_invocation_id` (at most one of them; neither: all),
+        and the state they leave; returned without events. AlreadyExistsError
+        if the new id is taken, InvocationNotFoundError if no event has that
+        invocation id. `labels`: the fork's (None: the source's; {}: none)."""
         return self._send(
             _requests.fork_session(
                 app_name,
@@ -189,7 +193,27 @@ class SessionStateClient:
                 ttl_seconds,
                 expire_time,
                 labels,
+                before_invocation_id,
             )
+        )
+
+    def rewind_session(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        before_invocation_id: str,
+        if_match: int | None = None,
+    ) -> RewindResult:
+        """Rewinds the session to before the invocation, as ADK's
+        `Runner.rewind_async` does, on the server: it appends ADK's rewind
+        event, reverting the session's own keys to what the events before the
+        invocation set (app: and user: state stays). InvocationNotFoundError
+        if no event has that invocation id; `if_match`: only if the session
+        is still at that revision (StaleSessionError otherwise)."""
+        return self._send(
+            _requests.rewind_session(app_name, user_id, session_id, before_invocation_id, if_match)
         )
 
     def get_session(
@@ -200,10 +224,16 @@ class SessionStateClient:
         session_id: str,
         num_recent_events: int | None = None,
         after_timestamp: float | None = None,
+        compacted: bool = False,
     ) -> Session:
-        """The session with its events and merged state; NotFoundError if missing."""
+        """The session with its events and merged state; NotFoundError if
+        missing. `compacted`: the events as ADK's prompt builder uses them
+        once compaction has summarised some (those a summary covers left
+        out; `events_left_out` and `bytes_left_out` say how many)."""
         return self._send(
-            _requests.get_session(app_name, user_id, session_id, num_recent_events, after_timestamp)
+            _requests.get_session(
+                app_name, user_id, session_id, num_recent_events, after_timestamp, compacted
+            )
         )
 
     def list_sessions(

@@ -22,6 +22,7 @@ from urllib.parse import urlsplit, urlunsplit
 from session_state_client._extras import extra_missing
 
 try:
+    from google.adk.errors._invocation_not_found_error import InvocationNotFoundError
     from google.adk.errors._stale_session_error import StaleSessionError
     from google.adk.errors.already_exists_error import AlreadyExistsError
     from google.adk.errors.session_not_found_error import SessionNotFoundError
@@ -211,7 +212,20 @@ def _refuses_identifiers(error: _exceptions.ValidationError, *, in_body: bool = 
 
 
 class HttpSessionService(_ServerClient, BaseSessionService):
-    """ADK's BaseSessionService over HTTP (constructor: `_ServerClient`)."""
+    """ADK's BaseSessionService over HTTP (constructor: `_ServerClient`'s
+    arguments, and `compacted_reads`)."""
+
+    def __init__(self, *, compacted_reads: bool = False, **options: Any) -> None:
+        """`compacted_reads`: sessions are read as ADK's prompt builder uses
+        them once `EventsCompactionConfig` has summarised some of their
+        events: those a summary covers are left out (the server's
+        `compacted=true`), and a Runner builds the same model requests from
+        what is left. Off by default: `session.events` is then every event.
+        Keep it off for a sliding window whose overlap_size is larger than its
+        compaction_interval; `rewind_session` reaches invocations a compacted
+        read no longer shows, which Runner.rewind_async cannot find."""
+        super().__init__(**options)
+        self.compacted_reads = compacted_reads
 
     async def create_session(
         self,
@@ -255,6 +269,7 @@ class HttpSessionService(_ServerClient, BaseSessionService):
                 session_id=stripped,
                 num_recent_events=config.num_recent_events if config else None,
                 after_timestamp=config.after_timestamp if config else None,
+                compacted=self.compacted_reads,
             )
         except _exceptions.NotFoundError:
             return None
@@ -293,6 +308,41 @@ class HttpSessionService(_ServerClient, BaseSessionService):
         except _exceptions.ValidationError as error:
             if not _refuses_identifiers(error):
                 raise
+
+    async def rewind_session(
+        self, *, app_name: str, user_id: str, session_id: str, rewind_before_invocation_id: str
+    ) -> Event:
+        """Rewinds the session to before the invocation on the server, as
+        ADK's `Runner.rewind_async` does on the client (which works through
+        this service too): one request, computed from the history it is
+        appended on. Returns the rewind event appended; session objects read
+        before it are stale. The server keeps no artifacts: the event's
+        artifact delta is empty (Runner.rewind_async restores artifacts
+        through the runner's artifact service). InvocationNotFoundError (ADK's)
+        when no event has that invocation id, SessionNotFoundError when there
+        is no such session."""
+        stripped = _session_id(session_id)
+        missing = SessionNotFoundError(f"Session {session_id} not found.")
+        if stripped is None:
+            raise missing
+        try:
+            rewound = await self.client.rewind_session(
+                app_name=app_name,
+                user_id=user_id,
+                session_id=stripped,
+                before_invocation_id=rewind_before_invocation_id,
+            )
+        except _exceptions.InvocationNotFoundError as error:
+            raise InvocationNotFoundError(
+                f"Invocation ID not found: {rewind_before_invocation_id}"
+            ) from error
+        except _exceptions.NotFoundError as error:
+            raise missing from error
+        except _exceptions.ValidationError as error:
+            if not _refuses_identifiers(error):
+                raise
+            raise missing from error
+        return Event.model_validate(rewound.event)
 
     async def get_user_state(self, *, app_name: str, user_id: str) -> dict[str, Any]:
         return await self.client.get_user_state(app_name=app_name, user_id=user_id)

@@ -19,6 +19,7 @@ from session_state_client import (
     AsyncSessionStateClient,
     BadRequestError,
     EventIdConflictError,
+    InvocationNotFoundError,
     NotFoundError,
     PayloadTooLargeError,
     SessionStateClient,
@@ -194,6 +195,30 @@ def test_expiry_and_fork(client, app_name):
         client.fork_session(app_name=app_name, user_id="ada", session_id="s", new_session_id="s-b")
     with pytest.raises(ValidationError):
         client.fork_session(app_name=app_name, user_id="ada", session_id="s", up_to_event_id="x")
+
+
+def test_rewind_fork_before_an_invocation_and_compacted_reads(client, app_name):
+    where = {"app_name": app_name, "user_id": "ada", "session_id": "s"}
+    client.create_session(**where, state={"k": 0})
+    steps = [("i1", {"k": 1}), ("i2", {"k": 2, "new": True}), ("i3", {"k": 3})]
+    for index, (invocation, delta) in enumerate(steps):
+        event = {"id": f"e{index}", "author": "a", "invocationId": invocation}
+        client.append_event(**where, event={**event, "actions": {"stateDelta": delta}})
+    forked = client.fork_session(**where, new_session_id="s-i2", before_invocation_id="i2")
+    assert (forked.state, forked.revision) == ({"k": 1}, 1)
+    with pytest.raises(InvocationNotFoundError):
+        client.fork_session(**where, before_invocation_id="i9")
+    with pytest.raises(StaleSessionError):
+        client.rewind_session(**where, before_invocation_id="i2", if_match=2)
+    rewound = client.rewind_session(**where, before_invocation_id="i2", if_match=3)
+    assert rewound.session.state == {"k": 1, "new": None} and rewound.session.revision == 4
+    assert rewound.event["actions"]["rewindBeforeInvocationId"] == "i2"
+    with pytest.raises(InvocationNotFoundError):
+        client.rewind_session(**where, before_invocation_id="i9")
+    # Nothing compacted yet: a compacted read is the whole session.
+    read = client.get_session(**where, compacted=True)
+    assert (read.events_left_out, read.bytes_left_out, len(read.events)) == (0, 0, 4)
+    assert client.get_session(**where).events_left_out is None
 
 
 def test_iterators_walk_every_page(client, app_name):
@@ -400,7 +425,7 @@ def test_every_public_method_is_exercised_on_both_clients():
     }
     # close: called as each `with` block of the tests ends.
     assert public - {"close"} <= called, sorted(public - {"close"} - called)
-    assert len(public) == 30
+    assert len(public) == 31
 
 
 # -- both clients side by side ---------------------------------------------------
