@@ -169,7 +169,7 @@ async def test_event_pages_are_bounded_in_bytes_and_walk_the_whole_history(clien
     seen, token, pages = [], None, 0
     while True:
         params = {"pageSize": 1000, **({"pageToken": token} if token else {})}
-        response = await client.get(app.sessions.events, params=params)
+        response = await client.get(app.events, params=params)
         assert response.status_code == 200, response.text
         assert len(response.content) <= RESPONSE_LIMIT
         body = response.json()

@@ -38,7 +38,7 @@ BAD_IF_MATCH = [
 @pytest.mark.parametrize("if_match", BAD_IF_MATCH, ids=range(len(BAD_IF_MATCH)))
 async def test_a_malformed_or_unbounded_if_match_is_a_400(client, if_match):
     header = {"If-Match": if_match.encode("utf-8")}  # raw bytes, as a client may send
-    appended = await client.post(app.sessions.events, json={"author": "a"}, headers=header)
+    appended = await client.post(app.events, json={"author": "a"}, headers=header)
     assert_problem(appended, 400, "bad_request")
     patched = await client.patch(app.session_path, json={"stateDelta": {"k": 1}}, headers=header)
     assert_problem(patched, 400, "bad_request")
@@ -73,7 +73,7 @@ async def test_the_largest_revision_a_bigint_holds_is_merely_stale(client):
     ],
 )
 async def test_query_values_beyond_what_the_database_holds_are_a_422(client, path, query):
-    base = {"session": app.session_path, "events": app.sessions.events, "list": app.sessions}[path]
+    base = {"session": app.session_path, "events": app.events, "list": app.sessions}[path]
     assert_problem(await client.get(f"{base}?{query}"), 422, "validation_error")
 
 
@@ -123,7 +123,7 @@ FORGED_EVENT_TOKENS = {
 @pytest.mark.parametrize("name", FORGED_EVENT_TOKENS)
 async def test_a_forged_or_foreign_events_page_token_is_a_400(client, name):
     token = FORGED_EVENT_TOKENS[name]()
-    response = await client.get(app.sessions.events, params={"pageToken": token})
+    response = await client.get(app.events, params={"pageToken": token})
     assert_problem(response, 400, "bad_request")
     await assert_app_still_readable(client, app)
 

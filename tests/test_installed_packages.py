@@ -42,8 +42,9 @@ ROOT = Path(__file__).parent.parent
 NOT_SOURCES = shutil.ignore_patterns(
     "__pycache__", "*.py[cod]", "*.egg-info", "build", "dist", "*.db", "*.db-wal", "*.db-shm"
 )
-# Alembic's environment script runs only inside Alembic (migrate runs it).
-NOT_IMPORTABLE_ALONE = {"session_state.migrations.env"}
+# Modules that run when imported: Alembic's environment script, and the
+# command line's `python -m session_state.cli` entry (it runs the command).
+NOT_IMPORTABLE_ALONE = {"session_state.migrations.env", "session_state.cli.__main__"}
 
 
 @dataclass
