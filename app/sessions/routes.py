@@ -509,11 +509,7 @@ async def list_user_sessions(
     page_size: PageSize = DEFAULT_PAGE_SIZE,
     page_token: PageToken = None,
 ) -> Response:
-    service = service_of(request)
-    after = page_tokens.session_position(page_token, app_name, user_id, query)
-    page = await service.list_sessions(app_name, user_id, page_size, after, query)
-    token = page_tokens.sessions_token(page.next_after, app_name, user_id, query)
-    return rendering.session_list_response(page.sessions, token)
+    return await _session_list(request, app_name, user_id, query, page_size, page_token)
 
 
 @router.get(
@@ -529,10 +525,23 @@ async def list_app_sessions(
     page_size: PageSize = DEFAULT_PAGE_SIZE,
     page_token: PageToken = None,
 ) -> Response:
+    return await _session_list(request, app_name, None, query, page_size, page_token)
+
+
+async def _session_list(
+    request: Request,
+    app_name: str,
+    user_id: str | None,
+    query: SessionQuery,
+    page_size: int,
+    page_token: str | None,
+) -> Response:
+    """A page of the sessions of one user, or of every user of the app when
+    `user_id` is None."""
     service = service_of(request)
-    after = page_tokens.session_position(page_token, app_name, None, query)
-    page = await service.list_sessions(app_name, None, page_size, after, query)
-    token = page_tokens.sessions_token(page.next_after, app_name, None, query)
+    after = page_tokens.session_position(page_token, app_name, user_id, query)
+    page = await service.list_sessions(app_name, user_id, page_size, after, query)
+    token = page_tokens.sessions_token(page.next_after, app_name, user_id, query)
     return rendering.session_list_response(page.sessions, token)
 
 
