@@ -16,6 +16,7 @@ from ...db.database_errors import database_errors_as_domain_errors
 from ...db.postgresql_statement import Statement
 from ..dialects import POSTGRESQL
 from ..expiry import has_expired
+from . import checkpoint_sql
 from .domain import (
     CheckpointQuery,
     NewCheckpoint,
@@ -55,19 +56,7 @@ SELECT :app_name, :thread_id, :checkpoint_ns, v.channel, v.version, v.value_type
 ON CONFLICT DO NOTHING
 """
 )
-_UPSERT_CHECKPOINT = Statement.of(
-    """
-INSERT INTO lg_checkpoints
-       (app_name, thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, run_id,
-        checkpoint_type, checkpoint, channel_versions, metadata)
-VALUES (:app_name, :thread_id, :checkpoint_ns, :checkpoint_id, :parent, :run_id,
-        :checkpoint_type, :checkpoint, :channel_versions, :metadata)
-ON CONFLICT (app_name, thread_id, checkpoint_ns, checkpoint_id) DO UPDATE
-   SET parent_checkpoint_id = EXCLUDED.parent_checkpoint_id, run_id = EXCLUDED.run_id,
-       checkpoint_type = EXCLUDED.checkpoint_type, checkpoint = EXCLUDED.checkpoint,
-       channel_versions = EXCLUDED.channel_versions, metadata = EXCLUDED.metadata
-"""
-)
+_UPSERT_CHECKPOINT = Statement.of(checkpoint_sql.UPSERT_CHECKPOINT)
 _WRITES_FROM_ARRAYS = """
 INSERT INTO lg_writes
        (app_name, thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel,

@@ -15,6 +15,7 @@ from ...core import json_codec
 from ...db.database_errors import database_errors_as_domain_errors
 from ...db.engine import WRITE_OPTION
 from ..dialects import SQLITE
+from . import checkpoint_sql
 from .domain import (
     CheckpointQuery,
     NewCheckpoint,
@@ -49,19 +50,7 @@ VALUES (:app_name, :thread_id, :checkpoint_ns, :channel, :version, :value_type, 
 ON CONFLICT DO NOTHING
 """
 )
-_UPSERT_CHECKPOINT = text(
-    """
-INSERT INTO lg_checkpoints
-       (app_name, thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, run_id,
-        checkpoint_type, checkpoint, channel_versions, metadata)
-VALUES (:app_name, :thread_id, :checkpoint_ns, :checkpoint_id, :parent, :run_id,
-        :checkpoint_type, :checkpoint, :channel_versions, :metadata)
-ON CONFLICT (app_name, thread_id, checkpoint_ns, checkpoint_id) DO UPDATE
-   SET parent_checkpoint_id = excluded.parent_checkpoint_id, run_id = excluded.run_id,
-       checkpoint_type = excluded.checkpoint_type, checkpoint = excluded.checkpoint,
-       channel_versions = excluded.channel_versions, metadata = excluded.metadata
-"""
-)
+_UPSERT_CHECKPOINT = text(checkpoint_sql.UPSERT_CHECKPOINT)
 _WRITE = """
 INSERT INTO lg_writes
        (app_name, thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel,
