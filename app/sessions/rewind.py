@@ -16,7 +16,8 @@ from typing import Any
 from ..core.errors import InvocationNotFound, SessionNotFound, StaleSession
 from .domain import AppendOutcome, SessionKey
 from .invocations import NOT_SESSION_KEYS, find_start
-from .service import WRITE_ATTEMPTS, SessionService
+from .service import SessionService
+from .service_base import WRITE_ATTEMPTS
 from .state import StateDict
 
 
