@@ -114,7 +114,7 @@ TUNING = EvaluationPart(
         ("योग", "hi_yoga"),
     ),
     unrelated=(
-        ("Who painted the ceiling of the Sistine Chapel?", "Latin"),
+        ("Who composed the Moonlight Sonata?", "Latin"),
         ("What is photosynthesis?", "Latin"),
         ("Quelle est la hauteur du mont Blanc ?", "Latin"),
         ("天気", "CJK"),

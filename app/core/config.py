@@ -43,9 +43,15 @@ MAX_REQUEST_HEAD_TIMEOUT_SECONDS = 30.0
 MAX_TTL_SECONDS = 100 * 365 * 24 * 3600.0
 # Search by meaning (app.memory.embedding): OpenAI's largest model has 3,072 dimensions.
 MAX_EMBEDDING_DIMENSIONS = 8192
-# wordllama's cosine for a paraphrase of a fact is mostly above 0.3, for
-# unrelated texts around 0 (tests/test_memory_semantic.py's labelled set).
+# A memory found by meaning alone needs both: a cosine of at least
+# DEFAULT_MIN_SIMILARITY (a floor whatever the script), and a relevance
+# (app.memory.relevance: the cosine less how near either text sits to
+# unrelated text) of at least DEFAULT_RELEVANCE_MARGIN. wordllama's cosine
+# for unrelated texts of one script reaches 0.8 (Devanagari), for a
+# paraphrase it may be 0.2: the relevance tells them apart
+# (docs/performance.md, "Memory relevance and recall").
 DEFAULT_MIN_SIMILARITY = 0.2
+DEFAULT_RELEVANCE_MARGIN = 0.0
 # Room in a response for everything but events and state (ids, field names).
 RESPONSE_OVERHEAD_BYTES = 64 * 1024
 
@@ -261,6 +267,13 @@ class Settings(SettingNamePolicy):
         ge=-1,
         le=1,
         description="The cosine similarity a memory needs to be found by meaning alone.",
+    )
+    memory_relevance_margin: float = Field(
+        default=DEFAULT_RELEVANCE_MARGIN,
+        ge=-1,
+        le=1,
+        description="How much nearer a memory found by meaning alone must be to the question "
+        "than either of them is to unrelated text (higher: fewer, surer answers).",
     )
     allowed_hosts: Annotated[list[str], NoDecode] = Field(
         default_factory=list,

@@ -430,20 +430,3 @@ def nearest_rows(ids: npt.NDArray[np.int64], packed: bytes, bits: bytes, keep: i
         ids, distances = ids[near], distances[near]
     chosen: list[int] = ids[np.lexsort((ids, distances))[:keep]].tolist()
     return chosen
-
-
-def fuse(rankings: Sequence[Sequence[int]], weights: Sequence[float], k: float) -> list[int]:
-    """Reciprocal rank fusion: each id scores the sum of weight / (k + rank)
-    over the rankings it appears in (rank 1 first); best first, ties by the
-    first ranking's order."""
-    scores: dict[int, float] = {}
-    for ranking, weight in zip(rankings, weights, strict=True):
-        for rank, identifier in enumerate(ranking, start=1):
-            scores[identifier] = scores.get(identifier, 0.0) + weight / (k + rank)
-    order = {
-        identifier: position
-        for position, identifier in enumerate(
-            dict.fromkeys(identifier for ranking in rankings for identifier in ranking)
-        )
-    }
-    return sorted(scores, key=lambda identifier: (-scores[identifier], order[identifier]))

@@ -113,9 +113,9 @@ def _bit_string(bits: bytes | None) -> asyncpg.BitString | None:
 
 async def keyword_ids(
     connection: asyncpg.Connection, app_name: str, user_id: str, question: str, limit: int
-) -> list[tuple[int, bool]]:
+) -> list[tuple[int, float]]:
     """Row ids of the best keyword matches, best first (as `search` ranks),
-    each with whether it holds every term of the question."""
+    each with the share of the question's terms it holds (1: every term)."""
     terms = query_terms(question)
     if not terms or limit == 0:
         return []

@@ -227,8 +227,10 @@ def _sqlite_search(terms: int) -> TextClause:
 @functools.cache
 def _sqlite_keyword_ids(terms: int) -> TextClause:
     """The same ranking, ids only (the keyword side of a hybrid search),
-    each with whether the memory holds every term of the question."""
-    return text(_keyword_hits(terms) + f"SELECT m.id, matched >= {terms}" + _KEYWORD_RANKING)
+    each with the share of the question's terms the memory holds."""
+    return text(
+        _keyword_hits(terms) + f"SELECT m.id, CAST(matched AS REAL) / {terms}" + _KEYWORD_RANKING
+    )
 
 
 def _term_parameters(queries: Sequence[str]) -> dict[str, object]:
@@ -289,9 +291,9 @@ async def search(
 
 async def keyword_ids(
     connection: AsyncConnection, app_name: str, user_id: str, question: str, limit: int
-) -> list[tuple[int, bool]]:
+) -> list[tuple[int, float]]:
     """Row ids of the best keyword matches, best first (as `search` ranks),
-    each with whether it holds every term of the question."""
+    each with the share of the question's terms it holds (1: every term)."""
     terms = query_terms(question)
     if not terms or limit == 0:
         return []
@@ -300,7 +302,7 @@ async def keyword_ids(
         _sqlite_keyword_ids(len(queries)),
         {"app_name": app_name, "user_id": user_id, "limit": limit} | _term_parameters(queries),
     )
-    return [(row[0], bool(row[1])) for row in result]
+    return [(row[0], float(row[1])) for row in result]
 
 
 # The row ids and sign bits of the user's memories of one model, each

@@ -352,11 +352,11 @@ class EmbeddingBacklogCount:
 
 @dataclass(frozen=True)
 class MemoryCandidates:
-    """Row ids of the best keyword matches, best first, each with whether it
-    holds every term of the question; and the nearest memories by sign bits
-    with their int8 components."""
+    """Row ids of the best keyword matches, best first, each with the share
+    of the question's terms it holds (1.0: every term); and the nearest
+    memories by sign bits with their int8 components."""
 
-    keyword: list[tuple[int, bool]]
+    keyword: list[tuple[int, float]]
     nearest: list[tuple[int, bytes]]
 
 

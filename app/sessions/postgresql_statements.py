@@ -870,10 +870,10 @@ _KEYWORD_TOP = (
 )
 SEARCH_MEMORIES = _KEYWORD_TOP + TAKE_WHAT_FITS.replace(":budget", "$7")
 # The same ranking, ids only (the keyword side of a hybrid search), each
-# with whether the memory holds every term of the question.
+# with the share of the question's terms the memory holds (1: every term).
 KEYWORD_MEMORY_IDS = (
     _KEYWORD_GROUPED
-    + """SELECT id, matched >= (SELECT count(*) FROM term) FROM best
+    + """SELECT id, matched::float8 / (SELECT count(*) FROM term) FROM best
  ORDER BY matched DESC, rank_order, timestamp DESC, id"""
 )
 

@@ -1,0 +1,146 @@
+"""Whether a memory found by meaning is relevant to the question, for any
+embedder, in any script.
+
+An embedder places texts of one script, and short texts, near each other
+whatever they say: with the local model two unrelated Arabic sentences
+score a cosine of 0.7, two unrelated short Japanese ones 0.4, while a
+question and the English memory that answers it may score 0.25. No one
+floor on the cosine tells them apart. What does is how near each of the two
+is to text about nothing in particular: the embedder's own vectors of
+REFERENCE_TEXTS (app.memory.reference_texts), embedded once per process
+and model. A text's *background* is its similarity to the reference text
+it is REFERENCE_RANK-th nearest; the memory's *relevance* is
+
+    cosine(question, memory) - max(background(question), background(memory))
+
+and it is found by meaning only when that is at least the margin
+(SESSION_STATE_MEMORY_RELEVANCE_MARGIN, 0 by default: the two are nearer
+each other than either is to all but one of the reference texts) and its
+cosine at least SESSION_STATE_MEMORY_MIN_SIMILARITY. Design and figures:
+docs/memory.md, "Relevance"; docs/performance.md, "Memory relevance and
+recall".
+"""
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from .embedding import Embedder, EmbedderFailed, Vectors, components_of
+from .reference_texts import REFERENCE_TEXTS
+
+logger = logging.getLogger("session_state")
+
+# The reference text whose similarity is a text's background: the second
+# nearest, so that one reference text that happens to share a memory's topic
+# does not make the memory's background high.
+REFERENCE_RANK = 2
+# A remote embedder that could not embed the reference texts is asked again
+# after this long; meanwhile only the floor on the cosine applies.
+REFERENCE_RETRY_SECONDS = 60.0
+
+
+def backgrounds(vectors: Vectors, reference: Vectors) -> npt.NDArray[np.float32]:
+    """Each row's similarity to its REFERENCE_RANK-th nearest reference text."""
+    similarity = vectors @ reference.T
+    rank = min(REFERENCE_RANK, reference.shape[0])
+    nearest: npt.NDArray[np.float32] = np.partition(similarity, -rank, axis=1)[:, -rank]
+    return nearest
+
+
+@dataclass(frozen=True)
+class ByMeaning:
+    """A memory (row id) the question's vector was compared with."""
+
+    row: int
+    similarity: float  # cosine
+    relevance: float  # cosine less the higher background
+
+
+def by_meaning(
+    question: Vectors, nearest: Sequence[tuple[int, bytes]], reference: Vectors | None
+) -> list[ByMeaning]:
+    """The rows of `nearest` (row id, stored components) scored against the
+    question, most relevant first (ties by row id). Without reference
+    vectors (a remote embedder that has not embedded them yet) relevance is
+    the cosine."""
+    if not nearest:
+        return []
+    components = components_of([stored for _, stored in nearest])
+    similarity = components @ question
+    if reference is None:
+        relevance = similarity
+    else:
+        question_background = float(backgrounds(question[None, :], reference)[0])
+        relevance = similarity - np.maximum(backgrounds(components, reference), question_background)
+    scored = [
+        ByMeaning(row, float(cosine), float(score))
+        for (row, _), cosine, score in zip(nearest, similarity, relevance, strict=True)
+    ]
+    scored.sort(key=lambda found: (-found.relevance, found.row))
+    return scored
+
+
+@dataclass(frozen=True)
+class RelevanceRule:
+    """What a memory found by meaning alone must reach."""
+
+    min_similarity: float
+    margin: float
+
+    def admits(self, found: ByMeaning, calibrated: bool) -> bool:
+        if found.similarity < self.min_similarity:
+            return False
+        return not calibrated or found.relevance >= self.margin
+
+
+class ReferenceVectors:
+    """The embedder's vectors of REFERENCE_TEXTS, made once per model id:
+    inline (the local model: some milliseconds), or in a task of their own
+    (a remote embedder: searches meanwhile do without)."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self.clock = clock
+        self._vectors: dict[str, Vectors] = {}
+        self._task: asyncio.Task[None] | None = None
+        self._retry_at = 0.0
+
+    def get(self, embedder: Embedder) -> Vectors | None:
+        """The vectors of the embedder's current model, or None while they
+        are not made (then starting to make them)."""
+        found = self._vectors.get(embedder.model_id)
+        if found is not None:
+            return found
+        if embedder.inline:
+            try:
+                vectors = embedder.embed_inline(REFERENCE_TEXTS)
+            except EmbedderFailed as error:
+                logger.warning("reference texts not embedded: %s", error)
+                return None
+            self._vectors[embedder.model_id] = vectors
+            return vectors
+        if (self._task is None or self._task.done()) and self.clock() >= self._retry_at:
+            self._task = asyncio.create_task(self._embed(embedder, embedder.model_id))
+        return None
+
+    async def _embed(self, embedder: Embedder, model_id: str) -> None:
+        try:
+            vectors = await embedder.embed(REFERENCE_TEXTS)
+        except EmbedderFailed as error:
+            self._retry_at = self.clock() + REFERENCE_RETRY_SECONDS
+            logger.warning(
+                "reference texts not embedded, relevance falls back to the floor: %s", error
+            )
+            return
+        self._vectors[model_id] = vectors
+
+    async def close(self) -> None:
+        if self._task is not None and not self._task.done():
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
