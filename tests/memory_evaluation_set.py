@@ -216,7 +216,7 @@ HELD_OUT = EvaluationPart(
     ),
     unrelated=(
         ("What is the boiling point of mercury?", "Latin"),
-        ("How do tectonic plates move?", "Latin"),
+        ("How do tectonic plates drift?", "Latin"),
         ("Comment fonctionne un moteur à réaction ?", "Latin"),
         ("火山の噴火はなぜ起こるのか", "CJK"),
         ("黑洞是怎么形成的？", "CJK"),
