@@ -167,7 +167,9 @@ def model_figures(part: EvaluationPart, filler: list[str]) -> dict[str, Figures]
     question_vectors = embed(asked)
     stored = stored_vectors(vectors)
     components = components_of([vector.components for vector in stored])
-    bits = b"".join(vector.bits for vector in stored)
+    bits = np.frombuffer(b"".join(vector.bits for vector in stored), dtype=np.uint8).reshape(
+        len(stored), -1
+    )
     reference = embed(REFERENCE_TEXTS)
     memory_background = backgrounds(components, reference)
     question_background = backgrounds(question_vectors, reference)

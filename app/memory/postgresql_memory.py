@@ -5,10 +5,13 @@ a transaction the store owns (`PostgresStore`'s memory methods), as
 from collections.abc import Sequence
 
 import asyncpg
+import numpy as np
+import numpy.typing as npt
 
 from ..sessions import postgresql_statements as sql
 from ..sessions.domain import EmbeddingBacklogCount, MemoryRecord, VectorQuery
 from .embedding import StoredVector
+from .first_pass import KeptSignBits
 from .search_text import query_terms, search_text
 
 
@@ -131,13 +134,42 @@ async def keyword_ids(
     return [(row[0], row[1]) for row in rows]
 
 
+class _SignBits:
+    def __init__(
+        self, connection: asyncpg.Connection, app_name: str, user_id: str, query: VectorQuery
+    ) -> None:
+        self.connection = connection
+        self.user = (app_name, user_id, query.model)
+        self.length = len(query.bits)
+
+    async def newest_row(self) -> int | None:
+        newest: int | None = await self.connection.fetchval(sql.NEWEST_MEMORY_ROW, *self.user)
+        return newest
+
+    async def rows_after(self, row: int) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.uint8]]:
+        ids, bits = await self.connection.fetchrow(
+            sql.MEMORY_SIGN_BITS, *self.user, self.length * 8, row
+        )
+        if ids is None:
+            return np.zeros(0, dtype=np.int64), np.zeros((0, self.length), dtype=np.uint8)
+        # varbit_send: the bit count (4 bytes), then the bits.
+        rows = np.frombuffer(bits, dtype=np.uint8).reshape(-1, 4 + self.length)[:, 4:]
+        return np.frombuffer(ids, dtype=">i8").astype(np.int64), rows
+
+
 async def nearest(
     connection: asyncpg.Connection, app_name: str, user_id: str, query: VectorQuery
 ) -> list[tuple[int, bytes]]:
-    rows = await connection.fetch(
-        sql.NEAREST_MEMORIES, app_name, user_id, query.model, _bit_string(query.bits), query.keep
-    )
-    return [(row[0], bytes(row[1])) for row in rows]
+    """The `query.keep` memories nearest by sign bits (Hamming distance, ties
+    by row id), with their components."""
+    kept = query.kept or KeptSignBits(kept_bytes=0)
+    source = _SignBits(connection, app_name, user_id, query)
+    ids = await kept.nearest(source, app_name, user_id, query.model, query.bits, query.keep)
+    if not ids:
+        return []
+    rows = await connection.fetch(sql.MEMORY_COMPONENTS, *source.user, ids)
+    components = {row[0]: bytes(row[1]) for row in rows}
+    return [(identifier, components[identifier]) for identifier in ids if identifier in components]
 
 
 async def read_memories(

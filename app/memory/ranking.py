@@ -17,6 +17,7 @@ nearest in meaning, and lost paraphrases the model alone ranks first
 (docs/performance.md, "Memory relevance and recall").
 """
 
+import math
 from collections.abc import Sequence
 
 from .relevance import ByMeaning, RelevanceRule
@@ -46,9 +47,6 @@ def hybrid_order(
     if holds_every_term(keyword):
         return [row for row, _ in keyword]
     relevance = {found.row: found.relevance for found in scored}
-    # A keyword match the first pass by meaning did not keep is farther
-    # in meaning than every memory it kept.
-    farthest = min(relevance.values(), default=0.0)
     share = dict(keyword)
     pool = list(
         dict.fromkeys(
@@ -62,6 +60,9 @@ def hybrid_order(
         held = share.get(row, 0.0)
         if held > 0.5:
             return (False, 0.0, position[row])
-        return (True, -(relevance.get(row, farthest) + KEYWORD_SHARE_WEIGHT * held), position[row])
+        # A keyword match the first pass by meaning did not keep is farther
+        # in meaning than every memory it kept: after them, in keyword order.
+        found = relevance.get(row, -math.inf)
+        return (True, -(found + KEYWORD_SHARE_WEIGHT * held), position[row])
 
     return sorted(pool, key=order)

@@ -25,7 +25,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -62,30 +62,6 @@ class ByMeaning:
     relevance: float  # cosine less the higher background
 
 
-def by_meaning(
-    question: Vectors, nearest: Sequence[tuple[int, bytes]], reference: Vectors | None
-) -> list[ByMeaning]:
-    """The rows of `nearest` (row id, stored components) scored against the
-    question, most relevant first (ties by row id). Without reference
-    vectors (a remote embedder that has not embedded them yet) relevance is
-    the cosine."""
-    if not nearest:
-        return []
-    components = components_of([stored for _, stored in nearest])
-    similarity = components @ question
-    if reference is None:
-        relevance = similarity
-    else:
-        question_background = float(backgrounds(question[None, :], reference)[0])
-        relevance = similarity - np.maximum(backgrounds(components, reference), question_background)
-    scored = [
-        ByMeaning(row, float(cosine), float(score))
-        for (row, _), cosine, score in zip(nearest, similarity, relevance, strict=True)
-    ]
-    scored.sort(key=lambda found: (-found.relevance, found.row))
-    return scored
-
-
 @dataclass(frozen=True)
 class RelevanceRule:
     """What a memory found by meaning alone must reach."""
@@ -97,6 +73,76 @@ class RelevanceRule:
         if found.similarity < self.min_similarity:
             return False
         return not calibrated or found.relevance >= self.margin
+
+
+# Rows scored against the reference texts at a time: products this small
+# run on one thread (OpenBLAS splits larger ones across threads, which on a
+# busy machine costs far more than it saves).
+SCORED_AT_ONCE = 8
+
+
+def by_meaning(
+    question: Vectors,
+    nearest: Sequence[tuple[int, bytes]],
+    reference: Vectors | None,
+    rule: RelevanceRule,
+    wanted: int,
+    also: Collection[int] = (),
+) -> list[ByMeaning]:
+    """Rows of `nearest` (row id, stored components) scored against the
+    question, most relevant first (ties by row id): the rows of `also`, and
+    the most relevant until `wanted` the rule admits are found and no other
+    can come before them (a row's relevance is at most its cosine less the
+    question's background). Without reference vectors (a remote embedder
+    that has not embedded them yet) relevance is the cosine, for every row."""
+    if not nearest:
+        return []
+    rows = [row for row, _ in nearest]
+    components = components_of([stored for _, stored in nearest])
+    similarity = components @ question
+    if reference is None:
+        return _sorted(rows, similarity, similarity, range(len(rows)))
+    question_background = float(backgrounds(question[None, :], reference)[0])
+    relevance = np.full(len(rows), np.nan, dtype=np.float32)
+
+    def score(positions: npt.NDArray[np.intp]) -> None:
+        memory_background = backgrounds(components[positions], reference)
+        relevance[positions] = similarity[positions] - np.maximum(
+            memory_background, question_background
+        )
+
+    asked = {row for row in also}
+    named = np.array([index for index, row in enumerate(rows) if row in asked], dtype=np.intp)
+    for start in range(0, len(named), SCORED_AT_ONCE):
+        score(named[start : start + SCORED_AT_ONCE])
+    bound = similarity - question_background
+    order = np.argsort(-bound, kind="stable")
+    admitted: list[float] = []
+    for start in range(0, len(order), SCORED_AT_ONCE):
+        chunk = order[start : start + SCORED_AT_ONCE]
+        highest = float(bound[chunk[0]])
+        if highest < rule.margin or (
+            len(admitted) >= wanted and sorted(admitted)[-wanted] >= highest
+        ):
+            break
+        score(chunk[np.isnan(relevance[chunk])])
+        admitted += [
+            float(relevance[index])
+            for index in chunk
+            if similarity[index] >= rule.min_similarity and relevance[index] >= rule.margin
+        ]
+    return _sorted(rows, similarity, relevance, np.flatnonzero(~np.isnan(relevance)))
+
+
+def _sorted(
+    rows: list[int], similarity: Vectors, relevance: Vectors, positions: Iterable[int]
+) -> list[ByMeaning]:
+    scored = [
+        ByMeaning(rows[index], float(similarity[index]), float(relevance[index]))
+        for index in positions
+    ]
+    scored.sort(key=lambda found: (-found.relevance, found.row))
+    return scored
 
 
 class ReferenceVectors:

@@ -22,6 +22,7 @@ from ..sessions.domain import MemoryRecord, SessionKey, StoredEvent, VectorQuery
 from ..sessions.replica import ReadRouting, Replica
 from ..stores import Store
 from .embedding import Embedder, EmbedderFailed, Vectors, stored_vector, stored_vectors
+from .first_pass import KeptSignBits
 from .ranking import hybrid_order, semantic_order
 from .relevance import ReferenceVectors, RelevanceRule, by_meaning
 from .rules import event_memory_id, event_role, event_text
@@ -143,6 +144,8 @@ class MemoryService:
         self.embedder = embedder
         self.relevance = RelevanceRule(min_similarity, relevance_margin)
         self.reference = ReferenceVectors()
+        # The sign bits kept of each database searched (the primary, a replica).
+        self._kept_bits: dict[int, KeptSignBits] = {}
         self.backlog = backlog
 
     async def _with_vectors(self, records: list[MemoryRecord]) -> list[MemoryRecord]:
@@ -243,17 +246,29 @@ class MemoryService:
             )
         embedder, vector = self.embedder, question_vector
         stored = stored_vector(vector)
-        query = VectorQuery(embedder.model_id, stored.bits, max(RESCORED_CANDIDATES, limit))
         keyword_limit = max(KEYWORD_CANDIDATES, limit) if mode == "hybrid" else 0
 
         async def rank_and_read(store: Store) -> list[MemoryRecord]:
             # One read of one database (a replica or the primary): the rows
             # ranked are the rows read back.
+            query = VectorQuery(
+                embedder.model_id,
+                stored.bits,
+                max(RESCORED_CANDIDATES, limit),
+                self._kept_bits.setdefault(id(store), KeptSignBits()),
+            )
             candidates = await store.memory_candidates(
                 app_name, user_id, question, keyword_limit, query
             )
             reference = self.reference.get(embedder)
-            scored = by_meaning(vector, candidates.nearest, reference)
+            scored = by_meaning(
+                vector,
+                candidates.nearest,
+                reference,
+                self.relevance,
+                limit,
+                also=[row for row, _ in candidates.keyword],
+            )
             calibrated = reference is not None
             if mode == "semantic":
                 ids = semantic_order(scored, self.relevance, calibrated)

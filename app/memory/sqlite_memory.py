@@ -11,6 +11,7 @@ import json
 from collections.abc import Sequence
 
 import numpy as np
+import numpy.typing as npt
 from sqlalchemy import (
     ColumnElement,
     TextClause,
@@ -27,7 +28,8 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from ..sessions.domain import EmbeddingBacklogCount, MemoryRecord, SessionKey, VectorQuery
 from ..sessions.tables import forgotten_memories, memories
-from .embedding import StoredVector, nearest_rows
+from .embedding import StoredVector
+from .first_pass import KeptSignBits
 from .rules import KEYWORD_HITS_PER_TERM, fts5_queries
 from .search_text import query_terms, search_text
 
@@ -306,25 +308,63 @@ async def keyword_ids(
 
 
 # The row ids and sign bits of the user's memories of one model, each
-# concatenated by SQLite in one scan of ix_memories_vector_bits (bits as hex:
-# a text must be valid UTF-8), in the same row order. SQLite has no bit
-# count: a Python function called per row is far slower than numpy over the
-# bits once read (docs/performance.md, "Memory search at 100,000 memories",
-# second round). The rows kept are
-# then found by id: a second query by their bits scanned the index again.
-_SIGN_BITS = text(
-    """
-    SELECT group_concat(id), group_concat(hex(embedding_bits), '') FROM memories
+# concatenated by SQLite in one scan of ix_memories_vector_bits, in the same
+# row order: ids as text (parsed in C by numpy), bits as they are (the blobs
+# joined as text, which keeps every byte in a UTF-8 database, then cast back:
+# half the time of joining them as hex). SQLite has no bit count: numpy
+# counts (app.memory.first_pass; docs/performance.md, "Memory search at
+# 100,000 memories", second and fourth rounds).
+_USER_MODEL = """
+    FROM memories
      WHERE app_name = :app_name AND user_id = :user_id AND embedding_model = :model
-       AND length(embedding_bits) = :length
 """
+# One step to the end of the index (no other condition, or SQLite scans).
+_NEWEST_ROW = text("SELECT max(id)" + _USER_MODEL)
+_SIGN_BITS = text(
+    "SELECT group_concat(id), CAST(group_concat(embedding_bits, '') AS BLOB)"
+    + _USER_MODEL
+    + " AND length(embedding_bits) = :length AND id > :after"
 )
+# The components of the rows kept, if they are still the user's, of that
+# model: found by row id (CROSS JOIN keeps the ids the outer loop; else
+# SQLite walks the user's index entries).
 _COMPONENTS = text(
     """
     SELECT m.id, m.embedding FROM json_each(:ids) AS wanted
-      JOIN memories AS m ON m.id = wanted.value
+      CROSS JOIN memories AS m ON m.id = wanted.value
+     WHERE m.app_name = :app_name AND m.user_id = :user_id AND m.embedding_model = :model
 """
 )
+
+
+class _SignBits:
+    def __init__(
+        self, connection: AsyncConnection, app_name: str, user_id: str, query: VectorQuery
+    ) -> None:
+        self.connection = connection
+        self.length = len(query.bits)
+        self.parameters: dict[str, object] = {
+            "app_name": app_name,
+            "user_id": user_id,
+            "model": query.model,
+        }
+
+    async def newest_row(self) -> int | None:
+        newest: int | None = (
+            await self.connection.execute(_NEWEST_ROW, self.parameters)
+        ).scalar_one()
+        return newest
+
+    async def rows_after(self, row: int) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.uint8]]:
+        found = (
+            await self.connection.execute(
+                _SIGN_BITS, self.parameters | {"length": self.length, "after": row}
+            )
+        ).one()
+        if not found[0]:
+            return np.zeros(0, dtype=np.int64), np.zeros((0, self.length), dtype=np.uint8)
+        ids = np.fromstring(found[0], dtype=np.int64, sep=",")
+        return ids, np.frombuffer(found[1], dtype=np.uint8).reshape(-1, self.length)
 
 
 async def nearest(
@@ -332,27 +372,12 @@ async def nearest(
 ) -> list[tuple[int, bytes]]:
     """The `query.keep` memories nearest by sign bits (Hamming distance, ties
     by row id), with their components."""
-    found = (
-        await connection.execute(
-            _SIGN_BITS,
-            {
-                "app_name": app_name,
-                "user_id": user_id,
-                "model": query.model,
-                "length": len(query.bits),
-            },
-        )
-    ).one()
-    if not found[0]:
+    kept = query.kept or KeptSignBits(kept_bytes=0)
+    source = _SignBits(connection, app_name, user_id, query)
+    ids = await kept.nearest(source, app_name, user_id, query.model, query.bits, query.keep)
+    if not ids:
         return []
-    ids = nearest_rows(
-        # Parsed in C: making the strings into an array in Python is slower.
-        np.fromstring(found[0], dtype=np.int64, sep=","),
-        bytes.fromhex(found[1]),
-        query.bits,
-        query.keep,
-    )
-    result = await connection.execute(_COMPONENTS, {"ids": json.dumps(ids)})
+    result = await connection.execute(_COMPONENTS, source.parameters | {"ids": json.dumps(ids)})
     components: dict[int, bytes] = {row[0]: row[1] for row in result}
     return [(identifier, components[identifier]) for identifier in ids if identifier in components]
 

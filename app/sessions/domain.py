@@ -3,12 +3,15 @@ store. Plain data, no behaviour; the rules are in `service.py`, `events.py`
 and `state.py`, the SQL in `db/`."""
 
 from dataclasses import dataclass, field, fields, is_dataclass
-from typing import Literal, Self
+from typing import TYPE_CHECKING, Literal, Self
 
 from ..core.errors import StateTooLarge
 from ..core.identifiers import SessionKey as SessionKey
 from .labels import LabelFilter, Labels
 from .state import ScopedDelta, StateDict
+
+if TYPE_CHECKING:
+    from ..memory.first_pass import KeptSignBits
 
 SortOrder = Literal["asc", "desc"]
 # Where a page of sessions ends: (update time, user id, session id).
@@ -333,11 +336,13 @@ class VectorQuery:
     """A question's vector for a search by meaning: only memories embedded
     by `model` (with bits of the same length) are compared; the `keep`
     nearest by Hamming distance of the sign bits are returned with their
-    components, for an exact rescoring."""
+    components, for an exact rescoring. `kept`: the sign bits this process
+    keeps of the database searched (app.memory.first_pass)."""
 
     model: str
     bits: bytes
     keep: int
+    kept: "KeptSignBits | None" = None
 
 
 @dataclass(frozen=True)

@@ -877,21 +877,25 @@ KEYWORD_MEMORY_IDS = (
  ORDER BY matched DESC, rank_order, timestamp DESC, id"""
 )
 
-# The memories nearest the question's sign bits ($4) among those embedded by
-# its model ($3): the first pass of a search by meaning, rescored exactly by
-# the caller from the components. The ranking reads ix_memories_vector_bits
-# only; the components of the few kept are read after. (Reading every id and
-# bits, as SQLite does, and counting in numpy is slower here:
-# docs/performance.md, "Memory search at 100,000 memories", third round.)
-NEAREST_MEMORIES = """
-WITH top AS (
-    SELECT id FROM memories
-     WHERE app_name = $1 AND user_id = $2 AND embedding_model = $3
-       AND length(embedding_bits) = length($4::varbit)
-     ORDER BY bit_count(embedding_bits # $4::varbit), id
-     LIMIT $5
-)
-SELECT m.id, m.embedding FROM top JOIN memories AS m ON m.id = top.id
+# The first pass of a search by meaning (app.memory.first_pass) counts in
+# numpy over the sign bits of the user's memories embedded by the model $3:
+# the newest row id (one step of ix_memories_vector_bits), and the rows
+# above $5 whose bits are $4 long, read from that index alone, ids and bits
+# each joined into one bytea in their binary forms (8 bytes an id; the bit
+# count, 4 bytes, then the bits). The components of the few kept are read
+# after, if those rows are still the user's of that model.
+NEWEST_MEMORY_ROW = """
+SELECT max(id) FROM memories WHERE app_name = $1 AND user_id = $2 AND embedding_model = $3
+"""
+MEMORY_SIGN_BITS = """
+SELECT string_agg(int8send(id), ''::bytea), string_agg(varbit_send(embedding_bits), ''::bytea)
+  FROM memories
+ WHERE app_name = $1 AND user_id = $2 AND embedding_model = $3 AND length(embedding_bits) = $4
+   AND id > $5
+"""
+MEMORY_COMPONENTS = """
+SELECT id, embedding FROM memories
+ WHERE id = ANY($4::bigint[]) AND app_name = $1 AND user_id = $2 AND embedding_model = $3
 """
 # Memories by row id, in the order given, as many as fit in $4 bytes (always
 # the first), as TAKE_WHAT_FITS takes them.
