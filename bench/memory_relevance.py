@@ -265,7 +265,7 @@ def main(argv: list[str] | None = None) -> int:
             figures["ADK InMemoryMemoryService"] = asyncio.run(adk_in_memory_figures(part, filler))
             report["parts"][part.name] = figures
         for label, source in checkouts.items():
-            for backend in arguments.backends.split(","):
+            for backend in filter(None, arguments.backends.split(",")):
                 with started(source, backend) as server:
                     for part in PARTS:
                         for route, found in asyncio.run(

@@ -138,9 +138,10 @@ async def measure(url: str, size: int, vocabulary: str) -> dict[str, float]:
     from session_state.stores import open_store
 
     # Asked of the checkout's own files: the installed (editable) package
-    # would answer any import the checkout lacks.
+    # would answer any import the checkout lacks. (Search by meaning lives in
+    # memory/ since the features became packages.)
     embedder = None
-    if (Path(session_state.__file__).parent / "embedding.py").exists():
+    if (Path(session_state.__file__).parent / "memory" / "embedding.py").exists():
         from session_state.memory import service as memory_service
         from session_state.memory.embedding import WordLlamaEmbedder
 
