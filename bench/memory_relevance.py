@@ -29,6 +29,7 @@ import argparse
 import asyncio
 import contextlib
 import json
+import logging
 import os
 import random
 import subprocess
@@ -251,6 +252,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--backends", default="sqlite,postgresql")
     arguments = parser.parse_args(argv)
     filler = filler_texts(arguments.filler)
+    # wordllama's import configures logging (INFO): not every request's line.
+    logging.getLogger("httpx").setLevel(logging.WARNING)
     report: dict[str, Any] = {"filler": arguments.filler, "parts": {}}
     with contextlib.ExitStack() as stack:
         if arguments.quick and arguments.before is None:

@@ -46,10 +46,9 @@ MAX_EMBEDDING_DIMENSIONS = 8192
 # A memory found by meaning alone needs both: a cosine of at least
 # DEFAULT_MIN_SIMILARITY (a floor whatever the script), and a relevance
 # (app.memory.relevance: the cosine less how near either text sits to
-# unrelated text) of at least DEFAULT_RELEVANCE_MARGIN. wordllama's cosine
-# for unrelated texts of one script reaches 0.8 (Devanagari), for a
-# paraphrase it may be 0.2: the relevance tells them apart
-# (docs/performance.md, "Memory relevance and recall").
+# unrelated text) of at least DEFAULT_RELEVANCE_MARGIN: wordllama scores
+# unrelated texts of one script above many a paraphrase, and the relevance
+# tells them apart (docs/memory.md, "Relevance").
 DEFAULT_MIN_SIMILARITY = 0.2
 DEFAULT_RELEVANCE_MARGIN = 0.0
 # Room in a response for everything but events and state (ids, field names).

@@ -2,10 +2,9 @@
 nearest the question's (Hamming distance), counted in numpy over the user's
 bits as the process keeps them.
 
-Reading a user's bits costs a scan of one index entry per memory (at
-100,000 memories some 40 ms on SQLite, 115 ms on PostgreSQL; counting them
-in SQL, as before, 40-100 ms every search). A user with at least KEPT_ROWS
-memories of one model has them kept here after the first search, up to
+Reading a user's bits costs a scan of one index entry per memory, the most
+of a search at 100,000 memories if done every time. A user with at least
+KEPT_ROWS memories of one model has them kept here after the first search, up to
 KEPT_BYTES for all users (the least recently searched dropped first). Each
 search asks the database for the newest row id of the user's memories of
 that model (one index lookup): rows newer than those kept are read and
@@ -14,8 +13,8 @@ misses (a row deleted and another stored under its id, as SQLite may do; a
 row embedded out of id order, by a backlog that retries) is read again
 within REFRESH_SECONDS; meanwhile the memory is still found by keywords,
 and a kept row since deleted is dropped when its components are read.
-Figures: docs/performance.md, "Memory search at 100,000 memories, fourth
-round".
+Figures: docs/performance.md, "Memory search at 100,000 memories", fourth
+round.
 """
 
 import time

@@ -3,9 +3,8 @@ embedder, in any script.
 
 An embedder places texts of one script, and short texts, near each other
 whatever they say: with the local model two unrelated Arabic sentences
-score a cosine of 0.7, two unrelated short Japanese ones 0.4, while a
-question and the English memory that answers it may score 0.25. No one
-floor on the cosine tells them apart. What does is how near each of the two
+score a higher cosine than many an English question and the memory that
+answers it. No one floor on the cosine tells them apart. What does is how near each of the two
 is to text about nothing in particular: the embedder's own vectors of
 REFERENCE_TEXTS (app.memory.reference_texts), embedded once per process
 and model. A text's *background* is its similarity to the reference text
