@@ -124,6 +124,7 @@ def create_app(
             replica=replica,
             embedder=embedder,
             min_similarity=settings.memory_min_similarity,
+            relevance_margin=settings.memory_relevance_margin,
             backlog=backlog,
         )
         app.state.memory_backlog = backlog
@@ -150,6 +151,7 @@ def create_app(
                     task.cancel()
                     with contextlib.suppress(asyncio.CancelledError):
                         await task
+            await app.state.memory.close()
             if embedder is not None:
                 await embedder.close()
             await changes.close()

@@ -138,9 +138,10 @@ async def measure(url: str, size: int, vocabulary: str) -> dict[str, float]:
     from session_state.stores import open_store
 
     # Asked of the checkout's own files: the installed (editable) package
-    # would answer any import the checkout lacks.
+    # would answer any import the checkout lacks. (Search by meaning lives in
+    # memory/ since the features became packages.)
     embedder = None
-    if (Path(session_state.__file__).parent / "embedding.py").exists():
+    if (Path(session_state.__file__).parent / "memory" / "embedding.py").exists():
         from session_state.memory import service as memory_service
         from session_state.memory.embedding import WordLlamaEmbedder
 
@@ -224,7 +225,7 @@ async def _admin_in(url: str, sql: str) -> None:
         await connection.close()
 
 
-async def _admin(sql: str) -> None:
+async def admin_sql(sql: str) -> None:
     import asyncpg
 
     connection = await asyncpg.connect(ADMIN_DSN)
@@ -234,7 +235,7 @@ async def _admin(sql: str) -> None:
         await connection.close()
 
 
-def _importable(source: Path, folder: Path) -> Path:
+def importable_checkout(source: Path, folder: Path) -> Path:
     """A folder holding the checkout as the package it installs as
     (session_state: its app/, with its migrations/ inside), to put first on
     PYTHONPATH: the installed (editable) package is this repository's."""
@@ -249,14 +250,14 @@ def _importable(source: Path, folder: Path) -> Path:
 def run_checkout(source: Path, backend: str, size: int, vocabulary: str) -> dict[str, float]:
     """The figures of one checkout on one backend, measured in a child process."""
     with tempfile.TemporaryDirectory() as folder:
-        packages = _importable(source, Path(folder))
+        packages = importable_checkout(source, Path(folder))
         database = (
             f"{os.environ.get('BENCH_DATABASE_PREFIX', 'bench')}_memory_{uuid.uuid4().hex[:8]}"
         )
         if backend == "sqlite":
             url = f"sqlite+aiosqlite:///{folder}/memory.db"
         else:
-            asyncio.run(_admin(f'CREATE DATABASE "{database}"'))
+            asyncio.run(admin_sql(f'CREATE DATABASE "{database}"'))
             base = ADMIN_DSN.rsplit("/", 1)[0].replace("postgresql://", "postgresql+asyncpg://")
             url = f"{base}/{database}"
         try:
@@ -279,7 +280,7 @@ def run_checkout(source: Path, backend: str, size: int, vocabulary: str) -> dict
             )
         finally:
             if backend == "postgresql":
-                asyncio.run(_admin(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)'))
+                asyncio.run(admin_sql(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)'))
     figures: dict[str, float] = json.loads(child.stdout.strip().splitlines()[-1])
     return figures
 

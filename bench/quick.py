@@ -44,6 +44,7 @@ BENCHMARKS: dict[str, tuple[str, ...]] = {
     "import_speed": ("--quick",),
     "labels": ("--quick",),
     "memory_search": ("--quick",),  # against HEAD
+    "memory_relevance": ("--quick",),  # against HEAD
     "streams": ("--quick",),
     "replica_reads": ("--quick",),
     "failover": ("--quick",),

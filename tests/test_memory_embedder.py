@@ -27,6 +27,7 @@ from session_state.admin import commands as operator_commands
 from session_state.core.config import Settings
 from session_state.memory.embedding import open_embedder, wordllama_vectors
 from session_state.memory.embedding_backlog import EmbeddingBacklog
+from session_state.memory.reference_texts import REFERENCE_TEXTS
 from session_state.sessions.domain import MemoryRecord
 from session_state.stores import open_store
 from tests.conftest import asgi_client, free_port, migrate
@@ -362,3 +363,38 @@ async def test_two_processes_embed_each_waiting_memory_once(database_url, embedd
         for embedder in embedders:
             if embedder is not None:
                 await embedder.close()
+
+
+async def test_a_remote_embedder_embeds_the_reference_texts_once_and_then_judges_relevance(
+    remote_settings, embedding_server
+):
+    """The relevance test (app.memory.relevance) against the remote model's
+    own vectors of the reference texts, embedded in the background after the
+    first search; an unrelated question in Arabic, which the cosine floor
+    alone lets through beside an Arabic memory, then finds nothing."""
+    coffee = "أشرب القهوة كل صباح مع أمي."
+    unrelated = "كم عمر الشمس؟"
+    vectors = wordllama_vectors([coffee, unrelated])
+    assert float(vectors[0] @ vectors[1]) >= remote_settings.memory_min_similarity
+    earlier = len(embedding_server.requests)  # the server serves the module's tests
+    async with asgi_client(remote_settings) as client:
+        await _write(client, {"id": "coffee", "content": {"parts": [{"text": coffee}]}})
+        assert (await _found_by_meaning(client))[:1] == ["dog"]
+        for _ in range(500):
+            sent = [
+                text
+                for request in embedding_server.requests[earlier:]
+                for text in request["body"]["input"]
+            ]
+            if set(REFERENCE_TEXTS) <= set(sent):
+                break
+            await asyncio.sleep(0.02)
+        assert set(REFERENCE_TEXTS) <= set(sent)
+        assert [text for text in REFERENCE_TEXTS if sent.count(text) != 1] == []
+        for _ in range(200):
+            if await _ids(client, unrelated, "semantic") == []:
+                break
+            await asyncio.sleep(0.02)
+        assert await _ids(client, unrelated, "semantic") == []
+        assert await _ids(client, unrelated) == []
+        assert (await _ids(client, QUESTION))[:1] == ["dog"]

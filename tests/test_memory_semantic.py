@@ -83,7 +83,9 @@ async def test_hybrid_finds_paraphrases_that_keywords_and_adk_miss(client):
     assert hybrid_at_3 >= len(questions) - 2, figures
     assert hybrid_at_1 >= len(questions) // 2, figures
     assert hybrid_at_1 > figures["keyword"][0] and hybrid_at_1 > figures["adk"][0], figures
-    assert figures["semantic"][1] >= len(questions) - 2, figures
+    # Meaning alone misses the paraphrases the model places no nearer than
+    # unrelated text: the relevance rule holds them back (test_memory_relevance.py).
+    assert figures["semantic"][1] >= len(questions) - 3, figures
 
 
 async def test_exact_rare_terms_stay_first(client):

@@ -8,14 +8,14 @@ from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from typing import TypeVar
 
-from ..sessions.domain import MemoryCandidates, VectorQuery
+from .domain import MemoryCandidates, VectorQuery
 
 Connection = TypeVar("Connection")
 
 
 async def gather_memory_candidates(
     connect: Callable[[], AbstractAsyncContextManager[Connection]],
-    keyword_ids: Callable[[Connection, str, str, str, int], Awaitable[list[tuple[int, bool]]]],
+    keyword_ids: Callable[[Connection, str, str, str, int], Awaitable[list[tuple[int, float]]]],
     nearest: Callable[[Connection, str, str, VectorQuery], Awaitable[list[tuple[int, bytes]]]],
     app_name: str,
     user_id: str,
@@ -33,7 +33,7 @@ async def gather_memory_candidates(
     # them may be a candidate of one side only, which ranks it as a memory
     # that side alone found.
 
-    async def keyword() -> list[tuple[int, bool]]:
+    async def keyword() -> list[tuple[int, float]]:
         if keyword_limit == 0:
             return []
         async with connect() as connection:

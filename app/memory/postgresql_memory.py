@@ -7,20 +7,17 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import asyncpg
+import numpy as np
+import numpy.typing as npt
 
 from ..db.postgresql_connections import PostgresConnections, row_count
-from ..sessions.domain import (
-    EmbeddingBacklogCount,
-    MemoryCandidates,
-    MemoryRecord,
-    SessionKey,
-    StoredEvent,
-    VectorQuery,
-)
+from ..sessions.domain import EmbeddingBacklogCount, MemoryRecord, SessionKey, StoredEvent
 from ..sessions.postgresql_statements import READ_SESSION_FOR_SHARE, session_values
 from . import postgresql_statements as sql
 from .candidates import gather_memory_candidates
+from .domain import MemoryCandidates, VectorQuery
 from .embedding import StoredVector
+from .first_pass import KeptSignBits
 from .search_text import QueryTerms, query_terms, search_text
 from .store import MemoriesOf
 
@@ -316,28 +313,60 @@ def _bit_string(bits: bytes | None) -> asyncpg.BitString | None:
 
 async def _keyword_ids(
     connection: asyncpg.Connection, app_name: str, user_id: str, question: str, limit: int
-) -> list[tuple[int, bool]]:
+) -> list[tuple[int, float]]:
     """Row ids of the best keyword matches, best first (as a search ranks),
-    each with whether it holds every term of the question."""
+    each with the share of the question's terms it holds (1: every term)."""
     terms = query_terms(question)
     if not terms or limit == 0:
         return []
     statement = sql.KEYWORD_MEMORY_IDS
     values = _term_values(app_name, user_id, terms, limit=limit)
     rows = await connection.fetch(statement.text, *statement.arguments(values))
-    return [(row["id"], row["holds_every_term"]) for row in rows]
+    return [(row["id"], row["share_of_terms"]) for row in rows]
+
+
+class _SignBits:
+    """The user's sign bits as app.memory.first_pass reads them."""
+
+    def __init__(
+        self, connection: asyncpg.Connection, app_name: str, user_id: str, query: VectorQuery
+    ) -> None:
+        self.connection = connection
+        self.user = {"app_name": app_name, "user_id": user_id, "model": query.model}
+        self.length = len(query.bits)
+
+    async def newest_row(self) -> int | None:
+        statement = sql.NEWEST_MEMORY_ROW
+        newest: int | None = await self.connection.fetchval(
+            statement.text, *statement.arguments(self.user)
+        )
+        return newest
+
+    async def rows_after(self, row: int) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.uint8]]:
+        statement = sql.MEMORY_SIGN_BITS
+        values = {**self.user, "bit_count": self.length * 8, "after_id": row}
+        found = await self.connection.fetchrow(statement.text, *statement.arguments(values))
+        assert found is not None
+        ids, bits = found["ids"], found["bits"]
+        if ids is None:
+            return np.zeros(0, dtype=np.int64), np.zeros((0, self.length), dtype=np.uint8)
+        # varbit_send: the bit count (4 bytes), then the bits.
+        rows = np.frombuffer(bits, dtype=np.uint8).reshape(-1, 4 + self.length)[:, 4:]
+        return np.frombuffer(ids, dtype=">i8").astype(np.int64), rows
 
 
 async def _nearest(
     connection: asyncpg.Connection, app_name: str, user_id: str, query: VectorQuery
 ) -> list[tuple[int, bytes]]:
-    statement = sql.NEAREST_MEMORIES
-    values = {
-        "app_name": app_name,
-        "user_id": user_id,
-        "model": query.model,
-        "bits": _bit_string(query.bits),
-        "keep": query.keep,
-    }
+    """The `query.keep` memories nearest by sign bits (Hamming distance, ties
+    by row id), with their components."""
+    kept = query.kept or KeptSignBits(kept_bytes=0)
+    source = _SignBits(connection, app_name, user_id, query)
+    ids = await kept.nearest(source, app_name, user_id, query.model, query.bits, query.keep)
+    if not ids:
+        return []
+    statement = sql.MEMORY_COMPONENTS
+    values = {**source.user, "ids": ids}
     rows = await connection.fetch(statement.text, *statement.arguments(values))
-    return [(row["id"], bytes(row["embedding"])) for row in rows]
+    components = {row["id"]: bytes(row["embedding"]) for row in rows}
+    return [(identifier, components[identifier]) for identifier in ids if identifier in components]

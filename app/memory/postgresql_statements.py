@@ -123,28 +123,35 @@ _KEYWORD_TOP = (
 )
 SEARCH_MEMORIES = Statement.of(_KEYWORD_TOP + TAKE_WHAT_FITS)
 # The same ranking, ids only (the keyword side of a hybrid search), each
-# with whether the memory holds every term of the question.
+# with the share of the question's terms the memory holds (1: every term).
 KEYWORD_MEMORY_IDS = Statement.of(
     _KEYWORD_GROUPED
-    + """SELECT id, matched >= (SELECT count(*) FROM term) AS holds_every_term FROM best
+    + """SELECT id, matched::float8 / (SELECT count(*) FROM term) AS share_of_terms FROM best
  ORDER BY matched DESC, rank_order, timestamp DESC, id"""
 )
 
-# The memories nearest the question's sign bits (:bits) among those embedded
-# by its model (:model): the first pass of a search by meaning, rescored exactly by
-# the caller from the components. The ranking reads ix_memories_vector_bits
-# only; the components of the few kept are read after. (Reading every id and
-# bits, as SQLite does, and counting in numpy is slower here:
-# docs/performance.md, "Memory search at 100,000 memories", third round.)
-NEAREST_MEMORIES = Statement.of("""
-WITH top AS (
-    SELECT id FROM memories
-     WHERE app_name = :app_name AND user_id = :user_id AND embedding_model = :model
-       AND length(embedding_bits) = length(:bits::varbit)
-     ORDER BY bit_count(embedding_bits # :bits::varbit), id
-     LIMIT :keep
-)
-SELECT m.id, m.embedding FROM top JOIN memories AS m ON m.id = top.id
+# The first pass of a search by meaning (app.memory.first_pass) counts in
+# numpy over the sign bits of the user's memories embedded by :model: the
+# newest row id (one step of ix_memories_vector_bits), and the rows above
+# :after_id whose bits are :bit_count long, read from that index alone, ids
+# and bits each joined into one bytea in their binary forms (8 bytes an id;
+# the bit count, 4 bytes, then the bits). The components of the few kept are
+# read after, if those rows are still the user's of that model.
+NEWEST_MEMORY_ROW = Statement.of("""
+SELECT max(id) FROM memories
+ WHERE app_name = :app_name AND user_id = :user_id AND embedding_model = :model
+""")
+MEMORY_SIGN_BITS = Statement.of("""
+SELECT string_agg(int8send(id), ''::bytea) AS ids,
+       string_agg(varbit_send(embedding_bits), ''::bytea) AS bits
+  FROM memories
+ WHERE app_name = :app_name AND user_id = :user_id AND embedding_model = :model
+   AND length(embedding_bits) = :bit_count AND id > :after_id
+""")
+MEMORY_COMPONENTS = Statement.of("""
+SELECT id, embedding FROM memories
+ WHERE id = ANY(:ids::bigint[]) AND app_name = :app_name AND user_id = :user_id
+   AND embedding_model = :model
 """)
 # Memories by row id, in the order given, as many as fit in :budget bytes
 # (always the first), as TAKE_WHAT_FITS takes them.

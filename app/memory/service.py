@@ -10,21 +10,21 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..core import json_codec
-from ..core.config import DEFAULT_MIN_SIMILARITY, RESPONSE_OVERHEAD_BYTES
+from ..core.config import (
+    DEFAULT_MIN_SIMILARITY,
+    DEFAULT_RELEVANCE_MARGIN,
+    RESPONSE_OVERHEAD_BYTES,
+)
 from ..core.errors import EmbedderUnavailable, SemanticSearchOff, SessionNotFound
 from ..core.limits import MAX_TIMESTAMP, MIN_TIMESTAMP, Limits
 from ..core.metrics import MEMORY_SEARCH_FALLBACKS
-from ..sessions.domain import MemoryRecord, SessionKey, StoredEvent, VectorQuery
+from ..sessions.domain import MemoryRecord, SessionKey, StoredEvent
 from ..sessions.replica import ReadRouting, Replica
-from .embedding import (
-    Embedder,
-    EmbedderFailed,
-    Vectors,
-    components_of,
-    fuse,
-    stored_vector,
-    stored_vectors,
-)
+from .domain import VectorQuery
+from .embedding import Embedder, EmbedderFailed, Vectors, stored_vector, stored_vectors
+from .first_pass import KeptSignBits
+from .ranking import hybrid_order, semantic_order
+from .relevance import ReferenceVectors, RelevanceRule, by_meaning
 from .rules import event_memory_id, event_role, event_text
 from .store import MemoryStore
 
@@ -111,19 +111,12 @@ def _as_taken(document: dict[str, Any], now: float) -> dict[str, Any]:
 
 SearchMode = Literal["keyword", "semantic", "hybrid"]
 
-# A hybrid search fuses the best KEYWORD_CANDIDATES keyword matches with the
-# best SEMANTIC_CANDIDATES by meaning; the meaning side is a first pass over
-# the sign bits keeping RESCORED_CANDIDATES, scored exactly from their
-# components (tests/test_memory_semantic.py, docs/design.md).
+# A hybrid search ranks the best KEYWORD_CANDIDATES keyword matches with the
+# memories nearest in meaning: a first pass over the sign bits keeps
+# RESCORED_CANDIDATES, scored exactly from their components and judged by
+# app.memory.relevance; app.memory.ranking orders the two (docs/memory.md).
 KEYWORD_CANDIDATES = 50
-SEMANTIC_CANDIDATES = 50
 RESCORED_CANDIDATES = 300
-# Reciprocal rank fusion: weight / (FUSION_K + rank) summed over the two
-# rankings. The keyword side weighs more, so that an exact term (a name, an
-# order number) stays first; meaning decides among the rest.
-FUSION_K = 10.0
-KEYWORD_WEIGHT = 1.0
-SEMANTIC_WEIGHT = 1.0
 # How long a search waits for a remote embedder to embed its question
 # before it ranks by keywords alone.
 QUESTION_EMBEDDING_SECONDS = 2.0
@@ -139,6 +132,7 @@ class MemoryService:
         replica: Replica[MemoryStore] | None = None,
         embedder: Embedder | None = None,
         min_similarity: float = DEFAULT_MIN_SIMILARITY,
+        relevance_margin: float = DEFAULT_RELEVANCE_MARGIN,
         backlog: "EmbeddingBacklog | None" = None,
     ) -> None:
         """Searches go to `replica` when it may answer them (app.sessions.replica).
@@ -149,7 +143,10 @@ class MemoryService:
         self.limits = limits or Limits()
         self.clock = clock
         self.embedder = embedder
-        self.min_similarity = min_similarity
+        self.relevance = RelevanceRule(min_similarity, relevance_margin)
+        self.reference = ReferenceVectors()
+        # The sign bits kept of each database searched (the primary, a replica).
+        self._kept_bits: dict[int, KeptSignBits] = {}
         self.backlog = backlog
 
     async def _with_vectors(self, records: list[MemoryRecord]) -> list[MemoryRecord]:
@@ -248,31 +245,37 @@ class MemoryService:
             return await self.reads.read(
                 lambda store: store.search_memories(app_name, user_id, question, limit, budget)
             )
-        stored = stored_vector(question_vector)
-        query = VectorQuery(self.embedder.model_id, stored.bits, max(RESCORED_CANDIDATES, limit))
+        embedder, vector = self.embedder, question_vector
+        stored = stored_vector(vector)
         keyword_limit = max(KEYWORD_CANDIDATES, limit) if mode == "hybrid" else 0
 
         async def rank_and_read(store: MemoryStore) -> list[MemoryRecord]:
             # One read of one database (a replica or the primary): the rows
             # ranked are the rows read back.
+            query = VectorQuery(
+                embedder.model_id,
+                stored.bits,
+                max(RESCORED_CANDIDATES, limit),
+                self._kept_bits.setdefault(id(store), KeptSignBits()),
+            )
             candidates = await store.memory_candidates(
                 app_name, user_id, question, keyword_limit, query
             )
-            keyword = [identifier for identifier, _ in candidates.keyword]
-            if candidates.keyword and candidates.keyword[0][1]:
-                # A memory holds every word of the question (a name, a number,
-                # a code): the keyword ranking stands, as ADK's search gives it.
-                ids = keyword[:limit]
+            reference = self.reference.get(embedder)
+            scored = by_meaning(
+                vector,
+                candidates.nearest,
+                reference,
+                self.relevance,
+                limit,
+                also=[row for row, _ in candidates.keyword],
+            )
+            calibrated = reference is not None
+            if mode == "semantic":
+                ids = semantic_order(scored, self.relevance, calibrated)
             else:
-                by_meaning = self._by_meaning(question_vector, candidates.nearest, limit)
-                ids = (
-                    by_meaning[:limit]
-                    if mode == "semantic"
-                    else fuse([keyword, by_meaning], [KEYWORD_WEIGHT, SEMANTIC_WEIGHT], FUSION_K)[
-                        :limit
-                    ]
-                )
-            return await store.read_memories(app_name, user_id, ids, budget)
+                ids = hybrid_order(candidates.keyword, scored, self.relevance, calibrated)
+            return await store.read_memories(app_name, user_id, ids[:limit], budget)
 
         return await self.reads.read(rank_and_read)
 
@@ -294,19 +297,8 @@ class MemoryService:
         # A question of no known token is similar to nothing.
         return vector if vector.any() else None
 
-    def _by_meaning(
-        self, question: Vectors, nearest: list[tuple[int, bytes]], limit: int
-    ) -> list[int]:
-        """Row ids rescored exactly, best first, at least min_similarity."""
-        if not nearest:
-            return []
-        similarity = components_of([components for _, components in nearest]) @ question
-        order = sorted(range(len(nearest)), key=lambda position: -similarity[position])
-        return [
-            nearest[position][0]
-            for position in order[: max(SEMANTIC_CANDIDATES, limit)]
-            if similarity[position] >= self.min_similarity
-        ]
-
     async def forget_user(self, app_name: str, user_id: str) -> None:
         await self.store.forget_user_memories(app_name, user_id)
+
+    async def close(self) -> None:
+        await self.reference.close()

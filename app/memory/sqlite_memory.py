@@ -9,17 +9,11 @@ from typing import TypeVar
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from ..sessions import sqlite_statements as session_sql
-from ..sessions.domain import (
-    EmbeddingBacklogCount,
-    MemoryCandidates,
-    MemoryRecord,
-    SessionKey,
-    TombstoneKind,
-    VectorQuery,
-)
+from ..sessions.domain import EmbeddingBacklogCount, MemoryRecord, SessionKey, TombstoneKind
 from ..sessions.sqlite_session_hooks import SqliteSessionHooks
 from . import sqlite_statements as sql
 from .candidates import gather_memory_candidates
+from .domain import MemoryCandidates, VectorQuery
 from .embedding import StoredVector
 from .store import MemoriesOf
 

@@ -14,6 +14,7 @@ import json
 from collections.abc import Sequence
 
 import numpy as np
+import numpy.typing as npt
 from sqlalchemy import (
     ColumnElement,
     TextClause,
@@ -28,9 +29,11 @@ from sqlalchemy import (
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from ..sessions.domain import EmbeddingBacklogCount, MemoryRecord, SessionKey, VectorQuery
+from ..sessions.domain import EmbeddingBacklogCount, MemoryRecord, SessionKey
 from ..sessions.tables import forgotten_memories, memories
-from .embedding import StoredVector, nearest_rows
+from .domain import VectorQuery
+from .embedding import StoredVector
+from .first_pass import KeptSignBits
 from .rules import KEYWORD_HITS_PER_TERM, fts5_queries
 from .search_sql import TAKE_WHAT_FITS
 from .search_text import query_terms, search_text
@@ -216,8 +219,10 @@ def _sqlite_search(terms: int) -> TextClause:
 @functools.cache
 def _sqlite_keyword_ids(terms: int) -> TextClause:
     """The same ranking, ids only (the keyword side of a hybrid search),
-    each with whether the memory holds every term of the question."""
-    return text(_keyword_hits(terms) + f"SELECT m.id, matched >= {terms}" + _KEYWORD_RANKING)
+    each with the share of the question's terms the memory holds."""
+    return text(
+        _keyword_hits(terms) + f"SELECT m.id, CAST(matched AS REAL) / {terms}" + _KEYWORD_RANKING
+    )
 
 
 def _term_parameters(queries: Sequence[str]) -> dict[str, object]:
@@ -278,9 +283,9 @@ async def search(
 
 async def keyword_ids(
     connection: AsyncConnection, app_name: str, user_id: str, question: str, limit: int
-) -> list[tuple[int, bool]]:
+) -> list[tuple[int, float]]:
     """Row ids of the best keyword matches, best first (as `search` ranks),
-    each with whether it holds every term of the question."""
+    each with the share of the question's terms it holds (1: every term)."""
     terms = query_terms(question)
     if not terms or limit == 0:
         return []
@@ -289,29 +294,67 @@ async def keyword_ids(
         _sqlite_keyword_ids(len(queries)),
         {"app_name": app_name, "user_id": user_id, "limit": limit} | _term_parameters(queries),
     )
-    return [(row[0], bool(row[1])) for row in result]
+    return [(row[0], float(row[1])) for row in result]
 
 
 # The row ids and sign bits of the user's memories of one model, each
-# concatenated by SQLite in one scan of ix_memories_vector_bits (bits as hex:
-# a text must be valid UTF-8), in the same row order. SQLite has no bit
-# count: a Python function called per row is far slower than numpy over the
-# bits once read (docs/performance.md, "Memory search at 100,000 memories",
-# second round). The rows kept are
-# then found by id: a second query by their bits scanned the index again.
-_SIGN_BITS = text(
-    """
-    SELECT group_concat(id), group_concat(hex(embedding_bits), '') FROM memories
+# concatenated by SQLite in one scan of ix_memories_vector_bits, in the same
+# row order: ids as text (parsed in C by numpy), bits as they are (the blobs
+# joined as text, which keeps every byte in a UTF-8 database, then cast back:
+# half the time of joining them as hex). SQLite has no bit count: numpy
+# counts (app.memory.first_pass; docs/performance.md, "Memory search at
+# 100,000 memories", second and fourth rounds).
+_USER_MODEL = """
+    FROM memories
      WHERE app_name = :app_name AND user_id = :user_id AND embedding_model = :model
-       AND length(embedding_bits) = :length
 """
+# One step to the end of the index (no other condition, or SQLite scans).
+_NEWEST_ROW = text("SELECT max(id)" + _USER_MODEL)
+_SIGN_BITS = text(
+    "SELECT group_concat(id), CAST(group_concat(embedding_bits, '') AS BLOB)"
+    + _USER_MODEL
+    + " AND length(embedding_bits) = :length AND id > :after"
 )
+# The components of the rows kept, if they are still the user's, of that
+# model: found by row id (CROSS JOIN keeps the ids the outer loop; else
+# SQLite walks the user's index entries).
 _COMPONENTS = text(
     """
     SELECT m.id, m.embedding FROM json_each(:ids) AS wanted
-      JOIN memories AS m ON m.id = wanted.value
+      CROSS JOIN memories AS m ON m.id = wanted.value
+     WHERE m.app_name = :app_name AND m.user_id = :user_id AND m.embedding_model = :model
 """
 )
+
+
+class _SignBits:
+    def __init__(
+        self, connection: AsyncConnection, app_name: str, user_id: str, query: VectorQuery
+    ) -> None:
+        self.connection = connection
+        self.length = len(query.bits)
+        self.parameters: dict[str, object] = {
+            "app_name": app_name,
+            "user_id": user_id,
+            "model": query.model,
+        }
+
+    async def newest_row(self) -> int | None:
+        newest: int | None = (
+            await self.connection.execute(_NEWEST_ROW, self.parameters)
+        ).scalar_one()
+        return newest
+
+    async def rows_after(self, row: int) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.uint8]]:
+        found = (
+            await self.connection.execute(
+                _SIGN_BITS, self.parameters | {"length": self.length, "after": row}
+            )
+        ).one()
+        if not found[0]:
+            return np.zeros(0, dtype=np.int64), np.zeros((0, self.length), dtype=np.uint8)
+        ids = np.fromstring(found[0], dtype=np.int64, sep=",")
+        return ids, np.frombuffer(found[1], dtype=np.uint8).reshape(-1, self.length)
 
 
 async def nearest(
@@ -319,27 +362,12 @@ async def nearest(
 ) -> list[tuple[int, bytes]]:
     """The `query.keep` memories nearest by sign bits (Hamming distance, ties
     by row id), with their components."""
-    found = (
-        await connection.execute(
-            _SIGN_BITS,
-            {
-                "app_name": app_name,
-                "user_id": user_id,
-                "model": query.model,
-                "length": len(query.bits),
-            },
-        )
-    ).one()
-    if not found[0]:
+    kept = query.kept or KeptSignBits(kept_bytes=0)
+    source = _SignBits(connection, app_name, user_id, query)
+    ids = await kept.nearest(source, app_name, user_id, query.model, query.bits, query.keep)
+    if not ids:
         return []
-    ids = nearest_rows(
-        # Parsed in C: making the strings into an array in Python is slower.
-        np.fromstring(found[0], dtype=np.int64, sep=","),
-        bytes.fromhex(found[1]),
-        query.bits,
-        query.keep,
-    )
-    result = await connection.execute(_COMPONENTS, {"ids": json.dumps(ids)})
+    result = await connection.execute(_COMPONENTS, source.parameters | {"ids": json.dumps(ids)})
     components: dict[int, bytes] = {row[0]: row[1] for row in result}
     return [(identifier, components[identifier]) for identifier in ids if identifier in components]
 

@@ -5,14 +5,8 @@ backends' stores (app.stores)."""
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
-from ..sessions.domain import (
-    EmbeddingBacklogCount,
-    MemoryCandidates,
-    MemoryRecord,
-    SessionKey,
-    StoredEvent,
-    VectorQuery,
-)
+from ..sessions.domain import EmbeddingBacklogCount, MemoryRecord, SessionKey, StoredEvent
+from .domain import MemoryCandidates, VectorQuery
 from .embedding import StoredVector
 
 # What memory keeps of a batch of a session's stored events.

@@ -329,18 +329,6 @@ class MemoryRecord:
 
 
 @dataclass(frozen=True)
-class VectorQuery:
-    """A question's vector for a search by meaning: only memories embedded
-    by `model` (with bits of the same length) are compared; the `keep`
-    nearest by Hamming distance of the sign bits are returned with their
-    components, for an exact rescoring."""
-
-    model: str
-    bits: bytes
-    keep: int
-
-
-@dataclass(frozen=True)
 class EmbeddingBacklogCount:
     """Memories waiting for the current model's vector, and those given up
     on (their text refused by the embedder too many times; still found by
@@ -348,16 +336,6 @@ class EmbeddingBacklogCount:
 
     waiting: int
     given_up: int
-
-
-@dataclass(frozen=True)
-class MemoryCandidates:
-    """Row ids of the best keyword matches, best first, each with whether it
-    holds every term of the question; and the nearest memories by sign bits
-    with their int8 components."""
-
-    keyword: list[tuple[int, bool]]
-    nearest: list[tuple[int, bytes]]
 
 
 @dataclass(frozen=True)

@@ -150,18 +150,36 @@ async def test_a_slash_in_a_name_cannot_reach_another_app_and_user(memory, app):
     [
         ("東京で寿司を食べました", "寿司", True),  # Japanese: no spaces, a part of a run
         ("東京で寿司を食べました", "天気", False),
+        ("私の名前は太郎です", "太郎", True),
+        # An unrelated question near the one memory only because both are
+        # short Japanese (or Chinese) text: nothing, as ADK finds.
+        ("私の名前は太郎です", "天気", False),
         ("我在学习深度学习", "深度学习", True),  # Chinese
         ("我在学习深度学习", "天气预报", False),
+        ("我喜欢机器学习", "机器学习", True),
+        ("我喜欢机器学习", "天气预报", False),
         ("저는 서울에 삽니다", "서울에", True),  # Korean: words between spaces
+        ("제 이름은 민수입니다", "민수입니다", True),
+        ("제 이름은 민수입니다", "날씨", False),
         ("Я живу в Москве", "москве", True),  # Cyrillic, either case
+        ("Меня зовут Алексей", "Алексей", True),
+        ("Меня зовут Алексей", "Погода", False),
+        ("أشرب القهوة كل صباح", "القهوة", True),  # Arabic
+        ("أشرب القهوة كل صباح", "كم عمر الشمس؟", False),
+        ("मैं रोज़ सुबह योग करता हूँ", "योग", True),  # Devanagari
+        ("मैं रोज़ सुबह योग करता हूँ", "पानी", False),
         ("花子 works at Acme", "花子", True),  # mixed scripts
         ("花子 works at Acme", "acme", True),
         ("私はRustとGoを書きます", "rust", True),  # a Latin word inside an unspaced run
         ("我用Python写代码", "PYTHON", True),
         ("私はRustとGoを書きます", "Java", False),
+        ("私はPythonでADKを使っています", "使って", True),
+        ("私はPythonでADKを使っています", "Java", False),
+        ("I like to code in Python.", "thon", False),
         ("I write Rust daily.", "ust", False),  # a part of a Latin word is no match
         ("私はRustとGoを書きます", "ust", False),
         (unicodedata.normalize("NFD", "私はCaféで働く"), "café", True),  # either normal form
+        (unicodedata.normalize("NFD", "私はCaféで働く"), "Ruby", False),
         ("Meet me at the Café", unicodedata.normalize("NFD", "Café"), True),
         (unicodedata.normalize("NFD", "プログラミングを学ぶ"), "プログラミング", True),
         (unicodedata.normalize("NFD", "저는 서울에 삽니다"), "서울에", True),

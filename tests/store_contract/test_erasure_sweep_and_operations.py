@@ -6,9 +6,12 @@ import asyncio
 from session_state.backends.postgresql import PostgresStore
 from session_state.backends.sqlite import SqliteStore
 from session_state.core.config import Settings
+from session_state.langgraph.checkpoints.domain import ThreadKey, ThreadOwner
 from session_state.sessions.domain import Erased, Expiry, SessionKey, Swept
 from session_state.stores import Store, open_store
 
+from ..checkpoint_contract.scenes import checkpoint
+from ..item_storage_contract.scenes import put
 from .scenes import APP, LIMIT, NOW, append, create, event, key, memories_of, memory
 
 
@@ -131,3 +134,20 @@ async def test_open_store_picks_the_store_of_the_url_and_it_is_ready(database_ur
         await opened.check_ready()
     finally:
         await opened.close()
+
+
+async def test_langgraph_storage_is_on_the_store_s_database_and_erased_with_the_user(
+    store: Store,
+):
+    """The store hands LangGraph's storages on its own pool or engine: what
+    they write, an erasure through the store takes with the user."""
+    checkpoints = store.checkpoint_store()
+    await checkpoints.put_checkpoint(
+        ThreadKey(APP, "t1"), ThreadOwner("ada", None), checkpoint("c1"), NOW
+    )
+    await put(store.item_storage(), "ada.trips", "paris", {"city": "Paris"}, app_name=APP)
+
+    erased = await store.erase_user(APP, "ada", 100)
+
+    assert (erased.threads, erased.store_items) == (1, 1)
+    assert await checkpoints.delete_thread(ThreadKey(APP, "t1")) is False

@@ -4,8 +4,8 @@ with the rows read back in the order asked."""
 
 import numpy as np
 
+from session_state.memory.domain import VectorQuery
 from session_state.memory.embedding import StoredVector, stored_vector
-from session_state.sessions.domain import VectorQuery
 from session_state.stores import Store
 
 from .scenes import APP, LIMIT, memory

@@ -21,7 +21,12 @@ from .expiry import MAX_TTL_SECONDS, ExpirySettings
 from .group import ENVIRONMENT_PREFIX, SettingGroup
 from .limits import RESPONSE_OVERHEAD_BYTES, RequestLimitSettings
 from .logs import LogSettings
-from .memory import DEFAULT_MIN_SIMILARITY, MAX_EMBEDDING_DIMENSIONS, MemorySettings
+from .memory import (
+    DEFAULT_MIN_SIMILARITY,
+    DEFAULT_RELEVANCE_MARGIN,
+    MAX_EMBEDDING_DIMENSIONS,
+    MemorySettings,
+)
 from .name_policy import SettingNamePolicy
 from .server import ServerSettings
 from .streams import StreamSettings
@@ -29,6 +34,7 @@ from .streams import StreamSettings
 __all__ = [
     "DEFAULT_DATABASE_URL",
     "DEFAULT_MIN_SIMILARITY",
+    "DEFAULT_RELEVANCE_MARGIN",
     "ENVIRONMENT_PREFIX",
     "MAX_EMBEDDING_DIMENSIONS",
     "MAX_TTL_SECONDS",

@@ -11,9 +11,14 @@ from .group import SettingGroup
 
 # Search by meaning (app.memory.embedding): OpenAI's largest model has 3,072 dimensions.
 MAX_EMBEDDING_DIMENSIONS = 8192
-# wordllama's cosine for a paraphrase of a fact is mostly above 0.3, for
-# unrelated texts around 0 (tests/test_memory_semantic.py's labelled set).
+# A memory found by meaning alone needs both: a cosine of at least
+# DEFAULT_MIN_SIMILARITY (a floor whatever the script), and a relevance
+# (app.memory.relevance: the cosine less how near either text sits to
+# unrelated text) of at least DEFAULT_RELEVANCE_MARGIN: wordllama scores
+# unrelated texts of one script above many a paraphrase, and the relevance
+# tells them apart (docs/memory.md, "Relevance").
 DEFAULT_MIN_SIMILARITY = 0.2
+DEFAULT_RELEVANCE_MARGIN = 0.0
 
 
 class MemorySettings(SettingGroup):
@@ -67,6 +72,13 @@ class MemorySettings(SettingGroup):
         ge=-1,
         le=1,
         description="The cosine similarity a memory needs to be found by meaning alone.",
+    )
+    memory_relevance_margin: float = Field(
+        default=DEFAULT_RELEVANCE_MARGIN,
+        ge=-1,
+        le=1,
+        description="How much nearer a memory found by meaning alone must be to the question "
+        "than either of them is to unrelated text (higher: fewer, surer answers).",
     )
 
     @field_validator("memory_embedder_url")
