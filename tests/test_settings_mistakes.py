@@ -79,6 +79,7 @@ BAD_VALUES = {
     "memory_embedder_batch_size": ["0", "5000"],
     "memory_embedder_timeout_seconds": ["0", "inf", "1000"],
     "memory_min_similarity": ["2", "nan", "high"],
+    "memory_relevance_margin": ["2", "-2", "nan", "high"],
     "stream_heartbeat_seconds": ["0", "60", "nan"],
     "stream_send_timeout_seconds": ["-1", "inf"],
     "tombstone_retention_seconds": ["0", "inf", "nan", "7d"],
