@@ -149,10 +149,10 @@ def main() -> None:
 
     medians = {key: statistics.median(result[key] for result in results) for key in results[0]}
     per_core = {
-        "appends_per_primary_core": 1000 / medians["database_cpu_ms_per_append"],
-        "appends_per_api_process_core": 1000 / medians["server_cpu_ms_per_append"],
-        "reads_per_primary_core": 1000 / medians["database_cpu_ms_per_read"],
-        "reads_per_api_process_core": 1000 / medians["server_cpu_ms_per_read"],
+        "appends_per_primary_core": _per_core(medians["database_cpu_ms_per_append"]),
+        "appends_per_api_process_core": _per_core(medians["server_cpu_ms_per_append"]),
+        "reads_per_primary_core": _per_core(medians["database_cpu_ms_per_read"]),
+        "reads_per_api_process_core": _per_core(medians["server_cpu_ms_per_read"]),
     }
     summary: dict[str, Any] = {
         "what": f"{sessions} concurrent sessions x {appends} appends, then as many reads "
@@ -160,12 +160,20 @@ def main() -> None:
         "cpus": os.cpu_count(),
         "rounds": rounds,
         "medians": {key: round(value, 3) for key, value in medians.items()},
-        "per_core": {key: round(value) for key, value in per_core.items()},
+        "per_core": {
+            key: None if value is None else round(value) for key, value in per_core.items()
+        },
         "raw": results,
     }
     print(json.dumps({"medians": summary["medians"], "per_core": summary["per_core"]}, indent=2))
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / f"{arguments.name}.json").write_text(json.dumps(summary, indent=2) + "\n")
+
+
+def _per_core(cpu_ms: float) -> float | None:
+    """Operations one core serves; None when a short run spent less CPU than
+    the clock that counts it can see (/proc counts in 10 ms ticks)."""
+    return 1000 / cpu_ms if cpu_ms > 0 else None
 
 
 if __name__ == "__main__":
