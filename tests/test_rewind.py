@@ -308,3 +308,36 @@ async def test_appends_racing_rewinds_never_leave_a_half_reverted_session(server
     # appends of its round, or a conditional one was refused.
     assert interleaved or 412 in outcomes, outcomes
     assert 200 in outcomes
+
+
+# Hostile invocation ids: sent raw (a lone surrogate or NUL is no valid
+# UTF-8 or is refused by the value rules), or huge. Each is a clear 4xx, and
+# the session is left as it was, for a rewind and for a fork.
+HOSTILE_INVOCATION_BODIES = [
+    b'{"beforeInvocationId": "a\\u0000b"}',
+    b'{"beforeInvocationId": "\\ud800"}',
+    b'{"beforeInvocationId": "' + b"x" * 200_000 + b'"}',
+    b'{"beforeInvocationId": ' + b"[" * 5_000 + b"]" * 5_000 + b"}",
+    b'{"beforeInvocationId": 1e400}',
+]
+
+
+@pytest.mark.parametrize(
+    "body", HOSTILE_INVOCATION_BODIES, ids=range(len(HOSTILE_INVOCATION_BODIES))
+)
+@pytest.mark.parametrize("operation", ["rewind", "fork"])
+async def test_a_hostile_invocation_id_is_a_4xx_and_writes_nothing(client, body, operation):
+    await _history(client)
+    before = await client.get(f"{ADA}/sessions/s")
+    answer = await client.post(
+        f"{ADA}/sessions/s/{operation}",
+        content=body,
+        headers={"content-type": "application/json"},
+    )
+    assert 400 <= answer.status_code < 500, answer.text
+    assert answer.headers["content-type"].startswith("application/problem+json")
+    after = await client.get(f"{ADA}/sessions/s")
+    assert after.headers["etag"] == before.headers["etag"]
+    assert after.json()["events"] == before.json()["events"]
+    listed = await client.get(f"{ADA}/sessions")
+    assert [session["id"] for session in listed.json()["sessions"]] == ["s"]
