@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from google.adk.events import Event
+from google.adk.events import Event, EventActions
 from google.adk.memory import InMemoryMemoryService
 from google.adk.memory.base_memory_service import BaseMemoryService
 from google.adk.runners import Runner
@@ -37,11 +37,18 @@ DEADLINE_SECONDS = 120
 def _services(kind: str, request: pytest.FixtureRequest) -> Any:
     if kind == "adk-in-memory":
         return InMemorySessionService(), InMemoryMemoryService()
-    server = request.getfixturevalue(f"{kind.removeprefix('http-')}_server")
-    return HttpSessionService(base_url=server.base_url), HttpMemoryService(base_url=server.base_url)
+    compacted = kind.endswith("-compacted")
+    backend = kind.removeprefix("http-").removesuffix("-compacted")
+    server = request.getfixturevalue(f"{backend}_server")
+    return (
+        HttpSessionService(base_url=server.base_url, compacted_reads=compacted),
+        HttpMemoryService(base_url=server.base_url),
+    )
 
 
-@pytest.fixture(params=["http-sqlite", "http-postgresql", "adk-in-memory"])
+@pytest.fixture(
+    params=["http-sqlite", "http-postgresql", "http-postgresql-compacted", "adk-in-memory"]
+)
 def services(
     request: pytest.FixtureRequest,
 ) -> Iterator[tuple[BaseSessionService, BaseMemoryService]]:
@@ -170,7 +177,7 @@ def test_memory_from_threads_each_on_its_own_loop(services: Any) -> None:
 _PROGRAM = """
 import asyncio, sys, threading
 from google.adk.agents import BaseAgent
-from google.adk.events import Event
+from google.adk.events import Event, EventActions
 from google.adk.runners import Runner
 from google.genai import types
 from session_state_client.adk import HttpMemoryService, HttpSessionService
@@ -225,3 +232,57 @@ def test_nothing_unclosed_at_exit(sqlite_server: Any) -> None:
     assert finished.stdout.strip() == "done"
     assert "Unclosed" not in finished.stderr, finished.stderr
     assert "was never awaited" not in finished.stderr, finished.stderr
+
+
+def _rewinds(
+    sessions: HttpSessionService, app: str, user: str, failures: list[BaseException]
+) -> None:
+    """A conversation of three invocations, then a rewind to before the
+    second, each call on this thread's own event loop."""
+    try:
+        session = asyncio.run(sessions.create_session(app_name=app, user_id=user, state={"k": 0}))
+        for number in (1, 2, 3):
+            event = Event(
+                author="agent",
+                invocation_id=f"inv-{number}",
+                actions=EventActions(state_delta={"k": number}),
+            )
+            asyncio.run(sessions.append_event(session, event))
+        asyncio.run(
+            sessions.rewind_session(
+                app_name=app,
+                user_id=user,
+                session_id=session.id,
+                rewind_before_invocation_id="inv-2",
+            )
+        )
+        after = asyncio.run(sessions.get_session(app_name=app, user_id=user, session_id=session.id))
+        assert after is not None
+        assert after.state["k"] == 1, after.state
+        assert after.events[-1].actions.rewind_before_invocation_id == "inv-2"
+    except BaseException as error:  # reported by the main thread
+        failures.append(error)
+
+
+def test_server_side_rewinds_from_many_threads_each_on_its_own_loop(
+    postgresql_server: Any,
+) -> None:
+    sessions = HttpSessionService(base_url=postgresql_server.base_url)
+    app = f"rewinds-{uuid.uuid4().hex[:8]}"
+    failures: list[BaseException] = []
+    threads = [
+        threading.Thread(target=_rewinds, args=(sessions, app, f"user-{index}", failures))
+        for index in range(THREADS)
+    ]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ResourceWarning)
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(DEADLINE_SECONDS)
+        assert not any(thread.is_alive() for thread in threads), "a rewind hung"
+        asyncio.run(sessions.close())
+    assert not failures, failures
+    unclosed = [str(warning.message) for warning in caught if "Unclosed" in str(warning.message)]
+    assert not unclosed, unclosed
+    assert sessions.client._http._by_loop == {}
