@@ -24,15 +24,13 @@ from ..langgraph.checkpoints.store import CheckpointStore
 from ..langgraph.store.postgresql import PostgresStoreItems
 from ..langgraph.store.storage import ItemStorage
 from ..lifecycle.postgresql_lifecycle import PostgresLifecycle
-from ..memory.postgresql_memory import PostgresMemory, delete_session_memories
-from ..sessions.domain import SessionKey, TombstoneKind
+from ..memory.postgresql_memory import PostgresMemory
 from ..sessions.postgresql_appends import (
     APPEND_BATCHES_IN_FLIGHT,
     BATCH_CONNECTION_STATEMENTS,
     plan_appends_once,
 )
 from ..sessions.postgresql_sessions import PostgresSessions
-from ..streams import postgresql_tombstones as tombstones
 from ..streams.postgresql_changes import PostgresChangeLog
 
 # The schema's revision; None (no table) for an empty database.
@@ -105,19 +103,6 @@ class PostgresStore(PostgresSessions, PostgresChangeLog, PostgresMemory, Postgre
                     **options,
                 )
         return cls(pool, timeout, dsn, settings.append_batch_size, batch_pool)
-
-    async def _delete_with_session(
-        self,
-        connection: asyncpg.Connection,
-        key: SessionKey,
-        kind: TombstoneKind,
-        now: float,
-        *,
-        with_memories: bool,
-    ) -> None:
-        if with_memories:
-            await delete_session_memories(connection, key)
-        await tombstones.write(connection, [key], kind, now)
 
     def checkpoint_store(self) -> CheckpointStore:
         return PostgresCheckpoints(self.pool, self.timeout)

@@ -10,8 +10,15 @@ import asyncpg
 import numpy as np
 import numpy.typing as npt
 
-from ..db.postgresql_connections import PostgresConnections, row_count
-from ..sessions.domain import EmbeddingBacklogCount, MemoryRecord, SessionKey, StoredEvent
+from ..db.postgresql_connections import row_count
+from ..sessions.domain import (
+    EmbeddingBacklogCount,
+    MemoryRecord,
+    SessionKey,
+    StoredEvent,
+    TombstoneKind,
+)
+from ..sessions.postgresql_session_hooks import PostgresSessionHooks
 from ..sessions.postgresql_statements import READ_SESSION_FOR_SHARE, session_values
 from . import postgresql_statements as sql
 from .candidates import gather_memory_candidates
@@ -26,7 +33,20 @@ from .store import MemoriesOf
 MEMORY_BATCH = 500
 
 
-class PostgresMemory(PostgresConnections):
+class PostgresMemory(PostgresSessionHooks):
+    async def _session_deleted(
+        self,
+        connection: asyncpg.Connection,
+        key: SessionKey,
+        kind: TombstoneKind,
+        now: float,
+        *,
+        with_memories: bool,
+    ) -> None:
+        if with_memories:
+            await delete_session_memories(connection, key)
+        await super()._session_deleted(connection, key, kind, now, with_memories=with_memories)
+
     @asynccontextmanager
     async def _memory_write(self, app_name: str, user_id: str) -> AsyncIterator[asyncpg.Connection]:
         """A transaction holding the user's memory lock: an add racing a

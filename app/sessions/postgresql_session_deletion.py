@@ -1,23 +1,15 @@
 """Deleting a session with its events, in the caller's transaction, and
-what other features keep of it (`_delete_with_session`).
-
-The session's memories (when asked) and its tombstone are other features'
-rows (app.memory, app.streams), deleted or written in the same transaction.
-The sessions package imports no other feature: the composite store
-(app.backends.postgresql), which holds every feature's storage, supplies
-that step; a session's storage alone cannot be made without it."""
-
-from abc import ABC, abstractmethod
+what other features keep of it (app.sessions.postgresql_session_hooks)."""
 
 import asyncpg
 
-from ..db.postgresql_connections import PostgresConnections
 from . import postgresql_statements as sql
 from .domain import SessionKey, TombstoneKind
+from .postgresql_session_hooks import PostgresSessionHooks
 from .postgresql_statements import session_values
 
 
-class PostgresSessionDeletion(PostgresConnections, ABC):
+class PostgresSessionDeletion(PostgresSessionHooks):
     async def _delete_if_expired(
         self, connection: asyncpg.Connection, key: SessionKey, now: float, with_memories: bool
     ) -> bool:
@@ -43,18 +35,4 @@ class PostgresSessionDeletion(PostgresConnections, ABC):
         session = session_values(key)
         for statement in (sql.DELETE_SESSION_EVENTS, sql.DELETE_SESSION):
             await connection.execute(statement.text, *statement.arguments(session))
-        await self._delete_with_session(connection, key, kind, now, with_memories=with_memories)
-
-    @abstractmethod
-    async def _delete_with_session(
-        self,
-        connection: asyncpg.Connection,
-        key: SessionKey,
-        kind: TombstoneKind,
-        now: float,
-        *,
-        with_memories: bool,
-    ) -> None:
-        """What other features keep of a session deleted in the caller's
-        transaction: its memories (when `with_memories`) deleted, a tombstone
-        of `kind` written."""
+        await self._session_deleted(connection, key, kind, now, with_memories=with_memories)

@@ -4,7 +4,6 @@ gives domain values (keys, cursors, revisions) and raises domain errors:
 HTTP's names for them are the routes'. Removals and forks are its parts
 (event_removal, session_forking), on what they share (service_base)."""
 
-import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -42,8 +41,6 @@ from .labels import Labels
 from .service_base import WRITE_ATTEMPTS, SessionServiceBase, check_expected, reached, session_view
 from .session_forking import SessionForking
 from .state import StateDict, find_long_key, merge_deltas, merge_scopes, split_delta
-
-logger = logging.getLogger("session_state")
 
 # What a batch's answer holds besides its events: {"events":[...]}.
 BATCH_ANSWER_WRAPPER = b'{"events":[]}'

@@ -2,8 +2,10 @@
 by revision, and a user's changes (tombstones of deleted sessions, live
 sessions by change number)."""
 
+import asyncpg
+
 from ..core import json_codec
-from ..db.postgresql_connections import PostgresConnections, row_count
+from ..db.postgresql_connections import row_count
 from ..sessions.domain import (
     ChangeCursor,
     ChangedSession,
@@ -11,14 +13,16 @@ from ..sessions.domain import (
     SessionChanges,
     SessionKey,
     StoredEvent,
+    TombstoneKind,
     UserChanges,
 )
+from ..sessions.postgresql_session_hooks import PostgresSessionHooks
 from ..sessions.postgresql_statements import session_values
 from . import postgresql_statements as sql
 from . import postgresql_tombstones as tombstones
 
 
-class PostgresChangeLog(PostgresConnections):
+class PostgresChangeLog(PostgresSessionHooks):
     async def read_user_changes(
         self,
         app_name: str,
@@ -103,3 +107,16 @@ class PostgresChangeLog(PostgresConnections):
             [Removal(int(row["revision"]), json_codec.loads(row["event_ids"])) for row in removals],
             changes.more,
         )
+
+    async def _session_deleted(
+        self,
+        connection: asyncpg.Connection,
+        key: SessionKey,
+        kind: TombstoneKind,
+        now: float,
+        *,
+        with_memories: bool,
+    ) -> None:
+        # Live user streams learn that the session went.
+        await tombstones.write(connection, [key], kind, now)
+        await super()._session_deleted(connection, key, kind, now, with_memories=with_memories)
