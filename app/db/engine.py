@@ -1,5 +1,6 @@
 """Engine construction for the two supported dialects."""
 
+from collections.abc import Callable
 from typing import Any
 
 from sqlalchemy import event
@@ -15,13 +16,28 @@ from .poolers import sqlalchemy_connect_args
 WRITE_OPTION = "session_state_write"
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 # Every SQLite connection's settings: the pool's and the append writer's
-# (`sqlite_writer.py`) alike.
+# (`sqlite_writer.py`) alike, applied by `configure_sqlite_connection`.
 SQLITE_PRAGMAS = (
-    "PRAGMA journal_mode=WAL",
     f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}",
     "PRAGMA foreign_keys=ON",
     "PRAGMA synchronous=NORMAL",
 )
+USE_WAL = "PRAGMA journal_mode=WAL"
+
+
+def configure_sqlite_connection(execute: Callable[[str], object]) -> None:
+    """A new connection's settings, then WAL mode. The journal mode is the
+    database's and persists, so one connection's switch serves all; a
+    switch that finds another connection writing fails at once (SQLite does
+    not wait for it), and is left to a later connection rather than failing
+    this one, which works in either mode."""
+    for pragma in SQLITE_PRAGMAS:
+        execute(pragma)
+    try:
+        execute(USE_WAL)
+    except Exception as error:
+        if "locked" not in str(error):
+            raise
 
 
 def create_engine(settings: Settings) -> AsyncEngine:
@@ -90,8 +106,7 @@ def _create_sqlite_engine(settings: Settings) -> AsyncEngine:
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
         dbapi_connection.isolation_level = None
         cursor = dbapi_connection.cursor()
-        for pragma in SQLITE_PRAGMAS:
-            cursor.execute(pragma)
+        configure_sqlite_connection(cursor.execute)
         cursor.close()
 
     @event.listens_for(engine.sync_engine, "begin")

@@ -12,7 +12,7 @@ and the statements are plain SQL, prepared once by sqlite3's statement cache.
 The transaction is the pool's (`engine.py`): BEGIN IMMEDIATE takes the
 database's write lock, so the append's read-modify-write cannot interleave
 with any other writer, this process's pool or another process; the
-connection's settings are the pool's (`SQLITE_PRAGMAS`). One thread means
+connection's settings are the pool's (`configure_sqlite_connection`). One thread means
 this process's appends queue here instead of in SQLite's busy wait."""
 
 import asyncio
@@ -24,7 +24,7 @@ from typing import TypeVar
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from .database_errors import database_errors_as_domain_errors
-from .engine import SQLITE_BUSY_TIMEOUT_MS, SQLITE_PRAGMAS
+from .engine import SQLITE_BUSY_TIMEOUT_MS, configure_sqlite_connection
 
 T = TypeVar("T")
 
@@ -77,8 +77,7 @@ class SqliteWriter:
             isolation_level=None,
             uri=self._uri,
         )
-        for pragma in SQLITE_PRAGMAS:
-            connection.execute(pragma)
+        configure_sqlite_connection(connection.execute)
         self._connection = connection
         return connection
 
