@@ -17,6 +17,7 @@ from functools import lru_cache
 
 from .access import AccessSettings
 from .database import DEFAULT_DATABASE_URL, DatabaseSettings, Pooler
+from .encryption import EncryptionSettings
 from .expiry import MAX_TTL_SECONDS, ExpirySettings
 from .group import ENVIRONMENT_PREFIX, SettingGroup
 from .limits import RESPONSE_OVERHEAD_BYTES, RequestLimitSettings
@@ -40,6 +41,7 @@ __all__ = [
     "MAX_TTL_SECONDS",
     "RESPONSE_OVERHEAD_BYTES",
     "SETTING_GROUPS",
+    "EncryptionSettings",
     "Pooler",
     "SettingGroup",
     "SettingNamePolicy",
@@ -57,6 +59,7 @@ class Settings(
     ExpirySettings,
     MemorySettings,
     StreamSettings,
+    EncryptionSettings,
     LogSettings,
     SettingNamePolicy,
 ):
