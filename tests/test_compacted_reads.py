@@ -76,6 +76,19 @@ def test_the_only_summary_keeps_its_range_for_the_next_window_to_overlap():
     assert left_out(history) == set()
 
 
+def test_kept_invocations_are_the_newest_a_summary_reaches():
+    # A young session's second window (interval 2, overlap 3) started at i1,
+    # as the one before; told the overlap, the read keeps i2 to i4 whole.
+    history = [event(1), event(2), summary(1, 2, 2.5), event(3), event(4), summary(1, 4, 4.5)]
+    assert ids(history, left_out(history)) == ["e2.5", "e3", "e4", "e4.5"]
+    told = ids(history, left_out(history, keep_invocations=3))
+    assert told == ["e2", "e2.5", "e3", "e4", "e4.5"]
+    # More than there are keeps them all; events past the summary count for nothing.
+    later = [*history, event(5)]
+    assert ids(later, left_out(later, keep_invocations=9)) == [e["id"] for e in later]
+    assert left_out(later, keep_invocations=1) == left_out(later)
+
+
 @pytest.mark.parametrize(
     "kept",
     [
@@ -199,6 +212,32 @@ async def test_compacted_false_is_the_plain_read(client):
     plain = await client.get(f"{ADA}/sessions/s?compacted=false")
     assert plain.content == (await client.get(f"{ADA}/sessions/s")).content
     assert "Session-State-Events-Left-Out" not in plain.headers
+
+
+async def test_keep_invocations_keeps_the_newest_covered_invocations_whole(client):
+    await _stored(client, "s", WINDOWS)
+    read = await client.get(f"{ADA}/sessions/s", params={"compacted": "true", "keepInvocations": 3})
+    assert [stored["id"] for stored in read.json()["events"]] == [
+        "e2",
+        "e2.5",
+        "e3",
+        "e4",
+        "e4.5",
+        "e5",
+    ]
+    assert read.headers["Session-State-Events-Left-Out"] == "1"
+    plain = await client.get(f"{ADA}/sessions/s", params={"keepInvocations": 3})
+    assert plain.content == (await client.get(f"{ADA}/sessions/s")).content
+
+
+@pytest.mark.parametrize("value", ["-1", "10001", "two", "1e3", "99999999999999999999999"])
+async def test_keep_invocations_out_of_bounds_is_a_422(client, value):
+    await _stored(client, "s", WINDOWS)
+    refused = await client.get(
+        f"{ADA}/sessions/s", params={"compacted": "true", "keepInvocations": value}
+    )
+    assert refused.status_code == 422
+    assert refused.json()["errors"][0]["loc"] == ["query", "keepInvocations"]
 
 
 async def test_compacted_read_errors(client):

@@ -17,11 +17,14 @@ history must find what they read, so some covered events stay:
 - what the next sliding-window summary reads again to overlap the newest:
   the newest compaction's range, or, when it starts where the one before it
   started (a rolling summary, as the token-threshold compactor writes),
-  what it covers past that one's end.
+  what it covers past that one's end;
+- on request (`keep_invocations`), the newest invocations a summary covers:
+  a sliding window whose overlap is larger than its interval starts, while
+  the session is young, where the newest summary's range does not show,
+  and the caller knows the overlap.
 
 Only events no reader can miss go: ADK builds the same prompts and the same
-summaries from what is left (tests/client/test_adk_compacted_reads.py), so
-long as a sliding window's overlap is not larger than its interval.
+summaries from what is left (tests/client/test_adk_compacted_reads.py).
 """
 
 import bisect
@@ -43,13 +46,14 @@ class CompactedEvents:
     bytes_left_out: int
 
 
-def compacted(events_json: str) -> CompactedEvents:
+def compacted(events_json: str, keep_invocations: int = 0) -> CompactedEvents:
     """The events of a session read (texts joined by commas) as ADK's prompt
-    builder and compactors need them."""
+    builder and compactors need them, the newest `keep_invocations`
+    invocations a summary covers kept whole."""
     if not events_json:
         return CompactedEvents(events_json, 0, 0)
     events = adk_events.split_events(events_json)
-    going = left_out([event.document for event in events])
+    going = left_out([event.document for event in events], keep_invocations)
     if not going:
         return CompactedEvents(events_json, 0, 0)
     kept = ",".join(event.text for index, event in enumerate(events) if index not in going)
@@ -57,7 +61,7 @@ def compacted(events_json: str) -> CompactedEvents:
     return CompactedEvents(kept, len(going), saved)
 
 
-def left_out(documents: Sequence[Document]) -> set[int]:
+def left_out(documents: Sequence[Document], keep_invocations: int = 0) -> set[int]:
     """The indexes of the events a compacted read leaves out."""
     events = [adk_events.facts(document) for document in documents]
     first_of: dict[str, int] = {}
@@ -76,6 +80,7 @@ def left_out(documents: Sequence[Document]) -> set[int]:
         return set()
     coverage = _Coverage(events, ranges)
     kept_from = _reread_from(events, summaries, ranges)
+    kept_after = _newest_covered_invocations_from(events, live, summaries, keep_invocations)
     # Where ADK's rewind skips back to: the first event of each invocation a marker names.
     named = {
         first_of[event.rewind_target]
@@ -87,6 +92,7 @@ def left_out(documents: Sequence[Document]) -> set[int]:
         for index, event in enumerate(events)
         if not (event.is_compaction or event.acts or event.scoped)
         and event.timestamp < kept_from
+        and index < kept_after
         and index not in named
         and coverage.covers(event)
     }
@@ -165,6 +171,39 @@ def _reread_from(
         # Events at the previous end are covered by it; the first after it stays.
         return math.nextafter(ranges[before[-1]][1], math.inf)
     return start
+
+
+def _newest_covered_invocations_from(
+    events: Sequence[Facts], live: set[int], summaries: list[int], count: int
+) -> int:
+    """The index from which every event stays so that the newest `count`
+    invocations the newest summary reaches are whole: where ADK's sliding
+    window starts its next summary when `count` is its overlap. As that
+    compactor counts them: the invocations of live events that are not
+    summaries, in order of first appearance, those whose last event is no
+    later than the newest summary's end; the window runs from the first
+    event of the earliest one counted."""
+    if count <= 0:
+        return len(events)
+    newest = next((index for index in reversed(summaries) if events[index].compaction_end), None)
+    if newest is None:
+        return len(events)
+    end = events[newest].compaction_end
+    assert end is not None
+    first_index: dict[str, int] = {}
+    last_moment: dict[str, float] = {}
+    for index in sorted(live):
+        event = events[index]
+        if event.invocation is None or event.is_compaction:
+            continue
+        first_index.setdefault(event.invocation, index)
+        last_moment[event.invocation] = max(
+            last_moment.get(event.invocation, -math.inf), event.timestamp
+        )
+    reached = [invocation for invocation in first_index if last_moment[invocation] <= end]
+    if not reached:
+        return len(events)
+    return first_index[reached[max(0, len(reached) - count)]]
 
 
 def _calls_kept_for_answers(documents: Sequence[Document], going: set[int]) -> set[int]:

@@ -38,6 +38,8 @@ from .schemas import (
 from .service import SessionService
 
 router = APIRouter(tags=["sessions"])
+# keepInvocations' bound: more than any sliding window's overlap.
+MAX_KEPT_INVOCATIONS = 10_000
 
 
 def service_of(request: Request) -> SessionService:
@@ -377,6 +379,17 @@ async def get_session(
             "was left out (docs/api.md, Compacted reads).",
         ),
     ] = False,
+    keep_invocations: Annotated[
+        int,
+        Query(
+            alias="keepInvocations",
+            ge=0,
+            le=MAX_KEPT_INVOCATIONS,
+            description="With compacted=true: the newest n invocations a compaction covers "
+            "stay whole. Set it to a sliding window's overlap_size when that is larger than "
+            "its compaction_interval (docs/api.md, Compacted reads).",
+        ),
+    ] = 0,
 ) -> Response:
     key = SessionKey(app_name, user_id, session_id)
     session = await service_of(request).get_session(
@@ -384,7 +397,7 @@ async def get_session(
     )
     if not compacted:
         return rendering.session_response(session)
-    kept = compaction.compacted(session.events_json or "")
+    kept = compaction.compacted(session.events_json or "", keep_invocations)
     return rendering.compacted_session_response(
         replace(session, events_json=kept.events_json), kept.left_out, kept.bytes_left_out
     )

@@ -228,14 +228,23 @@ class AsyncSessionStateClient:
         num_recent_events: int | None = None,
         after_timestamp: float | None = None,
         compacted: bool = False,
+        keep_invocations: int = 0,
     ) -> Session:
         """The session with its events and merged state; NotFoundError if
         missing. `compacted`: the events as ADK's prompt builder uses them
         once compaction has summarised some (those a summary covers left
-        out; `events_left_out` and `bytes_left_out` say how many)."""
+        out; `events_left_out` and `bytes_left_out` say how many), with the
+        newest `keep_invocations` invocations a summary covers kept whole
+        (a sliding window's overlap_size, when larger than its interval)."""
         return await self._send(
             _requests.get_session(
-                app_name, user_id, session_id, num_recent_events, after_timestamp, compacted
+                app_name,
+                user_id,
+                session_id,
+                num_recent_events,
+                after_timestamp,
+                compacted,
+                keep_invocations,
             )
         )
 

@@ -269,11 +269,13 @@ def get_session(
     num_recent_events: int | None,
     after_timestamp: float | None,
     compacted: bool = False,
+    keep_invocations: int = 0,
 ) -> Call[Session]:
     params = _params(
         numRecentEvents=num_recent_events,
         afterTimestamp=after_timestamp,
         compacted="true" if compacted else None,
+        keepInvocations=keep_invocations if compacted and keep_invocations else None,
     )
     session = _session_path(app_name, user_id, session_id)
     parse = _compacted_session if compacted else _session

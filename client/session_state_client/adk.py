@@ -213,19 +213,26 @@ def _refuses_identifiers(error: _exceptions.ValidationError, *, in_body: bool = 
 
 class HttpSessionService(_ServerClient, BaseSessionService):
     """ADK's BaseSessionService over HTTP (constructor: `_ServerClient`'s
-    arguments, and `compacted_reads`)."""
+    arguments, `compacted_reads` and `compaction_overlap`)."""
 
-    def __init__(self, *, compacted_reads: bool = False, **options: Any) -> None:
+    def __init__(
+        self, *, compacted_reads: bool = False, compaction_overlap: int = 0, **options: Any
+    ) -> None:
         """`compacted_reads`: sessions are read as ADK's prompt builder uses
         them once `EventsCompactionConfig` has summarised some of their
         events: those a summary covers are left out (the server's
         `compacted=true`), and a Runner builds the same model requests from
         what is left. Off by default: `session.events` is then every event.
-        Keep it off for a sliding window whose overlap_size is larger than its
-        compaction_interval; `rewind_session` reaches invocations a compacted
-        read no longer shows, which Runner.rewind_async cannot find."""
+        `compaction_overlap`: the app's sliding-window `overlap_size`, needed
+        when it is larger than its `compaction_interval` (the reads then keep
+        that many covered invocations whole, for the next summary to re-read).
+        `rewind_session` reaches invocations a compacted read no longer
+        shows, which Runner.rewind_async cannot find."""
         super().__init__(**options)
+        if compaction_overlap < 0:
+            raise ValueError("compaction_overlap must be 0 or more")
         self.compacted_reads = compacted_reads
+        self.compaction_overlap = compaction_overlap
 
     async def create_session(
         self,
@@ -270,6 +277,7 @@ class HttpSessionService(_ServerClient, BaseSessionService):
                 num_recent_events=config.num_recent_events if config else None,
                 after_timestamp=config.after_timestamp if config else None,
                 compacted=self.compacted_reads,
+                keep_invocations=self.compaction_overlap,
             )
         except _exceptions.NotFoundError:
             return None

@@ -41,6 +41,9 @@ CONFIGS = {
     "window overlapping its interval": lambda: EventsCompactionConfig(
         compaction_interval=2, overlap_size=2
     ),
+    "window overlapping more than its interval": lambda: EventsCompactionConfig(
+        compaction_interval=2, overlap_size=3
+    ),
     "token threshold": lambda: EventsCompactionConfig(token_threshold=200, event_retention_size=2),
 }
 
@@ -65,7 +68,10 @@ async def test_compacted_reads_give_the_model_the_same_requests(backend, kind, r
     server = request.getfixturevalue(f"{backend}_server")
     reference, _ = await _requests(InMemorySessionService(), CONFIGS[kind]())
     whole_reads = HttpSessionService(base_url=server.base_url)
-    compacted_reads = HttpSessionService(base_url=server.base_url, compacted_reads=True)
+    config = CONFIGS[kind]()
+    compacted_reads = HttpSessionService(
+        base_url=server.base_url, compacted_reads=True, compaction_overlap=config.overlap_size or 0
+    )
     try:
         whole, _ = await _requests(whole_reads, CONFIGS[kind]())
         compacted, session = await _requests(compacted_reads, CONFIGS[kind]())
