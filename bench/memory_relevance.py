@@ -19,6 +19,11 @@ before each part's, so the first pass and the rule work among many.
 
     python -m bench.memory_relevance --before <checkout> --filler 10000
     python -m bench.memory_relevance --quick    # HEAD as the checkout before
+    python -m bench.memory_relevance --parts tuning \
+        --setting SESSION_STATE_MEMORY_RELEVANCE_MARGIN=-0.04   # a candidate
+
+`--parts tuning` leaves the held-out part out (while choosing a setting);
+`--setting NAME=VALUE` starts every server with it.
 
 Prints the figures and writes bench/results/<name>.json (default
 memory_relevance). The held-out part is never used to choose a constant
@@ -70,11 +75,14 @@ def filler_texts(count: int) -> list[str]:
 
 
 @contextlib.contextmanager
-def started(source: Path, backend: str) -> Iterator[ServerProcess]:
-    """`session-state serve` of the checkout at `source` on a fresh database."""
+def started(
+    source: Path, backend: str, settings: dict[str, str] | None = None
+) -> Iterator[ServerProcess]:
+    """`session-state serve` of the checkout at `source` on a fresh database,
+    with `settings` (SESSION_STATE_* names) in its environment."""
     with tempfile.TemporaryDirectory() as folder:
         packages = importable_checkout(source, Path(folder))
-        env = {"PYTHONPATH": f"{packages}{os.pathsep}{source}"}
+        env = {**(settings or {}), "PYTHONPATH": f"{packages}{os.pathsep}{source}"}
         database = (
             f"{os.environ.get('BENCH_DATABASE_PREFIX', 'bench')}_relevance_{uuid.uuid4().hex[:8]}"
         )
@@ -250,18 +258,32 @@ def main(argv: list[str] | None = None) -> int:
         "--quick", action="store_true", help="without --before, this repository's HEAD as before"
     )
     parser.add_argument("--backends", default="sqlite,postgresql")
+    parser.add_argument(
+        "--parts",
+        default=",".join(part.name for part in PARTS),
+        help="the labelled set's parts measured (tuning: while choosing a setting)",
+    )
+    parser.add_argument(
+        "--setting",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a SESSION_STATE_* setting every server starts with",
+    )
     arguments = parser.parse_args(argv)
+    parts = [part for part in PARTS if part.name in arguments.parts.split(",")]
+    settings = dict(setting.split("=", 1) for setting in arguments.setting)
     filler = filler_texts(arguments.filler)
     # wordllama's import configures logging (INFO): not every request's line.
     logging.getLogger("httpx").setLevel(logging.WARNING)
-    report: dict[str, Any] = {"filler": arguments.filler, "parts": {}}
+    report: dict[str, Any] = {"filler": arguments.filler, "settings": settings, "parts": {}}
     with contextlib.ExitStack() as stack:
         if arguments.quick and arguments.before is None:
             from bench.run import head_checkout
 
             arguments.before = stack.enter_context(head_checkout())
         checkouts = {"after": ROOT} | ({"before": arguments.before} if arguments.before else {})
-        for part in PARTS:
+        for part in parts:
             figures: dict[str, Figures] = {
                 f"model: {step}": found for step, found in model_figures(part, filler).items()
             }
@@ -269,8 +291,8 @@ def main(argv: list[str] | None = None) -> int:
             report["parts"][part.name] = figures
         for label, source in checkouts.items():
             for backend in filter(None, arguments.backends.split(",")):
-                with started(source, backend) as server:
-                    for part in PARTS:
+                with started(source, backend, settings) as server:
+                    for part in parts:
                         for route, found in asyncio.run(
                             service_figures(server, part, filler)
                         ).items():
@@ -288,7 +310,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _print(report: dict[str, Any]) -> None:
-    print(f"filler memories per user: {report['filler']}")
+    settings = report["settings"] or "default"
+    print(f"filler memories per user: {report['filler']}, settings: {settings}")
     for part, figures in report["parts"].items():
         print(f"\n{part} part")
         for name, found in figures.items():

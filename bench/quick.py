@@ -45,6 +45,7 @@ BENCHMARKS: dict[str, tuple[str, ...]] = {
     "labels": ("--quick",),
     "memory_search": ("--quick",),  # against HEAD
     "memory_relevance": ("--quick",),  # against HEAD
+    "relevance_candidates": ("--quick",),  # the labelled set's tuning part only
     "streams": ("--quick",),
     "replica_reads": ("--quick",),
     "failover": ("--quick",),
