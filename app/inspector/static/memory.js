@@ -1,0 +1,74 @@
+// A user's memory: a search box (keyword, meaning or both) and its results,
+// best first. The API has no listing of every memory, only search.
+
+import { get, userPath } from "./api.js";
+import { el, json } from "./dom.js";
+import { href } from "./router.js";
+
+const MODES = [
+  ["hybrid", "both (keywords and meaning)"],
+  ["keyword", "keywords"],
+  ["semantic", "meaning"],
+];
+
+function textOf(memory) {
+  return (memory?.content?.parts ?? [])
+    .map((part) => (typeof part?.text === "string" ? part.text : json(part, 0)))
+    .join("\n");
+}
+
+export async function memoryView(main, route) {
+  const { app, user, query } = route;
+  const mode = query.mode ?? "hybrid";
+  const input = el("input", { name: "q", value: query.q ?? "", placeholder: "a question", "aria-label": "Search memory", dataset: { search: "" } });
+  const select = el("select", { name: "mode", "aria-label": "Search mode" }, MODES.map(([value, label]) => el("option", { value, text: label, selected: value === mode })));
+  const form = el("form", { class: "inline" }, input, select, el("button", { type: "submit", class: "primary", text: "Search" }));
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    location.hash = href({ app, user, memory: true, query: { q: input.value, mode: select.value } });
+  });
+  main.append(
+    el("h1", {}, "Memory of ", el("code", { text: user }), " in ", el("code", { text: app })),
+    el("p", { class: "muted", text: "The API finds memories by search only: ask a question to see what an agent's memory tool would get." }),
+    form,
+  );
+  if (!query.q) {
+    input.focus();
+    return null;
+  }
+  const found = await get(`${userPath(app, user)}/memory`, { query: query.q, mode, limit: 50 });
+  const memories = found.memories ?? [];
+  const modeLabel = MODES.find(([value]) => value === mode)?.[1] ?? mode;
+  main.append(
+    el("p", { class: "muted", text: `${memories.length} found by ${modeLabel}, best first.` }),
+    el(
+      "ol",
+      { class: "memories" },
+      memories.map((memory, index) => {
+        const metadata = memory.customMetadata ?? {};
+        const sessionId = metadata.sessionId;
+        // Fields a search result may carry about its match; shown when present.
+        const matched = memory.mode ?? memory.matchedBy ?? metadata.mode ?? null;
+        const score = memory.score ?? metadata.score ?? null;
+        return el(
+          "li",
+          { class: "memory", dataset: { memoryId: memory.id ?? "" } },
+          el(
+            "div",
+            { class: "memory-head" },
+            el("span", { class: "rank", text: `#${index + 1}` }),
+            el("span", { class: "chip mode", text: matched ?? modeLabel }),
+            score !== null ? el("span", { class: "chip score", text: `score ${Number(score).toFixed(3)}` }) : null,
+            el("span", { class: "author", text: memory.author ?? "" }),
+            el("span", { class: "time", text: memory.timestamp ?? "" }),
+            sessionId ? el("a", { href: href({ app, user, session: sessionId }), text: `session ${sessionId}` }) : null,
+          ),
+          el("pre", { class: "text", text: textOf(memory) }),
+          el("details", { class: "raw" }, el("summary", { text: "Raw JSON" }), el("pre", { text: json(memory) })),
+        );
+      }),
+    ),
+  );
+  return null;
+}
+
