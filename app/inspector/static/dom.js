@@ -1,5 +1,5 @@
 // DOM building that cannot run what it shows: every text goes in as a text
-// node (never innerHTML), and attributes are set one by one by name.
+// node (never parsed as HTML), and attributes are set one by one by name.
 
 export function el(tag, props = {}, ...children) {
   const node = document.createElement(tag);
