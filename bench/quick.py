@@ -46,6 +46,7 @@ BENCHMARKS: dict[str, tuple[str, ...]] = {
     "memory_search": ("--quick",),  # against HEAD
     "memory_relevance": ("--quick",),  # against HEAD
     "streams": ("--quick",),
+    "inspector_open": ("--quick",),  # Debian's chromium
     "replica_reads": ("--quick",),
     "failover": ("--quick",),
 }
@@ -58,6 +59,7 @@ HELPERS = {
     "quick": "this runner",
     "report": "bench.run's table and chart",
     "seed": "bulk seeding with SQL",
+    "inspector_screenshots": "docs/images/inspector-*.png, taken for the docs",
     "targets": "bench.run's targets",
 }
 # Output lines shown under a benchmark's summary line.
