@@ -183,7 +183,7 @@ export async function sessionView(main, route, context) {
         events.push(...kept);
         for (const removedId of gone) known.delete(removedId);
         states.reset(events);
-        timeline.setEvents(events);
+        timeline.setEvents(events, { replaced: true });
         timeline.select(Math.min(timeline.selected, events.length - 1));
         refresh();
       } else if (message.event === "deleted") {

@@ -7,7 +7,7 @@ import { clear, el, preview, shortTime } from "./dom.js";
 import { deltaOf } from "./state.js";
 
 const ROW = 30; // px; style.css gives .row the same height
-const MARGIN = 20;
+const MARGIN = 10;
 
 export function summaryOf(event) {
   const parts = event?.content?.parts ?? [];
@@ -37,6 +37,7 @@ export class Timeline {
     this.selected = -1;
     this.fresh = new Set();
     this.onSelect = onSelect;
+    this.drawn = new Map(); // index -> its row, for the rows in the DOM
     this.spacer = el("div", { class: "spacer" });
     this.node = el(
       "div",
@@ -52,22 +53,44 @@ export class Timeline {
     new ResizeObserver(() => this.draw()).observe(this.node);
   }
 
-  setEvents(events) {
+  // `replaced`: events before the end changed (a removal), so every row
+  // drawn is drawn again; appends only add rows.
+  setEvents(events, { replaced = false } = {}) {
     this.events = events;
+    if (replaced) this.forget();
     this.spacer.style.height = `${events.length * ROW}px`;
     this.draw();
+  }
+
+  forget() {
+    this.drawn.clear();
+    clear(this.spacer);
   }
 
   atEnd() {
     return this.node.scrollTop + this.node.clientHeight >= this.spacer.offsetHeight - ROW * 2;
   }
 
+  // The rows in view (and a margin) are in the DOM; rows scrolled out are
+  // removed, rows scrolled in are made: a scroll costs the rows it reveals.
   draw() {
     const first = Math.max(0, Math.floor(this.node.scrollTop / ROW) - MARGIN);
     const last = Math.min(this.events.length, Math.ceil((this.node.scrollTop + this.node.clientHeight) / ROW) + MARGIN);
-    const rows = [];
-    for (let index = first; index < last; index++) rows.push(this.row(index));
-    clear(this.spacer).append(...rows);
+    for (const [index, row] of this.drawn) {
+      if (index < first || index >= last) {
+        row.remove();
+        this.drawn.delete(index);
+      }
+    }
+    const made = [];
+    for (let index = first; index < last; index++) {
+      if (!this.drawn.has(index)) {
+        const row = this.row(index);
+        this.drawn.set(index, row);
+        made.push(row);
+      }
+    }
+    this.spacer.append(...made);
   }
 
   row(index) {
@@ -98,11 +121,20 @@ export class Timeline {
 
   select(index, { scroll = true } = {}) {
     if (!this.events.length) return;
+    this.mark(this.selected, false);
     this.selected = Math.max(0, Math.min(this.events.length - 1, index));
+    this.mark(this.selected, true);
     if (scroll) this.scrollTo(this.selected);
     this.draw();
     this.node.setAttribute("aria-activedescendant", `event-row-${this.selected}`);
     this.onSelect(this.selected);
+  }
+
+  mark(index, selected) {
+    const row = this.drawn.get(index);
+    if (!row) return;
+    row.classList.toggle("selected", selected);
+    row.setAttribute("aria-selected", selected ? "true" : "false");
   }
 
   scrollTo(index) {
