@@ -315,3 +315,55 @@ def test_a_session_is_readable_at_phone_width(phone_page, sqlite_server):
     phone_page.locator(".detail h2", has_text="Event 3 of 3").wait_for(timeout=WAIT_MS)
     # Nothing wider than the screen: no sideways scrolling.
     assert phone_page.evaluate("document.documentElement.scrollWidth") <= 390
+
+
+def test_the_session_list_filters_by_label_and_shows_a_state_key_as_title(page, sqlite_server):
+    base = sqlite_server.base_url
+    app, user = _unique("list"), "ed"
+    sessions = f"{base}/apps/{app}/users/{user}/sessions"
+    with httpx.Client(timeout=30) as http:
+        for name, labels in [("a", {"env": "prod"}), ("b", {"env": "dev"}), ("c", {"env": "prod"})]:
+            body = {"sessionId": name, "state": {"title": f"title of {name}"}, "labels": labels}
+            assert http.post(sessions, json=body).status_code == 201
+    page.goto(f"{base}/ui/#/apps/{app}/users/{user}")
+    page.locator("table.list tr[data-session=a]").wait_for(timeout=WAIT_MS)
+    assert page.eval_on_selector_all(
+        "tr[data-session]", "rows => rows.map(r => r.dataset.session)"
+    ) == [
+        "c",
+        "b",
+        "a",
+    ]  # newest first
+    page.locator("input[name=label]").fill("env:prod")
+    page.locator("input[name=title]").fill("title")
+    page.get_by_role("button", name="Apply").click()
+    page.locator("td.title", has_text="title of c").wait_for(timeout=WAIT_MS)
+    shown = page.eval_on_selector_all(
+        "tr[data-session]", "rows => rows.map(r => r.dataset.session)"
+    )
+    assert shown == ["c", "a"]
+    assert "label=env%3Aprod" in page.url  # the filter is in the link
+
+
+def test_the_page_reconnects_by_itself_after_the_server_restarts(browser, tmp_path):
+    server = ServerProcess(f"sqlite+aiosqlite:///{tmp_path / 'restart.db'}").start()
+    context = browser.new_context()
+    try:
+        page = context.new_page()
+        page.goto(_seed(server.base_url, "again", "fay", "s1"))
+        page.locator("#live[data-status=live]").wait_for(timeout=WAIT_MS)
+        server.stop()
+        page.locator("#live[data-status=reconnecting]").wait_for(timeout=WAIT_MS)
+        server.start()
+        page.locator("#live[data-status=live]").wait_for(timeout=60_000)
+        with httpx.Client(timeout=30) as http:
+            answer = http.post(
+                f"{server.base_url}/apps/again/users/fay/sessions/s1/events",
+                json={"author": "planner", "content": {"parts": [{"text": "after the restart"}]}},
+            )
+            assert answer.status_code == 201
+        page.locator(".row", has_text="after the restart").wait_for(timeout=WAIT_MS)
+        assert page.locator(".row").count() == 4  # none twice
+    finally:
+        context.close()
+        server.stop()
