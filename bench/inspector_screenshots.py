@@ -2,13 +2,16 @@
 README show them): `session-state serve` on a fresh SQLite file, a small
 made-up travel agent's data (sessions with labels and a title key, events
 with tool calls and state across the scopes, memories, a LangGraph thread),
-and Debian's headless Chromium at 1280 x 800.
+and Debian's headless Chromium at 1280 x 800. Each PNG is reduced to 64
+colours (Pillow, which matplotlib of the bench extra brings): a page of flat
+colours loses nothing visible, and the four weigh about 100 KiB, not 300.
 
     python -m bench.inspector_screenshots [--into docs/images]
 """
 
 import argparse
 import base64
+import io
 import json
 import tempfile
 from pathlib import Path
@@ -138,6 +141,14 @@ def seed(base: str) -> None:
         http.post(f"{thread}/cp-3/writes?checkpointNs=", json={"writes": writes})
 
 
+def small(png: bytes, path: Path) -> None:
+    from PIL import Image
+
+    image = Image.open(io.BytesIO(png)).convert("RGB")
+    reduced = image.quantize(colors=64, method=Image.Quantize.FASTOCTREE, dither=Image.Dither.NONE)
+    reduced.save(path, "PNG", optimize=True)
+
+
 def shoot(base: str, into: Path) -> list[Path]:
     from playwright.sync_api import sync_playwright
 
@@ -163,7 +174,7 @@ def shoot(base: str, into: Path) -> list[Path]:
                 page.locator("article.checkpoint summary", has_text="messages").first.click()
             page.wait_for_timeout(300)
             path = into / name
-            page.screenshot(path=str(path))
+            small(page.screenshot(), path)
             written.append(path)
         browser.close()
     return written
