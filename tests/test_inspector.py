@@ -344,6 +344,19 @@ def test_the_session_list_filters_by_label_and_shows_a_state_key_as_title(page, 
     assert shown == ["c", "a"]
     assert "label=env%3Aprod" in page.url  # the filter is in the link
 
+    # A session with a chosen id, initial state and labels.
+    page.get_by_role("button", name="New session…").click()
+    dialog = page.locator("dialog.confirm")
+    dialog.locator("input[name=sessionId]").fill("made")
+    dialog.locator("textarea[name=state]").fill('{"title": "made here", "user:tz": "UTC"}')
+    dialog.locator("textarea[name=labels]").fill("env:prod")
+    dialog.get_by_role("button", name="Create").click()
+    page.locator("h1", has_text="made").wait_for(timeout=WAIT_MS)
+    with httpx.Client(timeout=30) as http:
+        made = http.get(f"{sessions}/made").json()
+    assert made["state"] == {"title": "made here", "user:tz": "UTC"}
+    assert made["labels"] == {"env": "prod"}
+
 
 def test_the_page_reconnects_by_itself_after_the_server_restarts(browser, tmp_path):
     server = ServerProcess(f"sqlite+aiosqlite:///{tmp_path / 'restart.db'}").start()

@@ -2,8 +2,8 @@
 // counts; the sessions list filters by label and update time, shows a chosen
 // state key as a title, and follows the user's live stream.
 
-import { get, seg, userPath } from "./api.js";
-import { clear, el, formatTime, preview } from "./dom.js";
+import { get, request, seg, userPath } from "./api.js";
+import { clear, confirmDialog, el, formatTime, preview } from "./dom.js";
 import { href } from "./router.js";
 import { follow } from "./sse.js";
 
@@ -164,9 +164,10 @@ export async function sessionsView(main, route, context) {
       ),
   });
   await table.next();
+  const create = el("button", { type: "button", text: "New session…", onclick: () => newSession(app, user, context) });
   main.append(
     el("h1", {}, "Sessions of ", el("code", { text: user }), " in ", el("code", { text: app })),
-    el("p", {}, el("a", { href: href({ app, user, memory: true }), text: "Memory of this user →" })),
+    el("p", { class: "buttons" }, el("a", { href: href({ app, user, memory: true }), text: "Memory of this user →" }), create),
     open.form,
     filters,
     table.node,
@@ -204,4 +205,47 @@ export async function sessionsView(main, route, context) {
 
 export function labelChips(labels) {
   return Object.entries(labels ?? {}).map(([key, value]) => el("span", { class: "chip", text: value === "" ? key : `${key}:${value}` }));
+}
+
+// `key:value` (or `key=value`) a line or by commas, as the labels dialog takes them.
+export function parseLabels(text) {
+  const labels = {};
+  for (const line of text.split(/[\n,]+/)) {
+    const item = line.trim();
+    if (!item) continue;
+    const [key, ...rest] = item.split(/[:=]/);
+    labels[key.trim()] = rest.join(":").trim();
+  }
+  return labels;
+}
+
+// A session with a chosen id, initial state and labels (POST .../sessions),
+// for trying an agent from a known state.
+async function newSession(app, user, context) {
+  const values = await confirmDialog({
+    title: "New session",
+    message: `A session of ${user} in ${app}.`,
+    fields: [
+      { name: "sessionId", label: "Session id (empty: a new uuid)", placeholder: "optional" },
+      { name: "state", label: "Initial state (a JSON object)", value: "{}", multiline: true },
+      { name: "labels", label: "Labels (key:value a line)", value: "", multiline: true },
+    ],
+    confirm: "Create",
+  });
+  if (!values) return;
+  let state;
+  try {
+    state = JSON.parse(values.state || "{}");
+  } catch (error) {
+    context.showError(new Error(`The initial state is not JSON: ${error.message}`));
+    return;
+  }
+  const body = { state, labels: parseLabels(values.labels) };
+  if (values.sessionId.trim()) body.sessionId = values.sessionId.trim();
+  try {
+    const made = await request(`${userPath(app, user)}/sessions`, { method: "POST", body });
+    location.hash = href({ app, user, session: made.data.id });
+  } catch (error) {
+    context.showError(error);
+  }
 }

@@ -4,7 +4,7 @@
 // labels) behind a confirmation, each a call to the public API.
 
 import { request, sessionPath } from "./api.js";
-import { labelChips } from "./browse.js";
+import { labelChips, parseLabels } from "./browse.js";
 import { clear, confirmDialog, el, formatTime, json } from "./dom.js";
 import { eventDetail } from "./event_detail.js";
 import { href } from "./router.js";
@@ -13,17 +13,6 @@ import { StateTimeline } from "./state.js";
 import { Timeline } from "./timeline.js";
 
 const EVENTS_PAGE = 1000;
-
-function parseLabels(text) {
-  const labels = {};
-  for (const line of text.split(/[\n,]+/)) {
-    const item = line.trim();
-    if (!item) continue;
-    const [key, ...rest] = item.split(/[:=]/);
-    labels[key.trim()] = rest.join(":").trim();
-  }
-  return labels;
-}
 
 export async function sessionView(main, route, context) {
   const { app, user, session: id } = route;

@@ -99,6 +99,10 @@ export class Timeline {
     const classes = ["row"];
     if (index === this.selected) classes.push("selected");
     if (this.fresh.has(event.id)) classes.push("new");
+    // A line above the first event of each invocation: a turn reads as one block.
+    const invocation = event.invocationId ?? event.invocation_id;
+    const previous = this.events[index - 1];
+    if (index > 0 && invocation !== (previous?.invocationId ?? previous?.invocation_id)) classes.push("turn");
     const row = el(
       "div",
       {
@@ -112,6 +116,7 @@ export class Timeline {
       el("span", { class: "time", text: shortTime(event.timestamp) }),
       el("span", { class: `author ${event.author === "user" ? "user" : "agent"}`, text: event.author ?? "" }),
       el("span", { class: "summary", text: summaryOf(event) }),
+      el("span", { class: "invocation", title: "invocation", text: invocation ?? "" }),
       deltaKeys ? el("span", { class: "badge", title: "state keys changed", text: `Δ${deltaKeys}` }) : null,
     );
     // Through the CSSOM: the page's CSP refuses style attributes.
