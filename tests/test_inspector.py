@@ -194,6 +194,7 @@ def test_hostile_text_is_shown_as_text_and_never_run(page, sqlite_server):
 
     route = f"#/apps/{app}/users/{quote(user, safe='')}"
     views = [
+        f"#/apps/{app}",  # the user id, in the users and the latest sessions
         f"{route}?title=title",
         f"{route}/sessions/{quote(session, safe='')}",
         f"{route}/memory?q=hostile&mode=keyword",

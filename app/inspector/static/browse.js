@@ -96,12 +96,32 @@ export async function usersView(main, route) {
         el("td", {}, el("a", { href: href({ app, user: user.userId, memory: true }), text: "memory" })),
       ),
   });
-  await table.next();
+  // The app's latest sessions, whoever their user: where a fresh failure is.
+  const latest = pagedTable({
+    columns: ["session", "user", "last update", "labels"],
+    empty: "No session yet.",
+    load: async (pageToken) => {
+      const data = await get(`/apps/${seg(app)}/sessions`, { order: "desc", pageSize: 20, pageToken, includeState: "false" });
+      return { items: data.sessions, nextPageToken: data.nextPageToken };
+    },
+    row: (session) =>
+      el(
+        "tr",
+        { dataset: { session: session.id } },
+        el("td", {}, el("a", { href: href({ app, user: session.userId, session: session.id }), text: session.id })),
+        el("td", {}, el("a", { href: href({ app, user: session.userId }), text: session.userId })),
+        el("td", { text: formatTime(session.lastUpdateTime) }),
+        el("td", {}, labelChips(session.labels)),
+      ),
+  });
+  await Promise.all([table.next(), latest.next()]);
   main.append(
     el("h1", {}, "Users of ", el("code", { text: app })),
     el("p", {}, el("a", { href: href({ app, thread: "" }), text: "LangGraph threads of this app →" })),
     open.form,
     table.node,
+    el("h2", { class: "spaced", text: "Latest sessions, every user" }),
+    latest.node,
   );
   return null;
 }
