@@ -176,6 +176,13 @@ def shoot(base: str, into: Path) -> list[Path]:
             path = into / name
             small(page.screenshot(), path)
             written.append(path)
+        # The same session at phone width: one column, the event below.
+        phone = browser.new_page(viewport={"width": 390, "height": 844}, is_mobile=True)
+        phone.goto(f"{route}/sessions/trip-porto")
+        phone.locator(".detail h2").wait_for(timeout=60_000)
+        path = into / "inspector-phone.png"
+        small(phone.screenshot(), path)
+        written.append(path)
         browser.close()
     return written
 
