@@ -58,7 +58,12 @@ def _seed(base_url: str, app: str, user: str, session: str, headers=None) -> str
     path = f"{base_url}/apps/{app}/users/{user}/sessions"
     with httpx.Client(timeout=30, headers=headers) as http:
         created = http.post(
-            path, json={"sessionId": session, "state": {"title": "draft"}, "labels": {"env": "dev"}}
+            path,
+            json={
+                "sessionId": session,
+                "state": {"title": "draft", "origin": "web"},
+                "labels": {"env": "dev"},
+            },
         )
         assert created.status_code == 201, created.text
         events = [
@@ -125,6 +130,10 @@ def test_the_state_at_a_chosen_event_is_replayed_by_scope(page, server):
     assert delta["user:home"][0] == "changed"
     assert delta["title"][0] == "removed"
     assert "event=e3" in page.url  # the link names the event shown
+    # What no event carries is told apart: a key given at create.
+    current = page.locator("details.current")
+    assert "1 not from these events" in current.locator("summary").inner_text()
+    assert current.locator("table.outside tr[data-key=origin]").count() == 1
     # Function calls are collapsed, the raw JSON is on demand.
     page.keyboard.press("ArrowUp")
     call = page.locator(".detail details.call")

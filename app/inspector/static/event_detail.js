@@ -110,7 +110,7 @@ export function eventDetail(event, index, total, timeline, actions) {
       "section",
       { class: "merged-section" },
       el("h3", { text: "State as of this event" }),
-      el("p", { class: "muted", text: "Replayed from the events' deltas: a state set at create or by PATCH is not in events." }),
+      el("p", { class: "muted", text: "Replayed from the events' deltas: the state given at create is not in events." }),
       mergedState(after, changes),
     ),
     el("details", { class: "raw" }, el("summary", { text: "Raw JSON" }), el("pre", { text: json(event) })),

@@ -113,9 +113,28 @@ export async function sessionView(main, route, context) {
         el("a", { href: href({ app, user, memory: true }), text: "Memory" }),
       ),
     );
+    // Keys whose value now is not what this session's events left: given at
+    // create, or (app:, user:) written by another session.
+    const now = session.state ?? {};
+    const replayed = events.length ? states.stateAt(events.length - 1) : {};
+    const outside = Object.keys(now)
+      .filter((key) => JSON.stringify(now[key]) !== JSON.stringify(replayed[key]))
+      .sort();
     clear(current).append(
-      el("summary", { text: "Current state (as the API has it now)" }),
-      el("pre", { text: json(session.state ?? {}) }),
+      el("summary", {
+        text: `Current state (as the API has it now)${outside.length ? `: ${outside.length} not from these events` : ""}`,
+      }),
+      outside.length
+        ? el(
+            "table",
+            { class: "state outside" },
+            el("thead", {}, el("tr", {}, el("th", { text: "key" }), el("th", { text: "now" }), el("th", { text: "after the last event" }))),
+            el("tbody", {}, outside.map((key) =>
+              el("tr", { dataset: { key } }, el("th", { scope: "row", text: key }), el("td", {}, el("code", { text: json(now[key], 0) })), el("td", {}, el("code", { text: key in replayed ? json(replayed[key], 0) : "—" }))),
+            )),
+          )
+        : null,
+      el("pre", { text: json(now) }),
     );
   }
 

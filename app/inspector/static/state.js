@@ -1,8 +1,9 @@
 // The state as of each event, replayed in the browser from the events' own
 // `actions.stateDelta`: the API keeps only the current state, and each event
-// carries what it changed. What no event carries is not replayed: a state
-// given at create, a PATCH's stateDelta, and app:/user: keys written by other
-// sessions (docs/inspector.md, "State over time").
+// carries what it changed (a PATCH's stateDelta is stored as an event too).
+// What no event carries is not replayed: the state given at create, and
+// app:/user: keys written by other sessions (docs/inspector.md, "State over
+// time").
 
 export const SCOPES = ["app", "user", "session"];
 const SNAPSHOT_EVERY = 256;
