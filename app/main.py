@@ -27,6 +27,7 @@ from .http.encoded_paths import EncodedPathMiddleware
 from .http.middleware import RequestContextMiddleware
 from .http.openapi_layout import laid_out
 from .http.problems import install_problem_handlers
+from .inspector import routes as inspector
 from .langgraph.checkpoints import routes as threads
 from .langgraph.checkpoints.service import CheckpointService
 from .langgraph.store import routes as store
@@ -180,6 +181,8 @@ def create_app(
     app.include_router(erasure.router)
     app.include_router(health.router)
     app.include_router(operations.router)
+    if settings.ui == "on":
+        app.include_router(inspector.router)
     # The last added middleware is the outermost: request context wraps all,
     # the fast paths (three appends, the read) are innermost (after keys and
     # the body limit); from the API keys in, /apps/ paths are as sent, still

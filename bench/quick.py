@@ -47,6 +47,7 @@ BENCHMARKS: dict[str, tuple[str, ...]] = {
     "memory_relevance": ("--quick",),  # against HEAD
     "relevance_candidates": ("--quick",),  # the labelled set's tuning part only
     "streams": ("--quick",),
+    "inspector_open": ("--quick",),  # Debian's chromium
     "replica_reads": ("--quick",),
     "failover": ("--quick",),
 }
@@ -59,6 +60,7 @@ HELPERS = {
     "quick": "this runner",
     "report": "bench.run's table and chart",
     "seed": "bulk seeding with SQL",
+    "inspector_screenshots": "docs/images/inspector-*.png, taken for the docs",
     "targets": "bench.run's targets",
 }
 # Output lines shown under a benchmark's summary line.

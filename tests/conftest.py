@@ -382,6 +382,7 @@ LONGEST_FILES_FIRST = (
     "tests/test_contract_fuzz.py",
     "tests/test_append_fast_path.py",
     "tests/test_live_streams.py",
+    "tests/test_inspector.py",
     "tests/test_cli.py",
 )
 

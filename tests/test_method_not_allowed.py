@@ -25,6 +25,7 @@ PARAMETER_VALUES = {
     "thread_id": "t",
     "checkpoint_id": "c",
     "path": "swagger-ui.css",
+    "name": "app.js",  # a file of the inspector (/ui/static/{name})
 }
 _PARAMETER = re.compile(r"{(\w+)(?::\w+)?}")
 

@@ -56,6 +56,7 @@ BAD_VALUES = {
     "db_timeout_seconds": ["0", "inf", "soon"],
     "log_level": ["verbose", "10"],
     "log_format": ["yaml"],
+    "ui": ["no", "true"],
     "api_keys": ['{"short": ["*"]}', '{"long-enough-key-0123": []}', "{bad", '["k"]'],
     "api_keys_file": ["/nonexistent-folder/keys.json"],
     "allowed_hosts": ["http://api", "api, bad host"],

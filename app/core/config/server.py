@@ -1,6 +1,7 @@
 """Where and how `serve` listens."""
 
 import ipaddress
+from typing import Literal
 
 from pydantic import Field, field_validator
 
@@ -12,8 +13,9 @@ MAX_REQUEST_HEAD_TIMEOUT_SECONDS = 30.0
 
 
 class ServerSettings(SettingGroup):
-    """The address, port and worker processes of `serve`, and how long a
-    connection may take to send a request head."""
+    """The address, port and worker processes of `serve`, how long a
+    connection may take to send a request head, and whether it serves the
+    inspector (/ui)."""
 
     title = "HTTP server"
 
@@ -25,6 +27,10 @@ class ServerSettings(SettingGroup):
         gt=0,
         le=MAX_REQUEST_HEAD_TIMEOUT_SECONDS,
         description="A connection that has not sent a whole request head by then is closed.",
+    )
+    ui: Literal["on", "off"] = Field(
+        default="on",
+        description="The web inspector at /ui: `off` leaves it out (404).",
     )
 
     @field_validator("host")
