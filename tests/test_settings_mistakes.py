@@ -85,6 +85,14 @@ BAD_VALUES = {
     "stream_send_timeout_seconds": ["-1", "inf"],
     "tombstone_retention_seconds": ["0", "inf", "nan", "7d"],
     "cors_origins": ["ui.example.com", "https://ui.example.com/app", "*"],
+    "encryption_keys": [
+        '{"k1": "c2hvcnQ="}',
+        '{"k 1": "MDEyMzQ1Njc4OTAxMjM0NTY3ODkwMTIzNDU2Nzg5MDE="}',
+        '{"k1": "not base64!"}',
+        '{"k1": 7}',
+        '["k1"]',
+        "{bad",
+    ],
 }
 
 
@@ -124,6 +132,14 @@ def test_each_bad_value_of_each_setting_is_one_line_naming_it(tmp_path, field):
 def test_serve_refuses_a_bad_value_in_one_line(tmp_path, variable, value):
     result = _run("serve", "--port", str(free_port()), env={variable: value}, cwd=tmp_path)
     assert variable in _one_line(result)
+
+
+def test_a_bad_encryption_key_is_not_printed(tmp_path):
+    key = "c2VjcmV0LWtleS10aGF0LWlzLXNob3J0"
+    line = _one_line(
+        _run("migrate", env={"SESSION_STATE_ENCRYPTION_KEYS": f'{{"k1": "{key}"}}'}, cwd=tmp_path)
+    )
+    assert "'k1'" in line and key not in line
 
 
 def test_a_short_api_key_is_not_printed(tmp_path):
