@@ -32,7 +32,7 @@ class JwksServer:
         served = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+            def do_GET(self) -> None:
                 served.reads += 1
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
