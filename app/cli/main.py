@@ -44,7 +44,7 @@ def _settings_from(arguments: argparse.Namespace) -> Settings:
 
 def _warn_if_open_to_the_network(settings: Settings, keys: ApiKeys) -> None:
     loopback = settings.host in ("localhost", "::1") or settings.host.startswith("127.")
-    if not keys.enabled and not loopback:
+    if not keys.enabled and settings.jwt_jwks is None and not loopback:
         logger.warning(
             "serving on %s with no API keys: anyone who can reach it can read and write "
             "every session (set SESSION_STATE_API_KEYS or SESSION_STATE_API_KEYS_FILE); "
