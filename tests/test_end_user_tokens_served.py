@@ -141,3 +141,39 @@ def test_a_refused_token_is_in_the_audit_trail_without_the_token(served, first_k
     assert line["audit_outcome"] == "expired"
     assert line["audit_path"] == f"/apps/{APP}/users/u1/sessions"
     assert expired.split(".")[1] not in (tmp_path / "server.log").read_text()
+
+
+def test_langgraphs_saver_and_store_with_a_token_keep_to_its_user(served, first_key):
+    from typing import TypedDict
+
+    from langgraph.graph import START, StateGraph
+
+    from session_state_client.langgraph import SessionStateSaver, SessionStateStore
+
+    class Chat(TypedDict):
+        turns: int
+
+    builder = StateGraph(Chat)
+    builder.add_node("reply", lambda state: {"turns": state["turns"] + 1})
+    builder.add_edge(START, "reply")
+    config = {"configurable": {"thread_id": "chat-1"}}
+
+    def token_of(user: str):
+        return lambda: first_key.token(user)
+
+    with SessionStateSaver(served.base_url, app_name=APP, token=token_of("ada")) as saver:
+        assert builder.compile(checkpointer=saver).invoke({"turns": 0}, config) == {"turns": 1}
+        assert builder.compile(checkpointer=saver).get_state(config).values == {"turns": 1}
+    with (
+        SessionStateSaver(
+            served.base_url, app_name=APP, token=token_of("bob"), max_retries=0
+        ) as saver,
+        pytest.raises(PermissionDeniedError),
+    ):
+        builder.compile(checkpointer=saver).get_state(config)
+
+    with SessionStateStore(served.base_url, app_name=APP, token=token_of("ada")) as store:
+        store.put(("ada", "notes"), "n1", {"text": "window seat"})
+        assert store.get(("ada", "notes"), "n1").value == {"text": "window seat"}
+        with pytest.raises(PermissionDeniedError):
+            store.get(("bob", "notes"), "n1")
