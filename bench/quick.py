@@ -48,6 +48,7 @@ BENCHMARKS: dict[str, tuple[str, ...]] = {
     "streams": ("--quick",),
     "replica_reads": ("--quick",),
     "failover": ("--quick",),
+    "token_checks": ("--quick",),
 }
 # Benchmarks whose quick run is another's part: module -> the one running it.
 INSIDE = {"adk_api": "run"}

@@ -114,6 +114,8 @@ async def test_a_token_gets_403_on_another_users_data_and_on_app_wide_paths(http
         ("POST", f"/apps/{APP}/threads/prune"),
         ("GET", "/apps/billing/users/u1/sessions"),  # an app it may not use
         ("GET", f"/apps/{APP}%2Fx/users/u1/sessions"),
+        ("GET", f"/apps/{APP}/%75sers/u2/sessions"),  # "users", spelled escaped
+        ("GET", f"/apps/{APP}/users/%75%32/sessions"),  # "u2", spelled escaped
     ]:
         response = await http.request(method, path, headers=u1, json={"author": "user"})
         assert_problem(response, 403, "forbidden")
