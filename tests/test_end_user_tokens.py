@@ -4,7 +4,9 @@ never echoes it; refusals are in the audit trail. Through the whole app
 (fast paths included), on both backends, with keys made at test time and a
 JWKS file."""
 
+import asyncio
 import logging
+import time
 from pathlib import Path
 
 import httpx
@@ -298,8 +300,6 @@ async def test_every_token_that_is_not_valid_is_a_401_naming_why(http, key, capl
 
 
 async def test_a_token_expired_within_the_leeway_is_still_accepted(http, key):
-    import time
-
     token = key.token(exp=int(time.time()) - 10)
     assert (
         await http.get(f"/apps/{APP}/users/u1/sessions", headers=bearer(token))
@@ -413,3 +413,21 @@ async def test_an_unreadable_jwks_is_a_503_to_retry(database_url, jwks, key):
         response = await http.get(f"/apps/{APP}/users/u1/sessions", headers=bearer(key.token()))
         assert_problem(response, 503, "token_keys_unavailable")
         assert response.headers["Retry-After"] == "1"
+
+
+async def test_a_live_stream_opened_with_a_token_ends_once_the_token_expires(
+    database_url, jwks, key
+):
+    settings = token_settings(database_url, jwks, stream_heartbeat_seconds=1)
+    async with asgi_client(settings) as http:
+        u1 = bearer(key.token("u1"))
+        await http.post(f"/apps/{APP}/users/u1/sessions", json={"sessionId": "s1"}, headers=u1)
+        soon = bearer(key.token("u1", exp=int(time.time()) + 2))
+        started = time.monotonic()
+        # The ASGI transport answers once the stream has ended.
+        streamed = await asyncio.wait_for(
+            http.get(f"/apps/{APP}/users/u1/sessions/s1/events/stream", headers=soon), 30
+        )
+        assert streamed.status_code == 200
+        assert b": heartbeat" in streamed.content
+        assert 1.0 <= time.monotonic() - started < 20

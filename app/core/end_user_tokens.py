@@ -70,6 +70,9 @@ class EndUser:
 
     user_id: str
     apps: frozenset[str] | None
+    # The token's `exp` (epoch seconds): what outlives a request (a live
+    # stream) ends there.
+    expires_at: float | None = None
 
     def may_use(self, app_name: str) -> bool:
         return self.apps is None or app_name in self.apps
@@ -165,7 +168,12 @@ class EndUserTokens:
         if key.algorithm not in (algorithm, None):
             raise InvalidToken("algorithm not allowed", "its algorithm is not its key's")
         claims = self._decode(token, key.key, algorithm)
-        return EndUser(self._user_of(claims), self._apps_of(claims))
+        expires_at = claims.get("exp")
+        return EndUser(
+            self._user_of(claims),
+            self._apps_of(claims),
+            float(expires_at) if isinstance(expires_at, int | float) else None,
+        )
 
     def _decode(self, token: str, key: Any, algorithm: str) -> dict[str, Any]:
         try:
