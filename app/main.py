@@ -15,6 +15,7 @@ from starlette.middleware.cors import CORSMiddleware
 from . import __version__
 from .core.api_keys import ApiKeys
 from .core.config import Settings, get_settings
+from .core.errors import SetupProblem
 from .core.limits import Limits
 from .core.observability import fastapi_telemetry
 from .db.postgresql_connections import asyncpg_dsn
@@ -88,6 +89,13 @@ def create_app(
     settings = settings or get_settings()
     # Read at construction, so a bad key configuration stops the start-up.
     api_keys = ApiKeys.from_settings(settings.api_keys, settings.api_keys_file)
+    tokens = settings.end_user_tokens()
+    if tokens is not None and api_keys.some_key_looks_like_a_token:
+        raise SetupProblem(
+            "an API key is shaped as a JWT (three base64url parts joined by dots), so with "
+            "end-user tokens on (SESSION_STATE_JWT_JWKS) it would be checked as a token: "
+            "choose keys without two dots"
+        )
     limits = Limits.from_settings(settings)
 
     @asynccontextmanager
@@ -195,9 +203,11 @@ def create_app(
     app.add_middleware(AppendsFastPath, routes=routes)
     app.add_middleware(ReadFastPath, routes=routes)
     app.add_middleware(BodyLimitMiddleware, max_body_bytes=settings.max_body_bytes)
-    app.add_middleware(ApiKeyMiddleware, api_keys=api_keys)
+    app.add_middleware(ApiKeyMiddleware, api_keys=api_keys, tokens=tokens)
     app.add_middleware(EncodedPathMiddleware)
-    app.add_middleware(BrowserGuardMiddleware, api_keys=api_keys, settings=settings)
+    app.add_middleware(
+        BrowserGuardMiddleware, open_mode=not api_keys.enabled and tokens is None, settings=settings
+    )
     app.add_middleware(RequestContextMiddleware)
     if settings.cors_origins:
         # Outermost: a preflight is answered before the guard and the keys.

@@ -50,6 +50,7 @@ BENCHMARKS: dict[str, tuple[str, ...]] = {
     "inspector_open": ("--quick",),  # Debian's chromium
     "replica_reads": ("--quick",),
     "failover": ("--quick",),
+    "token_checks": ("--quick",),
 }
 # Benchmarks whose quick run is another's part: module -> the one running it.
 INSIDE = {"adk_api": "run"}

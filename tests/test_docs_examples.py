@@ -301,6 +301,7 @@ DEPLOYMENT = (
     "services:",
     "postgresql+asyncpg://",
     "SESSION_STATE_API_KEYS=",
+    "SESSION_STATE_JWT_JWKS=",
 )
 
 

@@ -93,6 +93,20 @@ BAD_VALUES = {
         '["k1"]',
         "{bad",
     ],
+    # Alone, each of these is half a configuration of end-user tokens.
+    "jwt_jwks": [
+        "http://id.example.com/jwks.json",
+        "/nonexistent-folder/jwks.json",
+        "https://",
+        "README.md",
+    ],
+    "jwt_issuer": ["https://id.example.com/"],
+    "jwt_audience": ["session-state"],
+    "jwt_user_claim": [""],
+    "jwt_apps_claim": ["apps"],
+    "jwt_apps": ["travel"],
+    "jwt_algorithms": ["HS256", "none", "RS256,HS512", ""],
+    "jwt_jwks_min_refresh_seconds": ["-1", "inf", "1e6"],
 }
 
 

@@ -134,6 +134,17 @@ def export(database_url: str, path: Path, *arguments: str) -> None:
     assert done.returncode == 0, done.stderr
 
 
+def without_audit_lines(stderr: str) -> tuple[str, list[dict[str, Any]]]:
+    """A command's own words on stderr, and its audit trail's lines (JSON)."""
+    said, audited = [], []
+    for line in stderr.splitlines(keepends=True):
+        if '"logger": "session_state.audit"' in line:
+            audited.append(json.loads(line))
+        else:
+            said.append(line)
+    return "".join(said), audited
+
+
 def import_(database_url: str, path: Path) -> tuple[int, dict[str, Any], str]:
     done = cli("import", str(path), database_url=database_url)
     summary = json.loads(done.stdout)["imported"] if done.stdout else {}
@@ -161,6 +172,31 @@ async def test_a_dump_moves_everything_to_the_other_backend(direction, tmp_path,
     # And back: the dump of the copy is the dump of the original.
     export(target, tmp_path / "again.jsonl")
     assert dump_lines(tmp_path / "again.jsonl") == dump_lines(tmp_path / "dump.jsonl")
+
+
+async def test_exports_and_imports_are_in_the_audit_trail_with_counts_only(tmp_path):
+    source, target = sqlite_url(tmp_path, "source.db"), sqlite_url(tmp_path, "target.db")
+    async with api(source) as http:
+        await fill(http)
+    exported = cli(
+        "export", "--output", str(tmp_path / "dump.jsonl"), "--app", "travel", database_url=source
+    )
+    [line] = without_audit_lines(exported.stderr)[1]
+    assert (line["audit_action"], line["audit_outcome"], line["audit_app"]) == (
+        "export",
+        "ok",
+        "travel",
+    )
+    assert line["audit_user"] is None and line["audit_output"] == str(tmp_path / "dump.jsonl")
+    assert line["audit_sessions"] > 0
+    imported = cli("import", str(tmp_path / "dump.jsonl"), database_url=target)
+    [line] = without_audit_lines(imported.stderr)[1]
+    assert (line["audit_action"], line["audit_outcome"]) == ("import", "ok")
+    assert (
+        line["audit_sessions_added"] == json.loads(imported.stdout)["imported"]["sessions"]["added"]
+    )
+    # Identifiers and counts, never what was said.
+    assert "Lisbon" not in exported.stderr + imported.stderr
 
 
 async def test_importing_twice_changes_nothing(database_url, tmp_path):
@@ -500,7 +536,11 @@ async def test_a_hostile_dump_is_refused_by_line_and_writes_no_part_of_a_session
     (tmp_path / "bad.jsonl").write_bytes(content)
     code, _, stderr = import_(target, tmp_path / "bad.jsonl")
     assert code == 1
-    assert message in stderr and stderr.count("\n") == 1, stderr
+    said, audited = without_audit_lines(stderr)
+    assert message in said and said.count("\n") == 1, stderr
+    assert [(line["audit_action"], line["audit_outcome"]) for line in audited] == [
+        ("import", "failed")
+    ]
     async with api(target) as http:
         # Absent, or whole when the bad line came after it.
         session = await http.get("/apps/a/users/u/sessions/s")
@@ -572,4 +612,6 @@ def test_an_export_whose_reader_leaves_says_so_in_one_line(tmp_path):
     process.stdout.close()  # the reader leaves, as `| head` does
     stderr = process.stderr.read().decode()
     assert process.wait(timeout=60) == 1
-    assert stderr == "session-state: the output was closed before the dump ended\n"
+    said, audited = without_audit_lines(stderr)
+    assert said == "session-state: the output was closed before the dump ended\n"
+    assert [line["audit_outcome"] for line in audited] == ["output_closed"]

@@ -44,7 +44,7 @@ def _settings_from(arguments: argparse.Namespace) -> Settings:
 
 def _warn_if_open_to_the_network(settings: Settings, keys: ApiKeys) -> None:
     loopback = settings.host in ("localhost", "::1") or settings.host.startswith("127.")
-    if not keys.enabled and not loopback:
+    if not keys.enabled and settings.jwt_jwks is None and not loopback:
         logger.warning(
             "serving on %s with no API keys: anyone who can reach it can read and write "
             "every session (set SESSION_STATE_API_KEYS or SESSION_STATE_API_KEYS_FILE); "
@@ -253,24 +253,36 @@ def memory(arguments: argparse.Namespace) -> int:
     return exit_code
 
 
+def _log_audit_lines(settings: Settings) -> None:
+    """An operator's command that the audit trail records (app.core.audit)
+    writes its line on stderr, in the server's log format."""
+    logging.config.dictConfig(logging_config(settings.log_level, settings.log_format == "json"))
+
+
 def export(arguments: argparse.Namespace) -> int:
     from ..transfer import commands
 
-    exit_code: int = asyncio.run(commands.export(_settings_from(arguments), arguments))
+    settings = _settings_from(arguments)
+    _log_audit_lines(settings)
+    exit_code: int = asyncio.run(commands.export(settings, arguments))
     return exit_code
 
 
 def import_dump(arguments: argparse.Namespace) -> int:
     from ..transfer import commands
 
-    exit_code: int = asyncio.run(commands.import_dump(_settings_from(arguments), arguments))
+    settings = _settings_from(arguments)
+    _log_audit_lines(settings)
+    exit_code: int = asyncio.run(commands.import_dump(settings, arguments))
     return exit_code
 
 
 def import_adk(arguments: argparse.Namespace) -> int:
     from ..transfer import commands
 
-    exit_code: int = asyncio.run(commands.import_adk(_settings_from(arguments), arguments))
+    settings = _settings_from(arguments)
+    _log_audit_lines(settings)
+    exit_code: int = asyncio.run(commands.import_adk(settings, arguments))
     return exit_code
 
 

@@ -46,8 +46,12 @@ def serving(
     keys = (
         f"API keys on ({api_key_count} key{'s' if api_key_count > 1 else ''})"
         if api_key_count
+        else "no API keys"
+        if settings.jwt_jwks is not None
         else "open mode (no API keys)"
     )
+    if settings.jwt_jwks is not None:
+        keys += ", end-user tokens on"
     message = (
         f"serving http://{address} with {workers}, {keys}, from {database} "
         f"at schema revision {revision or BASE}"
@@ -56,6 +60,7 @@ def serving(
         "address": address,
         "workers": settings.workers,
         "api_keys": api_key_count,
+        "end_user_tokens": settings.jwt_jwks is not None,
         "database": database,
         "schema_revision": revision,
     }

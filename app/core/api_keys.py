@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from .end_user_tokens import looks_like_token
 from .errors import Forbidden, Unauthorized
 
 ALL_APPS = "*"
@@ -34,6 +35,8 @@ def _digest(key: str) -> bytes:
 class ApiKeys:
     def __init__(self, keys: Mapping[str, Sequence[str]]) -> None:
         self._keys: list[_Key] = []
+        # With end-user tokens on, such a key would be checked as a token (app.main).
+        self.some_key_looks_like_a_token = any(looks_like_token(key) for key in keys)
         for key, apps in keys.items():
             if len(key) < MIN_KEY_LENGTH:
                 raise InvalidKeyConfiguration(

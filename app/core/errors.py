@@ -223,6 +223,28 @@ class Forbidden(ServiceError):
     title = "Forbidden"
 
 
+class InvalidToken(Unauthorized):
+    """An end-user token refused; `reason` is a short stable word or phrase
+    (expired, wrong audience, ...), logged in the audit trail. The detail
+    never repeats the token."""
+
+    code = "invalid_token"
+    title = "Invalid token"
+
+    def __init__(self, reason: str, detail: str | None = None) -> None:
+        super().__init__(f"the token is not valid: {detail or reason}")
+        self.reason = reason
+
+
+class TokenKeysUnavailable(ServiceError):
+    """The keys that check end-user tokens (the JWKS) could not be read: the
+    token may be good, so this is the service's failure, to retry."""
+
+    status = 503
+    code = "token_keys_unavailable"
+    title = "Token keys unavailable"
+
+
 class EventTooLarge(ServiceError):
     status = 413
     code = "event_too_large"

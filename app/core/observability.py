@@ -94,6 +94,8 @@ def logging_config(level: str, json_logs: bool) -> dict[str, Any]:
         },
         "loggers": {
             "session_state": {"handlers": ["default"], "level": level.upper(), "propagate": False},
+            # The audit trail is kept whatever the level (app.core.audit).
+            "session_state.audit": {"level": "INFO"},
             "uvicorn": {"handlers": ["default"], "level": level.upper(), "propagate": False},
             "uvicorn.error": {"level": level.upper()},
             "uvicorn.access": {"handlers": [], "level": "WARNING", "propagate": False},

@@ -16,14 +16,14 @@ curl, the Python client and same-origin pages (/docs) send neither header or
 matching ones. /healthz and /readyz stay open to any Host (they reveal nothing,
 and load balancers probe them by address). With API keys this does nothing: a
 page cannot add an Authorization header cross-site without a CORS preflight,
-which this service never grants.
+which this service never grants. End-user tokens (SESSION_STATE_JWT_JWKS)
+end open mode as keys do.
 """
 
 import ipaddress
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from ..core.api_keys import ApiKeys
 from ..core.config import Settings
 from ..core.errors import Forbidden
 from ..core.host_names import canonical_name, is_ipv6, split_host
@@ -77,9 +77,9 @@ HostVerdict = tuple[str, int | None] | str  # (name, port), or why it is refused
 
 
 class BrowserGuardMiddleware:
-    def __init__(self, app: ASGIApp, api_keys: ApiKeys, settings: Settings) -> None:
+    def __init__(self, app: ASGIApp, open_mode: bool, settings: Settings) -> None:
         self.app = app
-        self.enabled = not api_keys.enabled
+        self.enabled = open_mode
         configured = [host.strip() for host in settings.allowed_hosts if host.strip()]
         self.any_host = ANY_HOST in configured
         allowed = {_configured_name(name) for name in (*LOOPBACK_HOSTS, *configured)}

@@ -16,10 +16,12 @@ from ..core.config import ENVIRONMENT_PREFIX
 from ..core.errors import (
     DatabaseUnavailable,
     InvalidInput,
+    InvalidToken,
     PayloadTooLarge,
     ResponseTooLarge,
     ServiceError,
     StaleSession,
+    TokenKeysUnavailable,
     Unauthorized,
 )
 from ..core.identifiers import IDENTIFIER_MAX_LENGTH
@@ -110,8 +112,12 @@ def service_error_response(error: ServiceError) -> Response:
     headers = None
     if isinstance(error, DatabaseUnavailable):
         headers = {"Retry-After": RETRY_AFTER_SECONDS}
-    if isinstance(error, Unauthorized):
+    if isinstance(error, InvalidToken):
+        headers = {"WWW-Authenticate": 'Bearer error="invalid_token"'}
+    elif isinstance(error, Unauthorized):
         headers = {"WWW-Authenticate": "Bearer"}
+    if isinstance(error, TokenKeysUnavailable):
+        headers = {"Retry-After": RETRY_AFTER_SECONDS}
     return Response(
         json_codec.dumps(service_error_document(error)),
         status_code=error.status,

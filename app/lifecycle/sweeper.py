@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Protocol
 
+from ..core.audit import audit_event
 from ..core.errors import DatabaseUnavailable
 from ..core.metrics import (
     ROWS_SWEPT,
@@ -119,6 +120,7 @@ class Sweeper:
             if any(asdict(swept).values()):
                 # Counts only, never whose: a session id may name a person.
                 logger.info("swept", extra={**asdict(swept), "seconds": round(seconds, 3)})
+                audit_event("sweep", **asdict(swept))
         waiting = await self.store.count_expired(self.clock())
         SESSIONS_EXPIRED_WAITING.set(waiting)
         return SweepReport(swept, waiting, seconds)

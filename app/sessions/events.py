@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..core import json_codec
+from ..core.end_user_tokens import refuse_app_state_writes
 from ..core.errors import EventTooLarge, FieldError, InvalidInput
 from ..core.limits import Limits
 from ..http.wire import UNKNOWN_FIELD_MESSAGE
@@ -123,13 +124,15 @@ def prepare_event(
             f"the event is {len(encoded)} bytes as JSON, above the limit of "
             f"{limits.max_event_bytes} (SESSION_STATE_MAX_EVENT_BYTES)"
         )
+    scoped = split_delta(delta)
+    refuse_app_state_writes(scoped.app)
     record = NewEvent(
         id=stored["id"],
         invocation_id=invocation_id or "",
         author=stored["author"],
         timestamp=float(stored["timestamp"]),
         data=encoded.decode(),
-        delta=split_delta(delta),
+        delta=scoped,
     )
     return PreparedEvent(stored, bool(stored.get("partial")), had_timestamp, record)
 

@@ -9,6 +9,7 @@ from typing import Any
 
 from ..core import json_codec
 from ..core.config import RESPONSE_OVERHEAD_BYTES
+from ..core.end_user_tokens import refuse_app_state_writes
 from ..core.errors import (
     EventIdConflict,
     InvalidInput,
@@ -62,6 +63,7 @@ class SessionService(EventRemoval, SessionForking, SessionServiceBase):
         if (long_key := find_long_key(state or {}, self.limits)) is not None:
             raise InvalidInput([long_key.under("body", "state")])
         delta = split_delta(state or {})
+        refuse_app_state_writes(delta.app)
         now = self.clock()
         expiry = self._expiry(expiry, app_name, now)
         shared = await self.store.create_session(

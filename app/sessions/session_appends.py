@@ -21,6 +21,7 @@ from typing import Any
 from fastapi.responses import Response
 
 from ..core import json_codec
+from ..core.end_user_tokens import refuse_other_users
 from ..core.errors import PayloadTooLarge, ServiceError
 from ..http import rendering
 from ..http.bodies import validate_body
@@ -42,6 +43,7 @@ async def append_to_sessions(
     the body `document` was parsed from. Raises ServiceError for a request
     refused whole."""
     request = validate_body(SessionAppendsRequest, document)
+    refuse_other_users([append.user_id for append in request.appends], "append to sessions")
     _check_answer_fits(body_bytes, len(request.appends), service)
     results: list[bytes] = [b""] * len(request.appends)
     by_session: dict[SessionKey, list[int]] = {}

@@ -1,11 +1,14 @@
 """Live streams: a session's changes as Server-Sent Events (app.streams.live)."""
 
 import re
+import time
+from collections.abc import AsyncGenerator
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Header, Query, Request
 from starlette.responses import Response
 
+from ..core.end_user_tokens import acting_end_user
 from ..core.errors import BadRequest, SessionNotFound
 from ..core.limits import MAX_INT64
 from ..http.dependencies import AppName, SessionId, UserId
@@ -13,7 +16,7 @@ from ..sessions import routes as sessions
 from ..sessions.domain import SessionKey
 from ..sessions.routes import problem_responses, service_of
 from .changes import ChangeHub
-from .live import FollowedStore, SessionStream, UserCursor, UserStream
+from .live import FollowedStore, SessionStream, StreamItem, UserCursor, UserStream
 from .sse import EVENT_STREAM_MEDIA_TYPE, EventStreamResponse
 
 router = APIRouter(tags=["streams"])
@@ -89,6 +92,22 @@ def followed_of(request: Request) -> FollowedStore:
     return store
 
 
+async def until_the_token_expires(
+    messages: AsyncGenerator[StreamItem, None],
+) -> AsyncGenerator[StreamItem, None]:
+    """A stream opened with an end-user token ends once the token expires
+    (at the first message or heartbeat after): a token's rights do not
+    outlive it. The client reconnects with a fresh token and resumes."""
+    user = acting_end_user()
+    try:
+        async for item in messages:
+            if user is not None and user.expires_at is not None and time.time() >= user.expires_at:
+                return
+            yield item
+    finally:
+        await messages.aclose()
+
+
 def _revision(last_event_id: str) -> int:
     text = last_event_id.strip()
     if not (text.isascii() and text.isdigit() and len(text) <= 19) or int(text) > MAX_INT64:
@@ -125,7 +144,7 @@ async def stream_session_events(
     else:
         await stream.open(after, after_field=["query", "after"])
     return EventStreamResponse(
-        stream.messages(),
+        until_the_token_expires(stream.messages()),
         send_timeout=settings.stream_send_timeout_seconds,
         on_close=stream.close,
     )
@@ -239,7 +258,7 @@ async def stream_user_sessions(
     else:
         await stream.open(None, cursor_field=["query", "after"])
     return EventStreamResponse(
-        stream.messages(),
+        until_the_token_expires(stream.messages()),
         send_timeout=settings.stream_send_timeout_seconds,
         on_close=stream.close,
     )

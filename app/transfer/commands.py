@@ -17,6 +17,7 @@ from tqdm import tqdm
 
 from ..admin.commands import name_option
 from ..admin.sql_store import opened_operator_store
+from ..core.audit import AuditDetail, audit_event
 from ..core.config import Settings
 from ..core.errors import SetupProblem
 from ..core.limits import Limits
@@ -51,12 +52,21 @@ async def export(settings: Settings, arguments: argparse.Namespace) -> int:
                 # to stdout, at exit either.
                 os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
                 print("session-state: the output was closed before the dump ended", file=sys.stderr)
+                audit_event("export", "output_closed", app=app_name, user=user_id)
                 return 1
             except ExportError as error:
                 print(f"session-state: {error}", file=sys.stderr)
+                audit_event("export", "failed", app=app_name, user=user_id)
                 return 1
     # The dump may be on stdout: the summary goes to stderr.
     print(json.dumps({"exported": counts.as_dict()}), file=sys.stderr)
+    details: dict[str, AuditDetail] = {
+        "app": app_name,
+        "user": user_id,
+        "output": str(output) if output is not None else "stdout",
+        **counts.as_dict(),
+    }
+    audit_event("export", "ok", **details)
     return 0
 
 
@@ -83,8 +93,24 @@ async def import_dump(settings: Settings, arguments: argparse.Namespace) -> int:
             except DumpError as error:
                 print(json.dumps({"imported": importer.summary.as_dict()}))
                 print(f"session-state: {path}: {error}", file=sys.stderr)
+                _audit_import("import", "failed", importer.summary, source=str(path))
                 return 1
+    _audit_import("import", "ok", importer.summary, source=str(path))
     return _report(importer.summary)
+
+
+def _audit_import(action: str, outcome: str, summary: ImportSummary, **where: str | None) -> None:
+    """Counts of what was added, skipped and in conflict, never content;
+    `outcome` "conflicts" when some were left as stored."""
+    if outcome == "ok" and summary.conflict_count:
+        outcome = "conflicts"
+    counts: dict[str, AuditDetail] = {
+        f"{name}_{kind}": count
+        for name, outcome_counts in vars(summary).items()
+        if not isinstance(outcome_counts, list)
+        for kind, count in vars(outcome_counts).items()
+    }
+    audit_event(action, outcome, **where, **counts)
 
 
 def _report(summary: ImportSummary, refused: list[str] | None = None) -> int:
@@ -119,7 +145,9 @@ async def import_adk(settings: Settings, arguments: argparse.Namespace) -> int:
             except DumpError as error:
                 print(json.dumps({"imported": importer.summary.as_dict()}))
                 print(f"session-state: --from: {error}", file=sys.stderr)
+                _audit_import("import_adk", "failed", importer.summary, app=app_name)
                 return 1
+    _audit_import("import_adk", "ok", importer.summary, app=app_name)
     return _report(importer.summary, source.refused)
 
 

@@ -17,7 +17,9 @@ from session_state_client._client import (
     EventJSON,
     Order,
     Timeout,
+    TokenSource,
     client_settings,
+    token_headers,
 )
 from session_state_client._coalescing import AppendCoalescer
 from session_state_client._constants import (
@@ -64,6 +66,10 @@ class AsyncSessionStateClient:
         base_url: the server, default $SESSION_STATE_BASE_URL or http://127.0.0.1:8000.
         api_key: sent as a bearer token, default $SESSION_STATE_API_KEY;
             ValueError if it is not printable ASCII (a CR or LF in it).
+        token: an end-user token (a JWT) sent in place of an API key: a
+            string, or a callable called before each request that returns
+            a valid one (cache it and refresh it near its expiry there).
+            The server then lets the client reach that user's data only.
         timeout: seconds or an httpx.Timeout, meaning what it means to the
             sync client: a bound on connecting and on each read, not on the
             whole request. Default 30 s, 5 s to connect.
@@ -84,12 +90,14 @@ class AsyncSessionStateClient:
         *,
         base_url: str | None = None,
         api_key: str | None = None,
+        token: TokenSource | None = None,
         timeout: Timeout = DEFAULT_TIMEOUT,
         max_retries: int = DEFAULT_MAX_RETRIES,
         http_client: aiohttp.ClientSession | None = None,
         appends_together: bool = True,
     ) -> None:
-        url, headers = client_settings(base_url, api_key)
+        url, headers = client_settings(base_url, api_key, token)
+        self._credentials = token_headers(token)
         self.max_retries = max_retries
         self._http = AiohttpTransport(url, headers, timeout, http_client)
         self._revisions = SeenRevisions()
@@ -98,7 +106,8 @@ class AsyncSessionStateClient:
     async def _send(self, call: Call[T]) -> T:
         """The call made, and retried while `_requests` allows it."""
         content = None if call.json is None else _requests.encode(call.json)
-        headers = call.headers if call.json is None else {**JSON_HEADERS, **call.headers}
+        json_headers = JSON_HEADERS if call.json is not None else {}
+        headers = {**self._credentials(), **json_headers, **call.headers}
         params = _requests.params_of(call, self._revisions)
         attempt = 0
         while True:
@@ -456,7 +465,8 @@ class AsyncSessionStateClient:
         while True:
             reader.restart()
             try:
-                async for line in self._http.stream_lines(path, reader.headers()):
+                stream_headers = {**self._credentials(), **reader.headers()}
+                async for line in self._http.stream_lines(path, stream_headers):
                     reader.opened = True
                     message = reader.feed(line)
                     if message is None:

@@ -50,11 +50,12 @@ STREAMED_BODY_BYTES = 1024 * 1024
 _HEADER_VALUE = re.compile(r"[\x21-\x7e]([\x20-\x7e\t]*[\x21-\x7e])?")
 
 
-def checked_api_key(api_key: str) -> str:
-    """The key, refused before anything is sent if it cannot be a header value."""
-    if not _HEADER_VALUE.fullmatch(api_key):
+def checked_api_key(api_key: str, given_as: str = "api_key") -> str:
+    """The key (or token), refused before anything is sent if it cannot be a
+    header value."""
+    if not isinstance(api_key, str) or not _HEADER_VALUE.fullmatch(api_key):
         raise ValueError(
-            "api_key must be printable ASCII without surrounding whitespace "
+            f"{given_as} must be a string of printable ASCII without surrounding whitespace "
             "(a CR or LF would start a new header)"
         )
     return api_key

@@ -68,6 +68,7 @@ try:
 except ModuleNotFoundError as missing:
     raise extra_missing(__name__, "LangGraph", "langgraph", missing) from missing
 
+from session_state_client._client import TokenSource, token_headers
 from session_state_client._constants import (
     DEFAULT_MAX_RETRIES,
     DEFAULT_TIMEOUT,
@@ -145,10 +146,14 @@ class _Server:
         api_key: str | None,
         timeout: float | httpx.Timeout,
         max_retries: int,
+        token: TokenSource | None = None,
     ) -> None:
         headers = {"Accept": "application/json"}
+        if api_key is not None and token is not None:
+            raise ValueError("give api_key or token, not both: each is sent as the bearer")
         if api_key is not None:
             headers["Authorization"] = f"Bearer {checked_api_key(api_key)}"
+        self._credentials = token_headers(token)
         url = checked_base_url(base_url)
         self.max_retries = max_retries
         self._sync = httpx.Client(base_url=url, headers=headers, timeout=timeout)
@@ -167,10 +172,15 @@ class _Server:
             attempt < self.max_retries and repeatable and answer.status_code in RETRYABLE_STATUSES
         )
 
+    def _headers(self, body: Any) -> dict[str, str]:
+        """A request's own headers: its token (read anew: a callable's), its body's type."""
+        headers = self._credentials()
+        return headers if body is None else {**headers, "Content-Type": "application/json"}
+
     def send(self, request: _Request, *, missing_ok: bool = False, repeatable: bool = True) -> Any:
         """`repeatable`: sending it twice leaves what sending it once does."""
         method, path, params, body = request
-        headers = {} if body is None else {"Content-Type": "application/json"}
+        headers = self._headers(body)
         content = _json(body)
         attempt = 0
         while True:
@@ -193,7 +203,7 @@ class _Server:
         self, request: _Request, *, missing_ok: bool = False, repeatable: bool = True
     ) -> Any:
         method, path, params, body = request
-        headers = {} if body is None else {"Content-Type": "application/json"}
+        headers = self._headers(body)
         content = _json(body)
         attempt = 0
         while True:
@@ -263,6 +273,7 @@ class SessionStateSaver(_Closing, BaseCheckpointSaver[str]):
         *,
         app_name: str = DEFAULT_APP_NAME,
         api_key: str | None = None,
+        token: TokenSource | None = None,
         ttl_seconds: float | None = None,
         timeout: float | httpx.Timeout = DEFAULT_TIMEOUT,
         max_retries: int = DEFAULT_MAX_RETRIES,
@@ -271,11 +282,13 @@ class SessionStateSaver(_Closing, BaseCheckpointSaver[str]):
         """`app_name`: the server's app these threads are in (API keys are
         scoped to apps). `ttl_seconds`: each thread expires this long after
         its last write (None: never). `max_retries`: extra attempts (see
-        the module's text)."""
+        the module's text). `token`: an end-user token in place of an API
+        key, a string or a callable returning a valid one (called per
+        request): the threads are then that user's."""
         super().__init__(serde=serde)
         self.app_name = app_name
         self.ttl_seconds = ttl_seconds
-        self._server = _Server(base_url, api_key, timeout, max_retries)
+        self._server = _Server(base_url, api_key, timeout, max_retries, token)
 
     # -- requests ----------------------------------------------------------------
 
@@ -691,6 +704,7 @@ class SessionStateStore(_Closing, BaseStore):
         *,
         app_name: str = DEFAULT_APP_NAME,
         api_key: str | None = None,
+        token: TokenSource | None = None,
         ttl: TTLConfig | None = None,
         timeout: float | httpx.Timeout = DEFAULT_TIMEOUT,
         max_retries: int = DEFAULT_MAX_RETRIES,
@@ -698,10 +712,12 @@ class SessionStateStore(_Closing, BaseStore):
         """`app_name`: the server's app the items are in (API keys are scoped
         to apps). `ttl`: LangGraph's TTLConfig (default_ttl in minutes,
         refresh_on_read); the server does the sweeping. `max_retries`: extra
-        attempts on connection errors, 429, 502, 503 and 504."""
+        attempts on connection errors, 429, 502, 503 and 504. `token`: an
+        end-user token in place of an API key (as SessionStateSaver's):
+        it reaches only namespaces whose first label is its user."""
         self.app_name = app_name
         self.ttl_config = ttl
-        self._server = _Server(base_url, api_key, timeout, max_retries)
+        self._server = _Server(base_url, api_key, timeout, max_retries, token)
         self._path = f"/apps/{_segment(app_name)}/store/batch"
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:

@@ -324,6 +324,38 @@ def test_the_api_key_is_sent_as_a_bearer_token(scripted, kind, monkeypatch):
     ]
 
 
+@pytest.mark.parametrize("kind", CLIENTS)
+def test_a_token_is_sent_in_place_of_the_api_key_and_a_callable_is_read_per_request(
+    scripted, kind, monkeypatch
+):
+    monkeypatch.setenv("SESSION_STATE_API_KEY", "k-env")
+    call(kind, "get_app_state", {"base_url": scripted.url, "token": "t.o.k"}, app_name="a")
+    issued = iter(["t.1.x", "t.2.x"])
+    with open_client(kind, base_url=scripted.url, token=lambda: next(issued)) as client:
+        client.get_app_state(app_name="a")
+        client.get_app_state(app_name="a")
+    assert [seen.headers["authorization"] for seen in scripted.seen] == [
+        "Bearer t.o.k",
+        "Bearer t.1.x",
+        "Bearer t.2.x",
+    ]
+
+
+@pytest.mark.parametrize("kind", CLIENTS)
+def test_a_token_that_cannot_be_a_header_or_beside_a_key_is_refused_before_sending(scripted, kind):
+    with pytest.raises(ValueError, match="not both"):
+        call(kind, "get_app_state", {"base_url": scripted.url, "api_key": "k", "token": "t"})
+    with pytest.raises(ValueError, match="token"):
+        call(kind, "get_app_state", {"base_url": scripted.url, "token": "t\r\nX: 1"}, app_name="a")
+    with pytest.raises(ValueError, match="token"):
+        call(
+            kind, "get_app_state", {"base_url": scripted.url, "token": lambda: "t\n"}, app_name="a"
+        )
+    with pytest.raises(TypeError, match="token"):
+        call(kind, "get_app_state", {"base_url": scripted.url, "token": 42}, app_name="a")
+    assert scripted.seen == []
+
+
 def _calls(kind: str, url: str) -> None:
     options = {"base_url": url, "api_key": "k" * 32}
     call(

@@ -3,7 +3,7 @@
 There is one `Settings` object, flat: `settings.database_url` is read from
 SESSION_STATE_DATABASE_URL whatever its group. Its fields are defined by
 feature, one group per module of this package (the server, access control,
-limits, the database, session expiry, memory, live streams, logs, setting
+end-user tokens, limits, the database, session expiry, memory, live streams, logs, setting
 names), each a base class of `Settings` holding its fields, their validators
 and the rules between them. The groups live here rather than beside their
 features because the foundation imports nothing above it
@@ -31,6 +31,7 @@ from .memory import (
 from .name_policy import SettingNamePolicy
 from .server import ServerSettings
 from .streams import StreamSettings
+from .tokens import TokenSettings
 
 __all__ = [
     "DEFAULT_DATABASE_URL",
@@ -46,6 +47,7 @@ __all__ = [
     "SettingGroup",
     "SettingNamePolicy",
     "Settings",
+    "TokenSettings",
     "get_settings",
     "group_of",
 ]
@@ -54,6 +56,7 @@ __all__ = [
 class Settings(
     ServerSettings,
     AccessSettings,
+    TokenSettings,
     RequestLimitSettings,
     DatabaseSettings,
     ExpirySettings,

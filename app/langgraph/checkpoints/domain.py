@@ -5,6 +5,8 @@ stores and returns them as they came, and never reads inside them."""
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from ...core.errors import Forbidden
+
 PruneStrategy = Literal["keep_latest", "delete"]
 # The type tag of a channel version that holds no value (as LangGraph's
 # PostgresSaver writes it).
@@ -74,6 +76,10 @@ class ThreadOwner:
 
     user_id: str
     ttl_seconds: float | None
+    # An end user writes (app.core.end_user_tokens): the thread must be theirs,
+    # checked in the write's transaction, so that two users racing to make
+    # one thread cannot both write to it.
+    enforced: bool = False
 
 
 @dataclass(frozen=True)
@@ -90,3 +96,11 @@ class CheckpointQuery:
     before: str | None = None
     after: tuple[str, str] | None = None
     limit: int = 100
+
+
+def refuse_another_users_thread(recorded_user: str, user_id: str) -> None:
+    """Forbidden when an end user reaches a thread recorded under another."""
+    if recorded_user != user_id:
+        raise Forbidden(
+            "the thread belongs to another user: an end-user token reaches only its own"
+        )

@@ -25,6 +25,7 @@ from .domain import (
     StoredCheckpoint,
     ThreadKey,
     ThreadOwner,
+    refuse_another_users_thread,
 )
 from .rows import assemble, page_of
 from .thread_sql import THREAD, ThreadSql
@@ -37,6 +38,8 @@ _DELETE_IF_EXPIRED = Statement.of(_THREADS.delete_if_expired)
 _INSERT_THREAD = Statement.of(_THREADS.insert)
 _REFRESH_THREAD = Statement.of(_THREADS.refresh)
 _THREAD_LIVE = Statement.of(_THREADS.live)
+_THREAD_USER = Statement.of(_THREADS.user)
+_LIVE_THREAD_USER = Statement.of(_THREADS.live_user)
 _DELETE_THREAD = Statement.of(_THREADS.delete)
 _COPY_THREAD = Statement.of(_THREADS.copy)
 _COPY_ROWS = tuple(Statement.of(sql) for sql in _THREADS.copy_rows)
@@ -208,6 +211,15 @@ class PostgresCheckpoints:
         """Makes the thread (anew if it had expired) or pushes its expiry out.
         A live thread without a TTL costs one read: the writes of a thread
         are two requests a step."""
+        await self._make_or_refresh_thread(connection, key, owner, now)
+        if owner.enforced:
+            thread = {"app_name": key.app_name, "thread_id": key.thread_id}
+            rows = await _fetch(connection, _THREAD_USER, **thread)
+            refuse_another_users_thread(rows[0]["user_id"], owner.user_id)
+
+    async def _make_or_refresh_thread(
+        self, connection: asyncpg.Connection, key: ThreadKey, owner: ThreadOwner, now: float
+    ) -> None:
         thread = {"app_name": key.app_name, "thread_id": key.thread_id}
         rows = await _fetch(connection, _THREAD_EXPIRY, **thread)
         found = rows[0] if rows else None
@@ -336,6 +348,17 @@ class PostgresCheckpoints:
                 **_columns(rows, "checkpoint_ns", "checkpoint_id"),
             )
         return assemble(rows, value_rows, write_rows), more
+
+    async def thread_user(self, key: ThreadKey, now: float) -> str | None:
+        async with self._transaction() as connection:
+            rows = await _fetch(
+                connection,
+                _LIVE_THREAD_USER,
+                app_name=key.app_name,
+                thread_id=key.thread_id,
+                now=now,
+            )
+        return str(rows[0]["user_id"]) if rows else None
 
     async def delete_thread(self, key: ThreadKey) -> bool:
         async with self._transaction() as connection:

@@ -9,6 +9,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query, Request, Response
 
 from ...core import json_codec
+from ...core.end_user_tokens import acting_end_user
 from ...core.errors import BadRequest, FieldError, InvalidInput
 from ...core.json_rules import text_problem
 from ...http import examples, rendering
@@ -16,7 +17,13 @@ from ...http.bodies import documented_body, limits_of, parse_json, read_json, va
 from ...http.dependencies import AppName, CheckpointId, ThreadId
 from ...sessions.routes import problem_responses
 from . import domain
-from .domain import EMPTY_VALUE_TYPE, CheckpointQuery, ThreadKey, ThreadOwner
+from .domain import (
+    EMPTY_VALUE_TYPE,
+    CheckpointQuery,
+    ThreadKey,
+    ThreadOwner,
+    refuse_another_users_thread,
+)
 from .metadata_filter import metadata_filter_problem
 from .schemas import (
     MAX_TEXT_LENGTH,
@@ -69,7 +76,14 @@ def _typed(value: TypedValue) -> domain.Typed:
 
 
 def _owner(body: PutCheckpointRequest | PutWritesRequest) -> ThreadOwner:
-    return ThreadOwner(body.user_id or DEFAULT_THREAD_USER, body.ttl_seconds)
+    """Whom a write's thread is recorded under: an end user's own id, never
+    another (a body naming one is refused)."""
+    user = acting_end_user()
+    if user is None:
+        return ThreadOwner(body.user_id or DEFAULT_THREAD_USER, body.ttl_seconds)
+    if body.user_id is not None:
+        refuse_another_users_thread(body.user_id, user.user_id)
+    return ThreadOwner(user.user_id, body.ttl_seconds, enforced=True)
 
 
 @router.put(

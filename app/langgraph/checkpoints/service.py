@@ -6,6 +6,7 @@ import time
 from collections.abc import Callable, Sequence
 
 from ...core.config import RESPONSE_OVERHEAD_BYTES
+from ...core.end_user_tokens import acting_end_user
 from ...core.errors import (
     CheckpointNotFound,
     DeltaChannelThread,
@@ -21,6 +22,7 @@ from .domain import (
     StoredCheckpoint,
     ThreadKey,
     ThreadOwner,
+    refuse_another_users_thread,
 )
 from .metrics import (
     CHECKPOINT_VALUES_SENT,
@@ -88,19 +90,31 @@ class CheckpointService:
         """Newest first, and whether more may follow; a page ends early to fit
         one response (base64 makes values a third larger on the wire)."""
         budget = (self.limits.max_response_bytes - RESPONSE_OVERHEAD_BYTES) * 3 // 4
+        await self._refuse_another_users(key)
         return await self.store.list_checkpoints(key, query, budget, self.clock())
 
     async def delete_thread(self, key: ThreadKey) -> None:
+        await self._refuse_another_users(key)
         if await self.store.delete_thread(key):
             THREADS_REMOVED.labels("deleted").inc()
 
     async def copy_thread(self, source: ThreadKey, target_thread_id: str) -> None:
         target = ThreadKey(source.app_name, target_thread_id)
+        await self._refuse_another_users(source)
         outcome = await self.store.copy_thread(source, target, self.clock())
         if outcome == "source_missing":
             raise ThreadNotFound.of(source.thread_id)
         if outcome == "target_exists":
             raise ThreadAlreadyExists.of(target_thread_id)
+
+    async def _refuse_another_users(self, key: ThreadKey) -> None:
+        """Forbidden when an end user acts and the thread is another user's
+        (a missing thread is left to the operation: nothing to reveal)."""
+        user = acting_end_user()
+        if user is not None:
+            recorded = await self.store.thread_user(key, self.clock())
+            if recorded is not None:
+                refuse_another_users_thread(recorded, user.user_id)
 
     async def prune(
         self, app_name: str, thread_ids: Sequence[str], strategy: PruneStrategy

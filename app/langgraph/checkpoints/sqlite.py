@@ -24,6 +24,7 @@ from .domain import (
     StoredCheckpoint,
     ThreadKey,
     ThreadOwner,
+    refuse_another_users_thread,
 )
 from .rows import assemble, page_of
 from .thread_sql import THREAD, ThreadSql
@@ -32,6 +33,8 @@ _THREADS = ThreadSql(SQLITE)
 _DELETE_IF_EXPIRED = text(_THREADS.delete_if_expired)
 _UPSERT_THREAD = text(_THREADS.upsert)
 _THREAD_LIVE = text(_THREADS.live)
+_THREAD_USER = text(_THREADS.user)
+_LIVE_THREAD_USER = text(_THREADS.live_user)
 _DELETE_THREAD = text(_THREADS.delete)
 _COPY_THREAD = text(_THREADS.copy)
 _COPY_ROWS = tuple(text(statement) for statement in _THREADS.copy_rows)
@@ -174,6 +177,9 @@ class SqliteCheckpoints:
             _UPSERT_THREAD,
             {**thread, "now": now, "user_id": owner.user_id, "ttl": owner.ttl_seconds},
         )
+        if owner.enforced:
+            recorded = (await connection.execute(_THREAD_USER, thread)).scalar_one()
+            refuse_another_users_thread(recorded, owner.user_id)
         return thread
 
     async def put_checkpoint(
@@ -287,6 +293,15 @@ class SqliteCheckpoints:
                 )
             ]
         return assemble(rows, value_rows, write_rows), more
+
+    async def thread_user(self, key: ThreadKey, now: float) -> str | None:
+        async with self._read() as connection:
+            found = await connection.execute(
+                _LIVE_THREAD_USER,
+                {"app_name": key.app_name, "thread_id": key.thread_id, "now": now},
+            )
+            user: str | None = found.scalar_one_or_none()
+            return user
 
     async def delete_thread(self, key: ThreadKey) -> bool:
         async with self._write() as connection:

@@ -47,6 +47,10 @@ class CheckpointStore(Protocol):
         `budget` bytes (always the first); and whether more may follow."""
         ...
 
+    async def thread_user(self, key: ThreadKey, now: float) -> str | None:
+        """The user a live thread is recorded under; None: no such thread."""
+        ...
+
     async def delete_thread(self, key: ThreadKey) -> bool:
         """False when there was no such thread."""
         ...

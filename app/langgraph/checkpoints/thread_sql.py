@@ -33,6 +33,8 @@ UPDATE lg_threads SET {refresh}
  WHERE {THREAD} AND ({ttl} IS NOT NULL OR ttl_seconds IS NOT NULL)
 """
         self.live = f"SELECT 1 FROM lg_threads WHERE {THREAD} AND {LIVE}"
+        self.user = f"SELECT user_id FROM lg_threads WHERE {THREAD}"
+        self.live_user = f"SELECT user_id FROM lg_threads WHERE {THREAD} AND {LIVE}"
         self.delete = f"DELETE FROM lg_threads WHERE {THREAD}"
         # The copy is a new thread with the source's owner and TTL.
         self.copy = f"""

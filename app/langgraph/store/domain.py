@@ -1,6 +1,7 @@
 """The values the store's routes, rules and storage pass each other. A
 namespace is a tuple of labels, stored as its labels joined by "."."""
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -73,3 +74,23 @@ class ListNamespaces:
 
 Operation = GetItem | PutItem | SearchItems | ListNamespaces
 Result = StoredItem | None | list[StoredItem] | list[Namespace]
+
+
+def foreign_namespace(operations: Sequence[Operation], user_id: str) -> bool:
+    """Whether an operation reaches past the user's own namespaces (those
+    whose first label is the user, as erasure counts them): an end user's
+    gets, puts and searches name them, and a namespace listing must be
+    limited to them by a prefix condition."""
+    for op in operations:
+        if isinstance(op, GetItem | PutItem):
+            reached = op.namespace
+        elif isinstance(op, SearchItems):
+            reached = op.namespace_prefix
+        else:
+            prefixes = [c.path for c in op.conditions if c.match_type == "prefix"]
+            if not any(prefix[:1] == (user_id,) for prefix in prefixes):
+                return True
+            continue
+        if reached[:1] != (user_id,):
+            return True
+    return False

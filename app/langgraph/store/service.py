@@ -10,7 +10,8 @@ No backend branches here."""
 import time
 from collections.abc import Callable, Sequence
 
-from ...core.errors import FieldError, InvalidInput, ItemTooLarge
+from ...core.end_user_tokens import acting_end_user
+from ...core.errors import FieldError, Forbidden, InvalidInput, ItemTooLarge
 from ...core.json_codec import dumps
 from ...core.limits import Limits
 from .domain import (
@@ -21,6 +22,7 @@ from .domain import (
     PutItem,
     Result,
     SearchItems,
+    foreign_namespace,
     joined,
     split,
 )
@@ -45,6 +47,12 @@ class StoreService:
         self.clock = clock
 
     async def batch(self, app_name: str, operations: Sequence[Operation]) -> list[Result]:
+        user = acting_end_user()
+        if user is not None and foreign_namespace(operations, user.user_id):
+            raise Forbidden(
+                "an end-user token reaches only the store's namespaces whose first label is "
+                "its user id (a search or a namespace listing must name that prefix)"
+            )
         filters = self._check(operations)
         now = self.clock()
         puts: dict[tuple[Namespace, str], PutItem] = {}
