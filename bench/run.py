@@ -557,7 +557,7 @@ def main(argv: list[str] | None = None) -> int:
     from bench import adk_api
 
     shapes = adk_api.QUICK if arguments.quick else adk_api.FULL
-    through_adk = asyncio.run(adk_api.run(shapes, sizes.repetitions))
+    through_adk = asyncio.run(adk_api.run(shapes, *adk_api.timing(arguments.quick)))
     results = {
         "meta": {
             "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
