@@ -55,9 +55,11 @@ INSIDE = {"adk_api": "run"}
 HELPERS = {
     "__init__": "the package",
     "events": "the events and deltas every target gets",
+    "process_cpu": "CPU per process over a timed window",
     "quick": "this runner",
     "report": "bench.run's table and chart",
     "seed": "bulk seeding with SQL",
+    "spread": "rounds' spread and 'within noise'",
     "targets": "bench.run's targets",
 }
 # Output lines shown under a benchmark's summary line.
