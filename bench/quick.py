@@ -39,6 +39,7 @@ BENCHMARKS: dict[str, tuple[str, ...]] = {
     "capacity": ("--quick",),
     "client_cpu": ("--quick",),  # HEAD's client as the baseline
     "pool_choice": ("--quick",),
+    "server_choice": ("--quick",),  # uvicorn against granian, the same app
     "fork": ("--quick",),
     "compacted_reads": ("--quick",),
     "import_speed": ("--quick",),
