@@ -3,27 +3,34 @@ ADK's `BaseSessionService` API with ADK `Event` objects built inside every
 timed append, on every side, at several session lengths.
 
     python -m bench.adk_api            # 50 x 40, then 10 x 40, 200 and 1,000 events
-    python -m bench.adk_api --quick    # small sizes (a smoke run)
-    python -m bench.adk_api --shapes 10x40,50x40   # only these shapes
+    python -m bench.adk_api --quick    # small sizes, one round of one pass (a smoke run)
+    python -m bench.adk_api --shapes 10x40,50x40 --sides ours,redis   # some of it
 
 Targets: ADK's DatabaseSessionService on PostgreSQL; session-state's
 HttpSessionService (the client package's ADK adapter) against `serve` on
 PostgreSQL; google-adk-community's RedisSessionService on the local Redis (its
-own database number, flushed before and after); and session-state's raw async
-client sending dicts, the server's own ceiling. Every delta touches session,
-`user:`, `app:` and `temp:` keys, and one `app:` key shared by every session.
+own database number, flushed before and after); session-state's raw async
+client sending dicts, the server's own ceiling; and the floor, one asyncpg
+statement per append from this process on a database of our schema. Every
+delta touches session, `user:`, `app:` and `temp:` keys, and one `app:` key
+shared by every session.
 
-Before each timed workload, for every side alike, both PostgreSQL databases
-are vacuumed (autovacuum is off on this machine's cluster) and Python's
-garbage is collected (the sides share this process).
+Five alternating rounds (the first side rotating); in each, every side runs
+each shape in passes on fresh sessions until its timed passes add up to 3
+seconds, so that a short shape's figure is steady. Before each pass, for
+every side alike, the PostgreSQL databases are vacuumed (autovacuum is off on
+this machine's cluster) and Python's garbage is collected (the sides share
+this process). Prints medians, each side's spread over the rounds ((max -
+min) / median) and "within noise" where ours and a peer differ by less.
 
-After each workload the stored result is read back through the same target
-and checked: every event there in append order, every key holding its last
-value. "app CPU ms/append" is this process's CPU per timed append: the
-whole append for ADK's and the Redis service, the client's part for ours
-(our server and PostgreSQL run in processes of their own). Prints medians,
-ratios and the checks; writes
-bench/results/<name>.json.
+CPU per append, by process, while timed (bench.process_cpu): this process
+("app": the whole append for ADK's and the Redis service, the client's part
+for ours), our server, the PostgreSQL backends of the side's database, the
+redis-server; and their total, what the side costs its users.
+
+After each pass the stored result is read back through the same target and
+checked: every event there in append order, every key holding its last
+value. Writes bench/results/<name>.json and .md.
 """
 
 import argparse

@@ -1,10 +1,14 @@
 """How steady a side's figure is over alternating rounds, and whether a
 difference between two sides is larger than that.
 
-The spread is the range over the median: (max - min) / median of the
-rounds' figures, the widest any two rounds disagreed. A difference between
-two sides' medians smaller than the larger of their spreads is printed as
-"within noise": another run could order them the other way.
+A side's spread is the range over the median: (max - min) / median of the
+rounds' figures, the widest any two rounds disagreed. On a machine whose
+load drifts over minutes (other work sharing two cores), each side's own
+spread measures the machine more than the side; the two sides of one round
+ran a few seconds apart, under the same load, so their ratio round by round
+is steadier. The verdict is on that ratio: its median over the rounds, and
+"within noise" when it differs from 1 by less than its own spread (the
+rounds disagree by more than the difference), or when there is one round.
 """
 
 import statistics
@@ -18,17 +22,25 @@ def spread(values: list[float]) -> float:
     return (max(values) - min(values)) / middle if middle else 0.0
 
 
+def ratios(ours: list[float], theirs: list[float]) -> list[float]:
+    """Ours over theirs, round by round (both lists in round order)."""
+    return [mine / other for mine, other in zip(ours, theirs, strict=True) if other]
+
+
 def verdict(ours: list[float], theirs: list[float], higher_is_better: bool = True) -> str:
-    """`1.31x` or `0.92x (within noise)`: ours over theirs by median, and
-    whether the difference is inside the rounds' spread."""
-    ours_median, theirs_median = statistics.median(ours), statistics.median(theirs)
-    ratio = ours_median / theirs_median
-    noise = max(spread(ours), spread(theirs))
+    """`1.31x (ahead; rounds 1.22-1.40x)` or `0.97x (within noise; ...)`:
+    the median of the per-round ratios ours / theirs, and whether it stands
+    out of their spread."""
+    found = ratios(ours, theirs)
+    if not found:
+        return "-"
+    ratio = statistics.median(found)
     shown = f"{ratio:.2f}x"
-    if abs(ours_median - theirs_median) / theirs_median < noise:
-        return f"{shown} (within noise)"
+    rounds = f"rounds {min(found):.2f}-{max(found):.2f}x" if len(found) > 1 else "one round"
+    if len(found) < 2 or abs(ratio - 1) < spread(found):
+        return f"{shown} (within noise; {rounds})"
     better = ratio > 1 if higher_is_better else ratio < 1
-    return f"{shown} ({'ahead' if better else 'behind'})"
+    return f"{shown} ({'ahead' if better else 'behind'}; {rounds})"
 
 
 def percent(value: float) -> str:
