@@ -21,7 +21,8 @@ seconds, so that a short shape's figure is steady. Before each pass, for
 every side alike, the PostgreSQL databases are vacuumed (autovacuum is off on
 this machine's cluster) and Python's garbage is collected (the sides share
 this process). Prints medians, each side's spread over the rounds ((max -
-min) / median) and "within noise" where ours and a peer differ by less.
+min) / median) and ours against each peer: the median of the per-round
+ratios, "within noise" where it differs from 1 by less than their spread.
 
 CPU per append, by process, while timed (bench.process_cpu): this process
 ("app": the whole append for ADK's and the Redis service, the client's part
@@ -474,7 +475,7 @@ def spreads_of(runs: dict[str, dict[str, list[dict[str, float]]]]) -> dict[str, 
 
 def table(results: dict[str, Any]) -> str:
     """Medians over the rounds, each side's spread, ours against each peer
-    ("within noise" where the difference is inside the spread), CPU per
+    ("within noise" where the rounds' ratios disagree by more), CPU per
     append by process and the checks."""
     lines = [
         "| sessions x events | target | events/s (spread) | p50 ms | p99 ms (spread) |"
@@ -511,8 +512,8 @@ def table(results: dict[str, Any]) -> str:
         "",
         f"Medians of {results['rounds']} alternating rounds, each side running each shape"
         f" for at least {results['window_s']:g} timed seconds a round; spread: (max - min) /"
-        ' median over the rounds; "within noise": the difference between the medians is'
-        " smaller than the larger spread of the two sides.",
+        " median over the rounds; ours vs it: the median of the per-round ratios, within"
+        " noise when it differs from 1 by less than their spread (bench.spread).",
         "",
         "| creation race: 20 sessions of one user at once | user: and app: keys lost of 40 |",
     ]

@@ -544,8 +544,9 @@ def steadiness(figures: dict[str, Any]) -> list[tuple[str, str, float, float, st
 def steadiness_table(rows: list[tuple[str, str, float, float, str]]) -> str:
     lines = [
         "Per round: p50 ms (sequential calls), add_items/s (concurrent); medians of the"
-        ' rounds; spread: (max - min) / median; "within noise": the medians differ by less'
-        " than the larger spread.",
+        " rounds; spread: (max - min) / median; ours against it: the median of the"
+        ' per-round ratios, "within noise" when it differs from 1 by less than their'
+        " spread (bench.spread).",
         "",
         "| workload | side | median of rounds | spread | ours against it |",
         "| --- | --- | ---: | ---: | --- |",
