@@ -22,7 +22,7 @@ every side alike, the PostgreSQL databases are vacuumed (autovacuum is off on
 this machine's cluster) and Python's garbage is collected (the sides share
 this process). Prints medians, each side's spread over the rounds ((max -
 min) / median) and ours against each peer: the median of the per-round
-ratios, "within noise" where it differs from 1 by less than their spread.
+ratios, "within noise" where some rounds put ours ahead and others behind.
 
 CPU per append, by process, while timed (bench.process_cpu): this process
 ("app": the whole append for ADK's and the Redis service, the client's part
@@ -475,7 +475,7 @@ def spreads_of(runs: dict[str, dict[str, list[dict[str, float]]]]) -> dict[str, 
 
 def table(results: dict[str, Any]) -> str:
     """Medians over the rounds, each side's spread, ours against each peer
-    ("within noise" where the rounds' ratios disagree by more), CPU per
+    ("within noise" where the rounds disagree on who is ahead), CPU per
     append by process and the checks."""
     lines = [
         "| sessions x events | target | events/s (spread) | p50 ms | p99 ms (spread) |"
@@ -513,7 +513,7 @@ def table(results: dict[str, Any]) -> str:
         f"Medians of {results['rounds']} alternating rounds, each side running each shape"
         f" for at least {results['window_s']:g} timed seconds a round; spread: (max - min) /"
         " median over the rounds; ours vs it: the median of the per-round ratios, within"
-        " noise when it differs from 1 by less than their spread (bench.spread).",
+        " noise when some rounds put ours ahead and others behind (bench.spread).",
         "",
         "| creation race: 20 sessions of one user at once | user: and app: keys lost of 40 |",
     ]

@@ -9,8 +9,9 @@ ADK's API drives both (HttpSessionService, bench.adk_api's workload).
 
 Per side: events/s, p99, and the CPU per append of the load generator, the
 server (its process and its workers) and PostgreSQL's backends; medians of
-the rounds with their spread, "within noise" where the difference is inside
-it. Writes bench/results/<name>.json and .md.
+the rounds with their spread, and granian against uvicorn round by round,
+"within noise" where some rounds put one ahead and others the other.
+Writes bench/results/<name>.json and .md.
 """
 
 import argparse

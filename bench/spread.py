@@ -7,8 +7,9 @@ load drifts over minutes (other work sharing two cores), each side's own
 spread measures the machine more than the side; the two sides of one round
 ran a few seconds apart, under the same load, so their ratio round by round
 is steadier. The verdict is on that ratio: its median over the rounds, and
-"within noise" when it differs from 1 by less than its own spread (the
-rounds disagree by more than the difference), or when there is one round.
+"within noise" when the rounds disagree on which side is ahead (some ratios
+above 1, some below: the difference is smaller than the rounds' spread), or
+when there is one round.
 """
 
 import statistics
@@ -37,7 +38,7 @@ def verdict(ours: list[float], theirs: list[float], higher_is_better: bool = Tru
     ratio = statistics.median(found)
     shown = f"{ratio:.2f}x"
     rounds = f"rounds {min(found):.2f}-{max(found):.2f}x" if len(found) > 1 else "one round"
-    if len(found) < 2 or abs(ratio - 1) < spread(found):
+    if len(found) < 2 or min(found) <= 1 <= max(found):
         return f"{shown} (within noise; {rounds})"
     better = ratio > 1 if higher_is_better else ratio < 1
     return f"{shown} ({'ahead' if better else 'behind'}; {rounds})"
