@@ -638,7 +638,7 @@ def markdown_table(results: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main() -> None:
+def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -677,7 +677,15 @@ def main() -> None:
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / f"{arguments.name}.json").write_text(json.dumps(results, indent=2) + "\n")
     (RESULTS / f"{arguments.name}.md").write_text(table)
+    # CI runs the quick form: an item of ours lost or out of order fails it.
+    broken = sum(
+        entry[OURS]["lost"] + entry[OURS]["misordered"]
+        for workload, entry in figures.items()
+        if workload.startswith("concurrent")
+    )
+    print(f"Check: nothing of ours lost or reordered: {'met' if not broken else 'NOT met'}")
+    return 0 if not broken else 1
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())
