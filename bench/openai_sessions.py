@@ -48,7 +48,9 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from bench import RESULTS
 from bench.before_after import migrate_from
 from bench.client_cpu import _free_port
+from bench.process_cpu import Meter, backend_pids, redis_server_pid, with_children
 from bench.run import (
+    ADMIN_DSN,
     Server,
     create_database,
     drop_database,
@@ -58,6 +60,7 @@ from bench.run import (
     timed,
     vacuum,
 )
+from bench.spread import percent, spread, verdict
 from session_state_client import AsyncSessionStateClient
 from session_state_client._requests import Call
 from session_state_client.openai_agents import SessionStateSession
@@ -84,9 +87,13 @@ class Sizes:
     pops: int  # pop_item calls per side per round (refilled before each round)
     sessions: int  # concurrent workload: sessions adding at once
     adds_per_session: int
+    # The concurrent workload is repeated (fresh sessions each pass) until
+    # its timed passes add up to this many seconds a side a round: one pass
+    # of 20 x 20 lasts a fraction of a second.
+    window_s: float = 0.0
 
 
-FULL = Sizes(10, 300, 200, 200, 80, 120, 20, 20)
+FULL = Sizes(5, 400, 200, 300, 100, 150, 20, 20, 3.0)
 QUICK = Sizes(2, 15, 200, 10, 5, 10, 10, 5)
 
 # -- items, shaped as the SDK stores them ---------------------------------------
@@ -147,6 +154,7 @@ class Side:
     make: Callable[[str], Session]
     close: Callable[[], Awaitable[None]]
     sessions: dict[str, Session] = field(default_factory=dict)
+    meter: Meter | None = None  # the processes its users pay for, besides this one
 
     def session(self, key: str) -> Session:
         """One long-lived session per workload, as an agent keeps its own."""
@@ -232,11 +240,12 @@ async def alternating(
 
 
 async def concurrent_adds(
-    side: Side, round_index: int, sizes: Sizes, latencies: list[float]
-) -> tuple[float, int, int]:
-    """`sizes.sessions` sessions adding at once; add_items calls per second,
-    and how many items were lost or out of order (read back afterwards)."""
-    sessions = [side.make(f"concurrent-{round_index}-{n}") for n in range(sizes.sessions)]
+    side: Side, key: str, sizes: Sizes, latencies: list[float]
+) -> tuple[float, int, int, dict[str, float]]:
+    """`sizes.sessions` sessions adding at once: timed seconds, how many
+    items were lost or out of order (read back afterwards) and the CPU
+    seconds of the side's processes while timed."""
+    sessions = [side.make(f"concurrent-{key}-{n}") for n in range(sizes.sessions)]
     added: list[list[TResponseInputItem]] = [[user_message()] for _ in sessions]
     for session, items in zip(sessions, added, strict=True):  # made before the clock starts
         await session.add_items(list(items))
@@ -247,16 +256,19 @@ async def concurrent_adds(
             items.append(item)
             await timed(functools.partial(session.add_items, [item]), latencies)
 
+    meter = side.meter or Meter({})
+    await meter.start()
     started = time.perf_counter()
     await asyncio.gather(*(writer(s, items) for s, items in zip(sessions, added, strict=True)))
     elapsed = time.perf_counter() - started
+    cpu = await meter.stop()
     lost = misordered = 0
     for session, items in zip(sessions, added, strict=True):
         stored = await session.get_items()
         present = [item for item in items if item in stored]
         lost += len(items) - len(present)
         misordered += sum(1 for got, sent in zip(stored, present, strict=False) if got != sent)
-    return sizes.sessions * sizes.adds_per_session / elapsed, lost, misordered
+    return elapsed, lost, misordered, cpu
 
 
 def history_items(count: int) -> list[TResponseInputItem]:
@@ -288,6 +300,7 @@ class Run:
         self.misordered: dict[str, int] = {side.name: 0 for side in sides}
         self.pops = 0
         self.pop_requests = 0
+        self.cpu_ms: dict[str, list[dict[str, float]]] = {}
 
     async def _vacuum(self) -> None:
         # Autovacuum is off on this cluster: dead rows of updated session rows
@@ -390,12 +403,28 @@ class Run:
         workload = f"concurrent_{sizes.sessions}x{sizes.adds_per_session}_add_items"
         for side in order:
             latencies = self.latencies.setdefault(workload, {}).setdefault(side.name, [])
-            rate, lost, misordered = await concurrent_adds(side, index, sizes, latencies)
+            elapsed, passes, cpu = 0.0, 0, dict[str, float]()
+            while not passes or elapsed < sizes.window_s:
+                spent, lost, misordered, used = await concurrent_adds(
+                    side, f"{index}-{passes}", sizes, latencies
+                )
+                elapsed, passes = elapsed + spent, passes + 1
+                cpu = {group: cpu.get(group, 0.0) + seconds for group, seconds in used.items()}
+                self.lost[side.name] += lost
+                self.misordered[side.name] += misordered
+                await self._vacuum()
+            calls = passes * sizes.sessions * sizes.adds_per_session
+            rate = calls / elapsed
             self.rates[side.name].append(rate)
-            self.lost[side.name] += lost
-            self.misordered[side.name] += misordered
-            print(f"  {workload:<22} {side.name} {rate:,.0f} add_items/s", flush=True)
-            await self._vacuum()
+            self.cpu_ms.setdefault(side.name, []).append(
+                {f"{group}_cpu_ms": seconds / calls * 1000 for group, seconds in cpu.items()}
+                | {"total_cpu_ms": sum(cpu.values()) / calls * 1000}
+            )
+            print(
+                f"  {workload:<22} {side.name} {rate:,.0f} add_items/s ({passes} passes),"
+                f" CPU ms/call {self.cpu_ms[side.name][-1]}",
+                flush=True,
+            )
 
     def figures(self) -> dict[str, Any]:
         """Pooled p50/p99 per workload and side, with ours / SQLAlchemy."""
@@ -414,6 +443,11 @@ class Run:
                     entry[name]["round_add_items_per_s"] = [round(rate, 1) for rate in rates]
                     entry[name]["lost"] = self.lost[name]
                     entry[name]["misordered"] = self.misordered[name]
+                    rounds = self.cpu_ms[name]
+                    entry[name]["cpu_ms_per_call"] = {
+                        key: statistics.median(found.get(key, 0.0) for found in rounds)
+                        for key in rounds[0]
+                    }
             for peer in (*PEERS, BEFORE):
                 if peer not in entry:
                     continue
@@ -462,6 +496,66 @@ def goals(figures: dict[str, Any]) -> list[tuple[str, str, bool]]:
     return found
 
 
+async def attach_meters(sides: list[Side], server: Server, databases: list[str]) -> None:
+    """What each side's users pay for besides the application: our server
+    and its database's backends, SQLAlchemy's database's backends, the
+    redis-server (bench.process_cpu)."""
+    redis_pid = await redis_server_pid()
+
+    async def server_pids() -> list[int]:
+        return with_children(server.process.pid)
+
+    async def redis_pids() -> list[int]:
+        return [redis_pid]
+
+    def backends(database: str) -> Callable[[], Awaitable[list[int]]]:
+        return lambda: backend_pids(ADMIN_DSN, database)
+
+    groups: dict[str, dict[str, Callable[[], Awaitable[list[int]]]]] = {
+        OURS: {"server": server_pids, "postgresql": backends(databases[0])},
+        THEIRS: {"postgresql": backends(databases[1])},
+        REDIS: {"redis_server": redis_pids},
+    }
+    for side in sides:
+        if side.name in groups:
+            side.meter = Meter(groups[side.name])
+
+
+def steadiness(figures: dict[str, Any]) -> list[tuple[str, str, float, float, str]]:
+    """(workload, side, median over the rounds, spread, ours against it) of
+    each workload's per-round figure: p50 ms of sequential calls, add_items/s
+    of the concurrent one."""
+    rows: list[tuple[str, str, float, float, str]] = []
+    for workload, entry in figures.items():
+        if not isinstance(entry, dict):
+            continue
+        concurrent = workload.startswith("concurrent")
+        key = "round_add_items_per_s" if concurrent else "round_p50_ms"
+        ours = entry[OURS][key]
+        for name in (OURS, *PEERS, BEFORE):
+            if name not in entry:
+                continue
+            rounds = entry[name][key]
+            against = "" if name == OURS else verdict(ours, rounds, higher_is_better=concurrent)
+            rows.append((workload, name, statistics.median(rounds), spread(rounds), against))
+    return rows
+
+
+def steadiness_table(rows: list[tuple[str, str, float, float, str]]) -> str:
+    lines = [
+        "Per round: p50 ms (sequential calls), add_items/s (concurrent); medians of the"
+        " rounds; spread: (max - min) / median; ours against it: the median of the"
+        ' per-round ratios, "within noise" when it differs from 1 by less than their'
+        " spread (bench.spread).",
+        "",
+        "| workload | side | median of rounds | spread | ours against it |",
+        "| --- | --- | ---: | ---: | --- |",
+    ]
+    for workload, name, median, found, against in rows:
+        lines.append(f"| {workload} | {name} | {median:,.2f} | {percent(found)} | {against} |")
+    return "\n".join(lines) + "\n"
+
+
 async def execute(sizes: Sizes, before: Path | None = None) -> dict[str, Any]:
     databases = [
         await create_database("bench_openai_ours"),
@@ -479,6 +573,7 @@ async def execute(sizes: Sizes, before: Path | None = None) -> dict[str, Any]:
             migrate_from(before, sqlalchemy_url(databases[-1]))
             servers.append(Server(databases[-1], _free_port(), workers=1, source=before))
             sides.append(our_side(servers[-1].base_url, BEFORE)[0])
+        await attach_meters(sides, servers[0], databases)
         run = Run(sizes, sides, databases, client)
         await run.setup()
         for index in range(sizes.rounds):
@@ -526,13 +621,24 @@ def markdown_table(results: dict[str, Any]) -> str:
                     else ""
                 )
             )
+        if "cpu_ms_per_call" in entry[OURS]:
+            # Every process the side needs: the application's and the
+            # server's, PostgreSQL's or redis-server's (bench.process_cpu).
+            ours, theirs, redis_cpu = (
+                entry[name]["cpu_ms_per_call"]["total_cpu_ms"] for name in (OURS, THEIRS, REDIS)
+            )
+            lines.append(
+                f"| {workload} | CPU ms per call, all processes | {ours:.3f} | {theirs:.3f}"
+                f" | {redis_cpu:.3f} | {ours / theirs:.2f} | {ours / redis_cpu:.2f} |"
+                + (" | |" if before else "")
+            )
     lines += ["", "| goal (issue 28) | measured | met |", "| --- | --- | --- |"]
     for goal, measured, met in results["goals"]:
         lines.append(f"| {goal} | {measured} | {'met' if met else 'NOT met'} |")
     return "\n".join(lines) + "\n"
 
 
-def main() -> None:
+def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -566,12 +672,20 @@ def main() -> None:
         "figures": figures,
         "goals": goals(figures),
     }
-    table = markdown_table(results)
+    table = markdown_table(results) + "\n" + steadiness_table(steadiness(figures))
     print(table)
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / f"{arguments.name}.json").write_text(json.dumps(results, indent=2) + "\n")
     (RESULTS / f"{arguments.name}.md").write_text(table)
+    # CI runs the quick form: an item of ours lost or out of order fails it.
+    broken = sum(
+        entry[OURS]["lost"] + entry[OURS]["misordered"]
+        for workload, entry in figures.items()
+        if workload.startswith("concurrent")
+    )
+    print(f"Check: nothing of ours lost or reordered: {'met' if not broken else 'NOT met'}")
+    return 0 if not broken else 1
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -39,6 +39,7 @@ BENCHMARKS: dict[str, tuple[str, ...]] = {
     "capacity": ("--quick",),
     "client_cpu": ("--quick",),  # HEAD's client as the baseline
     "pool_choice": ("--quick",),
+    "server_choice": ("--quick",),  # uvicorn against granian, the same app
     "fork": ("--quick",),
     "compacted_reads": ("--quick",),
     "import_speed": ("--quick",),
@@ -58,10 +59,12 @@ INSIDE = {"adk_api": "run"}
 HELPERS = {
     "__init__": "the package",
     "events": "the events and deltas every target gets",
+    "process_cpu": "CPU per process over a timed window",
     "quick": "this runner",
     "report": "bench.run's table and chart",
     "seed": "bulk seeding with SQL",
     "inspector_screenshots": "docs/images/inspector-*.png, taken for the docs",
+    "spread": "rounds' spread and 'within noise'",
     "targets": "bench.run's targets",
 }
 # Output lines shown under a benchmark's summary line.
