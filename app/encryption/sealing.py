@@ -38,6 +38,7 @@ MEMORY = b"memory"
 MemorySearch = Literal["vectors-only", "off", "full"]
 _FIRST = ENVELOPE_TEXT_PREFIX[0]
 _DECODER = json.JSONDecoder()
+_NO_VECTOR: dict[str, Any] = {"embedding_model": None, "embedding": None, "embedding_bits": None}
 
 
 class Sealer:
@@ -150,6 +151,7 @@ class Sealer:
             if record.custom_metadata is None
             else cipher.seal_text(record.custom_metadata, MEMORY),
             indexed_text=record.text if self.memory_search == "full" else "",
+            **(_NO_VECTOR if self.memory_search == "off" else {}),
         )
 
     def sealing(self, memories_of: MemoriesOf) -> MemoriesOf:

@@ -1,0 +1,245 @@
+"""Encryption at rest of sessions and memory, on both backends: with keys set,
+the raw SQLite files and a pg_dump hold none of what was written while the
+API returns all of it; keys rotate and the old one goes after `reencrypt`;
+plaintext rows written before encryption stay readable and get sealed; a
+missing key is an error naming it; a value that looks sealed is refused."""
+
+import base64
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import make_url
+
+from session_state.core.config import Settings
+from session_state.encryption.commands import run_reencrypt
+
+from .conftest import asgi_client
+
+PG_DUMP = "/usr/lib/postgresql/15/bin/pg_dump"
+APP, USER, SESSION = "vault", "u1", "s1"
+MARKERS = {
+    "session": "MARK-session-3f9a",
+    "app": "MARK-app-77c1",
+    "user": "MARK-user-52de",
+    "event": "MARK-event-a0b4",
+    "delta": "MARK-delta-e6f2",
+    "memory": "MARK-memory-19cc",
+}
+SESSION_PATH = f"/apps/{APP}/users/{USER}/sessions/{SESSION}"
+
+
+def _key() -> str:
+    return base64.b64encode(os.urandom(32)).decode()
+
+
+def _settings(database_url: str, keys: dict[str, str], **more: Any) -> Settings:
+    return Settings(database_url=database_url, db_timeout_seconds=30, encryption_keys=keys, **more)
+
+
+async def _write_everything(settings: Settings) -> None:
+    async with asgi_client(settings) as client:
+        created = await client.post(
+            f"/apps/{APP}/users/{USER}/sessions",
+            json={
+                "sessionId": SESSION,
+                "state": {
+                    "plain": MARKERS["session"],
+                    "app:shared": MARKERS["app"],
+                    "user:mine": {"nested": [MARKERS["user"]]},
+                },
+            },
+        )
+        assert created.status_code == 201, created.text
+        for text, delta in (
+            (MARKERS["event"], {"later": MARKERS["delta"]}),
+            (MARKERS["memory"], {}),
+        ):
+            appended = await client.post(
+                f"{SESSION_PATH}/events",
+                json={
+                    "author": "user",
+                    "content": {"role": "user", "parts": [{"text": text}]},
+                    "actions": {"stateDelta": delta},
+                },
+            )
+            assert appended.status_code == 201, appended.text
+        ingested = await client.post(
+            f"/apps/{APP}/users/{USER}/memory", json={"sessionId": SESSION}
+        )
+        assert ingested.status_code == 200, ingested.text
+        assert ingested.json()["memoriesAdded"] == 2
+
+
+async def _read_everything(settings: Settings) -> dict[str, Any]:
+    async with asgi_client(settings) as client:
+        response = await client.get(SESSION_PATH)
+        assert response.status_code == 200, response.text
+        return response.json()  # type: ignore[no-any-return]
+
+
+def _assert_intact(session: dict[str, Any]) -> None:
+    assert session["state"] == {
+        "plain": MARKERS["session"],
+        "app:shared": MARKERS["app"],
+        "user:mine": {"nested": [MARKERS["user"]]},
+        "later": MARKERS["delta"],
+    }
+    texts = [
+        event["content"]["parts"][0]["text"] for event in session["events"] if "content" in event
+    ]
+    assert texts == [MARKERS["event"], MARKERS["memory"]]
+
+
+def _stored_bytes(database_url: str) -> bytes:
+    """Everything the database holds, as an attacker with the disk or a dump
+    reads it: the SQLite files (with the WAL), or pg_dump's output."""
+    url = make_url(database_url)
+    if url.get_backend_name() == "sqlite":
+        path = Path(url.database or "")
+        return b"".join(
+            file.read_bytes() for file in path.parent.glob(path.name + "*") if file.is_file()
+        )
+    dump = subprocess.run(
+        [
+            PG_DUMP,
+            "--data-only",
+            "-h",
+            url.host or "127.0.0.1",
+            "-p",
+            str(url.port or 5432),
+            "-U",
+            url.username or "postgres",
+            url.database or "",
+        ],
+        check=True,
+        capture_output=True,
+    )
+    return dump.stdout
+
+
+def _leaked(database_url: str) -> list[str]:
+    stored = _stored_bytes(database_url)
+    return [name for name, marker in MARKERS.items() if marker.encode() in stored]
+
+
+async def test_with_keys_nothing_written_is_stored_in_plaintext(database_url):
+    settings = _settings(database_url, {"k1": _key()})
+    await _write_everything(settings)
+    _assert_intact(await _read_everything(settings))
+    assert _leaked(database_url) == []
+
+
+async def test_without_keys_the_same_markers_are_found(database_url):
+    """The check above can fail: without keys the markers are there."""
+    settings = _settings(database_url, {})
+    await _write_everything(settings)
+    assert set(_leaked(database_url)) == set(MARKERS)
+
+
+async def test_memory_search_when_encrypted_full_keeps_keyword_search(database_url):
+    settings = _settings(database_url, {"k1": _key()}, memory_search_when_encrypted="full")
+    await _write_everything(settings)
+    async with asgi_client(settings) as client:
+        found = await client.get(
+            f"/apps/{APP}/users/{USER}/memory", params={"query": MARKERS["memory"]}
+        )
+    assert found.status_code == 200, found.text
+    texts = [memory["content"]["parts"][0]["text"] for memory in found.json()["memories"]]
+    assert MARKERS["memory"] in texts
+
+
+async def _search(settings: Settings, mode: str) -> list[str]:
+    async with asgi_client(settings) as client:
+        found = await client.get(
+            f"/apps/{APP}/users/{USER}/memory", params={"query": MARKERS["memory"], "mode": mode}
+        )
+    assert found.status_code == 200, found.text
+    return [memory["content"]["parts"][0]["text"] for memory in found.json()["memories"]]
+
+
+async def test_memory_search_when_encrypted_vectors_only_searches_by_meaning_only(database_url):
+    settings = _settings(database_url, {"k1": _key()})
+    await _write_everything(settings)
+    assert await _search(settings, "keyword") == []
+    assert MARKERS["memory"] in await _search(settings, "semantic")
+
+
+async def test_memory_search_when_encrypted_off_finds_nothing(database_url):
+    settings = _settings(database_url, {"k1": _key()}, memory_search_when_encrypted="off")
+    await _write_everything(settings)
+    assert await _search(settings, "keyword") == []
+    assert await _search(settings, "hybrid") == []
+
+
+async def test_a_rotated_key_can_be_removed_after_reencrypt(database_url):
+    k1, k2 = _key(), _key()
+    await _write_everything(_settings(database_url, {"k1": k1}))
+    rotated = _settings(database_url, {"k2": k2, "k1": k1})
+    # Written under k2 now, read under both.
+    async with asgi_client(rotated) as client:
+        response = await client.patch(SESSION_PATH, json={"stateDelta": {"after": "rotation"}})
+        assert response.status_code == 200, response.text
+    assert await run_reencrypt(rotated, 2) == 0
+    only_k2 = _settings(database_url, {"k2": k2})
+    session = await _read_everything(only_k2)
+    assert session["state"].pop("after") == "rotation"
+    _assert_intact(session)
+    assert _leaked(database_url) == []
+    # A second run finds nothing to do.
+    assert await run_reencrypt(only_k2, 2) == 0
+
+
+async def test_plaintext_rows_stay_readable_and_reencrypt_seals_them(database_url):
+    await _write_everything(_settings(database_url, {}))
+    keyed = _settings(database_url, {"k1": _key()})
+    _assert_intact(await _read_everything(keyed))
+    assert await run_reencrypt(keyed, 3) == 0
+    _assert_intact(await _read_everything(keyed))
+    if make_url(database_url).get_backend_name() != "sqlite":
+        # pg_dump reads live rows; SQLite's file may still hold freed pages
+        # until VACUUM (docs/operations.md, "Turning encryption on").
+        assert _leaked(database_url) == []
+
+
+async def test_a_missing_key_is_an_error_naming_it(database_url):
+    await _write_everything(_settings(database_url, {"k1": _key()}))
+    async with asgi_client(_settings(database_url, {"k2": _key()})) as client:
+        response = await client.get(SESSION_PATH)
+    assert response.status_code == 500
+    problem = response.json()
+    assert problem["code"] == "encryption_key_missing"
+    assert "'k1'" in problem["detail"]
+    assert MARKERS["session"] not in response.text
+
+
+@pytest.mark.parametrize(
+    "request_",
+    [
+        (
+            "post",
+            f"/apps/{APP}/users/{USER}/sessions",
+            {"sessionId": "s2", "state": {"x": "\x01ss1:AAAA"}},
+        ),
+        ("patch", SESSION_PATH, {"stateDelta": {"app:x": "\x01ss1:"}}),
+        (
+            "post",
+            f"{SESSION_PATH}/events",
+            {"author": "a", "actions": {"stateDelta": {"user:y": "\x01ss1:x"}}},
+        ),
+    ],
+    ids=["create", "patch", "append"],
+)
+async def test_a_state_value_that_looks_sealed_is_refused_with_or_without_keys(
+    database_url, request_
+):
+    method, path, body = request_
+    for keys in ({}, {"k1": _key()}):
+        async with asgi_client(_settings(database_url, keys)) as client:
+            await client.post(f"/apps/{APP}/users/{USER}/sessions", json={"sessionId": SESSION})
+            response = await getattr(client, method)(path, json=body)
+        assert response.status_code == 422, response.text
+        assert response.json()["code"] == "validation_error"
+        assert "reserved prefix" in response.text
