@@ -5,6 +5,7 @@ plaintext rows written before encryption stay readable and get sealed; a
 missing key is an error naming it; a value that looks sealed is refused."""
 
 import base64
+import json
 import os
 import subprocess
 from pathlib import Path
@@ -16,6 +17,7 @@ from sqlalchemy import make_url
 from session_state.core.config import Settings
 from session_state.encryption.commands import run_reencrypt
 
+from .cli_runner import run_cli
 from .conftest import asgi_client
 
 PG_DUMP = "/usr/lib/postgresql/15/bin/pg_dump"
@@ -243,3 +245,46 @@ async def test_a_state_value_that_looks_sealed_is_refused_with_or_without_keys(
         assert response.status_code == 422, response.text
         assert response.json()["code"] == "validation_error"
         assert "reserved prefix" in response.text
+
+
+async def test_export_writes_plaintext_and_import_seals_under_the_importers_key(
+    database_url, tmp_path
+):
+    k1, k9 = _key(), _key()
+    await _write_everything(_settings(database_url, {"k1": k1}))
+    dump = tmp_path / "dump.jsonl"
+    exported = run_cli(
+        "export",
+        "--output",
+        str(dump),
+        env={
+            "SESSION_STATE_DATABASE_URL": database_url,
+            "SESSION_STATE_ENCRYPTION_KEYS": json.dumps({"k1": k1}),
+        },
+    )
+    assert exported.returncode == 0, exported.stderr
+    # A dump is what the API returns: protected as a file, not by the keys.
+    assert all(marker.encode() in dump.read_bytes() for marker in MARKERS.values())
+    target = f"sqlite+aiosqlite:///{tmp_path / 'target.db'}"
+    imported = run_cli(
+        "import",
+        str(dump),
+        env={
+            "SESSION_STATE_DATABASE_URL": target,
+            "SESSION_STATE_ENCRYPTION_KEYS": json.dumps({"k9": k9}),
+        },
+    )
+    assert imported.returncode == 0, imported.stderr
+    keyed = _settings(target, {"k9": k9})
+    _assert_intact(await _read_everything(keyed))
+    assert _leaked(target) == []
+    # Imported again: every row is found equal once opened, nothing conflicts.
+    again = run_cli(
+        "import",
+        str(dump),
+        env={
+            "SESSION_STATE_DATABASE_URL": target,
+            "SESSION_STATE_ENCRYPTION_KEYS": json.dumps({"k9": k9}),
+        },
+    )
+    assert again.returncode == 0, again.stdout + again.stderr

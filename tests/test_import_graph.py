@@ -43,6 +43,7 @@ FEATURES = frozenset(
         "app.lifecycle",
         "app.admin",
         "app.transfer",
+        "app.encryption",
     }
 )
 # Bottom first: a module may import its own layer's modules and those of the
