@@ -41,6 +41,7 @@ BENCHMARKS: dict[str, tuple[str, ...]] = {
     "pool_choice": ("--quick",),
     "fork": ("--quick",),
     "compacted_reads": ("--quick",),
+    "encryption_cost": ("--quick",),
     "import_speed": ("--quick",),
     "labels": ("--quick",),
     "memory_search": ("--quick",),  # against HEAD

@@ -34,6 +34,7 @@ from ..sessions.domain import (
     SortOrder,
     StoredEvent,
 )
+from ..sessions.history import changes_session_state
 from ..sessions.labels import Labels
 from ..sessions.state import ScopedDelta, StateDict
 from ..sessions.store import ForkOutcome
@@ -205,11 +206,35 @@ class SealedStore:
         )
         if popped is None:
             return None
+        events = self.sealer.open_events(popped.events)
+        # The store takes sealed events for ones that changed state: opened,
+        # they say.
+        changes_state = popped.changes_state and changes_session_state(events)
+        if (
+            popped.changes_state
+            and not changes_state
+            and popped.removed is None
+            and events
+            and expected_revision in (None, popped.revision)
+            and sum(len(event.data.encode()) for event in events) <= max_bytes
+        ):
+            # The store took the sealed events for ones that changed state;
+            # opened, they did not: removed as the store would have, at the
+            # revision read (a session that moved on since is left alone).
+            return await self._pop_opened(key, popped.revision, events, max_bytes, now)
         return replace(
             popped,
-            events=self.sealer.open_events(popped.events),
+            events=events,
             session=None if popped.session is None else self._snapshot(popped.session),
+            changes_state=changes_state,
         )
+
+    async def _pop_opened(
+        self, key: SessionKey, revision: int, events: list[StoredEvent], max_bytes: int, now: float
+    ) -> Popped | None:
+        done = await self._inner.remove_events(key, events[0].seq - 1, revision, None, now)
+        after = await self.read_snapshot(key, 0, None, max_bytes, now)
+        return Popped(revision, events, None if done is None else done.count, after, False)
 
     async def find_event(self, key: SessionKey, event_id: str) -> StoredEvent | None:
         found = await self._inner.find_event(key, event_id)
