@@ -13,7 +13,8 @@ passing them by (a read, no write). Servers keep running throughout.
 
 Each backend's SQL is `reencrypt_sql`; this module is the walk."""
 
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,6 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from ..core.audit import audit_event
 from ..core.encryption import ValueCipher
+from ..db.engine import WRITE_OPTION
 from . import reencrypt_sql as sql
 from .resealing import CONTENT_TABLES, ContentTable, Resealer, row_change
 
@@ -70,6 +72,11 @@ async def reencrypt(
             done.tables[table.name] = await _walk(
                 engine, dialect, table, row_change(resealer, table), batch_rows, advance
             )
+        async with _writing(engine) as connection:
+            await sql.finish(connection, dialect, unindexed=done.tables["memories"].resealed > 0)
+        if not dialect.postgresql:
+            async with engine.connect() as connection:
+                await sql.checkpoint(connection)
     except BaseException as error:
         audit_event("reencrypt", type(error).__name__, key_id=done.key_id, **_counts(done))
         raise
@@ -77,6 +84,15 @@ async def reencrypt(
         "reencrypt", "ok" if not done.busy else "rows_busy", key_id=done.key_id, **_counts(done)
     )
     return done
+
+
+@asynccontextmanager
+async def _writing(engine: AsyncEngine) -> AsyncIterator[AsyncConnection]:
+    """A write transaction (SQLite: BEGIN IMMEDIATE, as the stores' writers)."""
+    async with engine.connect() as connection:
+        await connection.execution_options(**{WRITE_OPTION: True})
+        async with connection.begin():
+            yield connection
 
 
 def _counts(done: Reencrypted) -> dict[str, int]:
@@ -111,7 +127,8 @@ async def _walk(
             if not changes:
                 pending = []
                 break
-            async with engine.begin() as connection:
+            async with _writing(engine) as connection:
+                await sql.begin_write(connection, dialect)
                 pending = await _write(connection, dialect, table, changes, count)
             if not pending:
                 break

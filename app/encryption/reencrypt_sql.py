@@ -49,6 +49,37 @@ def _key_match(table: ContentTable) -> str:
     return " AND ".join(f"{key} = CAST(:k_{key} AS {_key_type(table, key)})" for key in table.keys)
 
 
+async def begin_write(connection: AsyncConnection, dialect: Dialect) -> None:
+    """SQLite: the pages this connection frees are zeroed, so that the
+    plaintext a row held does not stay in the file's free pages."""
+    if not dialect.postgresql:
+        await connection.exec_driver_sql("PRAGMA secure_delete = ON")
+
+
+async def finish(connection: AsyncConnection, dialect: Dialect, *, unindexed: bool) -> None:
+    """SQLite: the keyword index's segments merged (the entries deleted from
+    it are then gone from the file, not only marked), and the WAL written
+    back into the file and emptied. PostgreSQL keeps dead row versions until
+    VACUUM (docs/operations.md)."""
+    if dialect.postgresql:
+        return
+    await connection.exec_driver_sql("PRAGMA secure_delete = ON")
+    if unindexed and dialect.clear_keyword_index:
+        await connection.exec_driver_sql(
+            "INSERT INTO memories_fts(memories_fts) VALUES ('optimize')"
+        )
+
+
+async def checkpoint(connection: AsyncConnection) -> None:
+    """SQLite: the WAL written back into the file and emptied, outside any
+    transaction (on the driver's connection, which the engine's BEGIN does
+    not wrap)."""
+    raw = await connection.get_raw_connection()
+    driver = raw.driver_connection
+    assert driver is not None
+    await driver.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+
 async def count_rows(connection: AsyncConnection, table: ContentTable) -> int:
     result = await connection.execute(text(f"SELECT count(*) FROM {table.name}"))
     return int(result.scalar_one())
