@@ -7,6 +7,7 @@ missing key is an error naming it; a value that looks sealed is refused."""
 import asyncio
 import base64
 import json
+import logging
 import os
 import subprocess
 from pathlib import Path
@@ -177,7 +178,7 @@ async def test_memory_search_when_encrypted_off_finds_nothing(database_url):
     assert await _search(settings, "hybrid") == []
 
 
-async def test_a_rotated_key_can_be_removed_after_reencrypt(database_url):
+async def test_a_rotated_key_can_be_removed_after_reencrypt(database_url, caplog):
     k1, k2 = _key(), _key()
     await _write_everything(_settings(database_url, {"k1": k1}))
     rotated = _settings(database_url, {"k2": k2, "k1": k1})
@@ -185,7 +186,12 @@ async def test_a_rotated_key_can_be_removed_after_reencrypt(database_url):
     async with asgi_client(rotated) as client:
         response = await client.patch(SESSION_PATH, json={"stateDelta": {"after": "rotation"}})
         assert response.status_code == 200, response.text
-    assert await run_reencrypt(rotated, 2) == 0
+    with caplog.at_level(logging.INFO, logger="session_state.audit"):
+        assert await run_reencrypt(rotated, 2) == 0
+    (audited,) = [r for r in caplog.records if getattr(r, "audit_action", None) == "reencrypt"]
+    assert (audited.audit_outcome, audited.audit_key_id) == ("ok", "k2")  # type: ignore[attr-defined]
+    # The two events written under k1; the PATCH's, under k2, is passed by.
+    assert audited.audit_events_resealed == 2  # type: ignore[attr-defined]
     only_k2 = _settings(database_url, {"k2": k2})
     session = await _read_everything(only_k2)
     assert session["state"].pop("after") == "rotation"

@@ -56,6 +56,14 @@ BAD_VALUES = {
     "db_timeout_seconds": ["0", "inf", "soon"],
     "log_level": ["verbose", "10"],
     "log_format": ["yaml"],
+    # Refused naming the variable and the key id, never the key.
+    "encryption_keys": [
+        '{"k1": "c2hvcnQ="}',
+        '["not an object"]',
+        '{"bad id!": "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="}',
+        '{"k1": "not base64!"}',
+    ],
+    "memory_search_when_encrypted": ["keyword"],
     "api_keys": ['{"short": ["*"]}', '{"long-enough-key-0123": []}', "{bad", '["k"]'],
     "api_keys_file": ["/nonexistent-folder/keys.json"],
     "allowed_hosts": ["http://api", "api, bad host"],

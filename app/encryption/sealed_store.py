@@ -49,6 +49,11 @@ class SealedStore:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
 
+    @property
+    def inner(self) -> Any:
+        """The backend's store behind this one."""
+        return self._inner
+
     # -- opening what is read ----------------------------------------------------
 
     def _row(self, row: SessionRow) -> SessionRow:
