@@ -17,7 +17,9 @@ import pytest
 from sqlalchemy import make_url
 
 from session_state.core.config import Settings
+from session_state.db.engine import create_engine
 from session_state.encryption.commands import run_reencrypt
+from session_state.encryption.reencrypt import reencrypt
 
 from .cli_runner import run_cli
 from .conftest import asgi_client
@@ -212,10 +214,12 @@ async def test_plaintext_rows_stay_readable_and_reencrypt_seals_them(database_ur
     assert _leaked(database_url) == []
 
 
-async def test_a_missing_key_is_an_error_naming_it(database_url):
+async def test_a_missing_key_is_an_error_naming_it(database_url, caplog):
     await _write_everything(_settings(database_url, {"k1": _key()}))
     async with asgi_client(_settings(database_url, {"k2": _key()})) as client:
-        response = await client.get(SESSION_PATH)
+        with caplog.at_level(logging.ERROR, logger="session_state.encryption"):
+            response = await client.get(SESSION_PATH)
+    assert any("'k1'" in record.getMessage() for record in caplog.records)
     assert response.status_code == 500
     problem = response.json()
     assert problem["code"] == "encryption_key_missing"
@@ -335,3 +339,34 @@ async def test_reencrypt_while_appends_run_loses_no_update(database_url):
     assert [state.get(f"k{step}") for step in range(steps)] == list(range(steps))
     assert (state["app:n"], state["user:n"]) == (steps - 1,) * 2
     assert len(session["events"]) == 2 + steps
+
+
+async def test_reencrypt_stopped_part_way_resumes_when_run_again(database_url):
+    k1, k2 = _key(), _key()
+    await _write_everything(_settings(database_url, {"k1": k1}))
+    rotated = _settings(database_url, {"k2": k2, "k1": k1})
+
+    class Stopped(Exception):
+        pass
+
+    def progress(table: str, _total: int | None) -> Any:
+        def advance(_rows: int) -> None:
+            if table == "sessions":
+                raise Stopped  # as Ctrl-C would, after the events were moved
+
+        return advance
+
+    engine = create_engine(rotated)
+    try:
+        with pytest.raises(Stopped):
+            await reencrypt(
+                engine,
+                rotated.value_cipher(),  # type: ignore[arg-type]
+                clear_keyword_index=True,
+                progress=progress,
+                batch_rows=1,
+            )
+    finally:
+        await engine.dispose()
+    assert await run_reencrypt(rotated, 1) == 0
+    _assert_intact(await _read_everything(_settings(database_url, {"k2": k2})))
