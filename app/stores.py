@@ -2,7 +2,7 @@
 object per backend that implements every feature's store protocol on one
 connection pool."""
 
-from typing import Protocol
+from typing import Protocol, cast
 
 from .backends.postgresql import PostgresStore
 from .backends.sqlite import SqliteStore
@@ -10,6 +10,8 @@ from .core.config import Settings
 from .db import migrations
 from .db.engine import create_engine
 from .db.poolers import refuse_an_undeclared_pooler
+from .encryption.sealed_store import SealedStore
+from .encryption.sealing import Sealer
 from .langgraph.checkpoints.store import CheckpointStore
 from .langgraph.store.storage import ItemStorage
 from .lifecycle.store import LifecycleStore
@@ -51,10 +53,18 @@ async def open_store(settings: Settings) -> Store:
         await engine.dispose()
         raise
     if settings.is_sqlite:
-        return SqliteStore(engine)
+        return sealed(SqliteStore(engine), settings)
     # SQLAlchemy was needed only to read the schema's revision.
     await engine.dispose()
-    return await PostgresStore.connect(settings)
+    return sealed(await PostgresStore.connect(settings), settings)
+
+
+def sealed(store: Store, settings: Settings) -> Store:
+    """The store behind a layer that seals content on the way in and opens it
+    on the way out (app.encryption). Also without keys: a sealed value found
+    then is an error naming its key, never returned as it is stored."""
+    sealer = Sealer(settings.value_cipher(), settings.memory_search_when_encrypted)
+    return cast(Store, SealedStore(store, sealer))
 
 
 async def open_replica(settings: Settings) -> Replica[PostgresStore]:
@@ -63,4 +73,6 @@ async def open_replica(settings: Settings) -> Replica[PostgresStore]:
     stops nothing."""
     assert settings.read_database_url is not None
     store = await PostgresStore.connect(settings, database_url=settings.read_database_url)
-    return Replica(store, store, settings.max_replica_lag_seconds)
+    return Replica(
+        cast(PostgresStore, sealed(store, settings)), store, settings.max_replica_lag_seconds
+    )

@@ -42,6 +42,7 @@ BENCHMARKS: dict[str, tuple[str, ...]] = {
     "server_choice": ("--quick",),  # uvicorn against granian, the same app
     "fork": ("--quick",),
     "compacted_reads": ("--quick",),
+    "encryption_cost": ("--quick",),
     "import_speed": ("--quick",),
     "labels": ("--quick",),
     "memory_search": ("--quick",),  # against HEAD

@@ -2,6 +2,8 @@
 over real HTTP semantics (httpx + ASGI), and started server processes."""
 
 import asyncio
+import base64
+import json
 import os
 import random
 import shutil
@@ -28,6 +30,24 @@ from session_state.db import migrations
 from session_state.main import create_app
 
 T = TypeVar("T")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--encrypted",
+        action="store_true",
+        help="run with encryption at rest on: SESSION_STATE_ENCRYPTION_KEYS set to a fresh key "
+        "(and memory search kept whole) for every Settings, store and server the tests start",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # The environment, not a fixture: servers started in processes of their
+    # own, and Settings built anywhere, read it alike. Also settable by hand.
+    if config.getoption("--encrypted", default=False):
+        key = base64.b64encode(os.urandom(32)).decode()
+        os.environ["SESSION_STATE_ENCRYPTION_KEYS"] = json.dumps({"test-key": key})
+        os.environ.setdefault("SESSION_STATE_MEMORY_SEARCH_WHEN_ENCRYPTED", "full")
 
 
 def run_blocking(coroutine: Coroutine[Any, Any, T]) -> T:

@@ -15,7 +15,7 @@ from session_state.backends.postgresql import PostgresStore
 from session_state.backends.sqlite import SqliteStore
 from session_state.core.config import Settings
 from session_state.db.engine import create_engine
-from session_state.stores import Store
+from session_state.stores import Store, sealed
 
 from .conftest import TABLES
 
@@ -44,18 +44,22 @@ async def open_store(database_url: str) -> Store:
     (group commit on PostgreSQL); `open_store`'s schema checks are
     `test_open_store_picks_the_store_of_the_url`'s."""
     settings = Settings(database_url=database_url)
+    opened: Store
     if settings.is_sqlite:
-        return SqliteStore(create_engine(settings))
-    return await PostgresStore.connect(settings)
+        opened = SqliteStore(create_engine(settings))
+    else:
+        opened = await PostgresStore.connect(settings)
+    # With encryption on (pytest --encrypted), behind the sealing layer as served.
+    return opened if settings.value_cipher() is None else sealed(opened, settings)
 
 
 @pytest.fixture
 async def store(database_url: str) -> AsyncIterator[Store]:
     opened = await open_store(database_url)
-    if isinstance(opened, PostgresStore):
+    if isinstance(getattr(opened, "_inner", opened), PostgresStore):
         # The run's database, emptied on a connection the test then uses
         # (DELETE: a tenth of TRUNCATE's time on tables this small).
-        async with opened.pool.acquire() as connection:
+        async with opened.pool.acquire() as connection:  # type: ignore[attr-defined]
             await connection.execute(";".join(f"DELETE FROM {table}" for table in TABLES))
     yield opened
     await opened.close()

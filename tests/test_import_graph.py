@@ -44,6 +44,7 @@ FEATURES = frozenset(
         "app.admin",
         "app.transfer",
         "app.inspector",
+        "app.encryption",
     }
 )
 # Bottom first: a module may import its own layer's modules and those of the

@@ -57,6 +57,7 @@ BAD_VALUES = {
     "log_level": ["verbose", "10"],
     "log_format": ["yaml"],
     "ui": ["no", "true"],
+    "memory_search_when_encrypted": ["keyword"],
     "api_keys": ['{"short": ["*"]}', '{"long-enough-key-0123": []}', "{bad", '["k"]'],
     "api_keys_file": ["/nonexistent-folder/keys.json"],
     "allowed_hosts": ["http://api", "api, bad host"],

@@ -88,6 +88,9 @@ class StoredMemory:
     # None in memories stored before they were kept.
     content: dict[str, Any] | None
     custom_metadata: dict[str, Any] | None
+    # What the keyword index is built from when it is not `text` (a sealed
+    # memory's: app.sessions.domain.MemoryRecord.indexed_text).
+    indexed_text: str | None = None
 
 
 @dataclass(frozen=True)

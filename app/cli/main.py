@@ -259,6 +259,17 @@ def _log_audit_lines(settings: Settings) -> None:
     logging.config.dictConfig(logging_config(settings.log_level, settings.log_format == "json"))
 
 
+def reencrypt(arguments: argparse.Namespace) -> int:
+    from ..admin.sql_store import require_existing_database
+    from ..encryption.commands import run_reencrypt
+
+    settings = _settings_from(arguments)
+    require_existing_database(settings)
+    _log_audit_lines(settings)
+    exit_code: int = asyncio.run(run_reencrypt(settings, arguments.batch_size))
+    return exit_code
+
+
 def export(arguments: argparse.Namespace) -> int:
     from ..transfer import commands
 
@@ -375,6 +386,17 @@ def build_parser() -> argparse.ArgumentParser:
     reindex_parser.add_argument("--user", help="only this user's memories (of any app)")
     reindex_parser.add_argument("--database-url", help="overrides SESSION_STATE_DATABASE_URL")
     reindex_parser.set_defaults(handler=memory)
+
+    reencrypt_parser = commands.add_parser(
+        "reencrypt",
+        help="move every stored value to the first of SESSION_STATE_ENCRYPTION_KEYS and seal "
+        "plaintext ones (resumable, with progress, safe while servers run)",
+    )
+    reencrypt_parser.add_argument(
+        "--batch-size", type=int, default=500, help="rows per transaction (default 500)"
+    )
+    reencrypt_parser.add_argument("--database-url", help="overrides SESSION_STATE_DATABASE_URL")
+    reencrypt_parser.set_defaults(handler=reencrypt)
 
     _add_transfer_parsers(commands)
 

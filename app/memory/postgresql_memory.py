@@ -25,7 +25,7 @@ from .candidates import gather_memory_candidates
 from .domain import MemoryCandidates, VectorQuery
 from .embedding import StoredVector
 from .first_pass import KeptSignBits
-from .search_text import QueryTerms, query_terms, search_text
+from .search_text import QueryTerms, indexed_text_of, query_terms, search_text
 from .store import MemoriesOf
 
 # Rows per statement when memories are written or a session's events read
@@ -273,7 +273,7 @@ async def _insert_memories(
     kept = [record for record in records if record.event_id not in forgotten]
     if not kept:
         return 0
-    indexed = [search_text(record.text) for record in kept]
+    indexed = [search_text(indexed_text_of(record)) for record in kept]
     values = {
         "app_name": app_name,
         "user_id": user_id,

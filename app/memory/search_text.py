@@ -23,6 +23,8 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
+from ..sessions.domain import MemoryRecord
+
 # Distinct terms a question is searched with, in the order written; the rest
 # are ignored. A 2,000-character question in Chinese would make ~2,000 pairs,
 # each a lookup; 64 pairs cover a 65-character CJK question.
@@ -190,3 +192,9 @@ def query_terms(question: str) -> QueryTerms:
         grams=tuple(term for kind, term in kept if kind == "gram"),
         prefixes=tuple(term for kind, term in kept if kind == "prefix"),
     )
+
+
+def indexed_text_of(record: MemoryRecord) -> str:
+    """The text a memory's keyword index is built from (its own, unless
+    encryption at rest gave another: app.sessions.domain.MemoryRecord)."""
+    return record.text if record.indexed_text is None else record.indexed_text

@@ -36,7 +36,7 @@ from .embedding import StoredVector
 from .first_pass import KeptSignBits
 from .rules import KEYWORD_HITS_PER_TERM, fts5_queries
 from .search_sql import TAKE_WHAT_FITS
-from .search_text import query_terms, search_text
+from .search_text import indexed_text_of, query_terms, search_text
 
 
 async def insert_memories(
@@ -55,7 +55,7 @@ async def insert_memories(
         chunk = records[first : first + _ROWS_PER_INSERT]
         values: list[object] = []
         for record in chunk:
-            indexed = search_text(record.text)
+            indexed = search_text(indexed_text_of(record))
             values += (
                 app_name,
                 user_id,

@@ -326,6 +326,10 @@ class MemoryRecord:
     embedding_model: str | None = None
     embedding: bytes | None = None
     embedding_bits: bytes | None = None
+    # What the keyword index is built from when it is not `text`: with
+    # encryption on, `text` is sealed and this is its plaintext, or "" when
+    # the index is not kept (SESSION_STATE_MEMORY_SEARCH_WHEN_ENCRYPTED).
+    indexed_text: str | None = None
 
 
 @dataclass(frozen=True)

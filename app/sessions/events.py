@@ -27,7 +27,7 @@ from .event_contract import (
     TIMESTAMP_MESSAGE,
     TIMESTAMP_MINIMUM,
 )
-from .state import drop_temp_keys, find_long_key, split_delta
+from .state import drop_temp_keys, find_refused_entry, split_delta
 
 
 @dataclass(frozen=True)
@@ -86,7 +86,7 @@ def _check(document: Any, limits: Limits) -> list[FieldError]:
             key, delta = _field(actions, *STATE_DELTA)
             if delta is not None and not isinstance(delta, dict):
                 errors.append(FieldError(["body", "actions", key], OBJECT_MESSAGE))
-            elif delta is not None and (long_key := find_long_key(delta, limits)) is not None:
+            elif delta is not None and (long_key := find_refused_entry(delta, limits)) is not None:
                 errors.append(long_key.under("body", "actions", key))
     return errors
 

@@ -6,6 +6,7 @@ batches from the store they then write to."""
 from collections.abc import AsyncIterator
 
 from ..core import json_codec
+from ..core.encryption import is_sealed_text
 from ..core.errors import InitialStateUnknown
 from .domain import SessionKey, StoredEvent
 from .events import session_delta_of
@@ -57,8 +58,13 @@ async def batches(
 
 
 def changes_session_state(events: list[StoredEvent]) -> bool:
-    """Whether any of the events changed session-scope state."""
-    return any(session_delta_of(json_codec.loads(event.data)) for event in events)
+    """Whether any of the events changed session-scope state. A sealed
+    event (read inside a store, before it is opened) counts as one that
+    did: its state after is then derived from opened events."""
+    return any(
+        is_sealed_text(event.data) or session_delta_of(json_codec.loads(event.data))
+        for event in events
+    )
 
 
 def _apply_events(state: StateDict, events: list[StoredEvent]) -> StateDict:

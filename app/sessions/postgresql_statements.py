@@ -593,16 +593,17 @@ SELECT bumped.revision, (SELECT count(*) FROM removed) AS removed FROM bumped
 # (actions.stateDelta, else actions.state_delta, as app.sessions.events reads it) has
 # a key without a scope prefix (app.sessions.state.split_delta). As `json`, not
 # `jsonb`: only parsed, never converted, and a repeated key's last value
-# counts, as in Python.
+# counts, as in Python. A sealed event (encryption at rest) counts as one that
+# did: the service then derives the state after from the opened events.
 _CHANGES_SESSION_STATE = """
-EXISTS (SELECT 1
+CASE WHEN left(g.data, 5) = chr(1) || 'ss1:' THEN true ELSE EXISTS (SELECT 1
           FROM (SELECT coalesce(actions -> 'stateDelta', actions -> 'state_delta') AS delta
                   FROM (SELECT CAST(g.data AS json) -> 'actions' AS actions) AS a) AS d
          WHERE CASE WHEN json_typeof(d.delta) = 'object' THEN
                     EXISTS (SELECT 1 FROM json_object_keys(d.delta) AS k (key)
                              WHERE k.key NOT LIKE 'app:%' AND k.key NOT LIKE 'user:%'
                                AND k.key NOT LIKE 'temp:%')
-               END)
+               END) END
 """
 _NOW = "CAST(:now AS float8)"
 

@@ -41,7 +41,7 @@ from .expiry import check_requested
 from .labels import Labels
 from .service_base import WRITE_ATTEMPTS, SessionServiceBase, check_expected, reached, session_view
 from .session_forking import SessionForking
-from .state import StateDict, find_long_key, merge_deltas, merge_scopes, split_delta
+from .state import StateDict, find_refused_entry, merge_deltas, merge_scopes, split_delta
 
 # What a batch's answer holds besides its events: {"events":[...]}.
 BATCH_ANSWER_WRAPPER = b'{"events":[]}'
@@ -60,7 +60,7 @@ class SessionService(EventRemoval, SessionForking, SessionServiceBase):
         """`expiry` None: the app's default expiry, else the deployment's.
         `labels` are checked (schemas.SessionLabels)."""
         key = SessionKey(app_name, user_id, session_id or self.new_id())
-        if (long_key := find_long_key(state or {}, self.limits)) is not None:
+        if (long_key := find_refused_entry(state or {}, self.limits)) is not None:
             raise InvalidInput([long_key.under("body", "state")])
         delta = split_delta(state or {})
         refuse_app_state_writes(delta.app)
@@ -306,7 +306,7 @@ class SessionService(EventRemoval, SessionForking, SessionServiceBase):
             self._published(key, "changed", written)
             return await self._latest_session(key)
         if state_delta is not None:
-            if (long_key := find_long_key(state_delta, self.limits)) is not None:
+            if (long_key := find_refused_entry(state_delta, self.limits)) is not None:
                 raise InvalidInput([long_key.under("body", "stateDelta")])
             event = {
                 "id": self.new_id(),

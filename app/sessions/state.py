@@ -4,6 +4,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..core.encryption import ENVELOPE_TEXT_PREFIX
 from ..core.errors import FieldError
 from ..core.limits import Limits
 
@@ -84,3 +85,22 @@ def find_long_key(state: Mapping[str, Any], limits: Limits) -> FieldError | None
                 f"(this one has {len(key)})",
             )
     return None
+
+
+def find_sealed_lookalike(state: Mapping[str, Any]) -> FieldError | None:
+    """A value that is a string starting with the sealed values' prefix,
+    located in `state`: refused whether or not encryption is on, so that a
+    plaintext value can never be taken for a sealed one (docs/security.md)."""
+    for key, value in state.items():
+        if isinstance(value, str) and value.startswith(ENVELOPE_TEXT_PREFIX):
+            return FieldError(
+                [key[:40] + ("..." if len(key) > 40 else "")],
+                "a state value may not be a string starting with the reserved prefix "
+                "U+0001 'ss1:' (sealed values' mark)",
+            )
+    return None
+
+
+def find_refused_entry(state: Mapping[str, Any], limits: Limits) -> FieldError | None:
+    """A key too long or a value with the sealed values' prefix, located."""
+    return find_long_key(state, limits) or find_sealed_lookalike(state)

@@ -9,7 +9,7 @@ import json
 import os
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import IO, Any, TextIO
 
@@ -21,10 +21,21 @@ from ..core.audit import AuditDetail, audit_event
 from ..core.config import Settings
 from ..core.errors import SetupProblem
 from ..core.limits import Limits
+from ..encryption.sealed_transfer import sealed_operator_store
+from ..encryption.sealing import Sealer
 from .adk_source import opened_adk_source
 from .dump_format import MAX_LINE_BYTES, DumpError
 from .exporter import Exporter, ExportError
 from .importer import Importer, ImportSummary, parsed
+
+
+@contextlib.asynccontextmanager
+async def _opened_store(settings: Settings, *, create: bool) -> AsyncIterator[Any]:
+    """The operator store, sealing what an import writes and opening what an
+    export reads (encryption at rest: a dump holds plaintext)."""
+    sealer = Sealer(settings.value_cipher(), settings.memory_search_when_encrypted)
+    async with opened_operator_store(settings, create=create) as store:
+        yield sealed_operator_store(store, sealer)
 
 
 def _progress(description: str) -> tqdm[Any]:
@@ -36,7 +47,7 @@ async def export(settings: Settings, arguments: argparse.Namespace) -> int:
     app_name = name_option("--app", arguments.app)
     user_id = name_option("--user", arguments.user)
     output: Path | None = arguments.output
-    async with opened_operator_store(settings, create=False) as store:
+    async with _opened_store(settings, create=False) as store:
         with _opened_for_writing(output) as out, _progress("exported") as progress:
             try:
                 counts = await Exporter(
@@ -84,7 +95,7 @@ def _opened_for_writing(output: Path | None) -> Iterator[TextIO]:
 
 async def import_dump(settings: Settings, arguments: argparse.Namespace) -> int:
     path: Path = arguments.file
-    async with opened_operator_store(settings, create=True) as store:
+    async with _opened_store(settings, create=True) as store:
         importer = Importer(store, Limits.from_settings(settings))
         with _opened_for_reading(path) as source, _progress("imported") as progress:
             importer.on_events = progress.update
@@ -135,7 +146,7 @@ async def import_adk(settings: Settings, arguments: argparse.Namespace) -> int:
     app_name = name_option("--app", arguments.app)
     async with (
         opened_adk_source(arguments.from_url, app_name) as source,
-        opened_operator_store(settings, create=True) as store,
+        _opened_store(settings, create=True) as store,
     ):
         importer = Importer(store, Limits.from_settings(settings))
         with _progress("imported") as progress:

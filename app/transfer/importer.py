@@ -30,7 +30,7 @@ from ..core.limits import Limits
 from ..langgraph.store.domain import joined
 from ..sessions.domain import NewEvent, SessionKey
 from ..sessions.events import restored_event
-from ..sessions.state import find_long_key
+from ..sessions.state import find_refused_entry
 from . import dump_format as dump
 
 EVENT_BATCH = 1000
@@ -197,7 +197,7 @@ class Importer:
 
     def _check_keys(self, number: int, state: dict[str, Any]) -> None:
         """State keys as long as an append may write (the destination's limit)."""
-        long_key = find_long_key(state, self.limits)
+        long_key = find_refused_entry(state, self.limits)
         if long_key is not None:
             raise dump.DumpError(f"line {number}: {long_key.msg}")
 

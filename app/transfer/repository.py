@@ -12,6 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from ..admin.store import SessionRecord, StoredMemory
 from ..core import json_codec
+from ..core.encryption import is_sealed_text
 from ..memory.search_text import search_text
 from ..sessions.domain import NewEvent, SessionKey
 from ..sessions.event_rows import event_row_values
@@ -195,7 +196,7 @@ async def insert_memory(connection: AsyncConnection, memory: StoredMemory) -> No
     values = {name: getattr(memory, name) for name in MEMORY_COLUMNS}
     for name in ("content", "custom_metadata"):
         values[name] = _json_text_or_none(values[name])
-    searchable = search_text(memory.text)
+    searchable = search_text(memory.text if memory.indexed_text is None else memory.indexed_text)
     await connection.execute(
         insert(memories).values(
             **values, search_words=searchable.words, search_grams=searchable.grams
@@ -225,11 +226,14 @@ async def insert_forgotten(
 
 
 def _json_or_none(text: str | None) -> Any:
-    return None if text is None else json_codec.loads(text)
+    # A sealed text (encryption at rest) is opened, then parsed, by the caller.
+    return None if text is None or is_sealed_text(text) else json_codec.loads(text)
 
 
 def _json_text_or_none(value: Any) -> str | None:
-    return None if value is None else json_codec.dumps_text(value)
+    if value is None or is_sealed_text(value):
+        return value  # type: ignore[no-any-return]
+    return json_codec.dumps_text(value)
 
 
 async def insert_events(

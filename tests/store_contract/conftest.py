@@ -15,6 +15,33 @@ from .differences import differences_by_test
 __all__ = ["backend", "database_url", "second_store", "store"]
 
 
+# What the contract says that encryption at rest (pytest --encrypted) changes
+# by design (docs/security.md, "What is sealed"): sizes and budgets count the
+# sealed, stored form; the store is the sealing layer, not a backend's class.
+# Expected to fail then, not required to.
+ENCRYPTED_DIFFERENCES = frozenset(
+    {
+        "test_a_create_at_exactly_the_limit_is_taken",
+        "test_a_shared_scope_may_reach_its_limit_exactly",
+        "test_the_session_scope_counts_its_compact_json",
+        "test_an_event_page_stops_at_its_byte_budget",
+        "test_a_listing_stops_at_its_byte_budget_but_always_carries_one",
+        "test_a_snapshot_is_the_session_its_scopes_and_its_last_events",
+        "test_a_snapshot_whose_events_pass_the_budget_carries_no_events",
+        "test_each_write_of_a_session_moves_it_past_the_cursor",
+        "test_open_store_picks_the_store_of_the_url_and_it_is_ready",
+    }
+)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not config.getoption("--encrypted", default=False):
+        return
+    for item in items:
+        if getattr(item, "originalname", item.name) in ENCRYPTED_DIFFERENCES:
+            item.add_marker(pytest.mark.xfail(reason="a documented effect of encryption at rest"))
+
+
 def _backend_of(item: pytest.Item) -> str | None:
     callspec = getattr(item, "callspec", None)
     return None if callspec is None else callspec.params.get("database_url")

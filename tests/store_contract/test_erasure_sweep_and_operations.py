@@ -6,6 +6,7 @@ import asyncio
 from session_state.backends.postgresql import PostgresStore
 from session_state.backends.sqlite import SqliteStore
 from session_state.core.config import Settings
+from session_state.encryption.sealed_store import SealedStore
 from session_state.langgraph.checkpoints.domain import ThreadKey, ThreadOwner
 from session_state.sessions.domain import Erased, Expiry, SessionKey, Swept
 from session_state.stores import Store, open_store
@@ -130,7 +131,9 @@ async def test_open_store_picks_the_store_of_the_url_and_it_is_ready(database_ur
     opened = await open_store(Settings(database_url=database_url))
     try:
         expected = SqliteStore if database_url.startswith("sqlite") else PostgresStore
-        assert isinstance(opened, expected)
+        # Behind the layer that seals and opens content (app.encryption).
+        assert isinstance(opened, SealedStore)
+        assert isinstance(opened.inner, expected)
         await opened.check_ready()
     finally:
         await opened.close()

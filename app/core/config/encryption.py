@@ -1,6 +1,8 @@
 """Encryption at rest: the keys that seal what people said (events, state
 values, memories, LangGraph values)."""
 
+from typing import Literal
+
 from pydantic import Field, field_validator
 
 from ..encryption import KeyProvider, StaticKeyProvider, ValueCipher, parse_key_set
@@ -16,6 +18,13 @@ class EncryptionSettings(SettingGroup):
         default_factory=dict,
         description="JSON object: key id -> base64 of 32 random bytes (AES-256); the first "
         "encrypts new writes, every one listed can read. Empty: content is stored as sent.",
+    )
+
+    memory_search_when_encrypted: Literal["vectors-only", "off", "full"] = Field(
+        default="vectors-only",
+        description="With encryption keys set, what memory search may keep in plaintext: "
+        "vectors-only (embeddings, no keyword index), off (neither: search finds nothing), "
+        "full (keyword index of the words too). See docs/security.md.",
     )
 
     @field_validator("encryption_keys")
