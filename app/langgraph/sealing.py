@@ -142,6 +142,11 @@ class Sealing:
         except (EncryptionKeyMissing, DamagedCiphertext) as error:
             raise SealedValueUnreadable(str(error)) from None
 
+    def is_current_text(self, stored: str) -> bool:
+        if self.cipher is None or not stored:
+            return True
+        return is_sealed_text(stored) and _key_id(stored) == self.cipher.current_key_id
+
     def is_current_item(self, stored: Any) -> bool:
         if self.cipher is None:
             return True
