@@ -44,14 +44,6 @@ class ResealedBatch:
     after: tuple[Any, ...] | None
 
 
-def _table(name: str) -> Table:
-    if name == "lg_store_items":
-        return lg_store_items
-    if name not in _SERIALIZED:
-        raise ValueError(f"{name!r} is not one of LangGraph's sealed tables {RESEALED_TABLES}")
-    return _SERIALIZED[name][0]
-
-
 def _key_columns(table: Table) -> list[Column[Any]]:
     return list(table.primary_key.columns)
 
@@ -67,6 +59,8 @@ async def reseal_batch(
     `after` (None: from the start), each sealed under the cipher's current
     key unless it is already. A value whose key is missing stops the walk
     (SealedValueUnreadable naming the key id): nothing is skipped silently."""
+    if table not in RESEALED_TABLES:
+        raise ValueError(f"{table!r} is not one of LangGraph's sealed tables {RESEALED_TABLES}")
     if table == "lg_store_items":
         return await _reseal_items(engine, cipher, after, limit)
     return await _reseal_serialized(engine, cipher, table, after, limit)
