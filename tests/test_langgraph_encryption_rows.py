@@ -14,12 +14,12 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from session_state.core.config import Settings
-from session_state.core.errors import InvalidInput
+from session_state.core.errors import InvalidInput, SealedValueUnreadable
 from session_state.db.engine import create_engine
 from session_state.langgraph.checkpoints.domain import Typed
 from session_state.langgraph.checkpoints.tables import lg_channel_values, lg_checkpoints, lg_writes
 from session_state.langgraph.resealing import RESEALED_TABLES, reseal_all, reseal_batch
-from session_state.langgraph.sealing import SEALED_TYPE_PREFIX, SealedValueUnreadable
+from session_state.langgraph.sealing import SEALED_TYPE_PREFIX
 from session_state.langgraph.store.filters import compile_filter
 from session_state.langgraph.store.tables import lg_store_items
 from session_state.stores import Store

@@ -335,3 +335,13 @@ class ItemTooLarge(ServiceError):
             f"operation {operation}: the value is {size} bytes as JSON, more than "
             f"{limit} (MAX_STATE_BYTES)"
         )
+
+
+class SealedValueUnreadable(ServiceError):
+    """A value stored encrypted that cannot be opened: its key is not among
+    SESSION_STATE_ENCRYPTION_KEYS, or it does not authenticate. The detail
+    names the key id, never the value (app.core.encryption)."""
+
+    status = 500
+    code = "sealed_value_unreadable"
+    title = "Stored value unreadable"

@@ -28,7 +28,7 @@ from ..core.encryption import (
     ValueCipher,
     is_sealed_text,
 )
-from ..core.errors import FieldError, InvalidInput, ServiceError
+from ..core.errors import FieldError, InvalidInput, SealedValueUnreadable
 
 SEALED_TYPE_PREFIX = "\x01ss1:"
 
@@ -37,15 +37,6 @@ CHANNEL_VALUE = b"langgraph-value"
 WRITE = b"langgraph-write"
 STORE_ITEM = b"langgraph-store-item"
 STORE_TEXT = b"langgraph-store-text"
-
-
-class SealedValueUnreadable(ServiceError):
-    """A stored value that cannot be opened: its key is not configured, or it
-    does not authenticate. The detail names the key id, never the value."""
-
-    status = 500
-    code = "sealed_value_unreadable"
-    title = "Stored value unreadable"
 
 
 def refuse_sealed_type(type_tag: str) -> None:

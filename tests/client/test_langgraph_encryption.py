@@ -6,7 +6,8 @@ the store's items said, while the saver and the store give them back
 intact, filters and keyword queries included; a new first key keeps every
 read working, `reseal_all` moves every row to it, after which the old key
 can go; a server without the key of a stored value answers with an error
-naming that key id, never with garbage."""
+naming that key id, never with garbage. LangGraph's conformance suite and
+the store's script of InMemoryStore's answers pass with encryption on."""
 
 import operator
 import subprocess
@@ -23,6 +24,8 @@ from session_state.db.engine import create_engine
 from session_state.langgraph.resealing import reseal_all
 from session_state_client import InternalServerError
 from session_state_client.langgraph import SessionStateSaver, SessionStateStore
+from tests.client.test_langgraph_conformance import passes_every_conformance_test
+from tests.client.test_langgraph_store import answers_as_langgraphs_in_memory_store
 from tests.conftest import (
     ServerProcess,
     _async_url,
@@ -198,5 +201,14 @@ def test_values_are_sealed_at_rest_read_intact_and_move_to_a_new_key(database_ur
             pytest.raises(InternalServerError, match="'k2'"),
         ):
             store.get(("ada", "notes"), "hotel")
+    finally:
+        server.stop()
+
+
+async def test_langgraphs_suites_pass_with_encryption_on(database_url: str) -> None:
+    server = _server(database_url, key_set("k1"))
+    try:
+        await passes_every_conformance_test(server.base_url)
+        await answers_as_langgraphs_in_memory_store(server.base_url)
     finally:
         server.stop()
