@@ -1,18 +1,21 @@
 """Encryption at rest of LangGraph's rows (app.langgraph.sealing,
 app.langgraph.resealing), on both backends with no HTTP in between: rows
 written before encryption was on are read as they are beside sealed ones,
-even bytes that begin like an envelope; `reseal_batch` seals them, a batch
+even bytes that begin like an envelope; export opens values and import seals
+them under its own key; `reseal_batch` seals them, a batch
 at a time in key order, and reports what it did; a type tag that would
 read as sealed is refused from any writer; a value whose key is missing is
 an error naming the key id."""
 
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from typing import Any
 
 import pytest
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from session_state.admin.sql_store import SqlOperatorStore
 from session_state.core.config import Settings
 from session_state.core.errors import InvalidInput, SealedValueUnreadable
 from session_state.db.engine import create_engine
@@ -25,6 +28,7 @@ from session_state.langgraph.store.tables import lg_store_items
 from session_state.stores import Store
 
 from .checkpoint_contract.scenes import (
+    APP,
     OWNER,
     checkpoint,
     listed,
@@ -35,6 +39,7 @@ from .checkpoint_contract.scenes import (
 )
 from .contract_backends import backend, database_url, store
 from .encryption_keys import cipher_of, key_set
+from .item_storage_contract.scenes import APP as STORE_APP
 from .item_storage_contract.scenes import NOW, found_keys, get, put, search
 
 __all__ = ["backend", "database_url", "store"]
@@ -184,3 +189,50 @@ async def test_a_type_tag_that_would_read_as_sealed_is_refused(store: Store) -> 
                 NOW,
             )
     assert await listed(store.checkpoint_store(), thread()) == ([], False)
+
+
+async def test_export_opens_values_and_import_seals_them_under_its_key(
+    store: Store, engine: AsyncEngine
+) -> None:
+    exporting_keys = key_set("k1")
+    exporting = cipher_of(exporting_keys)
+    checkpoints = store.checkpoint_store(exporting)
+    await checkpoints.put_checkpoint(
+        thread(), OWNER, checkpoint("c1", versions={"a": "1"}, values={"a": "alpha"}), NOW
+    )
+    await checkpoints.put_writes(thread(), OWNER, "", "c1", [write("t1", 0, "beta")], False, NOW)
+    await put(store.item_storage(exporting), "ada.trips", "rome", {"city": "Rome"})
+
+    source = SqlOperatorStore(engine, exporting)
+    rows = await source.thread_rows(APP, "t1")
+    assert [(row.value_type, row.value) for row in rows.channel_values] == [("json", b"alpha")]
+    assert [(row.value_type, row.value) for row in rows.writes] == [("json", b"beta")]
+    assert rows.checkpoints[0].checkpoint == b"checkpoint c1"
+    [item] = [one async for one in source.live_store_items(STORE_APP, None, NOW)]
+    assert item.value == {"city": "Rome"}
+
+    importing_keys = key_set("k2")
+    importing = cipher_of(importing_keys)
+    target = SqlOperatorStore(engine, importing)
+    async with target.importing() as transaction:
+        found = await transaction.find_thread(APP, "t1")
+        assert found is not None
+        await transaction.insert_thread(replace(found, thread_id="t2"), rows)
+        await transaction.insert_store_item(replace(item, key="rome-copy"))
+        # What an import compares a stored thread or item with: opened.
+        assert await transaction.thread_rows(APP, "t2") == rows
+        copied = await transaction.find_store_item(STORE_APP, "ada.trips", "rome-copy")
+        assert copied is not None and copied.value == {"city": "Rome"}
+
+    # The copy is under the importing server's key alone.
+    original, _ = await listed(store.checkpoint_store(exporting), thread())
+    with pytest.raises(SealedValueUnreadable, match="'k2'"):
+        await listed(store.checkpoint_store(exporting), thread("t2"))
+    read_with = cipher_of({**importing_keys, **exporting_keys})
+    imported, _ = await listed(store.checkpoint_store(read_with), thread("t2"))
+    assert [values_of(c) for c in imported] == [values_of(c) for c in original] == [{"a": "alpha"}]
+    assert [writes_of(c) for c in imported] == [writes_of(c) for c in original]
+    assert await found_keys(store.item_storage(read_with), "ada", words=["rome"]) == [
+        "ada.trips/rome",
+        "ada.trips/rome-copy",
+    ]
