@@ -3,16 +3,18 @@ app.langgraph.resealing), on both backends with no HTTP in between: rows
 written before encryption was on are read as they are beside sealed ones,
 even bytes that begin like an envelope; export opens values and import seals
 them under its own key; `reseal_batch` seals them, a batch
-at a time in key order, and reports what it did; a type tag that would
+at a time in key order, leaves a row a server wrote while it ran as written,
+and reports what it did; a type tag that would
 read as sealed is refused from any writer; a value whose key is missing is
 an error naming the key id."""
 
+import asyncio
 from collections.abc import AsyncIterator
 from dataclasses import replace
 from typing import Any
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from session_state.admin.sql_store import SqlOperatorStore
@@ -236,3 +238,25 @@ async def test_export_opens_values_and_import_seals_them_under_its_key(
         "ada.trips/rome",
         "ada.trips/rome-copy",
     ]
+
+
+async def test_a_row_written_while_a_batch_reseals_it_is_left_as_written(
+    store: Store, engine: AsyncEngine
+) -> None:
+    await put(store.item_storage(), "ada.notes", "a", {"text": "first"})
+    cipher = cipher_of(key_set("k1"))
+    async with engine.connect() as writer:
+        # A server's write, in a transaction still open when the batch reads.
+        await writer.execute(
+            update(lg_store_items)
+            .where(lg_store_items.c.key == "a")
+            .values(value={"text": "second"}, search_text="second")
+        )
+        batch = asyncio.create_task(reseal_batch(engine, cipher, "lg_store_items", None, 10))
+        await asyncio.sleep(1.0)  # it has read the row and waits for the writer's lock
+        assert not batch.done()
+        await writer.commit()
+    done = await batch
+    assert (done.read, done.resealed, done.changed) == (1, 0, 1)
+    found = await get(store.item_storage(cipher), "ada.notes", "a")
+    assert found is not None and found.value == {"text": "second"}
