@@ -213,8 +213,11 @@ class SqlItemTransaction:
         while len(matched) < offset + limit:
             rows = await self.rows.fetch(self.sql.scan, where)
             for row in rows:
+                # The words first: their text opens without parsing the value.
+                if not self._has_words(row, words):
+                    continue
                 item = self._item(row)
-                if holds(condition, item.value) and self._has_words(row, words):
+                if holds(condition, item.value):
                     matched.append(item)
             if len(rows) < SCAN_ROWS:
                 break
