@@ -137,8 +137,11 @@ def create_app(
             backlog=backlog,
         )
         app.state.memory_backlog = backlog
-        app.state.checkpoints = CheckpointService(store.checkpoint_store(), limits, clock=clock)
-        app.state.store = StoreService(store.item_storage(), limits, clock=clock)
+        cipher = settings.value_cipher()
+        app.state.checkpoints = CheckpointService(
+            store.checkpoint_store(cipher), limits, clock=clock
+        )
+        app.state.store = StoreService(store.item_storage(cipher), limits, clock=clock)
         app.state.sweeper = Sweeper(
             store,
             clock=clock,

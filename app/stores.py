@@ -7,6 +7,7 @@ from typing import Protocol, cast
 from .backends.postgresql import PostgresStore
 from .backends.sqlite import SqliteStore
 from .core.config import Settings
+from .core.encryption import ValueCipher
 from .db import migrations
 from .db.engine import create_engine
 from .db.poolers import refuse_an_undeclared_pooler
@@ -26,9 +27,11 @@ class Store(SessionStore, ChangeLog, MemoryStore, LifecycleStore, Protocol):
 
     # -- LangGraph's, on the same pool or engine -----------------------------
 
-    def checkpoint_store(self) -> CheckpointStore: ...
+    # `cipher`: values sealed at rest (app.langgraph.sealing); None: as sent.
 
-    def item_storage(self) -> ItemStorage: ...
+    def checkpoint_store(self, cipher: ValueCipher | None = None) -> CheckpointStore: ...
+
+    def item_storage(self, cipher: ValueCipher | None = None) -> ItemStorage: ...
 
     # -- operations ----------------------------------------------------------
 

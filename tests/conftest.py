@@ -389,6 +389,7 @@ LONGEST_FILES_FIRST = (
     "tests/client/test_openai_sessions.py",
     "tests/test_docs_examples.py",
     "tests/test_transfer.py",
+    "tests/client/test_langgraph_encryption.py",
     "tests/test_concurrency.py",
     "tests/test_pgbouncer.py",
     "tests/client/test_langgraph_concurrency.py",

@@ -248,6 +248,8 @@ async def test_an_unbounded_metadata_filter_is_422(
         ({"metadata": {"deep": nested(100)}}, "metadata"),
         ({"checkpoint": {"type": "json", "data": "not base64!"}}, "checkpoint"),
         ({"checkpoint": {"type": "json", "data": None}}, "data"),
+        # As an encrypted value's stored tag begins (app.langgraph.sealing).
+        ({"checkpoint": {"type": "\x01ss1:json", "data": b64(1)}}, "type"),
         ({"channelVersions": []}, "channelVersions"),
         ({"userId": "x" * 129}, "userId"),
         ({"ttlSeconds": -1}, "ttlSeconds"),

@@ -17,10 +17,12 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from ..core.config import Settings
+from ..core.encryption import ValueCipher
 from ..core.errors import SetupProblem
 from ..db import migrations
 from ..db.engine import WRITE_OPTION, create_engine
 from ..langgraph.checkpoints.tables import lg_threads
+from ..langgraph.sealing import Sealing
 from ..langgraph.store.tables import lg_store_items
 from ..sessions import sqlite_statements
 from ..sessions.domain import ALL_SESSIONS, NewEvent, SessionKey, SessionQuery, StoredEvent
@@ -67,7 +69,7 @@ async def opened_operator_store(
         if settings.is_sqlite:
             await migrations.upgrade_to_head(engine)
         await migrations.require_current_schema(engine)
-        yield SqlOperatorStore(engine)
+        yield SqlOperatorStore(engine, settings.value_cipher())
     finally:
         await engine.dispose()
 
@@ -83,6 +85,12 @@ def _taken_keys_as_already_stored() -> Iterator[None]:
 @dataclass(frozen=True)
 class SqlOperatorStore:
     engine: AsyncEngine
+    # LangGraph's values are exported opened and imported sealed with it.
+    cipher: ValueCipher | None = None
+
+    @property
+    def _sealing(self) -> Sealing:
+        return Sealing(self.cipher)
 
     # -- across apps ---------------------------------------------------------
 
@@ -200,14 +208,15 @@ class SqlOperatorStore:
 
     async def thread_rows(self, app_name: str, thread_id: str) -> ThreadRows:
         async with self.engine.connect() as connection, connection.begin():
-            return await lg_sql.thread_rows(connection, app_name, thread_id)
+            return await lg_sql.thread_rows(connection, app_name, thread_id, self._sealing)
 
     async def live_store_items(
         self, app_name: str | None, user_id: str | None, now: float
     ) -> AsyncIterator[StoreItemRecord]:
         columns = lg_sql.STORE_ITEM_COLUMNS
+        sealing = self._sealing
         async for row in self._rows(lg_store_items, columns, app_name, user_id, live_at=now):
-            yield StoreItemRecord(*row)
+            yield lg_sql.opened_item(StoreItemRecord(*row), sealing)
 
     # -- import --------------------------------------------------------------
 
@@ -217,12 +226,13 @@ class SqlOperatorStore:
             async with self.engine.connect() as connection:
                 await connection.execution_options(**{WRITE_OPTION: True})
                 async with connection.begin():
-                    yield _ImportTransaction(connection)
+                    yield _ImportTransaction(connection, self._sealing)
 
 
 @dataclass(frozen=True)
 class _ImportTransaction:
     connection: AsyncConnection
+    sealing: Sealing
 
     async def find_session(self, key: SessionKey) -> SessionRecord | None:
         return await sql.find_session(self.connection, key)
@@ -273,17 +283,17 @@ class _ImportTransaction:
         return await lg_sql.find_thread(self.connection, app_name, thread_id)
 
     async def thread_rows(self, app_name: str, thread_id: str) -> ThreadRows:
-        return await lg_sql.thread_rows(self.connection, app_name, thread_id)
+        return await lg_sql.thread_rows(self.connection, app_name, thread_id, self.sealing)
 
     async def insert_thread(self, thread: ThreadRecord, rows: ThreadRows) -> None:
         with _taken_keys_as_already_stored():
-            await lg_sql.insert_thread(self.connection, thread, rows)
+            await lg_sql.insert_thread(self.connection, thread, rows, self.sealing)
 
     async def find_store_item(
         self, app_name: str, namespace: str, key: str
     ) -> StoreItemRecord | None:
-        return await lg_sql.find_store_item(self.connection, app_name, namespace, key)
+        return await lg_sql.find_store_item(self.connection, app_name, namespace, key, self.sealing)
 
     async def insert_store_item(self, item: StoreItemRecord) -> None:
         with _taken_keys_as_already_stored():
-            await lg_sql.insert_store_item(self.connection, item)
+            await lg_sql.insert_store_item(self.connection, item, self.sealing)

@@ -8,6 +8,7 @@ from typing import Any
 import asyncpg
 
 from ..core.config import Settings
+from ..core.encryption import ValueCipher
 from ..core.errors import DatabaseUnavailable
 from ..db import migrations, poolers
 from ..db.database_errors import database_errors_as_domain_errors
@@ -104,11 +105,11 @@ class PostgresStore(PostgresSessions, PostgresChangeLog, PostgresMemory, Postgre
                 )
         return cls(pool, timeout, dsn, settings.append_batch_size, batch_pool)
 
-    def checkpoint_store(self) -> CheckpointStore:
-        return PostgresCheckpoints(self.pool, self.timeout)
+    def checkpoint_store(self, cipher: ValueCipher | None = None) -> CheckpointStore:
+        return PostgresCheckpoints(self.pool, self.timeout, cipher)
 
-    def item_storage(self) -> ItemStorage:
-        return PostgresStoreItems(self.pool, self.timeout)
+    def item_storage(self, cipher: ValueCipher | None = None) -> ItemStorage:
+        return PostgresStoreItems(self.pool, self.timeout, cipher)
 
     async def check_ready(self) -> None:
         """Also refuses a server that cannot take writes (a standby, reached

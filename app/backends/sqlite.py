@@ -8,6 +8,7 @@ features runs through the hook each of them overrides
 
 from sqlalchemy import text
 
+from ..core.encryption import ValueCipher
 from ..core.errors import DatabaseUnavailable
 from ..db.migrations import SchemaNotCurrent, require_current_schema
 from ..langgraph.checkpoints.sqlite import SqliteCheckpoints
@@ -23,11 +24,11 @@ from ..streams.sqlite_changes import SqliteChangeLog
 class SqliteStore(SqliteSessions, SqliteChangeLog, SqliteMemory, SqliteLifecycle):
     """Opened on an engine of the database's URL (`open_store`)."""
 
-    def checkpoint_store(self) -> CheckpointStore:
-        return SqliteCheckpoints(self.engine)
+    def checkpoint_store(self, cipher: ValueCipher | None = None) -> CheckpointStore:
+        return SqliteCheckpoints(self.engine, cipher)
 
-    def item_storage(self) -> ItemStorage:
-        return SqliteStoreItems(self.engine)
+    def item_storage(self, cipher: ValueCipher | None = None) -> ItemStorage:
+        return SqliteStoreItems(self.engine, cipher)
 
     async def check_ready(self) -> None:
         try:

@@ -11,7 +11,9 @@ the next run (counted as `busy`). The walk is idempotent: a run stopped
 anywhere resumes by running again, finding the rows already moved and
 passing them by (a read, no write). Servers keep running throughout.
 
-Each backend's SQL is `reencrypt_sql`; this module is the walk."""
+Each backend's SQL is `reencrypt_sql`; this module is the walk. LangGraph's
+tables are walked by their own feature's (`app.langgraph.resealing`), with
+the same guarantees."""
 
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -23,6 +25,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from ..core.audit import audit_event
 from ..core.encryption import ValueCipher
 from ..db.engine import WRITE_OPTION
+from ..langgraph.resealing import RESEALED_TABLES, reseal_batch
 from . import reencrypt_sql as sql
 from .resealing import CONTENT_TABLES, ContentTable, Resealer, row_change
 
@@ -72,6 +75,10 @@ async def reencrypt(
             done.tables[table.name] = await _walk(
                 engine, dialect, table, row_change(resealer, table), batch_rows, advance
             )
+        for name in RESEALED_TABLES:
+            done.tables[name] = await _walk_langgraph(
+                engine, cipher, name, batch_rows, progress(name, None)
+            )
         async with _writing(engine) as connection:
             await sql.finish(connection, dialect, unindexed=done.tables["memories"].resealed > 0)
         if not dialect.postgresql:
@@ -102,6 +109,29 @@ def _counts(done: Reencrypted) -> dict[str, int]:
         counts[f"{name}_resealed"] = count.resealed
         counts[f"{name}_busy"] = count.busy
     return counts
+
+
+async def _walk_langgraph(
+    engine: AsyncEngine,
+    cipher: ValueCipher,
+    table: str,
+    batch_rows: int,
+    advance: Callable[[int], None],
+) -> TableCount:
+    """One of LangGraph's tables, by its own walk (app.langgraph.resealing):
+    a row a server wrote meanwhile is left as written and counted busy, for
+    a next run to find under the current key or move."""
+    count = TableCount()
+    after: tuple[Any, ...] | None = None
+    while True:
+        batch = await reseal_batch(engine, cipher, table, after, batch_rows)
+        count.read += batch.read
+        count.resealed += batch.resealed
+        count.busy += batch.changed
+        advance(batch.read)
+        if batch.after is None:
+            return count
+        after = batch.after
 
 
 async def _walk(

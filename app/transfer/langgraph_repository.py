@@ -1,9 +1,11 @@
 """The SQL of exporting and importing LangGraph's threads and store items
 (`SqlOperatorStore`), as SQLAlchemy Core on both backends. A thread is read
-and written whole, in the caller's transaction."""
+and written whole, in the caller's transaction. Values are exported opened
+and imported sealed as this server seals (app.langgraph.sealing): a dump
+moves between deployments whatever their keys."""
 
 from collections.abc import Sequence
-from dataclasses import asdict, fields
+from dataclasses import asdict, fields, replace
 from typing import Any
 
 from sqlalchemy import Table, insert, select
@@ -18,6 +20,7 @@ from ..admin.store import (
     WriteRow,
 )
 from ..langgraph.checkpoints.tables import lg_channel_values, lg_checkpoints, lg_threads, lg_writes
+from ..langgraph.sealing import CHANNEL_VALUE, CHECKPOINT, PLAIN, WRITE, Sealing
 from ..langgraph.store.matching import searchable_text
 from ..langgraph.store.tables import lg_store_items
 
@@ -40,8 +43,36 @@ async def _rows_of_thread(
     return [row_type(*row) for row in result]
 
 
-async def thread_rows(connection: AsyncConnection, app_name: str, thread_id: str) -> ThreadRows:
+def _sealed_rows(rows: ThreadRows, sealing: Sealing, *, seal: bool) -> ThreadRows:
+    """The rows with their values sealed (`seal`) or opened."""
+    change = sealing.seal_typed if seal else sealing.open_typed
+
+    def checkpoint(row: CheckpointRow) -> CheckpointRow:
+        type_tag, data = change(row.checkpoint_type, row.checkpoint, CHECKPOINT)
+        assert data is not None
+        return replace(row, checkpoint_type=type_tag, checkpoint=data)
+
+    def value(row: ChannelValueRow) -> ChannelValueRow:
+        type_tag, data = change(row.value_type, row.value, CHANNEL_VALUE)
+        return replace(row, value_type=type_tag, value=data)
+
+    def write(row: WriteRow) -> WriteRow:
+        type_tag, data = change(row.value_type, row.value, WRITE)
+        assert data is not None
+        return replace(row, value_type=type_tag, value=data)
+
     return ThreadRows(
+        checkpoints=[checkpoint(row) for row in rows.checkpoints],
+        channel_values=[value(row) for row in rows.channel_values],
+        writes=[write(row) for row in rows.writes],
+    )
+
+
+async def thread_rows(
+    connection: AsyncConnection, app_name: str, thread_id: str, sealing: Sealing = PLAIN
+) -> ThreadRows:
+    """The thread's rows, their values opened."""
+    rows = ThreadRows(
         checkpoints=await _rows_of_thread(
             connection, lg_checkpoints, CheckpointRow, app_name, thread_id
         ),
@@ -50,6 +81,7 @@ async def thread_rows(connection: AsyncConnection, app_name: str, thread_id: str
         ),
         writes=await _rows_of_thread(connection, lg_writes, WriteRow, app_name, thread_id),
     )
+    return _sealed_rows(rows, sealing, seal=False)
 
 
 async def find_thread(
@@ -73,16 +105,21 @@ async def _insert_rows(
 
 
 async def insert_thread(
-    connection: AsyncConnection, thread: ThreadRecord, rows: ThreadRows
+    connection: AsyncConnection, thread: ThreadRecord, rows: ThreadRows, sealing: Sealing = PLAIN
 ) -> None:
+    rows = _sealed_rows(rows, sealing, seal=True)
     await connection.execute(insert(lg_threads).values(**asdict(thread)))
     await _insert_rows(connection, lg_checkpoints, thread, rows.checkpoints)
     await _insert_rows(connection, lg_channel_values, thread, rows.channel_values)
     await _insert_rows(connection, lg_writes, thread, rows.writes)
 
 
+def opened_item(item: StoreItemRecord, sealing: Sealing) -> StoreItemRecord:
+    return replace(item, value=sealing.open_item(item.value))
+
+
 async def find_store_item(
-    connection: AsyncConnection, app_name: str, namespace: str, key: str
+    connection: AsyncConnection, app_name: str, namespace: str, key: str, sealing: Sealing = PLAIN
 ) -> StoreItemRecord | None:
     result = await connection.execute(
         select(*(lg_store_items.c[name] for name in STORE_ITEM_COLUMNS)).where(
@@ -92,10 +129,15 @@ async def find_store_item(
         )
     )
     row = result.first()
-    return None if row is None else StoreItemRecord(*row)
+    return None if row is None else opened_item(StoreItemRecord(*row), sealing)
 
 
-async def insert_store_item(connection: AsyncConnection, item: StoreItemRecord) -> None:
+async def insert_store_item(
+    connection: AsyncConnection, item: StoreItemRecord, sealing: Sealing = PLAIN
+) -> None:
+    search_text = sealing.seal_text(searchable_text(item.value))
     await connection.execute(
-        insert(lg_store_items).values(**asdict(item), search_text=searchable_text(item.value))
+        insert(lg_store_items).values(
+            {**asdict(item), "value": sealing.seal_item(item.value), "search_text": search_text}
+        )
     )

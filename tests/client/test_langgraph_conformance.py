@@ -20,11 +20,16 @@ CONFORMANCE_TESTS = 81
 
 
 async def test_session_state_saver_passes_every_conformance_test(server: ServerProcess) -> None:
+    await passes_every_conformance_test(server.base_url)
+
+
+async def passes_every_conformance_test(base_url: str) -> None:
+    """Also run with encryption at rest on (test_langgraph_encryption)."""
     app_name = f"lg-{uuid.uuid4().hex[:10]}"
 
     @checkpointer_test(name=f"SessionStateSaver-{app_name}")
     async def saver() -> AsyncGenerator[SessionStateSaver, None]:
-        async with SessionStateSaver(server.base_url, app_name=app_name) as checkpointer:
+        async with SessionStateSaver(base_url, app_name=app_name) as checkpointer:
             yield checkpointer
 
     report = await validate(saver)

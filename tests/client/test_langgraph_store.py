@@ -155,8 +155,13 @@ async def _script(store: BaseStore) -> list[Any]:
 
 
 async def test_the_same_script_answers_as_langgraphs_in_memory_store(server: ServerProcess) -> None:
+    await answers_as_langgraphs_in_memory_store(server.base_url)
+
+
+async def answers_as_langgraphs_in_memory_store(base_url: str) -> None:
+    """Also run with encryption at rest on (test_langgraph_encryption)."""
     expected = await _script(InMemoryStore())
-    async with SessionStateStore(server.base_url, app_name=f"lg-{uuid.uuid4().hex[:10]}") as store:
+    async with SessionStateStore(base_url, app_name=f"lg-{uuid.uuid4().hex[:10]}") as store:
         assert await _script(store) == expected
         # A namespace whose last item was deleted is gone, as in PostgresStore.
         assert ("shared", "docs", "v1") not in await store.alist_namespaces()

@@ -12,10 +12,12 @@ from typing import Any
 
 import asyncpg
 
+from ...core.encryption import ValueCipher
 from ...db.database_errors import database_errors_as_domain_errors
 from ...db.postgresql_statement import Statement
 from ..dialects import POSTGRESQL
 from ..expiry import has_expired
+from ..sealing import CHANNEL_VALUE, CHECKPOINT, WRITE, Sealing
 from . import checkpoint_sql
 from .domain import (
     CheckpointQuery,
@@ -192,9 +194,13 @@ def _columns(rows: Sequence[Mapping[str, Any]], *names: str) -> dict[str, list[A
 
 
 class PostgresCheckpoints:
-    def __init__(self, pool: asyncpg.Pool, timeout: float) -> None:
+    def __init__(
+        self, pool: asyncpg.Pool, timeout: float, cipher: ValueCipher | None = None
+    ) -> None:
         self.pool = pool
         self.timeout = timeout
+        # Values sealed on write and opened on read (app.langgraph.sealing).
+        self.sealing = Sealing(cipher)
 
     @asynccontextmanager
     async def _transaction(self) -> AsyncIterator[asyncpg.Connection]:
@@ -249,9 +255,14 @@ class PostgresCheckpoints:
             "thread_id": key.thread_id,
             "checkpoint_ns": checkpoint.checkpoint_ns,
         }
+        seal = self.sealing.seal_typed
+        values = checkpoint.new_values
+        sealed = [seal(value.value.type, value.value.data, CHANNEL_VALUE) for value in values]
+        checkpoint_type, checkpoint_data = seal(
+            checkpoint.checkpoint.type, checkpoint.checkpoint.data, CHECKPOINT
+        )
         async with self._transaction() as connection:
             await self._open_thread(connection, key, owner, now)
-            values = checkpoint.new_values
             if values:
                 await _execute(
                     connection,
@@ -259,8 +270,8 @@ class PostgresCheckpoints:
                     **where,
                     channel=[value.channel for value in values],
                     version=[value.version for value in values],
-                    value_type=[value.value.type for value in values],
-                    value=[value.value.data for value in values],
+                    value_type=[type_tag for type_tag, _ in sealed],
+                    value=[data for _, data in sealed],
                 )
             run_id = checkpoint.metadata.get("run_id")
             await _execute(
@@ -270,8 +281,8 @@ class PostgresCheckpoints:
                 checkpoint_id=checkpoint.checkpoint_id,
                 parent=checkpoint.parent_checkpoint_id,
                 run_id=run_id if isinstance(run_id, str) else None,
-                checkpoint_type=checkpoint.checkpoint.type,
-                checkpoint=checkpoint.checkpoint.data,
+                checkpoint_type=checkpoint_type,
+                checkpoint=checkpoint_data,
                 channel_versions=checkpoint.channel_versions,
                 metadata=checkpoint.metadata,
             )
@@ -286,6 +297,7 @@ class PostgresCheckpoints:
         replace: bool,
         now: float,
     ) -> None:
+        sealed = [self.sealing.seal_typed(w.value.type, w.value.data, WRITE) for w in writes]
         async with self._transaction() as connection:
             await self._open_thread(connection, key, owner, now)
             await _execute(
@@ -299,8 +311,8 @@ class PostgresCheckpoints:
                 task_path=[write.task_path for write in writes],
                 idx=[write.idx for write in writes],
                 channel=[write.channel for write in writes],
-                value_type=[write.value.type for write in writes],
-                value=[write.value.data for write in writes],
+                value_type=[type_tag for type_tag, _ in sealed],
+                value=[data for _, data in sealed],
             )
 
     async def list_checkpoints(
@@ -347,7 +359,7 @@ class PostgresCheckpoints:
                 **thread,
                 **_columns(rows, "checkpoint_ns", "checkpoint_id"),
             )
-        return assemble(rows, value_rows, write_rows), more
+        return assemble(rows, value_rows, write_rows, self.sealing), more
 
     async def thread_user(self, key: ThreadKey, now: float) -> str | None:
         async with self._transaction() as connection:

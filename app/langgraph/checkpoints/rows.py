@@ -5,6 +5,7 @@ checkpoints."""
 from collections.abc import Sequence
 from typing import Any
 
+from ..sealing import CHANNEL_VALUE, CHECKPOINT, WRITE, Sealing
 from .domain import ChannelValue, PendingWrite, StoredCheckpoint, Typed
 
 
@@ -21,14 +22,19 @@ def page_of(rows: Sequence[Any], limit: int, budget: int) -> tuple[list[Any], bo
     return kept, len(rows) > limit
 
 
+def _typed(sealing: Sealing, type_tag: str, data: bytes | None, purpose: bytes) -> Typed:
+    return Typed(*sealing.open_typed(type_tag, data, purpose))
+
+
 def assemble(
-    rows: Sequence[Any], value_rows: Sequence[Any], write_rows: Sequence[Any]
+    rows: Sequence[Any], value_rows: Sequence[Any], write_rows: Sequence[Any], sealing: Sealing
 ) -> list[StoredCheckpoint]:
     """Checkpoints with the values their versions name and their writes
-    (in the order LangGraph applies them); rows are read by column name."""
+    (in the order LangGraph applies them), opened if sealed; rows are read
+    by column name."""
     values: dict[tuple[str, str, str], Typed] = {
-        (row["checkpoint_ns"], row["channel"], row["version"]): Typed(
-            row["value_type"], row["value"]
+        (row["checkpoint_ns"], row["channel"], row["version"]): _typed(
+            sealing, row["value_type"], row["value"], CHANNEL_VALUE
         )
         for row in value_rows
     }
@@ -40,7 +46,7 @@ def assemble(
                 row["task_path"],
                 row["idx"],
                 row["channel"],
-                Typed(row["value_type"], row["value"]),
+                _typed(sealing, row["value_type"], row["value"], WRITE),
             )
         )
     for pending in writes.values():
@@ -59,7 +65,7 @@ def assemble(
                 checkpoint_ns=ns,
                 checkpoint_id=row["checkpoint_id"],
                 parent_checkpoint_id=row["parent_checkpoint_id"],
-                checkpoint=Typed(row["checkpoint_type"], row["checkpoint"]),
+                checkpoint=_typed(sealing, row["checkpoint_type"], row["checkpoint"], CHECKPOINT),
                 metadata=row["metadata"],
                 channel_versions=row["channel_versions"],
                 values=channel_values,

@@ -12,9 +12,11 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from ...core import json_codec
+from ...core.encryption import ValueCipher
 from ...db.database_errors import database_errors_as_domain_errors
 from ...db.engine import WRITE_OPTION
 from ..dialects import SQLITE
+from ..sealing import CHANNEL_VALUE, CHECKPOINT, WRITE, Sealing
 from . import checkpoint_sql
 from .domain import (
     CheckpointQuery,
@@ -151,8 +153,10 @@ RETURNING thread_id, checkpoint_ns, checkpoint_id
 
 
 class SqliteCheckpoints:
-    def __init__(self, engine: AsyncEngine) -> None:
+    def __init__(self, engine: AsyncEngine, cipher: ValueCipher | None = None) -> None:
         self.engine = engine
+        # Values sealed on write and opened on read (app.langgraph.sealing).
+        self.sealing = Sealing(cipher)
 
     @asynccontextmanager
     async def _read(self) -> AsyncIterator[AsyncConnection]:
@@ -185,10 +189,18 @@ class SqliteCheckpoints:
     async def put_checkpoint(
         self, key: ThreadKey, owner: ThreadOwner, checkpoint: NewCheckpoint, now: float
     ) -> None:
+        seal = self.sealing.seal_typed
+        values = [
+            (value, *seal(value.value.type, value.value.data, CHANNEL_VALUE))
+            for value in checkpoint.new_values
+        ]
+        checkpoint_type, checkpoint_data = seal(
+            checkpoint.checkpoint.type, checkpoint.checkpoint.data, CHECKPOINT
+        )
         async with self._write() as connection:
             thread = await self._open_thread(connection, key, owner, now)
             where = {**thread, "checkpoint_ns": checkpoint.checkpoint_ns}
-            if checkpoint.new_values:
+            if values:
                 await connection.execute(
                     _INSERT_VALUE,
                     [
@@ -196,10 +208,10 @@ class SqliteCheckpoints:
                             **where,
                             "channel": value.channel,
                             "version": value.version,
-                            "value_type": value.value.type,
-                            "value": value.value.data,
+                            "value_type": type_tag,
+                            "value": data,
                         }
-                        for value in checkpoint.new_values
+                        for value, type_tag, data in values
                     ],
                 )
             run_id = checkpoint.metadata.get("run_id")
@@ -210,8 +222,8 @@ class SqliteCheckpoints:
                     "checkpoint_id": checkpoint.checkpoint_id,
                     "parent": checkpoint.parent_checkpoint_id,
                     "run_id": run_id if isinstance(run_id, str) else None,
-                    "checkpoint_type": checkpoint.checkpoint.type,
-                    "checkpoint": checkpoint.checkpoint.data,
+                    "checkpoint_type": checkpoint_type,
+                    "checkpoint": checkpoint_data,
                     "channel_versions": json_codec.dumps_text(checkpoint.channel_versions),
                     "metadata": json_codec.dumps_text(checkpoint.metadata),
                 },
@@ -227,6 +239,10 @@ class SqliteCheckpoints:
         replace: bool,
         now: float,
     ) -> None:
+        sealed = [
+            (write, *self.sealing.seal_typed(write.value.type, write.value.data, WRITE))
+            for write in writes
+        ]
         async with self._write() as connection:
             thread = await self._open_thread(connection, key, owner, now)
             if not writes:
@@ -242,10 +258,10 @@ class SqliteCheckpoints:
                         "task_path": write.task_path,
                         "idx": write.idx,
                         "channel": write.channel,
-                        "value_type": write.value.type,
-                        "value": write.value.data,
+                        "value_type": type_tag,
+                        "value": data,
                     }
-                    for write in writes
+                    for write, type_tag, data in sealed
                 ],
             )
 
@@ -292,7 +308,7 @@ class SqliteCheckpoints:
                     _WRITES_OF, {**thread, "keys": json.dumps(checkpoints)}
                 )
             ]
-        return assemble(rows, value_rows, write_rows), more
+        return assemble(rows, value_rows, write_rows, self.sealing), more
 
     async def thread_user(self, key: ThreadKey, now: float) -> str | None:
         async with self._read() as connection:

@@ -1,16 +1,27 @@
 """The store's items in SQL, written once for both dialects: the statements
 (`:name` parameters, the dialect's pieces from app.langgraph.dialects) and the
 ItemTransaction that runs them (app.langgraph.store.storage) on a connection
-each backend adapts (app.langgraph.store.postgresql, app.langgraph.store.sqlite)."""
+each backend adapts (app.langgraph.store.postgresql, app.langgraph.store.sqlite).
+
+With encryption at rest on (app.langgraph.sealing) values and their keyword
+texts are stored sealed: a search with a filter or a query reads the
+prefix's live items in pages, newest first, opens them and keeps those that
+match (app.langgraph.store.condition_eval) until its page is full. Its cost
+grows with the items under the prefix, not with the page (docs/security.md)."""
 
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from ..dialects import Dialect
 from ..expiry import LIVE, expired, expiry, refreshed, sweep
+from ..sealing import PLAIN, Sealing
+from .condition_eval import holds
 from .condition_sql import ConditionSql
 from .domain import StoredItem, split
 from .filters import Condition
+
+# Rows a search over sealed values reads per statement.
+SCAN_ROWS = 200
 
 _COLUMNS = "namespace, key, value, create_time, update_time, expire_time, ttl_seconds"
 _OF_APP = "app_name = :app_name"
@@ -60,6 +71,18 @@ SELECT {_COLUMNS} FROM lg_store_items
  ORDER BY update_time DESC, namespace, key
  LIMIT :limit OFFSET :offset
 """
+        # The live items of the prefix after a position (update time,
+        # namespace, key) in the search's order, for a search over sealed values.
+        after_time = dialect.typed(":after_time", "float8")
+        self.scan = f"""
+SELECT {_COLUMNS}, search_text FROM lg_store_items
+ WHERE {_OF_APP} AND {LIVE} AND {under}
+   AND ({after_time} IS NULL OR update_time < {after_time}
+        OR (update_time = {after_time}
+            AND (namespace, key) > ({dialect.typed(":after_ns", "text")}, :after_key)))
+ ORDER BY update_time DESC, namespace, key
+ LIMIT :limit
+"""
         self.namespaces = (
             f"SELECT DISTINCT namespace FROM lg_store_items WHERE {_OF_APP} AND {LIVE} AND {under}"
         )
@@ -87,16 +110,17 @@ class Rows(Protocol):
 class SqlItemTransaction:
     """The ItemTransaction of both backends."""
 
-    def __init__(self, rows: Rows, sql: ItemSql) -> None:
+    def __init__(self, rows: Rows, sql: ItemSql, sealing: Sealing = PLAIN) -> None:
         self.rows = rows
         self.sql = sql
         self.dialect = sql.dialect
+        self.sealing = sealing
 
     def _item(self, row: Mapping[Any, Any]) -> StoredItem:
         return StoredItem(
             split(row["namespace"]),
             row["key"],
-            self.dialect.json_result(row["value"]),
+            self.sealing.open_item(self.dialect.json_result(row["value"])),
             row["create_time"],
             row["update_time"],
             row["expire_time"],
@@ -130,8 +154,8 @@ class SqlItemTransaction:
             "namespace": namespace,
             "key": key,
             "user_id": user_id,
-            "value": self.dialect.json_argument(value),
-            "search_text": text,
+            "value": self.dialect.json_argument(self.sealing.seal_item(value)),
+            "search_text": self.sealing.seal_text(text),
             "now": now,
             "ttl": ttl_seconds,
         }
@@ -151,6 +175,8 @@ class SqlItemTransaction:
         condition: Condition | None,
         words: Sequence[str],
     ) -> list[StoredItem]:
+        if self.sealing.on and (condition is not None or words):
+            return await self._search_opened(app_name, prefix, now, limit, offset, condition, words)
         query, condition_arguments = self.sql.search(condition)
         where = {
             "app_name": app_name,
@@ -162,6 +188,52 @@ class SqlItemTransaction:
             **condition_arguments,
         }
         return [self._item(row) for row in await self.rows.fetch(query, where)]
+
+    async def _search_opened(
+        self,
+        app_name: str,
+        prefix: str,
+        now: float,
+        limit: int,
+        offset: int,
+        condition: Condition | None,
+        words: Sequence[str],
+    ) -> list[StoredItem]:
+        """search's page, the filter and words applied to opened values."""
+        matched: list[StoredItem] = []
+        where: dict[str, Any] = {
+            "app_name": app_name,
+            "now": now,
+            "prefix": prefix,
+            "limit": SCAN_ROWS,
+            "after_time": None,
+            "after_ns": None,
+            "after_key": None,
+        }
+        while len(matched) < offset + limit:
+            rows = await self.rows.fetch(self.sql.scan, where)
+            for row in rows:
+                # The words first: their text opens without parsing the value.
+                if not self._has_words(row, words):
+                    continue
+                item = self._item(row)
+                if holds(condition, item.value):
+                    matched.append(item)
+            if len(rows) < SCAN_ROWS:
+                break
+            last = rows[-1]
+            where |= {
+                "after_time": last["update_time"],
+                "after_ns": last["namespace"],
+                "after_key": last["key"],
+            }
+        return matched[offset : offset + limit]
+
+    def _has_words(self, row: Mapping[Any, Any], words: Sequence[str]) -> bool:
+        if not words:
+            return True
+        text = self.sealing.open_text(row["search_text"])
+        return all(word in text for word in words)
 
     async def namespaces(self, app_name: str, prefix: str, now: float) -> list[str]:
         where = {"app_name": app_name, "now": now, "prefix": prefix}

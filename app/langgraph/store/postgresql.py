@@ -10,9 +10,11 @@ from typing import Any
 
 import asyncpg
 
+from ...core.encryption import ValueCipher
 from ...db.database_errors import database_errors_as_domain_errors
 from ...db.postgresql_statement import Statement
 from ..dialects import POSTGRESQL
+from ..sealing import Sealing
 from . import item_sql
 from .item_sql import ItemSql, SqlItemTransaction
 
@@ -49,7 +51,11 @@ class AsyncpgRows:
 
 
 class PostgresStoreItems:
-    def __init__(self, pool: asyncpg.Pool, timeout: float) -> None:
+    def __init__(
+        self, pool: asyncpg.Pool, timeout: float, cipher: ValueCipher | None = None
+    ) -> None:
+        # Values sealed on write and opened on read (app.langgraph.sealing).
+        self.sealing = Sealing(cipher)
         self.pool = pool
         self.timeout = timeout
 
@@ -65,7 +71,7 @@ class PostgresStoreItems:
     @asynccontextmanager
     async def transaction(self, *, write: bool) -> AsyncIterator[SqlItemTransaction]:
         async with self._rows() as rows:
-            yield SqlItemTransaction(rows, _SQL)
+            yield SqlItemTransaction(rows, _SQL, self.sealing)
 
     async def sweep_expired(self, now: float, batch: int) -> int:
         swept = 0

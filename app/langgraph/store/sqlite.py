@@ -12,9 +12,11 @@ from typing import Any
 from sqlalchemy import TextClause, text
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from ...core.encryption import ValueCipher
 from ...db.database_errors import database_errors_as_domain_errors
 from ...db.engine import WRITE_OPTION
 from ..dialects import SQLITE
+from ..sealing import Sealing
 from . import item_sql
 from .item_sql import ItemSql, SqlItemTransaction
 
@@ -41,7 +43,9 @@ class SqlAlchemyRows:
 
 
 class SqliteStoreItems:
-    def __init__(self, engine: AsyncEngine) -> None:
+    def __init__(self, engine: AsyncEngine, cipher: ValueCipher | None = None) -> None:
+        # Values sealed on write and opened on read (app.langgraph.sealing).
+        self.sealing = Sealing(cipher)
         self.engine = engine
 
     @asynccontextmanager
@@ -56,7 +60,7 @@ class SqliteStoreItems:
     @asynccontextmanager
     async def transaction(self, *, write: bool) -> AsyncIterator[SqlItemTransaction]:
         async with self._rows(write=write) as rows:
-            yield SqlItemTransaction(rows, _SQL)
+            yield SqlItemTransaction(rows, _SQL, self.sealing)
 
     async def sweep_expired(self, now: float, batch: int) -> int:
         swept = 0
