@@ -3,6 +3,7 @@ missing for every reader and writer from that moment, swept or not; a
 moment before, every one of them finds it. The operator's readers (the
 `sessions` commands, export) keep the same rule."""
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -49,15 +50,28 @@ async def _app_listed(store: Store, at: SessionKey, now: float) -> bool:
     return any(app.app_name == at.app_name for app in apps)
 
 
+# How often a user stream's read that says changes are pending is repeated.
+PENDING_READS = 200
+
+
 async def _user_listed(store: Store, at: SessionKey, now: float) -> bool:
     users, _ = await store.page_users(at.app_name, None, 10, now)
     return any(user.user_id == at.user_id for user in users)
 
 
 async def _changed(store: Store, at: SessionKey, now: float) -> bool:
-    """Whether the user stream's read holds the session."""
-    changes = await store.read_user_changes(at.app_name, at.user_id, 0, (0, ""), 10, now)
-    return any(session.id == at.session_id for session in changes.sessions)
+    """Whether the user stream's read holds the session. A read that says
+    changes are pending (on PostgreSQL, a transaction of any other client of
+    the server, such as another test's, was in flight when the change was
+    numbered) is read again, as a stream does."""
+    for _ in range(PENDING_READS):
+        changes = await store.read_user_changes(at.app_name, at.user_id, 0, (0, ""), 10, now)
+        if any(session.id == at.session_id for session in changes.sessions):
+            return True
+        if not changes.pending:
+            return False
+        await asyncio.sleep(0.05)
+    return False
 
 
 async def _fork(store: Store, at: SessionKey, now: float) -> str:
