@@ -390,6 +390,7 @@ LONGEST_FILES_FIRST = (
     "tests/test_docs_examples.py",
     "tests/test_transfer.py",
     "tests/client/test_langgraph_encryption.py",
+    "tests/test_encrypted_suites.py",
     "tests/test_concurrency.py",
     "tests/test_pgbouncer.py",
     "tests/client/test_langgraph_concurrency.py",

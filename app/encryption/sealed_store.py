@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
+from ..core.encryption import ValueCipher
 from ..memory.store import MemoriesOf
 from ..sessions.domain import (
     ALL_SESSIONS,
@@ -53,6 +54,14 @@ class SealedStore:
     def inner(self) -> Any:
         """The backend's store behind this one."""
         return self._inner
+
+    # LangGraph's storage seals its own values (app.langgraph.sealing), with
+    # this store's cipher unless given another.
+    def checkpoint_store(self, cipher: ValueCipher | None = None) -> Any:
+        return self._inner.checkpoint_store(cipher or self.sealer.cipher)
+
+    def item_storage(self, cipher: ValueCipher | None = None) -> Any:
+        return self._inner.item_storage(cipher or self.sealer.cipher)
 
     # -- opening what is read ----------------------------------------------------
 

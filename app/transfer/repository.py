@@ -226,8 +226,11 @@ async def insert_forgotten(
 
 
 def _json_or_none(text: str | None) -> Any:
-    # A sealed text (encryption at rest) is opened, then parsed, by the caller.
-    return None if text is None or is_sealed_text(text) else json_codec.loads(text)
+    # A sealed text (encryption at rest) is left as it is: the caller opens,
+    # then parses, it (app.encryption.sealed_transfer).
+    if text is None or is_sealed_text(text):
+        return text
+    return json_codec.loads(text)
 
 
 def _json_text_or_none(value: Any) -> str | None:

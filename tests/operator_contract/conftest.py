@@ -12,6 +12,8 @@ from session_state.admin.sql_store import SqlOperatorStore
 from session_state.admin.store import OperatorStore
 from session_state.core.config import Settings
 from session_state.db.engine import create_engine
+from session_state.encryption.sealed_transfer import sealed_operator_store
+from session_state.encryption.sealing import Sealer
 from session_state.stores import Store
 
 from ..contract_backends import backend, database_url, store
@@ -22,9 +24,13 @@ __all__ = ["backend", "database_url", "store"]
 
 @asynccontextmanager
 async def _opened(database_url: str) -> AsyncIterator[OperatorStore]:
-    engine = create_engine(Settings(database_url=database_url))
+    """As the commands open it: with encryption on (pytest --encrypted),
+    opening what it reads and sealing what it writes."""
+    settings = Settings(database_url=database_url)
+    engine = create_engine(settings)
+    sealer = Sealer(settings.value_cipher(), settings.memory_search_when_encrypted)
     try:
-        yield SqlOperatorStore(engine)
+        yield sealed_operator_store(SqlOperatorStore(engine, settings.value_cipher()), sealer)
     finally:
         await engine.dispose()
 
