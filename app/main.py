@@ -28,6 +28,7 @@ from .http.middleware import RequestContextMiddleware
 from .http.openapi_layout import laid_out
 from .http.problems import install_problem_handlers
 from .langgraph.checkpoints import routes as threads
+from .langgraph.checkpoints.fast_path import CheckpointFastPath
 from .langgraph.checkpoints.service import CheckpointService
 from .langgraph.store import routes as store
 from .langgraph.store.service import StoreService
@@ -181,9 +182,9 @@ def create_app(
     app.include_router(health.router)
     app.include_router(operations.router)
     # The last added middleware is the outermost: request context wraps all,
-    # the fast paths (three appends, the read) are innermost (after keys and
-    # the body limit); from the API keys in, /apps/ paths are as sent, still
-    # percent-encoded.
+    # the fast paths (three appends, the read, LangGraph's step's routes) are
+    # innermost (after keys and the body limit); from the API keys in, /apps/
+    # paths are as sent, still percent-encoded.
     # The fast paths find their routes among the app's as assembled, read
     # when the app builds its middleware (at its start).
     routes = app.router.routes
@@ -191,6 +192,7 @@ def create_app(
     app.add_middleware(AppendFastPath, routes=routes, stand_in=BATCH, answer=appending.append_batch)
     app.add_middleware(AppendsFastPath, routes=routes)
     app.add_middleware(ReadFastPath, routes=routes)
+    app.add_middleware(CheckpointFastPath, routes=routes)
     app.add_middleware(BodyLimitMiddleware, max_body_bytes=settings.max_body_bytes)
     app.add_middleware(ApiKeyMiddleware, api_keys=api_keys)
     app.add_middleware(EncodedPathMiddleware)

@@ -3,7 +3,7 @@
 AsyncPostgresSaver (psycopg, a pool of the server's size), each in a
 database of its own on one PostgreSQL server.
 
-    python -m bench.langgraph                       # 50 threads × 20 steps, then 1 thread
+    python -m bench.langgraph                       # 50 threads x 20 steps, then 1 thread
     python -m bench.langgraph --quick               # 5 threads of 5 steps, 1 round
     python -m bench.langgraph --rounds 5 --value-bytes 2048
     python -m bench.langgraph --before /tmp/old     # a third side: that checkout's
@@ -35,6 +35,7 @@ import json
 import operator
 import os
 import platform
+import random
 import statistics
 import subprocess
 import sys
@@ -83,7 +84,25 @@ class Shape:
 
     @property
     def label(self) -> str:
-        return f"{self.threads} threads × {self.steps} steps, {self.value_bytes} B a step"
+        return f"{self.threads} threads x {self.steps} steps, {self.value_bytes} B a step"
+
+
+_VOCABULARY = (
+    "the agent called a tool and read its answer; the user asked about the "
+    "weather in Paris tomorrow, a flight booked for three at noon"
+)
+_WORDS = random.Random(46).choices(_VOCABULARY.split(" "), k=4096)
+
+
+def _prose(size: int) -> str:
+    """About `size` characters of words, different from one message to the
+    next: PostgreSQL compresses a run of one letter to nothing, a message
+    far less."""
+    start = random.randrange(len(_WORDS))
+    text = " ".join(_WORDS[start:] + _WORDS[:start])
+    while len(text) < size:
+        text += " " + text
+    return text[: max(0, size)]
 
 
 def build(checkpointer: Any, shape: Shape, marks: dict[str, list[float]]) -> Any:
@@ -94,14 +113,16 @@ def build(checkpointer: Any, shape: Shape, marks: dict[str, list[float]]) -> Any
         marks[config["configurable"]["thread_id"]].append(time.perf_counter())
         text = f"step {state['count']:04}: "
         return {
-            "messages": [text + "x" * max(0, shape.value_bytes - len(text))],
+            "messages": [text + _prose(shape.value_bytes - len(text))],
             "count": state["count"] + 1,
         }
 
     graph = StateGraph(Chat)
     graph.add_node("step", step)
     graph.add_edge(START, "step")
-    graph.add_conditional_edges("step", lambda state: END if state["count"] >= shape.steps else "step")
+    graph.add_conditional_edges(
+        "step", lambda state: END if state["count"] >= shape.steps else "step"
+    )
     return graph.compile(checkpointer=checkpointer)
 
 

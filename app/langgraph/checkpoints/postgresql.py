@@ -272,9 +272,7 @@ class PostgresCheckpoints:
         thread was live (and so the rows written)."""
         with database_errors_as_domain_errors():
             async with self.pool.acquire(timeout=self.timeout) as connection:
-                live: bool = await connection.fetchval(
-                    statement.text, *statement.arguments(values)
-                )
+                live: bool = await connection.fetchval(statement.text, *statement.arguments(values))
         return live
 
     async def put_checkpoint(
