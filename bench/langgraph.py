@@ -39,6 +39,7 @@ import random
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from dataclasses import dataclass
@@ -47,6 +48,7 @@ from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
 import asyncpg
+import httpx
 
 from bench import RESULTS
 from bench.before_after import migrate_from
@@ -65,6 +67,7 @@ from bench.run import (
 
 ROOT = Path(__file__).resolve().parent.parent
 OURS, THEIRS, BEFORE = "SessionStateSaver", "AsyncPostgresSaver", "SessionStateSaver before"
+GRANIAN = "SessionStateSaver on granian"
 POOL_SIZE = 10  # bench.run.Server's pool
 OUR_TABLES = ("lg_threads", "lg_checkpoints", "lg_channel_values", "lg_writes")
 THEIR_TABLES = ("checkpoints", "checkpoint_blobs", "checkpoint_writes", "checkpoint_migrations")
@@ -244,16 +247,78 @@ async def table_bytes(database: str, tables: tuple[str, ...]) -> int:
         await connection.close()
 
 
-def _server_cpu(server: Server) -> float:
-    """User + system CPU seconds of the server's process so far."""
-    fields = Path(f"/proc/{server.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+class GranianServer:
+    """The same app as `session-state serve` runs, served by granian (a
+    Rust HTTP server) instead of uvicorn: one worker, uvloop, the same
+    settings as bench.run.Server's."""
+
+    def __init__(self, database: str, port: int, folder: Path) -> None:
+        self.port = port
+        (folder / "granian_target.py").write_text(
+            "from session_state.main import create_app\n\napp = create_app()\n"
+        )
+        env = {
+            **os.environ,
+            "PYTHONPATH": str(folder),
+            "SESSION_STATE_DATABASE_URL": sqlalchemy_url(database),
+            "SESSION_STATE_LOG_LEVEL": "warning",
+            "SESSION_STATE_DB_POOL_SIZE": str(POOL_SIZE),
+            "SESSION_STATE_DB_MAX_OVERFLOW": "0",
+            "SESSION_STATE_MAX_BODY_BYTES": str(64 * 1024 * 1024),
+        }
+        command = [
+            str(Path(sys.executable).parent / "granian"),
+            "--interface",
+            "asgi",
+            "--loop",
+            "uvloop",
+            "--port",
+            str(port),
+            "--log-level",
+            "warning",
+            "granian_target:app",
+        ]
+        self.process = subprocess.Popen(command, env=env)
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(f"{self.base_url}/readyz", timeout=1).status_code == 200:
+                    return
+            except httpx.TransportError:
+                time.sleep(0.1)
+        self.stop()
+        raise RuntimeError("granian did not start")
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(timeout=30)
+
+
+def _process_cpu(pid: int) -> float:
+    """User + system CPU seconds of a process and its waited-for children."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return sum(int(field) for field in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+
+
+def _server_cpu(server: Server | GranianServer) -> float:
+    """CPU seconds of the server's processes so far (granian's worker is a
+    child of its main process)."""
+    pids = [server.process.pid]
+    children = Path(f"/proc/{server.process.pid}/task/{server.process.pid}/children")
+    if children.exists():
+        pids += [int(pid) for pid in children.read_text().split()]
+    return sum(_process_cpu(pid) for pid in pids)
 
 
 async def measure(side: str, shape: Shape, before: Path | None) -> dict[str, float]:
     """One side once, in a new database."""
     database = await create_database("lg_side")
-    server = None
+    server: Server | GranianServer | None = None
+    folder = tempfile.TemporaryDirectory(prefix="bench_granian_")
     try:
         load = os.getloadavg()[0]
         if side == THEIRS:
@@ -267,7 +332,10 @@ async def measure(side: str, shape: Shape, before: Path | None) -> dict[str, flo
             migrate(database)
         else:
             migrate_from(source, sqlalchemy_url(database))
-        server = Server(database, port=_free_port(), workers=1, source=source)
+        if side == GRANIAN:
+            server = GranianServer(database, _free_port(), Path(folder.name))
+        else:
+            server = Server(database, port=_free_port(), workers=1, source=source)
         cpu = _server_cpu(server)
         figures = _child("ours", server.base_url, shape, source)
         figures["server_cpu_ms_per_step"] = (
@@ -280,6 +348,7 @@ async def measure(side: str, shape: Shape, before: Path | None) -> dict[str, flo
     finally:
         if server is not None:
             server.stop()
+        folder.cleanup()
         await drop_database(database)
 
 
@@ -326,19 +395,20 @@ def markdown(shape: Shape, sides: dict[str, list[dict[str, float]]]) -> str:
         )
     theirs = medians[THEIRS]
     lines.append("")
-    for name in (OURS, BEFORE):
+    for name in (OURS, BEFORE, GRANIAN):
         if name in medians:
             ours = medians[name]
             lines.append(
                 f"- {name} / {THEIRS}: steps/s {verdict(ours, theirs, 'steps_per_second')}, "
                 f"p99 {verdict(ours, theirs, 'p99_ms')}, p50 {verdict(ours, theirs, 'p50_ms')}"
             )
-    if BEFORE in medians:
-        ours, before = medians[OURS], medians[BEFORE]
-        lines.append(
-            f"- {OURS} / {BEFORE}: steps/s {verdict(ours, before, 'steps_per_second')}, "
-            f"p99 {verdict(ours, before, 'p99_ms')}, p50 {verdict(ours, before, 'p50_ms')}"
-        )
+    for other in (BEFORE, GRANIAN):
+        if other in medians:
+            ours, theirs_ = medians[OURS], medians[other]
+            lines.append(
+                f"- {OURS} / {other}: steps/s {verdict(ours, theirs_, 'steps_per_second')}, "
+                f"p99 {verdict(ours, theirs_, 'p99_ms')}, p50 {verdict(ours, theirs_, 'p50_ms')}"
+            )
     lines += ["", "Each round, steps/s and p99 ms, by side:", ""]
     for number in range(rounds):
         lines.append(
@@ -376,8 +446,11 @@ def goals(shape: Shape, sides: dict[str, list[dict[str, float]]]) -> list[str]:
     return found
 
 
-async def run_shape(shape: Shape, rounds: int, before: Path | None) -> dict[str, Any]:
+async def run_shape(
+    shape: Shape, rounds: int, before: Path | None, granian: bool
+) -> dict[str, Any]:
     names = [OURS, THEIRS] + ([BEFORE] if before is not None else [])
+    names += [GRANIAN] if granian else []
     sides: dict[str, list[dict[str, float]]] = {name: [] for name in names}
     for index in range(rounds):
         # Turned each round: each side runs first, in the middle and last.
@@ -400,6 +473,9 @@ def main(argv: list[str] | None = None) -> int:
         "--before", type=Path, default=None, help="a checkout whose server and client run too"
     )
     parser.add_argument("--head", action="store_true", help="--before this repository's HEAD")
+    parser.add_argument(
+        "--granian", action="store_true", help="a side of our server on granian instead of uvicorn"
+    )
     # A side in a process of its own (the parent runs these).
     parser.add_argument("--side", choices=("ours", "theirs"), help=argparse.SUPPRESS)
     parser.add_argument("--target", help=argparse.SUPPRESS)
@@ -421,7 +497,7 @@ def main(argv: list[str] | None = None) -> int:
             before = stack.enter_context(head_checkout())
         for count_of_threads in threads:
             shape = Shape(count_of_threads, steps, arguments.value_bytes)
-            sides = asyncio.run(run_shape(shape, count, before))
+            sides = asyncio.run(run_shape(shape, count, before, arguments.granian))
             tables.append(markdown(shape, sides))
             checks += goals(shape, sides)
             document["shapes"].append(
