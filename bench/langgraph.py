@@ -403,6 +403,29 @@ def verdict(ours: dict[str, float], theirs: dict[str, float], key: str) -> str:
     return f"{ratio:.2f}x" + (" (within noise)" if abs(ratio - 1) < noise else "")
 
 
+def paired(mine: list[dict[str, float]], other: list[dict[str, float]], key: str) -> str:
+    """The ratio of two sides' `key` within each round, as its median and
+    range: on a machine whose load moves between rounds, two sides run a
+    few seconds apart are closer to each other than to another round."""
+    ratios = sorted(a[key] / b[key] for a, b in zip(mine, other, strict=True) if b[key])
+    if not ratios:
+        return "-"
+    return f"{statistics.median(ratios):.2f}x ({ratios[0]:.2f}-{ratios[-1]:.2f})"
+
+
+def paired_lines(sides: dict[str, list[dict[str, float]]]) -> list[str]:
+    pairs = [(name, THEIRS) for name in (OURS, BEFORE, GRANIAN) if name in sides]
+    pairs += [(OURS, other) for other in (BEFORE, GRANIAN) if other in sides]
+    keys = ("steps_per_second", "p99_ms", "write_p50_ms", "write_p99_ms")
+    lines = ["", "Within each round, the ratio's median (and range over the rounds):", ""]
+    for mine, other in pairs:
+        lines.append(
+            f"- {mine} / {other}: "
+            + ", ".join(f"{key} {paired(sides[mine], sides[other], key)}" for key in keys)
+        )
+    return lines
+
+
 def markdown(shape: Shape, sides: dict[str, list[dict[str, float]]]) -> str:
     rounds = len(next(iter(sides.values())))
     medians = {name: summary(runs) for name, runs in sides.items()}
@@ -445,6 +468,7 @@ def markdown(shape: Shape, sides: dict[str, list[dict[str, float]]]) -> str:
                 f"- {OURS} / {other}: steps/s {verdict(ours, theirs_, 'steps_per_second')}, "
                 f"p99 {verdict(ours, theirs_, 'p99_ms')}, p50 {verdict(ours, theirs_, 'p50_ms')}"
             )
+    lines += paired_lines(sides)
     lines += ["", "Each round, steps/s and p99 ms, by side:", ""]
     for number in range(rounds):
         lines.append(
