@@ -30,6 +30,7 @@ from .http.openapi_layout import laid_out
 from .http.problems import install_problem_handlers
 from .inspector import routes as inspector
 from .langgraph.checkpoints import routes as threads
+from .langgraph.checkpoints.fast_path import CheckpointFastPath
 from .langgraph.checkpoints.service import CheckpointService
 from .langgraph.store import routes as store
 from .langgraph.store.service import StoreService
@@ -195,9 +196,9 @@ def create_app(
     if settings.ui == "on":
         app.include_router(inspector.router)
     # The last added middleware is the outermost: request context wraps all,
-    # the fast paths (three appends, the read) are innermost (after keys and
-    # the body limit); from the API keys in, /apps/ paths are as sent, still
-    # percent-encoded.
+    # the fast paths (three appends, the read, LangGraph's step's routes) are
+    # innermost (after keys and the body limit); from the API keys in, /apps/
+    # paths are as sent, still percent-encoded.
     # The fast paths find their routes among the app's as assembled, read
     # when the app builds its middleware (at its start).
     routes = app.router.routes
@@ -205,6 +206,7 @@ def create_app(
     app.add_middleware(AppendFastPath, routes=routes, stand_in=BATCH, answer=appending.append_batch)
     app.add_middleware(AppendsFastPath, routes=routes)
     app.add_middleware(ReadFastPath, routes=routes)
+    app.add_middleware(CheckpointFastPath, routes=routes)
     app.add_middleware(BodyLimitMiddleware, max_body_bytes=settings.max_body_bytes)
     app.add_middleware(ApiKeyMiddleware, api_keys=api_keys, tokens=tokens)
     app.add_middleware(EncodedPathMiddleware)

@@ -1,61 +1,81 @@
 """LangGraph checkpointers on PostgreSQL: session-state's SessionStateSaver
 (through `session-state serve`, over HTTP) against LangGraph's own
-AsyncPostgresSaver (in-process, psycopg, a pool of the server's size), each in
-a database of its own on one PostgreSQL server.
+AsyncPostgresSaver (psycopg, a pool of the server's size), each in a
+database of its own on one PostgreSQL server.
 
-    python -m bench.langgraph              # 50 threads of a 20-step graph, 3 rounds
-    python -m bench.langgraph --quick      # 5 threads of 5 steps, 1 round
-    python -m bench.langgraph --rounds 5
+    python -m bench.langgraph                       # 50 threads x 20 steps, then 1 thread
+    python -m bench.langgraph --quick               # 5 threads of 5 steps, 1 round
+    python -m bench.langgraph --rounds 5 --value-bytes 2048
+    python -m bench.langgraph --before /tmp/old     # a third side: that checkout's
+                                                    # server and client
 
-The graph is scripted (no LLM): each step appends a message of about 200
-bytes to a list channel and counts. All threads run at once with `ainvoke`;
-a step's latency is the time between two steps of one thread (the
-checkpoint write in between included). Storage is the tables' size after the
-run (pg_total_relation_size, VACUUMed), per step. Each round runs both
-savers, one after the other, in new databases; the figures are medians over
-the rounds, with the machine's load average when each side started (on a
-shared machine the load moves between rounds: compare within a round).
+The graph is scripted (no LLM): each step appends a message of
+`--value-bytes` (default 2 KB: a graph's state carries messages) to a list
+channel and counts, so the state a checkpoint holds grows by that much a
+step. All threads run at once with `ainvoke`; a step's latency is the time
+between two steps of one thread. LangGraph stores checkpoints in the
+background (durability "async"): a step does not wait for its writes, so
+the run also times each aput and aput_writes (a write's latency: how long a
+step's checkpoint takes to be stored) and the time from a thread's last
+step to the end of its run (the writes still queued). Storage is the tables' size after the run
+(pg_total_relation_size, VACUUMed), per step.
+
+Each side runs in a process of its own (the same code path for each: the
+client, LangGraph and the event loop in it, nothing shared), and the sides
+alternate: a round runs each once, in an order that turns each round, so
+that none always runs first or warm. The figures are medians over the
+rounds with their spread ((max - min) / median), and a difference smaller
+than the spread is called "within noise". Each side's final states are
+checked: every thread ended with all its messages, in order.
 Writes bench/results/<name>.json and .md.
 """
 
 import argparse
 import asyncio
+import contextlib
 import itertools
 import json
 import operator
 import os
 import platform
+import random
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
 import uuid
+from dataclasses import dataclass
 from importlib.metadata import version
+from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
 import asyncpg
-from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.base import BaseCheckpointSaver
-from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
-from langgraph.graph import END, START, StateGraph
-from psycopg.rows import dict_row
-from psycopg_pool import AsyncConnectionPool
+import httpx
 
 from bench import RESULTS
+from bench.before_after import migrate_from
 from bench.client_cpu import _free_port
 from bench.run import (
     Server,
     create_database,
     drop_database,
     dsn,
+    head_checkout,
     latency_summary,
     migrate,
+    percentile,
+    sqlalchemy_url,
     vacuum,
 )
-from session_state_client.langgraph import SessionStateSaver
 
-OURS, THEIRS = "SessionStateSaver", "AsyncPostgresSaver"
+ROOT = Path(__file__).resolve().parent.parent
+OURS, THEIRS, BEFORE = "SessionStateSaver", "AsyncPostgresSaver", "SessionStateSaver before"
+GRANIAN = "SessionStateSaver on granian"
 POOL_SIZE = 10  # bench.run.Server's pool
 OUR_TABLES = ("lg_threads", "lg_checkpoints", "lg_channel_values", "lg_writes")
 THEIR_TABLES = ("checkpoints", "checkpoint_blobs", "checkpoint_writes", "checkpoint_migrations")
+DEFAULT_VALUE_BYTES = 2048
 
 
 class Chat(TypedDict):
@@ -63,41 +83,185 @@ class Chat(TypedDict):
     count: int
 
 
-def build(checkpointer: BaseCheckpointSaver[Any], steps: int, marks: dict[str, list[float]]) -> Any:
+@dataclass(frozen=True)
+class Shape:
+    threads: int
+    steps: int
+    value_bytes: int
+
+    @property
+    def label(self) -> str:
+        return f"{self.threads} threads x {self.steps} steps, {self.value_bytes} B a step"
+
+
+_VOCABULARY = (
+    "the agent called a tool and read its answer; the user asked about the "
+    "weather in Paris tomorrow, a flight booked for three at noon"
+)
+_WORDS = random.Random(46).choices(_VOCABULARY.split(" "), k=4096)
+
+
+def _prose(size: int) -> str:
+    """About `size` characters of words, different from one message to the
+    next: PostgreSQL compresses a run of one letter to nothing, a message
+    far less."""
+    start = random.randrange(len(_WORDS))
+    text = " ".join(_WORDS[start:] + _WORDS[:start])
+    while len(text) < size:
+        text += " " + text
+    return text[: max(0, size)]
+
+
+def build(checkpointer: Any, shape: Shape, marks: dict[str, list[float]]) -> Any:
+    from langchain_core.runnables import RunnableConfig
+    from langgraph.graph import END, START, StateGraph
+
     def step(state: Chat, config: RunnableConfig) -> dict[str, Any]:
         marks[config["configurable"]["thread_id"]].append(time.perf_counter())
-        return {"messages": [f"step {state['count']}: " + "x" * 190], "count": state["count"] + 1}
+        text = f"step {state['count']:04}: "
+        return {
+            "messages": [text + _prose(shape.value_bytes - len(text))],
+            "count": state["count"] + 1,
+        }
 
     graph = StateGraph(Chat)
     graph.add_node("step", step)
     graph.add_edge(START, "step")
-    graph.add_conditional_edges("step", lambda state: END if state["count"] >= steps else "step")
+    graph.add_conditional_edges(
+        "step", lambda state: END if state["count"] >= shape.steps else "step"
+    )
     return graph.compile(checkpointer=checkpointer)
 
 
-async def run_side(
-    checkpointer: BaseCheckpointSaver[Any], threads: int, steps: int
-) -> dict[str, float]:
+def _lost(final: dict[str, Any], shape: Shape) -> int:
+    """How many of a thread's messages its final state lacks (or holds out
+    of order): a run that loses a write is no faster for it."""
+    messages = final.get("messages", [])
+    kept = sum(
+        1
+        for index, message in enumerate(messages[: shape.steps])
+        if isinstance(message, str) and message.startswith(f"step {index:04}: ")
+    )
+    return shape.steps - kept + max(0, len(messages) - shape.steps)
+
+
+def _timed_writes(checkpointer: Any, seconds: list[float]) -> None:
+    """Each aput and aput_writes of `checkpointer` timed into `seconds`:
+    LangGraph runs them in the background (durability "async"), so a step
+    does not wait for them; this is how long a step's checkpoint takes to
+    be stored once LangGraph hands it over."""
+    for name in ("aput", "aput_writes"):
+        call = getattr(checkpointer, name)
+
+        async def timed(*arguments: Any, _call: Any = call, **keywords: Any) -> Any:
+            started = time.perf_counter()
+            try:
+                return await _call(*arguments, **keywords)
+            finally:
+                seconds.append(time.perf_counter() - started)
+
+        setattr(checkpointer, name, timed)
+
+
+async def run_side(checkpointer: Any, shape: Shape) -> dict[str, float]:
     marks: dict[str, list[float]] = {}
-    graph = build(checkpointer, steps, marks)
-    names = [f"thread-{index}-{uuid.uuid4().hex[:6]}" for index in range(threads)]
+    writes: list[float] = []
+    _timed_writes(checkpointer, writes)
+    graph = build(checkpointer, shape, marks)
+    names = [f"thread-{index}-{uuid.uuid4().hex[:6]}" for index in range(shape.threads)]
     for name in names:
         marks[name] = []
-    started = time.perf_counter()
-    await asyncio.gather(
+    started, cpu = time.perf_counter(), time.process_time()
+    finals = await asyncio.gather(
         *(
             graph.ainvoke(
                 {"messages": [], "count": 0},
-                {"configurable": {"thread_id": name}, "recursion_limit": steps + 10},
+                {"configurable": {"thread_id": name}, "recursion_limit": shape.steps + 10},
             )
             for name in names
         )
     )
-    seconds = time.perf_counter() - started
+    ended = time.perf_counter()
+    seconds, cpu = ended - started, time.process_time() - cpu
+    # From a thread's last step to the end of its run: the writes LangGraph
+    # still had to store (its steps run ahead of them).
+    drains = [ended - times[-1] for times in marks.values() if times]
     gaps = [
         later - earlier for times in marks.values() for earlier, later in itertools.pairwise(times)
     ]
-    return {"steps_per_second": threads * steps / seconds, **latency_summary(gaps)}
+    # Read back from the saver, as a restarted process would.
+    stored = [await graph.aget_state({"configurable": {"thread_id": name}}) for name in names]
+    lost = sum(_lost(final, shape) for final in finals)
+    lost += sum(_lost(dict(state.values), shape) for state in stored)
+    return {
+        "steps_per_second": shape.threads * shape.steps / seconds,
+        **latency_summary(gaps),
+        "write_p50_ms": percentile(writes, 0.5) * 1000,
+        "write_p99_ms": percentile(writes, 0.99) * 1000,
+        "drain_p50_ms": percentile(drains, 0.5) * 1000,
+        "client_cpu_ms_per_step": cpu * 1000 / (shape.threads * shape.steps),
+        "lost": lost,
+    }
+
+
+async def _ours(base_url: str, shape: Shape) -> dict[str, float]:
+    from session_state_client.langgraph import SessionStateSaver
+
+    async with SessionStateSaver(base_url, app_name="bench") as saver:
+        return await run_side(saver, shape)
+
+
+async def _theirs(database: str, shape: Shape) -> dict[str, float]:
+    from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+    from psycopg.rows import dict_row
+    from psycopg_pool import AsyncConnectionPool
+
+    async with AsyncConnectionPool(
+        dsn(database),
+        max_size=POOL_SIZE,
+        kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row},
+        open=False,
+    ) as pool:
+        saver = AsyncPostgresSaver(pool)  # type: ignore[arg-type]
+        await saver.setup()
+        return await run_side(saver, shape)
+
+
+def side_main(arguments: argparse.Namespace) -> int:
+    """One side in this process (the parent's child): prints its figures."""
+    shape = Shape(arguments.threads, arguments.steps, arguments.value_bytes)
+    if arguments.side == "theirs":
+        figures = asyncio.run(_theirs(arguments.target, shape))
+    else:
+        figures = asyncio.run(_ours(arguments.target, shape))
+    print(json.dumps(figures))
+    return 0
+
+
+def _child(side: str, target: str, shape: Shape, client: Path | None) -> dict[str, float]:
+    """One side's figures, measured by a process of its own; `client`: the
+    checkout whose client it imports (None: this one's)."""
+    env = dict(os.environ)
+    if client is not None:
+        env["PYTHONPATH"] = os.pathsep.join([str(client / "client"), str(ROOT)])
+    command = [
+        sys.executable,
+        "-m",
+        "bench.langgraph",
+        "--side",
+        side,
+        "--target",
+        target,
+        "--threads",
+        str(shape.threads),
+        "--steps",
+        str(shape.steps),
+        "--value-bytes",
+        str(shape.value_bytes),
+    ]
+    output = subprocess.run(command, env=env, cwd=ROOT, check=True, capture_output=True, text=True)
+    figures: dict[str, float] = json.loads(output.stdout.strip().splitlines()[-1])
+    return figures
 
 
 async def table_bytes(database: str, tables: tuple[str, ...]) -> int:
@@ -114,100 +278,309 @@ async def table_bytes(database: str, tables: tuple[str, ...]) -> int:
         await connection.close()
 
 
-def _load() -> float:
-    return os.getloadavg()[0]
+class GranianServer:
+    """The same app as `session-state serve` runs, served by granian (a
+    Rust HTTP server) instead of uvicorn: one worker, uvloop, the same
+    settings as bench.run.Server's."""
 
-
-async def one_round(threads: int, steps: int) -> dict[str, dict[str, float]]:
-    ours_db, theirs_db = await create_database("lg_ours"), await create_database("lg_theirs")
-    server = None
-    try:
-        migrate(ours_db)
-        server = Server(ours_db, port=_free_port(), workers=1)
-        results: dict[str, dict[str, float]] = {}
-        load = _load()
-        async with SessionStateSaver(server.base_url, app_name="bench") as ours:
-            results[OURS] = {**await run_side(ours, threads, steps), "load": load}
-        results[OURS]["bytes_per_step"] = await table_bytes(ours_db, OUR_TABLES) / (threads * steps)
-        async with AsyncConnectionPool(
-            dsn(theirs_db),
-            max_size=POOL_SIZE,
-            kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row},
-            open=False,
-        ) as pool:
-            theirs = AsyncPostgresSaver(pool)  # type: ignore[arg-type]
-            await theirs.setup()
-            load = _load()
-            results[THEIRS] = {**await run_side(theirs, threads, steps), "load": load}
-        results[THEIRS]["bytes_per_step"] = await table_bytes(theirs_db, THEIR_TABLES) / (
-            threads * steps
+    def __init__(self, database: str, port: int, folder: Path) -> None:
+        self.port = port
+        (folder / "granian_target.py").write_text(
+            "from session_state.main import create_app\n\napp = create_app()\n"
         )
-        return results
+        env = {
+            **os.environ,
+            "PYTHONPATH": str(folder),
+            "SESSION_STATE_DATABASE_URL": sqlalchemy_url(database),
+            "SESSION_STATE_LOG_LEVEL": "warning",
+            "SESSION_STATE_DB_POOL_SIZE": str(POOL_SIZE),
+            "SESSION_STATE_DB_MAX_OVERFLOW": "0",
+            "SESSION_STATE_MAX_BODY_BYTES": str(64 * 1024 * 1024),
+        }
+        command = [
+            str(Path(sys.executable).parent / "granian"),
+            "--interface",
+            "asgi",
+            "--loop",
+            "uvloop",
+            "--port",
+            str(port),
+            "--log-level",
+            "warning",
+            "granian_target:app",
+        ]
+        self.process = subprocess.Popen(command, env=env)
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(f"{self.base_url}/readyz", timeout=1).status_code == 200:
+                    return
+            except httpx.TransportError:
+                time.sleep(0.1)
+        self.stop()
+        raise RuntimeError("granian did not start")
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(timeout=30)
+
+
+def _process_cpu(pid: int) -> float:
+    """User + system CPU seconds of a process and its waited-for children."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return sum(int(field) for field in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+
+
+def _server_cpu(server: Server | GranianServer) -> float:
+    """CPU seconds of the server's processes so far (granian's worker is a
+    child of its main process)."""
+    pids = [server.process.pid]
+    children = Path(f"/proc/{server.process.pid}/task/{server.process.pid}/children")
+    if children.exists():
+        pids += [int(pid) for pid in children.read_text().split()]
+    return sum(_process_cpu(pid) for pid in pids)
+
+
+async def measure(side: str, shape: Shape, before: Path | None) -> dict[str, float]:
+    """One side once, in a new database."""
+    database = await create_database("lg_side")
+    server: Server | GranianServer | None = None
+    folder = tempfile.TemporaryDirectory(prefix="bench_granian_")
+    try:
+        load = os.getloadavg()[0]
+        if side == THEIRS:
+            figures = _child("theirs", database, shape, None)
+            figures["bytes_per_step"] = await table_bytes(database, THEIR_TABLES) / (
+                shape.threads * shape.steps
+            )
+            return {**figures, "load": load}
+        source = before if side == BEFORE else None
+        if source is None:
+            migrate(database)
+        else:
+            migrate_from(source, sqlalchemy_url(database))
+        if side == GRANIAN:
+            server = GranianServer(database, _free_port(), Path(folder.name))
+        else:
+            server = Server(database, port=_free_port(), workers=1, source=source)
+        cpu = _server_cpu(server)
+        figures = _child("ours", server.base_url, shape, source)
+        figures["server_cpu_ms_per_step"] = (
+            (_server_cpu(server) - cpu) * 1000 / (shape.threads * shape.steps)
+        )
+        figures["bytes_per_step"] = await table_bytes(database, OUR_TABLES) / (
+            shape.threads * shape.steps
+        )
+        return {**figures, "load": load}
     finally:
         if server is not None:
             server.stop()
-        await drop_database(ours_db)
-        await drop_database(theirs_db)
+        folder.cleanup()
+        await drop_database(database)
 
 
-def medians(rounds: list[dict[str, dict[str, float]]]) -> dict[str, dict[str, float]]:
-    return {
-        name: {
-            figure: statistics.median(round_[name][figure] for round_ in rounds)
-            for figure in rounds[0][name]
-        }
-        for name in rounds[0]
-    }
+def summary(runs: list[dict[str, float]]) -> dict[str, float]:
+    """Each figure's median, and the spread of throughput and p99 over the
+    rounds ((max - min) / median)."""
+    found = {key: statistics.median(run[key] for run in runs) for key in runs[0]}
+    for key in ("steps_per_second", "p99_ms", "p50_ms", "write_p50_ms", "write_p99_ms"):
+        values = [run[key] for run in runs]
+        middle = statistics.median(values)
+        found[f"{key}_spread"] = (max(values) - min(values)) / middle if middle else 0.0
+    found["lost"] = sum(run["lost"] for run in runs)
+    return found
 
 
-def markdown(rounds: list[dict[str, dict[str, float]]], threads: int, steps: int) -> str:
-    lines = [
-        f"{threads} threads of a {steps}-step graph at once, PostgreSQL, {platform.node()} "
-        f"({os.cpu_count()} cores): medians of {len(rounds)} rounds",
-        "",
-        "| saver | steps/s | step p50 ms | step p99 ms | bytes per step | load average |",
-        "| --- | ---: | ---: | ---: | ---: | ---: |",
-    ]
-    for name, figures in medians(rounds).items():
+def verdict(ours: dict[str, float], theirs: dict[str, float], key: str) -> str:
+    """ours / theirs for `key`, and "within noise" when the difference is
+    smaller than either side's spread."""
+    ratio = ours[key] / theirs[key] if theirs[key] else float("inf")
+    noise = max(ours[f"{key}_spread"], theirs[f"{key}_spread"])
+    return f"{ratio:.2f}x" + (" (within noise)" if abs(ratio - 1) < noise else "")
+
+
+def paired(mine: list[dict[str, float]], other: list[dict[str, float]], key: str) -> str:
+    """The ratio of two sides' `key` within each round, as its median and
+    range: on a machine whose load moves between rounds, two sides run a
+    few seconds apart are closer to each other than to another round."""
+    ratios = sorted(a[key] / b[key] for a, b in zip(mine, other, strict=True) if b[key])
+    if not ratios:
+        return "-"
+    return f"{statistics.median(ratios):.2f}x ({ratios[0]:.2f}-{ratios[-1]:.2f})"
+
+
+def paired_lines(sides: dict[str, list[dict[str, float]]]) -> list[str]:
+    pairs = [(name, THEIRS) for name in (OURS, BEFORE, GRANIAN) if name in sides]
+    pairs += [(OURS, other) for other in (BEFORE, GRANIAN) if other in sides]
+    keys = ("steps_per_second", "p99_ms", "write_p50_ms", "write_p99_ms")
+    lines = ["", "Within each round, the ratio's median (and range over the rounds):", ""]
+    for mine, other in pairs:
         lines.append(
-            f"| {name} | {figures['steps_per_second']:.0f} | {figures['p50_ms']:.1f} | "
-            f"{figures['p99_ms']:.1f} | {figures['bytes_per_step']:.0f} | {figures['load']:.1f} |"
+            f"- {mine} / {other}: "
+            + ", ".join(f"{key} {paired(sides[mine], sides[other], key)}" for key in keys)
         )
-    lines += ["", "Each round, ours / theirs: steps/s, p99 ms, bytes per step, load", ""]
-    for number, round_ in enumerate(rounds, 1):
-        ours, theirs = round_[OURS], round_[THEIRS]
+    return lines
+
+
+def markdown(shape: Shape, sides: dict[str, list[dict[str, float]]]) -> str:
+    rounds = len(next(iter(sides.values())))
+    medians = {name: summary(runs) for name, runs in sides.items()}
+    lines = [
+        f"{shape.label}, PostgreSQL, {platform.node()} ({os.cpu_count()} cores): medians of "
+        f"{rounds} alternating rounds (spread: (max - min) / median)",
+        "",
+        "| saver | steps/s | spread | step p50 ms | step p99 ms | p99 spread | "
+        "write p50 ms | write p99 ms | last step to end ms | "
+        "server CPU ms/step | client CPU ms/step | bytes per step | lost |",
+        "| --- |" + " ---: |" * 12,
+    ]
+    for name, figures in medians.items():
+        server_cpu = figures.get("server_cpu_ms_per_step")
         lines.append(
-            f"- {number}: {ours['steps_per_second']:.0f} / {theirs['steps_per_second']:.0f}, "
-            f"{ours['p99_ms']:.0f} / {theirs['p99_ms']:.0f}, "
-            f"{ours['bytes_per_step']:.0f} / {theirs['bytes_per_step']:.0f}, "
-            f"{ours['load']:.1f} / {theirs['load']:.1f}"
+            f"| {name} | {figures['steps_per_second']:.0f} | "
+            f"{figures['steps_per_second_spread']:.0%} | {figures['p50_ms']:.1f} | "
+            f"{figures['p99_ms']:.1f} | {figures['p99_ms_spread']:.0%} | "
+            f"{figures['write_p50_ms']:.1f} | {figures['write_p99_ms']:.1f} | "
+            f"{figures['drain_p50_ms']:.0f} | "
+            f"{'' if server_cpu is None else f'{server_cpu:.2f}'} | "
+            f"{figures['client_cpu_ms_per_step']:.2f} | {figures['bytes_per_step']:.0f} | "
+            f"{figures['lost']:.0f} |"
+        )
+    theirs = medians[THEIRS]
+    lines.append("")
+    for name in (OURS, BEFORE, GRANIAN):
+        if name in medians:
+            ours = medians[name]
+            lines.append(
+                f"- {name} / {THEIRS}: steps/s {verdict(ours, theirs, 'steps_per_second')}, "
+                f"p99 {verdict(ours, theirs, 'p99_ms')}, p50 {verdict(ours, theirs, 'p50_ms')}, "
+                f"write p50 {verdict(ours, theirs, 'write_p50_ms')}, "
+                f"write p99 {verdict(ours, theirs, 'write_p99_ms')}"
+            )
+    for other in (BEFORE, GRANIAN):
+        if other in medians:
+            ours, theirs_ = medians[OURS], medians[other]
+            lines.append(
+                f"- {OURS} / {other}: steps/s {verdict(ours, theirs_, 'steps_per_second')}, "
+                f"p99 {verdict(ours, theirs_, 'p99_ms')}, p50 {verdict(ours, theirs_, 'p50_ms')}"
+            )
+    lines += paired_lines(sides)
+    lines += ["", "Each round, steps/s and p99 ms, by side:", ""]
+    for number in range(rounds):
+        lines.append(
+            f"- {number + 1}: "
+            + "; ".join(
+                f"{name} {runs[number]['steps_per_second']:.0f}, {runs[number]['p99_ms']:.0f}"
+                for name, runs in sides.items()
+            )
         )
     return "\n".join(lines) + "\n"
+
+
+def goals(shape: Shape, sides: dict[str, list[dict[str, float]]]) -> list[str]:
+    """Issue 46's goals for this shape, each met or not."""
+    ours, theirs = summary(sides[OURS]), summary(sides[THEIRS])
+    found = []
+    if shape.threads > 1:
+        ratio = ours["steps_per_second"] / theirs["steps_per_second"]
+        found.append(
+            f"Goal steps/s at least 1.5x {THEIRS}'s ({shape.label}): "
+            f"{ratio:.2f}x, {'met' if ratio >= 1.5 else 'NOT met'}"
+        )
+        found.append(
+            f"Goal p99 at or under {THEIRS}'s ({shape.label}): {ours['p99_ms']:.0f} ms against "
+            f"{theirs['p99_ms']:.0f}, {'met' if ours['p99_ms'] <= theirs['p99_ms'] else 'NOT met'}"
+        )
+        found.append(
+            f"Goal write p99 at or under {THEIRS}'s ({shape.label}): "
+            f"{ours['write_p99_ms']:.0f} ms against {theirs['write_p99_ms']:.0f}, "
+            f"{'met' if ours['write_p99_ms'] <= theirs['write_p99_ms'] else 'NOT met'}"
+        )
+    else:
+        found.append(
+            f"Goal step latency no worse than {THEIRS}'s ({shape.label}): p50 "
+            f"{ours['p50_ms']:.1f} ms against {theirs['p50_ms']:.1f}, "
+            f"{'met' if ours['p50_ms'] <= theirs['p50_ms'] else 'NOT met'}"
+        )
+    lost = sum(summary(runs)["lost"] for runs in sides.values())
+    found.append(f"Check: every thread's messages kept: {'met' if not lost else 'NOT met'}")
+    return found
+
+
+async def run_shape(
+    shape: Shape, rounds: int, before: Path | None, granian: bool
+) -> dict[str, Any]:
+    names = [OURS, THEIRS] + ([BEFORE] if before is not None else [])
+    names += [GRANIAN] if granian else []
+    sides: dict[str, list[dict[str, float]]] = {name: [] for name in names}
+    for index in range(rounds):
+        # Turned each round: each side runs first, in the middle and last.
+        order = names[index % len(names) :] + names[: index % len(names)]
+        for name in order:
+            print(f"{shape.label}: round {index + 1}/{rounds}: {name}", flush=True)
+            sides[name].append(await measure(name, shape, before))
+    return sides
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--name", default="langgraph")
-    parser.add_argument("--rounds", type=int, default=None, help="default 3 (--quick: 1)")
+    parser.add_argument("--rounds", type=int, default=None, help="default 5 (--quick: 1)")
+    parser.add_argument("--threads", type=int, default=None, help="default 50, then 1")
+    parser.add_argument("--steps", type=int, default=None, help="default 20 (--quick: 5)")
+    parser.add_argument("--value-bytes", type=int, default=DEFAULT_VALUE_BYTES)
+    parser.add_argument(
+        "--before", type=Path, default=None, help="a checkout whose server and client run too"
+    )
+    parser.add_argument("--head", action="store_true", help="--before this repository's HEAD")
+    parser.add_argument(
+        "--granian", action="store_true", help="a side of our server on granian instead of uvicorn"
+    )
+    # A side in a process of its own (the parent runs these).
+    parser.add_argument("--side", choices=("ours", "theirs"), help=argparse.SUPPRESS)
+    parser.add_argument("--target", help=argparse.SUPPRESS)
     arguments = parser.parse_args(argv)
-    threads, steps = (5, 5) if arguments.quick else (50, 20)
-    count = arguments.rounds or (1 if arguments.quick else 3)
-    rounds = [asyncio.run(one_round(threads, steps)) for _ in range(count)]
-    table = markdown(rounds, threads, steps)
-    print(table)
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    document = {
-        "threads": threads,
-        "steps": steps,
+    if arguments.side is not None:
+        return side_main(arguments)
+    steps = arguments.steps or (5 if arguments.quick else 20)
+    threads = [arguments.threads] if arguments.threads else ([5] if arguments.quick else [50, 1])
+    count = arguments.rounds or (1 if arguments.quick else 5)
+    document: dict[str, Any] = {
         "langgraph": version("langgraph"),
         "langgraph-checkpoint-postgres": version("langgraph-checkpoint-postgres"),
-        "results": medians(rounds),
-        "rounds": rounds,
+        "shapes": [],
     }
+    tables, checks = [], []
+    with contextlib.ExitStack() as stack:
+        before = arguments.before
+        if before is None and arguments.head:
+            before = stack.enter_context(head_checkout())
+        for count_of_threads in threads:
+            shape = Shape(count_of_threads, steps, arguments.value_bytes)
+            sides = asyncio.run(run_shape(shape, count, before, arguments.granian))
+            tables.append(markdown(shape, sides))
+            checks += goals(shape, sides)
+            document["shapes"].append(
+                {
+                    "threads": shape.threads,
+                    "steps": shape.steps,
+                    "value_bytes": shape.value_bytes,
+                    "medians": {name: summary(runs) for name, runs in sides.items()},
+                    "rounds": sides,
+                }
+            )
+    text = "\n".join(tables) + "\n" + "\n".join(checks) + "\n"
+    print(text)
+    RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / f"{arguments.name}.json").write_text(json.dumps(document, indent=2) + "\n")
-    (RESULTS / f"{arguments.name}.md").write_text(table)
-    return 0
+    (RESULTS / f"{arguments.name}.md").write_text(text)
+    lost = any("NOT met" in line for line in checks if line.startswith("Check"))
+    return 1 if lost else 0
 
 
 if __name__ == "__main__":

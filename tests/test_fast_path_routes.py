@@ -21,6 +21,8 @@ from fastapi.routing import APIRoute
 from session_state import main
 from session_state.core.config import Settings
 from session_state.http import bodies
+from session_state.langgraph.checkpoints import fast_path as checkpoint_fast_path
+from session_state.langgraph.checkpoints import routes as checkpoints
 from session_state.main import create_app
 from session_state.sessions import append_fast_path, read_fast_path
 from session_state.sessions import routes as sessions
@@ -28,7 +30,9 @@ from session_state.sessions.fast_path_routes import SessionRouteMatch
 from tests.test_append_fast_path import _answered_in_process
 
 ASGI_URL = "http://127.0.0.1"
-SERVED = {"append_event", "append_events", "append_to_sessions", "get_session"}
+SESSION_ROUTES = {"append_event", "append_events", "append_to_sessions", "get_session"}
+CHECKPOINT_ROUTES = {"put_checkpoint", "put_writes", "get_checkpoint", "list_checkpoints"}
+SERVED = SESSION_ROUTES | CHECKPOINT_ROUTES
 
 
 def _fast_paths(app: FastAPI) -> dict[str, SessionRouteMatch]:
@@ -37,9 +41,11 @@ def _fast_paths(app: FastAPI) -> dict[str, SessionRouteMatch]:
     found = {}
     layer: Any = app.build_middleware_stack()
     while layer is not None:
-        match = getattr(layer, "_match", None)
-        if isinstance(match, SessionRouteMatch):
-            found[match.stand_in.endpoint.__name__] = match
+        matches = [getattr(layer, "_match", None)]
+        matches += [served.match for served in getattr(layer, "served", [])]
+        for match in matches:
+            if isinstance(match, SessionRouteMatch):
+                found[match.stand_in.endpoint.__name__] = match
         layer = getattr(layer, "app", None)
     return found
 
@@ -130,12 +136,15 @@ CHANGES: dict[str, tuple[Callable[[pytest.MonkeyPatch], None], set[str]]] = {
     "a dependency reading a header at the route": (_at_the_route(_tenant), {"append_event"}),
     "a dependency at include_router": (
         _app_class(_including(dependencies=[Depends(_checked_by_hand)])),
-        SERVED,
+        SESSION_ROUTES,
     ),
     "a dependency of the app": (_app_class(_WithAppDependency), SERVED),
-    "a prefix at include_router": (_app_class(_including(prefix="/v1")), SERVED),
-    "a prefix with a parameter": (_app_class(_including(prefix="/t/{tenant}")), SERVED),
-    "a body size limit at include_router": (_app_class(_including(max_body_size=10)), SERVED),
+    "a prefix at include_router": (_app_class(_including(prefix="/v1")), SESSION_ROUTES),
+    "a prefix with a parameter": (_app_class(_including(prefix="/t/{tenant}")), SESSION_ROUTES),
+    "a body size limit at include_router": (
+        _app_class(_including(max_body_size=10)),
+        SESSION_ROUTES,
+    ),
     "a handler wrapped in another function": (_wrapped_handler, {"append_event"}),
 }
 
@@ -225,6 +234,10 @@ STANDS_IN = {
     sessions.append_events: ([bodies.read_json], append_fast_path),
     sessions.append_to_sessions: ([bodies.limits_of], append_fast_path),
     sessions.get_session: ([], read_fast_path),
+    checkpoints.put_checkpoint: ([bodies.read_json], checkpoint_fast_path),
+    checkpoints.put_writes: ([bodies.read_json], checkpoint_fast_path),
+    checkpoints.get_checkpoint: ([], checkpoint_fast_path),
+    checkpoints.list_checkpoints: ([], checkpoint_fast_path),
 }
 # (handler's fingerprint, fast path's fingerprint) by handler. When either
 # changes, read both: the fast path must do exactly what the handler does;
@@ -234,6 +247,10 @@ PINS = {
     "append_events": ("3247ea50bc79f8ed", "fe0145763d4853b7"),
     "append_to_sessions": ("ace0076ea5085af5", "fe0145763d4853b7"),
     "get_session": ("ba02d2879ce30524", "98e6ee9fdd02c97a"),
+    "put_checkpoint": ("474c3ace8f093cdb", "c19542a982bd9f44"),
+    "put_writes": ("31eb409f09ebe8b5", "c19542a982bd9f44"),
+    "get_checkpoint": ("00368c10f43d9cee", "c19542a982bd9f44"),
+    "list_checkpoints": ("8c820d83ee3f89c3", "c19542a982bd9f44"),
 }
 
 
@@ -250,6 +267,8 @@ def _fingerprints() -> Iterator[tuple[str, tuple[str, str]]]:
 def test_each_handler_and_its_fast_path_are_pinned_together():
     stand_ins = [append_fast_path.APPEND, append_fast_path.BATCH, append_fast_path.APPENDS]
     stand_ins.append(read_fast_path.READ)
+    stand_ins += [checkpoint_fast_path.PUT, checkpoint_fast_path.WRITES]
+    stand_ins += [checkpoint_fast_path.GET, checkpoint_fast_path.LATEST]
     assert {stand_in.endpoint for stand_in in stand_ins} == set(STANDS_IN)
     fingerprints = dict(_fingerprints())
     assert fingerprints == PINS, (

@@ -9,7 +9,6 @@ standard library, so a client's document is never altered.
 
 import json
 import math
-import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -35,12 +34,21 @@ def _refuse_constant(name: str) -> Any:
     raise InvalidJSON(f"{name} is not valid JSON")
 
 
-_LONG_DIGIT_RUN = re.compile(rb"\d{19}")
+# Each ASCII digit as "0", every other byte as a space: a run of 19 digits is
+# then a substring search, a tenth of a regex's time on a large body (the
+# base64 of LangGraph's values is full of digits).
+_DIGITS_AS_ZEROS = bytes(0x30 if 0x30 <= byte <= 0x39 else 0x20 for byte in range(256))
+_LONG_DIGIT_RUN = b"0" * 19
+
+
+def has_long_digit_run(raw: bytes) -> bool:
+    """Whether `raw` holds 19 or more ASCII digits in a row."""
+    return _LONG_DIGIT_RUN in raw.translate(_DIGITS_AS_ZEROS)
 
 
 def loads(data: bytes | str) -> Any:
     raw = data.encode() if isinstance(data, str) else data
-    if not _LONG_DIGIT_RUN.search(raw):
+    if not has_long_digit_run(raw):
         try:
             return orjson.loads(raw)
         except orjson.JSONDecodeError as error:

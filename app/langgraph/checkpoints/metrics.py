@@ -2,6 +2,14 @@
 
 from prometheus_client import Counter
 
+CHECKPOINT_FAST_PATH = Counter(
+    "session_state_checkpoint_fast_path_total",
+    "Checkpoint requests (put, put_writes, get_tuple) the fast path took from FastAPI's "
+    "routes (app.langgraph.checkpoints.fast_path), by outcome: answered, or client_gone "
+    "before the body arrived (nothing stored).",
+    ["outcome"],
+)
+
 CHECKPOINTS_STORED = Counter(
     "session_state_checkpoints_stored_total", "LangGraph checkpoints stored (put)."
 )

@@ -16,7 +16,7 @@ from ...core.encryption import ValueCipher
 from ...db.database_errors import database_errors_as_domain_errors
 from ...db.postgresql_statement import Statement
 from ..dialects import POSTGRESQL
-from ..expiry import has_expired
+from ..expiry import LIVE, has_expired
 from ..sealing import CHANNEL_VALUE, CHECKPOINT, WRITE, Sealing
 from . import checkpoint_sql
 from .domain import (
@@ -51,8 +51,7 @@ _SWEEP = Statement.of(_THREADS.sweep)
 
 _IN_THREADS = "app_name = :app_name AND thread_id = ANY(:threads::text[])"
 
-_INSERT_VALUES = Statement.of(
-    """
+_INSERT_VALUES_SQL = """
 INSERT INTO lg_channel_values
        (app_name, thread_id, checkpoint_ns, channel, version, value_type, value)
 SELECT :app_name, :thread_id, :checkpoint_ns, v.channel, v.version, v.value_type, v.value
@@ -60,25 +59,64 @@ SELECT :app_name, :thread_id, :checkpoint_ns, v.channel, v.version, v.value_type
        AS v(channel, version, value_type, value)
 ON CONFLICT DO NOTHING
 """
-)
+_INSERT_VALUES = Statement.of(_INSERT_VALUES_SQL)
 _UPSERT_CHECKPOINT = Statement.of(checkpoint_sql.UPSERT_CHECKPOINT)
-_WRITES_FROM_ARRAYS = """
+_WRITES_SELECT = """
 INSERT INTO lg_writes
        (app_name, thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel,
         value_type, value)
-SELECT :app_name, :thread_id, :checkpoint_ns, :checkpoint_id, w.task_id, w.task_path, w.idx,
-       w.channel, w.value_type, w.value
+SELECT :app_name, :thread_id, :checkpoint_ns, :checkpoint_id::text, w.task_id, w.task_path,
+       w.idx, w.channel, w.value_type, w.value
   FROM unnest(:task_id::text[], :task_path::text[], :idx::int[], :channel::text[],
               :value_type::text[], :value::bytea[])
-       AS w(task_id, task_path, idx, channel, value_type, value)
-ON CONFLICT (app_name, thread_id, checkpoint_ns, checkpoint_id, task_id, idx)
-"""
-_INSERT_WRITES = Statement.of(_WRITES_FROM_ARRAYS + "DO NOTHING")
-_UPSERT_WRITES = Statement.of(
-    _WRITES_FROM_ARRAYS
-    + """DO UPDATE SET task_path = EXCLUDED.task_path, channel = EXCLUDED.channel,
+       AS w(task_id, task_path, idx, channel, value_type, value)"""
+_WRITES_CONFLICT = """
+ON CONFLICT (app_name, thread_id, checkpoint_ns, checkpoint_id, task_id, idx) """
+_WRITES_REPLACED = """DO UPDATE SET task_path = EXCLUDED.task_path, channel = EXCLUDED.channel,
        value_type = EXCLUDED.value_type, value = EXCLUDED.value"""
+_INSERT_WRITES = Statement.of(_WRITES_SELECT + _WRITES_CONFLICT + "DO NOTHING")
+_UPSERT_WRITES = Statement.of(_WRITES_SELECT + _WRITES_CONFLICT + _WRITES_REPLACED)
+# A step's write to a live thread as one statement, in no transaction of its
+# own: one round trip, and the connection back in the pool at once. The
+# thread's TTL is pushed out when it has one (`_REFRESH_THREAD`, on a live
+# thread only), and each row is written only when the thread is live; the
+# statement answers whether it was. A new or expired thread takes the
+# transaction (`_open_thread`). Every CTE runs, read or not.
+_TO_LIVE_THREAD = f"""
+WITH live AS (SELECT 1 FROM lg_threads WHERE {THREAD} AND {LIVE}),
+     refresh AS ({_THREADS.refresh} AND {LIVE})"""
+_IF_LIVE = "EXISTS (SELECT 1 FROM live)"
+_PUT_TO_LIVE_THREAD = Statement.of(
+    f"""{_TO_LIVE_THREAD},
+     new_values AS (
+{_INSERT_VALUES_SQL.replace("ON CONFLICT", f"WHERE {_IF_LIVE} ON CONFLICT")}),
+     stored AS (
+INSERT INTO lg_checkpoints
+       (app_name, thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, run_id,
+        checkpoint_type, checkpoint, channel_versions, metadata)
+SELECT :app_name, :thread_id, :checkpoint_ns, :checkpoint_id::text, :parent::text,
+       :run_id::text, :checkpoint_type::text, :checkpoint::bytea, :channel_versions::jsonb,
+       :metadata::jsonb
+ WHERE {_IF_LIVE}
+{checkpoint_sql.ON_CHECKPOINT_CONFLICT})
+SELECT {_IF_LIVE}
+"""
 )
+
+
+def _writes_to_live_thread(conflict: str) -> Statement:
+    return Statement.of(
+        f"""{_TO_LIVE_THREAD},
+     stored AS (
+{_WRITES_SELECT} WHERE {_IF_LIVE}
+{conflict})
+SELECT {_IF_LIVE}
+"""
+    )
+
+
+_INSERT_WRITES_TO_LIVE_THREAD = _writes_to_live_thread(_WRITES_CONFLICT + "DO NOTHING")
+_UPSERT_WRITES_TO_LIVE_THREAD = _writes_to_live_thread(_WRITES_CONFLICT + _WRITES_REPLACED)
 _LIST = Statement.of(
     f"""
 SELECT checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint_type, checkpoint,
@@ -247,45 +285,55 @@ class PostgresCheckpoints:
             return
         await _execute(connection, _REFRESH_THREAD, **thread, now=now, ttl=owner.ttl_seconds)
 
+    async def _write_to_live_thread(self, statement: Statement, **values: Any) -> bool:
+        """Runs a `..._TO_LIVE_THREAD` statement on its own: whether the
+        thread was live (and so the rows written)."""
+        with database_errors_as_domain_errors():
+            async with self.pool.acquire(timeout=self.timeout) as connection:
+                live: bool = await connection.fetchval(statement.text, *statement.arguments(values))
+        return live
+
     async def put_checkpoint(
         self, key: ThreadKey, owner: ThreadOwner, checkpoint: NewCheckpoint, now: float
     ) -> None:
-        where = {
-            "app_name": key.app_name,
-            "thread_id": key.thread_id,
-            "checkpoint_ns": checkpoint.checkpoint_ns,
-        }
-        seal = self.sealing.seal_typed
         values = checkpoint.new_values
+        run_id = checkpoint.metadata.get("run_id")
+        seal = self.sealing.seal_typed
         sealed = [seal(value.value.type, value.value.data, CHANNEL_VALUE) for value in values]
         checkpoint_type, checkpoint_data = seal(
             checkpoint.checkpoint.type, checkpoint.checkpoint.data, CHECKPOINT
         )
+        rows = {
+            "app_name": key.app_name,
+            "thread_id": key.thread_id,
+            "checkpoint_ns": checkpoint.checkpoint_ns,
+            "channel": [value.channel for value in values],
+            "version": [value.version for value in values],
+            "value_type": [type_tag for type_tag, _ in sealed],
+            "value": [data for _, data in sealed],
+        }
+        header = {
+            "checkpoint_id": checkpoint.checkpoint_id,
+            "parent": checkpoint.parent_checkpoint_id,
+            "run_id": run_id if isinstance(run_id, str) else None,
+            "checkpoint_type": checkpoint_type,
+            "checkpoint": checkpoint_data,
+            "channel_versions": checkpoint.channel_versions,
+            "metadata": checkpoint.metadata,
+        }
+        thread = {"now": now, "ttl": owner.ttl_seconds}
+        # A write an end user's token makes checks the thread is theirs in its
+        # transaction (below); any other goes in one statement when it can.
+        if not owner.enforced and await self._write_to_live_thread(
+            _PUT_TO_LIVE_THREAD, **rows, **header, **thread
+        ):
+            return
         async with self._transaction() as connection:
             await self._open_thread(connection, key, owner, now)
             if values:
-                await _execute(
-                    connection,
-                    _INSERT_VALUES,
-                    **where,
-                    channel=[value.channel for value in values],
-                    version=[value.version for value in values],
-                    value_type=[type_tag for type_tag, _ in sealed],
-                    value=[data for _, data in sealed],
-                )
-            run_id = checkpoint.metadata.get("run_id")
-            await _execute(
-                connection,
-                _UPSERT_CHECKPOINT,
-                **where,
-                checkpoint_id=checkpoint.checkpoint_id,
-                parent=checkpoint.parent_checkpoint_id,
-                run_id=run_id if isinstance(run_id, str) else None,
-                checkpoint_type=checkpoint_type,
-                checkpoint=checkpoint_data,
-                channel_versions=checkpoint.channel_versions,
-                metadata=checkpoint.metadata,
-            )
+                await _execute(connection, _INSERT_VALUES, **rows)
+            where = {name: rows[name] for name in ("app_name", "thread_id", "checkpoint_ns")}
+            await _execute(connection, _UPSERT_CHECKPOINT, **where, **header)
 
     async def put_writes(
         self,
@@ -298,22 +346,26 @@ class PostgresCheckpoints:
         now: float,
     ) -> None:
         sealed = [self.sealing.seal_typed(w.value.type, w.value.data, WRITE) for w in writes]
+        rows = {
+            "app_name": key.app_name,
+            "thread_id": key.thread_id,
+            "checkpoint_ns": checkpoint_ns,
+            "checkpoint_id": checkpoint_id,
+            "task_id": [write.task_id for write in writes],
+            "task_path": [write.task_path for write in writes],
+            "idx": [write.idx for write in writes],
+            "channel": [write.channel for write in writes],
+            "value_type": [type_tag for type_tag, _ in sealed],
+            "value": [data for _, data in sealed],
+        }
+        to_live = _UPSERT_WRITES_TO_LIVE_THREAD if replace else _INSERT_WRITES_TO_LIVE_THREAD
+        if not owner.enforced and await self._write_to_live_thread(
+            to_live, **rows, now=now, ttl=owner.ttl_seconds
+        ):
+            return
         async with self._transaction() as connection:
             await self._open_thread(connection, key, owner, now)
-            await _execute(
-                connection,
-                _UPSERT_WRITES if replace else _INSERT_WRITES,
-                app_name=key.app_name,
-                thread_id=key.thread_id,
-                checkpoint_ns=checkpoint_ns,
-                checkpoint_id=checkpoint_id,
-                task_id=[write.task_id for write in writes],
-                task_path=[write.task_path for write in writes],
-                idx=[write.idx for write in writes],
-                channel=[write.channel for write in writes],
-                value_type=[type_tag for type_tag, _ in sealed],
-                value=[data for _, data in sealed],
-            )
+            await _execute(connection, _UPSERT_WRITES if replace else _INSERT_WRITES, **rows)
 
     async def list_checkpoints(
         self, key: ThreadKey, query: CheckpointQuery, budget: int, now: float

@@ -43,7 +43,8 @@ router = APIRouter(tags=["langgraph"])
 MAX_PAGE_SIZE = 1000
 DEFAULT_PAGE_SIZE = 100
 THREAD_PATH = "/apps/{app_name}/threads/{thread_id}"
-CHECKPOINT_PATH = THREAD_PATH + "/checkpoints/{checkpoint_id}"
+CHECKPOINTS_PATH = THREAD_PATH + "/checkpoints"
+CHECKPOINT_PATH = CHECKPOINTS_PATH + "/{checkpoint_id}"
 
 CheckpointNs = Annotated[
     str,
@@ -60,7 +61,7 @@ def checkpoints_of(request: Request) -> CheckpointService:
     return service
 
 
-def _checked_namespace(checkpoint_ns: str | None) -> str | None:
+def checked_namespace(checkpoint_ns: str | None) -> str | None:
     if checkpoint_ns is not None and (problem := text_problem(checkpoint_ns)) is not None:
         raise InvalidInput([FieldError(["query", "checkpointNs"], problem)])
     return checkpoint_ns
@@ -86,6 +87,62 @@ def _owner(body: PutCheckpointRequest | PutWritesRequest) -> ThreadOwner:
     return ThreadOwner(user.user_id, body.ttl_seconds, enforced=True)
 
 
+async def store_checkpoint(
+    service: CheckpointService, key: ThreadKey, namespace: str, checkpoint_id: str, document: Any
+) -> Response:
+    """put_checkpoint's answer to its parsed body (its fast path's too,
+    app.langgraph.checkpoints.fast_path)."""
+    body = validate_body(PutCheckpointRequest, document)
+    checkpoint = domain.NewCheckpoint(
+        checkpoint_ns=namespace,
+        checkpoint_id=checkpoint_id,
+        parent_checkpoint_id=body.parent_checkpoint_id,
+        checkpoint=_typed(body.checkpoint),
+        channel_versions={
+            channel: str(version) for channel, version in body.channel_versions.items()
+        },
+        metadata=body.metadata,
+        new_values=[
+            domain.ChannelValue(value.channel, value.version, _typed(value))
+            for value in body.new_values
+        ],
+    )
+    await service.put_checkpoint(key, _owner(body), checkpoint)
+    return Response(status_code=204)
+
+
+async def store_writes(
+    service: CheckpointService, key: ThreadKey, namespace: str, checkpoint_id: str, document: Any
+) -> Response:
+    """put_writes's answer to its parsed body (its fast path's too)."""
+    body = validate_body(PutWritesRequest, document)
+    writes = [
+        domain.PendingWrite(write.task_id, write.task_path, write.idx, write.channel, _typed(write))
+        for write in body.writes
+    ]
+    await service.put_writes(key, _owner(body), namespace, checkpoint_id, writes)
+    return Response(status_code=204)
+
+
+async def one_checkpoint(
+    service: CheckpointService, key: ThreadKey, namespace: str, checkpoint_id: str
+) -> Response:
+    """get_checkpoint's answer (its fast path's too)."""
+    found = await service.get_checkpoint(key, namespace, checkpoint_id)
+    return rendering.json_response(_checkpoint_json(found))
+
+
+async def checkpoint_page(
+    service: CheckpointService, key: ThreadKey, query: CheckpointQuery
+) -> Response:
+    """list_checkpoints's answer to its checked query (its fast path's too)."""
+    found, more = await service.list_checkpoints(key, query)
+    next_token = _page_token(found[-1].checkpoint_id, found[-1].checkpoint_ns) if more else None
+    return rendering.json_response(
+        {"checkpoints": [_checkpoint_json(item) for item in found], "nextPageToken": next_token}
+    )
+
+
 @router.put(
     CHECKPOINT_PATH,
     status_code=204,
@@ -105,26 +162,14 @@ async def put_checkpoint(
     request: Request,
     checkpoint_ns: CheckpointNs = "",
 ) -> Response:
-    namespace = _checked_namespace(checkpoint_ns) or ""
-    body = validate_body(PutCheckpointRequest, await read_json(request))
-    checkpoint = domain.NewCheckpoint(
-        checkpoint_ns=namespace,
-        checkpoint_id=checkpoint_id,
-        parent_checkpoint_id=body.parent_checkpoint_id,
-        checkpoint=_typed(body.checkpoint),
-        channel_versions={
-            channel: str(version) for channel, version in body.channel_versions.items()
-        },
-        metadata=body.metadata,
-        new_values=[
-            domain.ChannelValue(value.channel, value.version, _typed(value))
-            for value in body.new_values
-        ],
+    namespace = checked_namespace(checkpoint_ns) or ""
+    return await store_checkpoint(
+        checkpoints_of(request),
+        ThreadKey(app_name, thread_id),
+        namespace,
+        checkpoint_id,
+        await read_json(request),
     )
-    await checkpoints_of(request).put_checkpoint(
-        ThreadKey(app_name, thread_id), _owner(body), checkpoint
-    )
-    return Response(status_code=204)
 
 
 @router.post(
@@ -146,16 +191,14 @@ async def put_writes(
     request: Request,
     checkpoint_ns: CheckpointNs = "",
 ) -> Response:
-    namespace = _checked_namespace(checkpoint_ns) or ""
-    body = validate_body(PutWritesRequest, await read_json(request))
-    writes = [
-        domain.PendingWrite(write.task_id, write.task_path, write.idx, write.channel, _typed(write))
-        for write in body.writes
-    ]
-    await checkpoints_of(request).put_writes(
-        ThreadKey(app_name, thread_id), _owner(body), namespace, checkpoint_id, writes
+    namespace = checked_namespace(checkpoint_ns) or ""
+    return await store_writes(
+        checkpoints_of(request),
+        ThreadKey(app_name, thread_id),
+        namespace,
+        checkpoint_id,
+        await read_json(request),
     )
-    return Response(status_code=204)
 
 
 @router.get(
@@ -171,15 +214,14 @@ async def get_checkpoint(
     request: Request,
     checkpoint_ns: CheckpointNs = "",
 ) -> Response:
-    namespace = _checked_namespace(checkpoint_ns) or ""
-    found = await checkpoints_of(request).get_checkpoint(
-        ThreadKey(app_name, thread_id), namespace, checkpoint_id
+    namespace = checked_namespace(checkpoint_ns) or ""
+    return await one_checkpoint(
+        checkpoints_of(request), ThreadKey(app_name, thread_id), namespace, checkpoint_id
     )
-    return rendering.json_response(_checkpoint_json(found))
 
 
 @router.get(
-    THREAD_PATH + "/checkpoints",
+    CHECKPOINTS_PATH,
     response_model=CheckpointList,
     responses=problem_responses(),
     summary="The thread's checkpoints, newest first (list; limit 1: the latest)",
@@ -213,7 +255,7 @@ async def list_checkpoints(
     page_token: Annotated[str | None, Query(alias="pageToken", max_length=16 * 1024)] = None,
 ) -> Response:
     query = CheckpointQuery(
-        checkpoint_ns=_checked_namespace(checkpoint_ns),
+        checkpoint_ns=checked_namespace(checkpoint_ns),
         metadata=_metadata_filter(metadata, request),
         before=before,
         after=_page_position(page_token),
@@ -221,13 +263,7 @@ async def list_checkpoints(
     )
     if before is not None and (problem := text_problem(before)) is not None:
         raise InvalidInput([FieldError(["query", "before"], problem)])
-    found, more = await checkpoints_of(request).list_checkpoints(
-        ThreadKey(app_name, thread_id), query
-    )
-    next_token = _page_token(found[-1].checkpoint_id, found[-1].checkpoint_ns) if more else None
-    return rendering.json_response(
-        {"checkpoints": [_checkpoint_json(item) for item in found], "nextPageToken": next_token}
-    )
+    return await checkpoint_page(checkpoints_of(request), ThreadKey(app_name, thread_id), query)
 
 
 def _metadata_filter(text: str | None, request: Request) -> dict[str, Any] | None:
