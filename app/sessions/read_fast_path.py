@@ -7,7 +7,7 @@ statement (docs/performance.md). This middleware, beside the append's,
 takes a GET of the session route whose query is empty or gives
 `numRecentEvents` and `minRevision` as plain numbers, and answers through
 the route's own code (`SessionService.get_session`, `session_response`,
-`error_response`). Any other query (`afterTimestamp`, `compacted`, a repeated or unknown
+`error_response`). Any other query (`afterTimestamp`, `compacted`, `keepInvocations`, a repeated or unknown
 parameter, a value FastAPI would refuse or read another way) goes on to
 FastAPI unchanged, as does every request with a bad identifier, and a path
 a route declared before this one matches (the user stream's). The route,
@@ -42,13 +42,14 @@ ROUTE_PARAMETERS = frozenset(
         ("query", "after_timestamp"),
         ("query", "min_revision"),
         ("query", "compacted"),
+        ("query", "keep_invocations"),
     }
 )
 READ = StandIn(sessions.get_session, sessions.SESSION_PATH, "GET", ROUTE_PARAMETERS)
 # The query parameters read here, by name as sent; the route's others,
-# afterTimestamp (a float: FastAPI's reading of its forms is its own) and
-# compacted (a boolean, and a read that is rarely the hot one), are left to
-# the route.
+# afterTimestamp (a float: FastAPI's reading of its forms is its own),
+# compacted (a boolean, and a read that is rarely the hot one) and
+# keepInvocations (only with compacted), are left to the route.
 _NUMBERS = {"numRecentEvents": "num_recent_events", "minRevision": "min_revision"}
 # At most 18 digits: always within the route's bound of 2**63 - 1.
 _PLAIN_NUMBER = re.compile(r"[0-9]{1,18}")
