@@ -246,7 +246,7 @@ PINS = {
     "append_event": ("532a00a9e8758600", "fe0145763d4853b7"),
     "append_events": ("3247ea50bc79f8ed", "fe0145763d4853b7"),
     "append_to_sessions": ("ace0076ea5085af5", "fe0145763d4853b7"),
-    "get_session": ("b32b17156ab7fedf", "ae51a26416e76ccd"),
+    "get_session": ("b32b17156ab7fedf", "dbe538457ebd17bb"),
     "put_checkpoint": ("474c3ace8f093cdb", "c19542a982bd9f44"),
     "put_writes": ("31eb409f09ebe8b5", "c19542a982bd9f44"),
     "get_checkpoint": ("00368c10f43d9cee", "c19542a982bd9f44"),

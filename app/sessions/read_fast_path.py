@@ -7,8 +7,9 @@ statement (docs/performance.md). This middleware, beside the append's,
 takes a GET of the session route whose query is empty or gives
 `numRecentEvents` and `minRevision` as plain numbers, and answers through
 the route's own code (`SessionService.get_session`, `session_response`,
-`error_response`). Any other query (`afterTimestamp`, `compacted`, `keepInvocations`, a repeated or unknown
-parameter, a value FastAPI would refuse or read another way) goes on to
+`error_response`). Any other query (`afterTimestamp`, `compacted`,
+`keepInvocations`, a repeated or unknown parameter, a value FastAPI would
+refuse or read another way) goes on to
 FastAPI unchanged, as does every request with a bad identifier, and a path
 a route declared before this one matches (the user stream's). The route,
 and those before it, are found among the app's routes as assembled
