@@ -42,7 +42,6 @@ import random
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 import uuid
 from dataclasses import dataclass
@@ -51,7 +50,6 @@ from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
 import asyncpg
-import httpx
 
 from bench import RESULTS
 from bench.before_after import migrate_from
@@ -68,6 +66,7 @@ from bench.run import (
     sqlalchemy_url,
     vacuum,
 )
+from bench.server_choice import Granian
 
 ROOT = Path(__file__).resolve().parent.parent
 OURS, THEIRS, BEFORE = "SessionStateSaver", "AsyncPostgresSaver", "SessionStateSaver before"
@@ -278,64 +277,13 @@ async def table_bytes(database: str, tables: tuple[str, ...]) -> int:
         await connection.close()
 
 
-class GranianServer:
-    """The same app as `session-state serve` runs, served by granian (a
-    Rust HTTP server) instead of uvicorn: one worker, uvloop, the same
-    settings as bench.run.Server's."""
-
-    def __init__(self, database: str, port: int, folder: Path) -> None:
-        self.port = port
-        (folder / "granian_target.py").write_text(
-            "from session_state.main import create_app\n\napp = create_app()\n"
-        )
-        env = {
-            **os.environ,
-            "PYTHONPATH": str(folder),
-            "SESSION_STATE_DATABASE_URL": sqlalchemy_url(database),
-            "SESSION_STATE_LOG_LEVEL": "warning",
-            "SESSION_STATE_DB_POOL_SIZE": str(POOL_SIZE),
-            "SESSION_STATE_DB_MAX_OVERFLOW": "0",
-            "SESSION_STATE_MAX_BODY_BYTES": str(64 * 1024 * 1024),
-        }
-        command = [
-            str(Path(sys.executable).parent / "granian"),
-            "--interface",
-            "asgi",
-            "--loop",
-            "uvloop",
-            "--port",
-            str(port),
-            "--log-level",
-            "warning",
-            "granian_target:app",
-        ]
-        self.process = subprocess.Popen(command, env=env)
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            try:
-                if httpx.get(f"{self.base_url}/readyz", timeout=1).status_code == 200:
-                    return
-            except httpx.TransportError:
-                time.sleep(0.1)
-        self.stop()
-        raise RuntimeError("granian did not start")
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def stop(self) -> None:
-        self.process.terminate()
-        self.process.wait(timeout=30)
-
-
 def _process_cpu(pid: int) -> float:
     """User + system CPU seconds of a process and its waited-for children."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return sum(int(field) for field in fields[11:15]) / os.sysconf("SC_CLK_TCK")
 
 
-def _server_cpu(server: Server | GranianServer) -> float:
+def _server_cpu(server: Server | Granian) -> float:
     """CPU seconds of the server's processes so far (granian's worker is a
     child of its main process)."""
     pids = [server.process.pid]
@@ -348,8 +296,7 @@ def _server_cpu(server: Server | GranianServer) -> float:
 async def measure(side: str, shape: Shape, before: Path | None) -> dict[str, float]:
     """One side once, in a new database."""
     database = await create_database("lg_side")
-    server: Server | GranianServer | None = None
-    folder = tempfile.TemporaryDirectory(prefix="bench_granian_")
+    server: Server | Granian | None = None
     try:
         load = os.getloadavg()[0]
         if side == THEIRS:
@@ -364,7 +311,8 @@ async def measure(side: str, shape: Shape, before: Path | None) -> dict[str, flo
         else:
             migrate_from(source, sqlalchemy_url(database))
         if side == GRANIAN:
-            server = GranianServer(database, _free_port(), Path(folder.name))
+            bodies = {"SESSION_STATE_MAX_BODY_BYTES": str(64 * 1024 * 1024)}
+            server = Granian(database, _free_port(), [], bodies)
         else:
             server = Server(database, port=_free_port(), workers=1, source=source)
         cpu = _server_cpu(server)
@@ -379,7 +327,6 @@ async def measure(side: str, shape: Shape, before: Path | None) -> dict[str, flo
     finally:
         if server is not None:
             server.stop()
-        folder.cleanup()
         await drop_database(database)
 
 

@@ -48,9 +48,16 @@ FIGURES = ("events_per_s", "p99_ms", "load_cpu_ms", "server_cpu_ms", "postgresql
 
 class Granian:
     """granian serving the app's factory, configured as `Server` configures
-    `serve` (same environment)."""
+    `serve` (same environment, `settings` added: bench.langgraph's larger
+    bodies)."""
 
-    def __init__(self, database: str, port: int, options: list[str]) -> None:
+    def __init__(
+        self,
+        database: str,
+        port: int,
+        options: list[str],
+        settings: dict[str, str] | None = None,
+    ) -> None:
         self.port = port
         env = {
             **os.environ,
@@ -58,6 +65,7 @@ class Granian:
             "SESSION_STATE_LOG_LEVEL": "warning",
             "SESSION_STATE_DB_POOL_SIZE": "10",
             "SESSION_STATE_DB_MAX_OVERFLOW": "0",
+            **(settings or {}),
         }
         command = [
             sys.executable,
