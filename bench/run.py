@@ -183,6 +183,21 @@ def migrate(name: str) -> None:
     )
 
 
+def wait_until_ready(server: Any) -> None:
+    """Returns once the server answers /readyz; stops it and raises if it
+    does not within two minutes (generous: on a machine shared with other
+    work, start-up took over 30 s)."""
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"{server.base_url}/readyz", timeout=1).status_code == 200:
+                return
+        except httpx.TransportError:
+            time.sleep(0.1)
+    server.stop()
+    raise RuntimeError(f"the server on {server.base_url} did not start")
+
+
 class Server:
     """`session-state serve` in its own process, as it runs in production."""
 
@@ -221,16 +236,7 @@ class Server:
             str(workers),
         ]
         self.process = subprocess.Popen(command, env=env, cwd=source)
-        # Generous: on a machine shared with other work, start-up took over 30 s.
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            try:
-                if httpx.get(f"{self.base_url}/readyz", timeout=1).status_code == 200:
-                    return
-            except httpx.TransportError:
-                time.sleep(0.1)
-        self.stop()
-        raise RuntimeError("the server did not start")
+        wait_until_ready(self)
 
     @property
     def base_url(self) -> str:

@@ -19,11 +19,8 @@ import asyncio
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Awaitable, Callable
 from typing import Any
-
-import httpx
 
 from bench import RESULTS
 from bench.adk_api import WARM_UP, AdkApi, Shape, workload
@@ -39,6 +36,7 @@ from bench.run import (
     nothing_lost,
     sqlalchemy_url,
     vacuum,
+    wait_until_ready,
     write_results,
 )
 from bench.spread import percent, spread, verdict
@@ -88,15 +86,7 @@ class Granian:
             "session_state.main:create_app",
         ]
         self.process = subprocess.Popen(command, env=env)
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            try:
-                if httpx.get(f"{self.base_url}/readyz", timeout=1).status_code == 200:
-                    return
-            except httpx.TransportError:
-                time.sleep(0.1)
-        self.stop()
-        raise RuntimeError("granian did not start")
+        wait_until_ready(self)
 
     @property
     def base_url(self) -> str:
