@@ -33,13 +33,13 @@ from typing import Any
 import httpx
 
 from bench import RESULTS
+from tests.chromium import CHROMIUM, CHROMIUM_ARGS
 from tests.conftest import (
     ServerProcess,
     create_postgres_database,
     drop_postgres_database,
     migrate,
 )
-from tests.test_docs_browser import CHROMIUM, CHROMIUM_ARGS
 
 APP, USER, SESSION = "bench-inspector", "ada", "long"
 BATCH = 1000

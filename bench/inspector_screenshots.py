@@ -19,8 +19,8 @@ from typing import Any
 
 import httpx
 
+from tests.chromium import CHROMIUM, CHROMIUM_ARGS
 from tests.conftest import ServerProcess
-from tests.test_docs_browser import CHROMIUM, CHROMIUM_ARGS
 
 ROOT = Path(__file__).resolve().parent.parent
 APP, USER = "travel", "ada"

@@ -1,26 +1,13 @@
 """/docs in a real headless Chromium: the operations are listed, "Try it out"
 creates a session, and no request leaves this host (no CDN)."""
 
-import os
-import shutil
 from urllib.parse import urlsplit
 
 import httpx
 import pytest
 
-from tests.conftest import unavailable
+from tests.chromium import launched_chromium
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 CREATE_OPERATION = (
     "#operations-sessions-create_session_apps__app_name__users__user_id__sessions_post"
 )
@@ -28,16 +15,7 @@ CREATE_OPERATION = (
 
 @pytest.fixture(scope="module")
 def browser():
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        sync_playwright = None
-    if sync_playwright is None or not os.path.exists(CHROMIUM):
-        unavailable("the browser test", "playwright or Debian's chromium is missing (see .ci/run)")
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield launched
-        launched.close()
+    yield from launched_chromium("the browser test")
 
 
 @pytest.fixture(scope="module")

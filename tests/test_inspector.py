@@ -5,15 +5,14 @@ actions behind their confirmations, LangGraph checkpoints; and over HTTP: the
 tests/test_inspector_http.py checks the page's headers and SESSION_STATE_UI."""
 
 import json
-import os
 import uuid
 from collections.abc import Iterator
 
 import httpx
 import pytest
 
-from tests.conftest import ServerProcess, unavailable
-from tests.test_docs_browser import CHROMIUM, CHROMIUM_ARGS
+from tests.chromium import launched_chromium
+from tests.conftest import ServerProcess
 
 XSS = "<img src=x onerror=window.__xss=1>"
 WAIT_MS = 15_000  # a loaded CI machine; the page itself waits on nothing
@@ -21,16 +20,7 @@ WAIT_MS = 15_000  # a loaded CI machine; the page itself waits on nothing
 
 @pytest.fixture(scope="module")
 def browser():
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        sync_playwright = None
-    if sync_playwright is None or not os.path.exists(CHROMIUM):
-        unavailable("the inspector's browser tests", "playwright or Debian's chromium is missing")
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield launched
-        launched.close()
+    yield from launched_chromium("the inspector's browser tests")
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
