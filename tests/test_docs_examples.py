@@ -302,6 +302,8 @@ DEPLOYMENT = (
     "postgresql+asyncpg://",
     "SESSION_STATE_API_KEYS=",
     "SESSION_STATE_JWT_JWKS=",
+    "SESSION_STATE_ENCRYPTION_KEYS=",
+    "session-state reencrypt",
 )
 
 

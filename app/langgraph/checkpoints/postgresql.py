@@ -81,9 +81,14 @@ _UPSERT_WRITES = Statement.of(_WRITES_SELECT + _WRITES_CONFLICT + _WRITES_REPLAC
 # thread's TTL is pushed out when it has one (`_REFRESH_THREAD`, on a live
 # thread only), and each row is written only when the thread is live; the
 # statement answers whether it was. A new or expired thread takes the
-# transaction (`_open_thread`). Every CTE runs, read or not.
+# transaction (`_open_thread`). Every CTE runs, read or not, in no set order:
+# `live` locks the thread's row before any row is inserted (each insert
+# reads it first), so that the refresh's lock is never taken after an
+# insert that another writer of the thread waits on (a deadlock otherwise).
+# FOR NO KEY UPDATE, as the refresh's UPDATE: the inserts' foreign-key
+# checks (FOR KEY SHARE) do not wait on it.
 _TO_LIVE_THREAD = f"""
-WITH live AS (SELECT 1 FROM lg_threads WHERE {THREAD} AND {LIVE}),
+WITH live AS (SELECT 1 FROM lg_threads WHERE {THREAD} AND {LIVE} FOR NO KEY UPDATE),
      refresh AS ({_THREADS.refresh} AND {LIVE})"""
 _IF_LIVE = "EXISTS (SELECT 1 FROM live)"
 _PUT_TO_LIVE_THREAD = Statement.of(
