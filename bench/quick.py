@@ -48,6 +48,7 @@ BENCHMARKS: dict[str, tuple[str, ...]] = {
     "memory_search": ("--quick",),  # against HEAD
     "memory_relevance": ("--quick",),  # against HEAD
     "relevance_candidates": ("--quick",),  # the labelled set's tuning part only
+    "embedder_candidates": ("--quick",),  # those not installed are skipped, named
     "streams": ("--quick",),
     "inspector_open": ("--quick",),  # Debian's chromium
     "replica_reads": ("--quick",),
