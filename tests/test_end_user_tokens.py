@@ -214,6 +214,32 @@ async def test_a_thread_is_reachable_only_by_the_user_it_was_first_written_for(h
     assert (await http.delete(f"/apps/{APP}/threads/t2", headers=u2)).status_code == 204
 
 
+async def test_a_token_lists_only_its_own_users_threads_and_must_say_so(http, key):
+    u1 = bearer(key.token("u1"))
+    for thread, headers in [("mine", u1), ("theirs", bearer(key.token("u2"))), ("ops", operator())]:
+        put = await http.put(
+            f"/apps/{APP}/threads/{thread}/checkpoints/c1", json=CHECKPOINT, headers=headers
+        )
+        assert put.status_code == 204, put.text
+    listed = await http.get(f"/apps/{APP}/threads", params={"userId": "u1"}, headers=u1)
+    assert [thread["threadId"] for thread in listed.json()["threads"]] == ["mine"]
+    for params in [{}, {"userId": "u2"}, {"userId": "langgraph"}]:
+        refused = await http.get(f"/apps/{APP}/threads", params=params, headers=u1)
+        assert_problem(refused, 403, "forbidden")
+    # Another app the token may not use: refused before the list.
+    assert_problem(
+        await http.get("/apps/billing/threads", params={"userId": "u1"}, headers=u1),
+        403,
+        "forbidden",
+    )
+    everyone = await http.get(f"/apps/{APP}/threads", headers=operator())
+    assert {thread["threadId"] for thread in everyone.json()["threads"]} == {
+        "mine",
+        "theirs",
+        "ops",
+    }
+
+
 async def test_the_store_is_reachable_under_the_users_own_namespaces_only(http, key):
     u1 = bearer(key.token("u1"))
     store = f"/apps/{APP}/store"

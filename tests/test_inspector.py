@@ -1,8 +1,9 @@
 """The inspector at /ui in a real headless Chromium against `session-state
 serve`: a seeded session's state at a chosen event, an append showing up
 live, hostile text shown as text, the key prompt and an app-scoped key, the
-actions behind their confirmations, LangGraph checkpoints; and over HTTP: the
-tests/test_inspector_http.py checks the page's headers and SESSION_STATE_UI."""
+actions behind their confirmations, LangGraph threads and checkpoints; and
+over HTTP: the tests/test_inspector_http.py checks the page's headers and
+SESSION_STATE_UI."""
 
 import json
 import uuid
@@ -300,6 +301,57 @@ def test_a_langgraph_checkpoint_shows_metadata_values_and_writes(page, sqlite_se
     assert '"step": 3' in text and "task task-1" in text and "msgpack" in text
     page.locator("article.checkpoint summary", has_text="messages").first.click()
     page.locator("article.checkpoint pre", has_text='"hi"').wait_for(timeout=WAIT_MS)
+
+
+def test_the_apps_langgraph_threads_are_listed_and_open_their_checkpoints(page, server):
+    base = server.base_url
+    app = _unique("graph")
+    threads = f"{base}/apps/{app}/threads"
+    with httpx.Client(timeout=30) as http:
+        for thread, user in [("t-ada", "ada"), ("t-bo", "bo")]:
+            put = http.put(
+                f"{threads}/{thread}/checkpoints/cp-1?checkpointNs=",
+                json={
+                    "checkpoint": {"type": "json", "data": "eyJ2IjogNH0="},
+                    "metadata": {"source": "loop", "step": 1},
+                    "channelVersions": {},
+                    "userId": user,
+                },
+            )
+            assert put.status_code == 204, put.text
+        # A pending write to t-ada (its channel hostile text), the later write:
+        # t-ada is listed first.
+        wrote = http.post(
+            f"{threads}/t-ada/checkpoints/cp-1/writes?checkpointNs=",
+            json={
+                "writes": [
+                    {"taskId": "task-9", "idx": 0, "channel": XSS, "type": "json", "data": "MQ=="}
+                ]
+            },
+        )
+        assert wrote.status_code == 204, wrote.text
+    page.goto(f"{base}/ui/#/apps/{app}/threads")
+    rows = page.locator("table.list tbody tr")
+    rows.nth(1).wait_for(timeout=WAIT_MS)
+    assert rows.evaluate_all("rows => rows.map(row => row.dataset.thread)") == ["t-ada", "t-bo"]
+    assert "cp-1" in rows.nth(0).inner_text() and "ada" in rows.nth(0).inner_text()
+    # Filtered by user: only bo's.
+    page.get_by_label("User id").fill("bo")
+    page.get_by_role("button", name="Filter").click()
+    page.locator("h2", has_text="Threads of bo").wait_for(timeout=WAIT_MS)
+    assert rows.evaluate_all("rows => rows.map(row => row.dataset.thread)") == ["t-bo"]
+    # Back to every thread, then into t-ada: its checkpoint and pending write.
+    page.goto(f"{base}/ui/#/apps/{app}/threads")
+    page.locator("table.list tbody tr", has_text="t-ada").get_by_role("link", name="t-ada").click()
+    page.locator("article.checkpoint").wait_for(timeout=WAIT_MS)
+    text = page.locator("article.checkpoint").inner_text()
+    assert "cp-1" in text and "task task-9 #0" in text and XSS in text
+    assert page.evaluate("window.__xss") is None
+    # Typing an id still opens a thread.
+    page.get_by_label("Thread id").fill("t-bo")
+    page.get_by_role("button", name="Open thread").click()
+    page.locator("h2", has_text="Checkpoints of t-bo").wait_for(timeout=WAIT_MS)
+    assert not page.errors
 
 
 @pytest.fixture(scope="module")

@@ -23,6 +23,8 @@ class Dialect(ABC):
     # each other's rows instead of waiting for them.
     row_id: str
     skip_locked: str
+    # The larger of its arguments.
+    greatest: str
     # The names the JSON type function gives each kind of value.
     kinds: ClassVar[Mapping[JsonKind, tuple[str, ...]]]
 
@@ -92,6 +94,7 @@ class PostgresDialect(Dialect):
     false = "false"
     row_id = "ctid"
     skip_locked = " FOR UPDATE SKIP LOCKED"
+    greatest = "greatest"
     kinds: ClassVar[Mapping[JsonKind, tuple[str, ...]]] = {
         "object": ("object",),
         "array": ("array",),
@@ -160,6 +163,7 @@ class SqliteDialect(Dialect):
     false = "0"
     row_id = "rowid"
     skip_locked = ""  # one writer at a time
+    greatest = "max"
     kinds: ClassVar[Mapping[JsonKind, tuple[str, ...]]] = {
         "object": ("object",),
         "array": ("array",),

@@ -24,6 +24,8 @@ from session_state_client._exceptions import (
 )
 from session_state_client._models import (
     AppendResult,
+    AppInfo,
+    AppPage,
     BatchAppendResult,
     EventPage,
     MemoryEntriesResult,
@@ -35,6 +37,10 @@ from session_state_client._models import (
     SearchMemoryResponse,
     Session,
     SessionPage,
+    ThreadInfo,
+    ThreadPage,
+    UserInfo,
+    UserPage,
 )
 from session_state_client._streams import StreamMessage
 from session_state_client._sync_client import SessionStateClient
@@ -76,6 +82,8 @@ __all__ = [
     "SessionStateError",
     "StaleSessionError",
     "StreamMessage",
+    "ThreadInfo",
+    "ThreadPage",
     "UserInfo",
     "UserPage",
     "ValidationError",

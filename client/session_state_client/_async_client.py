@@ -42,6 +42,8 @@ from session_state_client._models import (
     SearchMemoryResponse,
     Session,
     SessionPage,
+    ThreadInfo,
+    ThreadPage,
     UserInfo,
     UserPage,
 )
@@ -345,6 +347,32 @@ class AsyncSessionStateClient:
         ):
             for user in page.users:
                 yield user
+
+    async def list_threads(
+        self,
+        *,
+        app_name: str,
+        user_id: str | None = None,
+        page_size: int | None = None,
+        page_token: str | None = None,
+    ) -> ThreadPage:
+        """One page of the app's live LangGraph threads (of `user_id` only,
+        when given; an end-user token must give its own), latest write first."""
+        return await self._send(_requests.list_threads(app_name, user_id, page_size, page_token))
+
+    async def iter_threads(
+        self, *, app_name: str, user_id: str | None = None, page_size: int | None = None
+    ) -> AsyncIterator[ThreadInfo]:
+        """Every thread list_threads gives, page after page: each thread not
+        written during the walk comes once, none twice (a thread written
+        during it moves ahead of the walk and may be left to the next one)."""
+        async for page in async_pages(
+            lambda token: self.list_threads(
+                app_name=app_name, user_id=user_id, page_size=page_size, page_token=token
+            )
+        ):
+            for thread in page.threads:
+                yield thread
 
     async def delete_session(
         self, *, app_name: str, user_id: str, session_id: str, delete_memories: bool = False

@@ -84,6 +84,24 @@ class UserPage(_Wire):
     next_page_token: str | None = None
 
 
+class ThreadInfo(_Wire):
+    """A live LangGraph thread of an app: its user, when it was made and
+    last written (the server's clock), when it expires (None: never), and
+    the root graph's latest checkpoint (None: none)."""
+
+    thread_id: str
+    user_id: str
+    create_time: float
+    last_update_time: float
+    expire_time: float | None = None
+    latest_checkpoint_id: str | None = None
+
+
+class ThreadPage(_Wire):
+    threads: list[ThreadInfo]
+    next_page_token: str | None = None
+
+
 class EventPage(_Wire):
     events: list[EventJSON]
     next_page_token: str | None = None

@@ -32,6 +32,7 @@ from session_state_client._models import (
     SearchMemoryResponse,
     Session,
     SessionPage,
+    ThreadPage,
     UserPage,
 )
 from session_state_client._revisions import RevisionUse, SeenRevisions
@@ -404,6 +405,19 @@ def list_users(app_name: str, page_size: int | None, page_token: str | None) -> 
         "GET",
         f"/apps/{_segment(app_name)}/users",
         lambda response: UserPage.model_validate(_json(response)),
+        params,
+        repeatable=True,
+    )
+
+
+def list_threads(
+    app_name: str, user_id: str | None, page_size: int | None, page_token: str | None
+) -> Call[ThreadPage]:
+    params = _params(userId=user_id, pageSize=page_size, pageToken=page_token)
+    return Call(
+        "GET",
+        f"/apps/{_segment(app_name)}/threads",
+        lambda response: ThreadPage.model_validate(_json(response)),
         params,
         repeatable=True,
     )

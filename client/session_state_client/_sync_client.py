@@ -41,6 +41,8 @@ from session_state_client._models import (
     SearchMemoryResponse,
     Session,
     SessionPage,
+    ThreadInfo,
+    ThreadPage,
     UserInfo,
     UserPage,
 )
@@ -331,6 +333,31 @@ class SessionStateClient:
             lambda token: self.list_users(app_name=app_name, page_size=page_size, page_token=token)
         ):
             yield from page.users
+
+    def list_threads(
+        self,
+        *,
+        app_name: str,
+        user_id: str | None = None,
+        page_size: int | None = None,
+        page_token: str | None = None,
+    ) -> ThreadPage:
+        """One page of the app's live LangGraph threads (of `user_id` only,
+        when given; an end-user token must give its own), latest write first."""
+        return self._send(_requests.list_threads(app_name, user_id, page_size, page_token))
+
+    def iter_threads(
+        self, *, app_name: str, user_id: str | None = None, page_size: int | None = None
+    ) -> Iterator[ThreadInfo]:
+        """Every thread list_threads gives, page after page: each thread not
+        written during the walk comes once, none twice (a thread written
+        during it moves ahead of the walk and may be left to the next one)."""
+        for page in pages(
+            lambda token: self.list_threads(
+                app_name=app_name, user_id=user_id, page_size=page_size, page_token=token
+            )
+        ):
+            yield from page.threads
 
     def delete_session(
         self, *, app_name: str, user_id: str, session_id: str, delete_memories: bool = False

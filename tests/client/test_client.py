@@ -10,6 +10,7 @@ import socket
 import time
 from pathlib import Path
 
+import httpx
 import pytest
 
 from session_state_client import (
@@ -281,6 +282,32 @@ def test_labels_filters_apps_and_users(client, app_name):
     assert first.users[0].user_id == "ada" and first.next_page_token is not None
     with pytest.raises(ValidationError):
         client.set_labels(app_name=app_name, user_id="ada", session_id="a", labels={"A": "b"})
+
+
+def test_threads_are_listed_and_walked_latest_write_first(client, app_name, base_url):
+    checkpoint = {"checkpoint": {"type": "json", "data": "e30="}, "channelVersions": {}}
+    with httpx.Client(base_url=base_url) as http:
+        for thread, user in [("t1", "ada"), ("t2", "bob"), ("t3", "ada")]:
+            put = http.put(
+                f"/apps/{app_name}/threads/{thread}/checkpoints/c1",
+                json={**checkpoint, "userId": user},
+            )
+            assert put.status_code == 204, put.text
+    walked = list(client.iter_threads(app_name=app_name, page_size=1))
+    assert [thread.thread_id for thread in walked] == ["t3", "t2", "t1"]
+    assert [thread.user_id for thread in walked] == ["ada", "bob", "ada"]
+    assert walked[0].latest_checkpoint_id == "c1" and walked[0].expire_time is None
+    assert walked[0].last_update_time >= walked[1].last_update_time >= walked[2].create_time
+    first = client.list_threads(app_name=app_name, user_id="ada", page_size=1)
+    assert [thread.thread_id for thread in first.threads] == ["t3"]
+    rest = client.list_threads(
+        app_name=app_name, user_id="ada", page_size=1, page_token=first.next_page_token
+    )
+    assert [thread.thread_id for thread in rest.threads] == ["t1"]
+    with pytest.raises(BadRequestError):
+        client.list_threads(app_name=app_name, page_token=first.next_page_token)
+    with pytest.raises(ValidationError):
+        client.list_threads(app_name=app_name, page_size=0)
 
 
 # The same failure is the same exception, with the same status and code, on both.

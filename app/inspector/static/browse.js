@@ -10,7 +10,7 @@ import { follow } from "./sse.js";
 const PAGE = 50;
 
 // A table whose rows come page by page ("More" fetches the next).
-function pagedTable({ columns, load, row, empty }) {
+export function pagedTable({ columns, load, row, empty }) {
   const body = el("tbody");
   const more = el("button", { type: "button", class: "more", text: "More", hidden: true });
   const table = el(

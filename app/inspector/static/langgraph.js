@@ -1,11 +1,13 @@
-// LangGraph threads of an app: the API lists a thread's checkpoints (newest
-// first) but not the threads themselves, so a thread is opened by its id.
-// A checkpoint shows its metadata, channel versions, channel values and
+// LangGraph threads of an app: a paged list of the app's live threads, latest
+// write first (one user's with the filter), each opening the thread's
+// checkpoints, newest first; a thread may also be opened by its id. A
+// checkpoint shows its metadata, channel versions, channel values and
 // pending writes; values are the serializer's bytes (base64): their type and
 // size, and a decoded view when the type is JSON or the bytes are text.
 
 import { get, seg } from "./api.js";
-import { clear, el, json } from "./dom.js";
+import { pagedTable } from "./browse.js";
+import { clear, el, formatTime, json } from "./dom.js";
 import { href } from "./router.js";
 
 const PAGE = 50;
@@ -87,8 +89,7 @@ export async function threadsView(main, route) {
   });
   main.append(el("h1", {}, "LangGraph threads of ", el("code", { text: app })), form);
   if (!thread) {
-    main.append(el("p", { class: "muted", text: "The API lists a thread's checkpoints, not the threads: open one by its id (configurable.thread_id)." }));
-    input.focus();
+    await threadList(main, app, query);
     return null;
   }
   const list = el("ol", { class: "checkpoints" });
@@ -121,4 +122,34 @@ export async function threadsView(main, route) {
   more.addEventListener("click", next);
   await next();
   return null;
+}
+
+// The app's live threads, latest write first, of one user when filtered.
+async function threadList(main, app, query) {
+  const user = el("input", { name: "user", value: query.user ?? "", placeholder: "user id (empty: every user)", "aria-label": "User id" });
+  const filter = el("form", { class: "filters" }, el("label", {}, "User", user), el("button", { type: "submit", text: "Filter" }));
+  filter.addEventListener("submit", (event) => {
+    event.preventDefault();
+    location.hash = href({ app, thread: "", query: { user: user.value.trim() } });
+  });
+  const table = pagedTable({
+    columns: ["thread", "user", "last write", "latest checkpoint", "expires"],
+    empty: query.user ? "No live thread of this user." : "No live thread in this app.",
+    load: async (pageToken) => {
+      const data = await get(`/apps/${seg(app)}/threads`, { userId: query.user || undefined, pageSize: PAGE, pageToken });
+      return { items: data.threads, nextPageToken: data.nextPageToken };
+    },
+    row: (item) =>
+      el(
+        "tr",
+        { dataset: { thread: item.threadId } },
+        el("td", {}, el("a", { href: href({ app, thread: item.threadId }), text: item.threadId })),
+        el("td", {}, el("a", { href: href({ app, thread: "", query: { user: item.userId } }), text: item.userId })),
+        el("td", { text: formatTime(item.lastUpdateTime) }),
+        el("td", {}, item.latestCheckpointId === null ? el("span", { class: "muted", text: "none" }) : el("code", { text: item.latestCheckpointId })),
+        el("td", { text: item.expireTime === null ? "never" : formatTime(item.expireTime) }),
+      ),
+  });
+  await table.next();
+  main.append(el("h2", { class: "spaced", text: query.user ? `Threads of ${query.user}, latest write first` : "Threads, latest write first" }), filter, table.node);
 }

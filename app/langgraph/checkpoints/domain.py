@@ -98,6 +98,31 @@ class CheckpointQuery:
     limit: int = 100
 
 
+@dataclass(frozen=True)
+class ThreadSummary:
+    """A live thread as an app's list of threads shows it."""
+
+    thread_id: str
+    user_id: str
+    create_time: float
+    # The server's clock at its last write (never moved back: a later write
+    # stamped earlier by another server's clock leaves it).
+    update_time: float
+    expire_time: float | None
+    # The root graph's (namespace "") latest; None: it has none.
+    latest_checkpoint_id: str | None
+
+
+@dataclass(frozen=True)
+class ThreadListQuery:
+    """Which of an app's live threads a page lists, latest write first.
+    `after`: where the last page ended (update time, thread id)."""
+
+    user_id: str | None = None
+    after: tuple[float, str] | None = None
+    limit: int = 100
+
+
 def refuse_another_users_thread(recorded_user: str, user_id: str) -> None:
     """Forbidden when an end user reaches a thread recorded under another."""
     if recorded_user != user_id:

@@ -26,7 +26,9 @@ from .domain import (
     PruneStrategy,
     StoredCheckpoint,
     ThreadKey,
+    ThreadListQuery,
     ThreadOwner,
+    ThreadSummary,
     refuse_another_users_thread,
 )
 from .rows import assemble, page_of
@@ -35,8 +37,8 @@ from .thread_sql import THREAD, ThreadSql
 _THREADS = ThreadSql(POSTGRESQL)
 _THREAD_EXPIRY = Statement.of(_THREADS.expiry)
 _DELETE_IF_EXPIRED = Statement.of(_THREADS.delete_if_expired)
-# A thread's row is written only when it is new or has an expiry to push out:
-# the writes of a thread without a TTL never wait for each other on it.
+# Every write stamps its thread's row (the app's list of threads is in that
+# order) and pushes its expiry out when it has one.
 _INSERT_THREAD = Statement.of(_THREADS.insert)
 _REFRESH_THREAD = Statement.of(_THREADS.refresh)
 _THREAD_LIVE = Statement.of(_THREADS.live)
@@ -48,6 +50,11 @@ _COPY_ROWS = tuple(Statement.of(sql) for sql in _THREADS.copy_rows)
 _ERASE_USER = Statement.of(_THREADS.erase_user)
 _ERASE_APP = Statement.of(_THREADS.erase_app)
 _SWEEP = Statement.of(_THREADS.sweep)
+_THREAD_PAGES = {
+    (of_user, after): Statement.of(_THREADS.page(of_user=of_user, after=after))
+    for of_user in (False, True)
+    for after in (False, True)
+}
 
 _IN_THREADS = "app_name = :app_name AND thread_id = ANY(:threads::text[])"
 
@@ -77,19 +84,18 @@ _WRITES_REPLACED = """DO UPDATE SET task_path = EXCLUDED.task_path, channel = EX
 _INSERT_WRITES = Statement.of(_WRITES_SELECT + _WRITES_CONFLICT + "DO NOTHING")
 _UPSERT_WRITES = Statement.of(_WRITES_SELECT + _WRITES_CONFLICT + _WRITES_REPLACED)
 # A step's write to a live thread as one statement, in no transaction of its
-# own: one round trip, and the connection back in the pool at once. The
-# thread's TTL is pushed out when it has one (`_REFRESH_THREAD`, on a live
-# thread only), and each row is written only when the thread is live; the
-# statement answers whether it was. A new or expired thread takes the
+# own: one round trip, and the connection back in the pool at once. `live`
+# stamps the thread's row and pushes its TTL out (`_REFRESH_THREAD`, on a
+# live thread only), and each row is written only when the thread is live;
+# the statement answers whether it was. A new or expired thread takes the
 # transaction (`_open_thread`). Every CTE runs, read or not, in no set order:
-# `live` locks the thread's row before any row is inserted (each insert
-# reads it first), so that the refresh's lock is never taken after an
+# `live` updates (and so locks) the thread's row before any row is inserted
+# (each insert reads it first), so that its lock is never taken after an
 # insert that another writer of the thread waits on (a deadlock otherwise).
-# FOR NO KEY UPDATE, as the refresh's UPDATE: the inserts' foreign-key
-# checks (FOR KEY SHARE) do not wait on it.
+# The UPDATE's lock is FOR NO KEY UPDATE: the inserts' foreign-key checks
+# (FOR KEY SHARE) do not wait on it.
 _TO_LIVE_THREAD = f"""
-WITH live AS (SELECT 1 FROM lg_threads WHERE {THREAD} AND {LIVE} FOR NO KEY UPDATE),
-     refresh AS ({_THREADS.refresh} AND {LIVE})"""
+WITH live AS ({_THREADS.refresh} AND {LIVE} RETURNING 1)"""
 _IF_LIVE = "EXISTS (SELECT 1 FROM live)"
 _PUT_TO_LIVE_THREAD = Statement.of(
     f"""{_TO_LIVE_THREAD},
@@ -257,9 +263,8 @@ class PostgresCheckpoints:
     async def _open_thread(
         self, connection: asyncpg.Connection, key: ThreadKey, owner: ThreadOwner, now: float
     ) -> None:
-        """Makes the thread (anew if it had expired) or pushes its expiry out.
-        A live thread without a TTL costs one read: the writes of a thread
-        are two requests a step."""
+        """Makes the thread (anew if it had expired) or stamps it and pushes
+        its expiry out."""
         await self._make_or_refresh_thread(connection, key, owner, now)
         if owner.enforced:
             thread = {"app_name": key.app_name, "thread_id": key.thread_id}
@@ -286,8 +291,6 @@ class PostgresCheckpoints:
             )
             if inserted == 1:
                 return
-        elif owner.ttl_seconds is None and found["ttl_seconds"] is None:
-            return
         await _execute(connection, _REFRESH_THREAD, **thread, now=now, ttl=owner.ttl_seconds)
 
     async def _write_to_live_thread(self, statement: Statement, **values: Any) -> bool:
@@ -417,6 +420,25 @@ class PostgresCheckpoints:
                 **_columns(rows, "checkpoint_ns", "checkpoint_id"),
             )
         return assemble(rows, value_rows, write_rows, self.sealing), more
+
+    async def list_threads(
+        self, app_name: str, query: ThreadListQuery, now: float
+    ) -> tuple[list[ThreadSummary], bool]:
+        statement = _THREAD_PAGES[(query.user_id is not None, query.after is not None)]
+        given: dict[str, Any] = {"user_id": query.user_id} if query.user_id is not None else {}
+        if query.after is not None:
+            given.update(after_time=query.after[0], after_thread=query.after[1])
+        with database_errors_as_domain_errors():
+            async with self.pool.acquire(timeout=self.timeout) as connection:
+                rows = await _fetch(
+                    connection,
+                    statement,
+                    app_name=app_name,
+                    now=now,
+                    limit=query.limit + 1,
+                    **given,
+                )
+        return [ThreadSummary(**row) for row in rows[: query.limit]], len(rows) > query.limit
 
     async def thread_user(self, key: ThreadKey, now: float) -> str | None:
         async with self._transaction() as connection:

@@ -11,16 +11,19 @@ from fastapi import APIRouter, Query, Request, Response
 from ...core import json_codec
 from ...core.end_user_tokens import acting_end_user
 from ...core.errors import BadRequest, FieldError, InvalidInput
+from ...core.identifiers import IDENTIFIER_MAX_LENGTH, name_problem
 from ...core.json_rules import text_problem
+from ...core.pagination import INVALID_TOKEN, decode_token, encode_token
 from ...http import examples, rendering
 from ...http.bodies import documented_body, limits_of, parse_json, read_json, validate_body
 from ...http.dependencies import AppName, CheckpointId, ThreadId
-from ...sessions.routes import problem_responses
+from ...sessions.routes import PageSize, PageToken, problem_responses
 from . import domain
 from .domain import (
     EMPTY_VALUE_TYPE,
     CheckpointQuery,
     ThreadKey,
+    ThreadListQuery,
     ThreadOwner,
     refuse_another_users_thread,
 )
@@ -34,6 +37,7 @@ from .schemas import (
     PruneRequest,
     PutCheckpointRequest,
     PutWritesRequest,
+    ThreadList,
     TypedValue,
 )
 from .service import DEFAULT_THREAD_USER, CheckpointService
@@ -42,6 +46,8 @@ router = APIRouter(tags=["langgraph"])
 
 MAX_PAGE_SIZE = 1000
 DEFAULT_PAGE_SIZE = 100
+THREADS_PATH = "/apps/{app_name}/threads"
+THREADS_TOKEN = "threads"
 THREAD_PATH = "/apps/{app_name}/threads/{thread_id}"
 CHECKPOINTS_PATH = THREAD_PATH + "/checkpoints"
 CHECKPOINT_PATH = CHECKPOINTS_PATH + "/{checkpoint_id}"
@@ -338,6 +344,74 @@ def _checkpoint_json(stored: domain.StoredCheckpoint) -> dict[str, Any]:
             for write in stored.writes
         ],
     }
+
+
+@router.get(
+    THREADS_PATH,
+    response_model=ThreadList,
+    responses=problem_responses(),
+    summary="The app's live threads, latest write first (of one user with userId)",
+)
+async def list_threads(
+    app_name: AppName,
+    request: Request,
+    user_id: Annotated[
+        str | None,
+        Query(
+            alias="userId",
+            max_length=IDENTIFIER_MAX_LENGTH,
+            description="Only this user's threads (required, and its own, for an end-user token).",
+        ),
+    ] = None,
+    page_size: PageSize = DEFAULT_PAGE_SIZE,
+    page_token: PageToken = None,
+) -> Response:
+    if user_id is not None and (problem := name_problem(user_id)) is not None:
+        raise InvalidInput([FieldError(["query", "userId"], problem)])
+    identity = (app_name, user_id or "")
+    query = ThreadListQuery(
+        user_id=user_id, after=_thread_position(page_token, identity), limit=page_size
+    )
+    found, more = await checkpoints_of(request).list_threads(app_name, query)
+    last = found[-1] if more else None
+    return rendering.json_response(
+        {
+            "threads": [
+                {
+                    "threadId": thread.thread_id,
+                    "userId": thread.user_id,
+                    "createTime": thread.create_time,
+                    "lastUpdateTime": thread.update_time,
+                    "expireTime": thread.expire_time,
+                    "latestCheckpointId": thread.latest_checkpoint_id,
+                }
+                for thread in found
+            ],
+            "nextPageToken": None
+            if last is None
+            else encode_token(THREADS_TOKEN, identity, [last.update_time, last.thread_id]),
+        }
+    )
+
+
+def _thread_position(token: str | None, identity: tuple[str, str]) -> tuple[float, str] | None:
+    """Where a threads page token's page starts: the last listed thread's
+    time and id, checked in full (BadRequest otherwise, or for another
+    list's token)."""
+    if token is None:
+        return None
+    position = decode_token(token, THREADS_TOKEN, identity)
+    if len(position) != 2:
+        raise BadRequest(INVALID_TOKEN)
+    update_time, thread_id = position
+    if not (
+        type(update_time) in (int, float)
+        and abs(update_time) <= 1e300  # finite: NaN fails too
+        and isinstance(thread_id, str)
+        and name_problem(thread_id) is None
+    ):
+        raise BadRequest(INVALID_TOKEN)
+    return float(update_time), thread_id
 
 
 @router.delete(

@@ -116,6 +116,24 @@ class CheckpointList(WireModel):
     next_page_token: str | None
 
 
+class ThreadEntry(WireModel):
+    thread_id: str
+    user_id: str = Field(description="The user the thread is recorded under (its first write's).")
+    create_time: float = Field(description="When the thread was made (epoch seconds).")
+    last_update_time: float = Field(
+        description="Its last write (epoch seconds, the server's clock): the list's order."
+    )
+    expire_time: float | None = Field(description="When it expires; null: never.")
+    latest_checkpoint_id: str | None = Field(
+        description='The root graph\'s (namespace "") latest checkpoint; null: none.'
+    )
+
+
+class ThreadList(WireModel):
+    threads: list[ThreadEntry]
+    next_page_token: str | None
+
+
 class CopyThreadRequest(WireModel):
     target_thread_id: Name
 

@@ -10,6 +10,7 @@ from ...core.end_user_tokens import acting_end_user
 from ...core.errors import (
     CheckpointNotFound,
     DeltaChannelThread,
+    Forbidden,
     ThreadAlreadyExists,
     ThreadNotFound,
 )
@@ -21,7 +22,9 @@ from .domain import (
     PruneStrategy,
     StoredCheckpoint,
     ThreadKey,
+    ThreadListQuery,
     ThreadOwner,
+    ThreadSummary,
     refuse_another_users_thread,
 )
 from .metrics import (
@@ -92,6 +95,18 @@ class CheckpointService:
         budget = (self.limits.max_response_bytes - RESPONSE_OVERHEAD_BYTES) * 3 // 4
         await self._refuse_another_users(key)
         return await self.store.list_checkpoints(key, query, budget, self.clock())
+
+    async def list_threads(
+        self, app_name: str, query: ThreadListQuery
+    ) -> tuple[list[ThreadSummary], bool]:
+        """The app's live threads, latest write first; an end user lists only
+        their own (the query must name them: the list is theirs by asking)."""
+        user = acting_end_user()
+        if user is not None and query.user_id != user.user_id:
+            raise Forbidden(
+                "an end-user token lists only its own user's threads: userId must be its user"
+            )
+        return await self.store.list_threads(app_name, query, self.clock())
 
     async def delete_thread(self, key: ThreadKey) -> None:
         await self._refuse_another_users(key)

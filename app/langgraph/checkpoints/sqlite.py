@@ -25,7 +25,9 @@ from .domain import (
     PruneStrategy,
     StoredCheckpoint,
     ThreadKey,
+    ThreadListQuery,
     ThreadOwner,
+    ThreadSummary,
     refuse_another_users_thread,
 )
 from .rows import assemble, page_of
@@ -43,6 +45,11 @@ _COPY_ROWS = tuple(text(statement) for statement in _THREADS.copy_rows)
 _ERASE_USER = text(_THREADS.erase_user)
 _ERASE_APP = text(_THREADS.erase_app)
 _SWEEP = text(_THREADS.sweep)
+_THREAD_PAGES = {
+    (of_user, after): text(_THREADS.page(of_user=of_user, after=after))
+    for of_user in (False, True)
+    for after in (False, True)
+}
 
 _IN_THREADS = "app_name = :app_name AND thread_id IN (SELECT value FROM json_each(:threads))"
 _DELETE_THREADS = text(f"DELETE FROM lg_threads WHERE {_IN_THREADS}")
@@ -309,6 +316,20 @@ class SqliteCheckpoints:
                 )
             ]
         return assemble(rows, value_rows, write_rows, self.sealing), more
+
+    async def list_threads(
+        self, app_name: str, query: ThreadListQuery, now: float
+    ) -> tuple[list[ThreadSummary], bool]:
+        statement = _THREAD_PAGES[(query.user_id is not None, query.after is not None)]
+        parameters: dict[str, Any] = {"app_name": app_name, "now": now, "limit": query.limit + 1}
+        if query.user_id is not None:
+            parameters["user_id"] = query.user_id
+        if query.after is not None:
+            parameters.update(after_time=query.after[0], after_thread=query.after[1])
+        async with self._read() as connection:
+            rows = (await connection.execute(statement, parameters)).all()
+        found = [ThreadSummary(**row._asdict()) for row in rows[: query.limit]]
+        return found, len(rows) > query.limit
 
     async def thread_user(self, key: ThreadKey, now: float) -> str | None:
         async with self._read() as connection:

@@ -13,7 +13,9 @@ from .domain import (
     PruneStrategy,
     StoredCheckpoint,
     ThreadKey,
+    ThreadListQuery,
     ThreadOwner,
+    ThreadSummary,
 )
 
 
@@ -45,6 +47,14 @@ class CheckpointStore(Protocol):
     ) -> tuple[list[StoredCheckpoint], bool]:
         """Newest first, at most `query.limit`, and no more than fit in about
         `budget` bytes (always the first); and whether more may follow."""
+        ...
+
+    async def list_threads(
+        self, app_name: str, query: ThreadListQuery, now: float
+    ) -> tuple[list[ThreadSummary], bool]:
+        """The app's live threads (of `query.user_id` when given), latest
+        write first, then thread id descending, at most `query.limit`; and
+        whether more may follow. Ids and times only: nothing sealed is read."""
         ...
 
     async def thread_user(self, key: ThreadKey, now: float) -> str | None:

@@ -50,9 +50,13 @@ lg_threads = Table(
     metadata,
     *_thread_key(),
     Column("user_id", String(IDENTIFIER_LENGTH), nullable=False),
-    # The thread expires `ttl_seconds` after its last write.
+    # The thread expires `ttl_seconds` after its last write; every write
+    # stamps update_time (thread_sql).
     *lifetime_columns(),
-    Index("ix_lg_threads_app_user", "app_name", "user_id"),
+    # The app's list of threads, latest write first (of one user, and that
+    # user's erasure, by the second).
+    Index("ix_lg_threads_app_activity", "app_name", "update_time", "thread_id"),
+    Index("ix_lg_threads_app_user", "app_name", "user_id", "update_time", "thread_id"),
     expiry_index("lg_threads"),
 )
 
