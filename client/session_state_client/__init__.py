@@ -33,6 +33,7 @@ from session_state_client._models import (
     RemovalResult,
     RewindResult,
     SearchMemoryResponse,
+    SearchMode,
     Session,
     SessionPage,
 )
@@ -69,6 +70,7 @@ __all__ = [
     "RemovalResult",
     "RewindResult",
     "SearchMemoryResponse",
+    "SearchMode",
     "ServiceUnavailableError",
     "Session",
     "SessionPage",
