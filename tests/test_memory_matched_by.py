@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import httpx
+import jsonschema
 import pytest
 
 from session_state.core.config import Settings
@@ -30,6 +31,7 @@ BY_KEYWORD = "river bank fishing spot"
 # The ids each search of the labelled set returned on each backend before
 # results carried matchedBy and score (commit 3d60eaf), limit 10.
 ORDERS = json.loads((Path(__file__).parent / "memory_search_orders.json").read_text())
+SPEC = json.loads((Path(__file__).parent.parent / "openapi" / "openapi.json").read_text())
 
 
 def _memories(texts: dict[str, str]) -> dict[str, list[dict[str, object]]]:
@@ -81,6 +83,15 @@ def test_a_word_held_in_another_sense_is_found_by_keyword_alone(server, remember
 def test_one_hybrid_search_shows_each_side(server, remembered):
     found = _search(server, remembered, "dog breed, Lisbon and the river bank", "hybrid")
     assert _found(found) == [("flight", "both"), ("dog", "meaning"), ("bank", "keyword")]
+
+
+def test_a_search_answers_as_the_committed_spec_says(server, remembered):
+    found = _search(server, remembered, "dog breed, Lisbon and the river bank", "hybrid")
+    schema = {"$ref": "#/components/schemas/SearchMemoryResponse", **SPEC}
+    jsonschema.Draft202012Validator(schema).validate({"memories": found})
+    invalid = {"memories": [{**found[0], "matchedBy": "hybrid"}]}
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.Draft202012Validator(schema).validate(invalid)
 
 
 def test_a_keyword_score_is_the_share_of_the_question_terms_held(server, remembered):
