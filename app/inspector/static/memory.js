@@ -58,8 +58,9 @@ export async function memoryView(main, route) {
       memories.map((memory, index) => {
         const metadata = memory.customMetadata ?? {};
         const sessionId = metadata.sessionId;
-        // Absent from a server older than these fields: not shown.
+        // As the API gives them; a value it does not document is shown as text, unstyled.
         const matched = typeof memory.matchedBy === "string" ? memory.matchedBy : null;
+        const side = SIDES.has(matched) ? matched : null;
         const score = typeof memory.score === "number" ? memory.score : null;
         return el(
           "li",
@@ -68,8 +69,8 @@ export async function memoryView(main, route) {
             "div",
             { class: "memory-head" },
             el("span", { class: "rank", text: `#${index + 1}` }),
-            matched ? el("span", { class: `chip mode ${SIDES.has(matched) ? matched : ""}`, title: "found by", text: matched }) : null,
-            score !== null ? el("span", { class: "chip score", title: SCORE_TITLES[matched] ?? "score", text: `score ${score.toFixed(3)}` }) : null,
+            matched ? el("span", { class: `chip mode ${side ?? ""}`, title: "found by", text: matched }) : null,
+            score !== null ? el("span", { class: "chip score", title: side ? SCORE_TITLES[side] : "score", text: `score ${score.toFixed(3)}` }) : null,
             el("span", { class: "author", text: memory.author ?? "" }),
             el("span", { class: "time", text: memory.timestamp ?? "" }),
             sessionId ? el("a", { href: href({ app, user, session: sessionId }), text: `session ${sessionId}` }) : null,
