@@ -8,6 +8,7 @@ SESSION_STATE_UI."""
 import json
 import uuid
 from collections.abc import Iterator
+from urllib.parse import urlencode
 
 import httpx
 import pytest
@@ -165,6 +166,47 @@ def test_an_append_shows_up_live_in_the_session_and_in_the_user_list(page, serve
         )
         assert created.status_code == 201
     page.locator("table.list tr[data-session=s2]").wait_for(timeout=WAIT_MS)
+    assert not page.errors
+
+
+def test_a_memory_search_shows_which_side_found_each_result_and_its_score(page, server):
+    app, user = _unique("mem"), "ada"
+    memory = f"{server.base_url}/apps/{app}/users/{user}/memory"
+    texts = {
+        "dog": "I adopted a golden retriever puppy last spring.",
+        "flight": "My flight to Lisbon leaves on the 14th of March.",
+        "bank": "Can you remind me to call the bank tomorrow?",
+    }
+    entries = [
+        {"id": key, "content": {"role": "user", "parts": [{"text": text}]}}
+        for key, text in texts.items()
+    ]
+    question = "dog breed, Lisbon and the river bank"
+    with httpx.Client(timeout=30) as http:
+        assert http.post(f"{memory}/entries", json={"memories": entries}).status_code == 200
+        answer = http.get(memory, params={"query": question, "mode": "hybrid", "limit": 50})
+    scores = {found["id"]: found["score"] for found in answer.json()["memories"]}
+    searches: list[str] = []
+    page.on("request", lambda sent: searches.append(sent.url) if "/memory?" in sent.url else None)
+    page.goto(f"{server.base_url}/ui/#/apps/{app}/users/{user}/memory?{urlencode({'q': question})}")
+    page.locator("li.memory").first.wait_for(timeout=WAIT_MS)
+    shown = page.eval_on_selector_all(
+        "li.memory",
+        """items => items.map(item => [
+            item.dataset.memoryId,
+            item.querySelector('.chip.mode').innerText,
+            item.querySelector('.chip.score').innerText,
+        ])""",
+    )
+    # A paraphrase (no word shared), a name held, a word held in another sense.
+    assert [(key, side) for key, side, _ in shown] == [
+        ("flight", "both"),
+        ("dog", "meaning"),
+        ("bank", "keyword"),
+    ]
+    for key, _, score in shown:
+        assert score == f"score {scores[key]:.3f}", (key, score)
+    assert len(searches) == 1, searches  # the API's fields, no search by one side alone
     assert not page.errors
 
 

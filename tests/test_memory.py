@@ -82,7 +82,15 @@ async def test_search_returns_adk_memory_entries_best_match_first(client):
     memories = response.json()["memories"]
     assert len(memories) == 2
     entry = memories[0]
-    assert set(entry) == {"id", "author", "timestamp", "content", "customMetadata"}
+    assert set(entry) == {
+        "id",
+        "author",
+        "timestamp",
+        "content",
+        "customMetadata",
+        "matchedBy",
+        "score",
+    }
     assert entry["author"] == "user"
     assert entry["content"]["role"] == "user"
     assert entry["customMetadata"] == {"sessionId": "s1"}

@@ -94,6 +94,9 @@ async def test_entries_written_directly_keep_id_metadata_and_time(client):
     first, second = response.json()["memoryIds"]
     assert first == "fact-1" and len(second) == 32
     (memory,) = await _search(client, "peanuts")
+    # How the search found it (beside ADK's fields: tests/test_memory_matched_by.py).
+    assert memory.pop("matchedBy") in {"keyword", "both"}
+    assert isinstance(memory.pop("score"), float)
     assert memory == {
         "id": "fact-1",
         "author": "curator",

@@ -349,15 +349,15 @@ class SealedStore:
 
     async def search_memories(
         self, app_name: str, user_id: str, question: str, limit: int, budget: int
-    ) -> list[MemoryRecord]:
+    ) -> list[tuple[MemoryRecord, float]]:
         found = await self._inner.search_memories(app_name, user_id, question, limit, budget)
-        return [self.sealer.open_memory(record) for record in found]
+        return [(self.sealer.open_memory(record), share) for record, share in found]
 
     async def read_memories(
         self, app_name: str, user_id: str, ids: Sequence[int], budget: int
-    ) -> list[MemoryRecord]:
+    ) -> list[tuple[int, MemoryRecord]]:
         found = await self._inner.read_memories(app_name, user_id, ids, budget)
-        return [self.sealer.open_memory(record) for record in found]
+        return [(row, self.sealer.open_memory(record)) for row, record in found]
 
     async def claim_memories_to_embed(
         self,

@@ -2,8 +2,14 @@
 memory stores pass each other."""
 
 from dataclasses import dataclass
+from typing import Literal
 
+from ..sessions.domain import MemoryRecord
 from .first_pass import KeptSignBits
+
+# Which side of a search found a memory: its keyword side, its side by
+# meaning (held to app.memory.relevance), or both.
+MatchedBy = Literal["keyword", "meaning", "both"]
 
 
 @dataclass(frozen=True)
@@ -28,3 +34,14 @@ class MemoryCandidates:
 
     keyword: list[tuple[int, float]]
     nearest: list[tuple[int, bytes]]
+
+
+@dataclass(frozen=True)
+class FoundMemory:
+    """A search's result: the memory, which side found it, and its score:
+    its relevance by meaning when that side found it, else the share of the
+    question's terms it holds (app.memory.ranking.how_found; docs/api.md)."""
+
+    record: MemoryRecord
+    matched_by: MatchedBy
+    score: float

@@ -124,7 +124,7 @@ class PostgresMemory(PostgresSessionHooks):
 
     async def search_memories(
         self, app_name: str, user_id: str, question: str, limit: int, budget: int
-    ) -> list[MemoryRecord]:
+    ) -> list[tuple[MemoryRecord, float]]:
         statement = sql.SEARCH_MEMORIES
         async with self._connection() as connection:
             terms = query_terms(question)
@@ -132,7 +132,7 @@ class PostgresMemory(PostgresSessionHooks):
                 return []
             values = _term_values(app_name, user_id, terms, limit=limit, budget=budget)
             rows = await connection.fetch(statement.text, *statement.arguments(values))
-        return [_memory_record(row) for row in rows]
+        return [(_memory_record(row), row["share_of_terms"]) for row in rows]
 
     async def forget_user_memories(self, app_name: str, user_id: str) -> None:
         # Everything of the user's memory, the ids it forgot included.
@@ -162,14 +162,14 @@ class PostgresMemory(PostgresSessionHooks):
 
     async def read_memories(
         self, app_name: str, user_id: str, ids: Sequence[int], budget: int
-    ) -> list[MemoryRecord]:
+    ) -> list[tuple[int, MemoryRecord]]:
         statement = sql.READ_MEMORIES
         values = {"app_name": app_name, "user_id": user_id, "ids": list(ids), "budget": budget}
         async with self._connection() as connection:
             if not ids:
                 return []
             rows = await connection.fetch(statement.text, *statement.arguments(values))
-        return [_memory_record(row) for row in rows]
+        return [(row["id"], _memory_record(row)) for row in rows]
 
     async def claim_memories_to_embed(
         self,

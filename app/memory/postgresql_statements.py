@@ -112,11 +112,13 @@ WITH term AS (
 )
 """
 # The best `limit` matches are taken with their sizes first, then the texts
-# of those that fit in the response (:budget bytes; always the first).
+# of those that fit in the response (:budget bytes; always the first), each
+# with the share of the question's terms it holds.
 _KEYWORD_TOP = (
     _KEYWORD_GROUPED
     + """, top AS (
-    SELECT best.*, octet_length(m.text) + coalesce(octet_length(m.content), 0)
+    SELECT best.*, best.matched::float8 / (SELECT count(*) FROM term) AS share_of_terms,
+           octet_length(m.text) + coalesce(octet_length(m.content), 0)
            + coalesce(octet_length(m.custom_metadata), 0) AS size
       FROM best JOIN memories AS m ON m.id = best.id
 """
@@ -154,7 +156,7 @@ SELECT id, embedding FROM memories
    AND embedding_model = :model
 """)
 # Memories by row id, in the order given, as many as fit in :budget bytes
-# (always the first), as TAKE_WHAT_FITS takes them.
+# (always the first), as TAKE_WHAT_FITS takes them, each with its row id.
 READ_MEMORIES = Statement.of("""
 WITH sized AS (
     SELECT m.id, wanted.position,
@@ -168,7 +170,7 @@ WITH sized AS (
       FROM sized WINDOW best AS (ORDER BY position)
 )
 SELECT m.session_id, m.event_id, m.author, m.role, m.timestamp, m.text,
-       m.content, m.custom_metadata
+       m.content, m.custom_metadata, m.id
   FROM ranked JOIN memories AS m ON m.id = ranked.id
  WHERE ranked.position = 1 OR ranked.running <= :budget
  ORDER BY ranked.position

@@ -11,6 +11,8 @@
   search returns any memory holding a word of the question); a memory
   found by meaning alone only when the relevance rule admits it.
 
+Each result then says which side found it and its score (how_found).
+
 Reciprocal rank fusion, used before, gave a memory holding one common word
 of the question ("kind" in "what kind of dog") the weight of the memory
 nearest in meaning, and lost paraphrases the model alone ranks first
@@ -20,6 +22,7 @@ nearest in meaning, and lost paraphrases the model alone ranks first
 import math
 from collections.abc import Sequence
 
+from .domain import MatchedBy
 from .relevance import ByMeaning, RelevanceRule
 
 # A nudge, not a ranking: a memory sharing one word of a question of three
@@ -66,3 +69,26 @@ def hybrid_order(
         return (True, -(found + KEYWORD_SHARE_WEIGHT * held), position[row])
 
     return sorted(pool, key=order)
+
+
+def how_found(
+    rows: Sequence[int],
+    keyword: KeywordHits,
+    scored: Sequence[ByMeaning],
+    rule: RelevanceRule,
+    calibrated: bool,
+) -> dict[int, tuple[MatchedBy, float]]:
+    """Which side found each of `rows` (results of one of the orders above)
+    and its score: a memory the relevance rule admits was found by meaning
+    (by both when it is also a keyword match) and scores its relevance; any
+    other is a keyword match and scores the share of the question's terms it
+    holds. Describes the order, never changes it."""
+    share = dict(keyword)
+    admitted = {found.row: found.relevance for found in scored if rule.admits(found, calibrated)}
+    found: dict[int, tuple[MatchedBy, float]] = {}
+    for row in rows:
+        if row in admitted:
+            found[row] = ("both" if row in share else "meaning", admitted[row])
+        else:
+            found[row] = ("keyword", share[row])
+    return found

@@ -12,7 +12,7 @@ from ..core.limits import MAX_TIMESTAMP, MIN_TIMESTAMP
 from ..http import examples, rendering
 from ..http.bodies import documented_body, read_json, validate_body
 from ..http.dependencies import AppName, MemoryId, UserId
-from ..sessions.domain import MemoryRecord, SessionKey
+from ..sessions.domain import SessionKey
 from ..sessions.routes import problem_responses
 from ..sessions.schemas import (
     AddMemoriesRequest,
@@ -23,6 +23,7 @@ from ..sessions.schemas import (
     IngestMemoryResponse,
     SearchMemoryResponse,
 )
+from .domain import FoundMemory
 from .rules import event_text, iso_timestamp, parse_iso_timestamp
 from .service import MemoryService, SearchMode
 
@@ -81,10 +82,11 @@ async def search_memory(
     if not query.strip():
         return rendering.json_response({"memories": []})
     found = await memory_of(request).search(app_name, user_id, query, limit, mode)
-    return rendering.json_response({"memories": [_memory_entry(record) for record in found]})
+    return rendering.json_response({"memories": [_memory_entry(result) for result in found]})
 
 
-def _memory_entry(record: MemoryRecord) -> dict[str, Any]:
+def _memory_entry(found: FoundMemory) -> dict[str, Any]:
+    record = found.record
     content = (
         json_codec.loads(record.content)
         if record.content is not None
@@ -99,6 +101,8 @@ def _memory_entry(record: MemoryRecord) -> dict[str, Any]:
         "timestamp": iso_timestamp(record.timestamp),
         "content": content,
         "customMetadata": metadata,
+        "matchedBy": found.matched_by,
+        "score": round(found.score, 6),
     }
 
 

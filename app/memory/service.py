@@ -20,10 +20,10 @@ from ..core.limits import MAX_TIMESTAMP, MIN_TIMESTAMP, Limits
 from ..core.metrics import MEMORY_SEARCH_FALLBACKS
 from ..sessions.domain import MemoryRecord, SessionKey, StoredEvent
 from ..sessions.replica import ReadRouting, Replica
-from .domain import VectorQuery
+from .domain import FoundMemory, VectorQuery
 from .embedding import Embedder, EmbedderFailed, Vectors, stored_vector, stored_vectors
 from .first_pass import KeptSignBits
-from .ranking import hybrid_order, semantic_order
+from .ranking import how_found, hybrid_order, semantic_order
 from .relevance import ReferenceVectors, RelevanceRule, by_meaning
 from .rules import event_memory_id, event_role, event_text
 from .store import MemoryStore
@@ -235,21 +235,23 @@ class MemoryService:
 
     async def search(
         self, app_name: str, user_id: str, question: str, limit: int, mode: SearchMode = "hybrid"
-    ) -> list[MemoryRecord]:
-        """The best matches: by keywords, by meaning, or both fused (hybrid).
+    ) -> list[FoundMemory]:
+        """The best matches: by keywords, by meaning, or both fused (hybrid),
+        each with the side that found it and its score (app.memory.ranking).
         Without an embedder, or when the question cannot be embedded in time,
         hybrid ranks by keywords; semantic is then refused."""
         budget = self.limits.max_response_bytes - RESPONSE_OVERHEAD_BYTES
         question_vector = None if mode == "keyword" else await self._question_vector(mode, question)
         if question_vector is None or self.embedder is None:
-            return await self.reads.read(
+            matches = await self.reads.read(
                 lambda store: store.search_memories(app_name, user_id, question, limit, budget)
             )
+            return [FoundMemory(record, "keyword", share) for record, share in matches]
         embedder, vector = self.embedder, question_vector
         stored = stored_vector(vector)
         keyword_limit = max(KEYWORD_CANDIDATES, limit) if mode == "hybrid" else 0
 
-        async def rank_and_read(store: MemoryStore) -> list[MemoryRecord]:
+        async def rank_and_read(store: MemoryStore) -> list[FoundMemory]:
             # One read of one database (a replica or the primary): the rows
             # ranked are the rows read back.
             query = VectorQuery(
@@ -275,7 +277,11 @@ class MemoryService:
                 ids = semantic_order(scored, self.relevance, calibrated)
             else:
                 ids = hybrid_order(candidates.keyword, scored, self.relevance, calibrated)
-            return await store.read_memories(app_name, user_id, ids[:limit], budget)
+            read = await store.read_memories(app_name, user_id, ids[:limit], budget)
+            how = how_found(
+                [row for row, _ in read], candidates.keyword, scored, self.relevance, calibrated
+            )
+            return [FoundMemory(record, *how[row]) for row, record in read]
 
         return await self.reads.read(rank_and_read)
 

@@ -70,7 +70,7 @@ class SqliteMemory(SqliteSessionHooks):
 
     async def search_memories(
         self, app_name: str, user_id: str, question: str, limit: int, budget: int
-    ) -> list[MemoryRecord]:
+    ) -> list[tuple[MemoryRecord, float]]:
         async with self._read() as connection:
             return await sql.search(connection, app_name, user_id, question, limit, budget)
 
@@ -99,7 +99,7 @@ class SqliteMemory(SqliteSessionHooks):
 
     async def read_memories(
         self, app_name: str, user_id: str, ids: Sequence[int], budget: int
-    ) -> list[MemoryRecord]:
+    ) -> list[tuple[int, MemoryRecord]]:
         async with self._read() as connection:
             return await sql.read_memories(connection, app_name, user_id, ids, budget)
 

@@ -200,14 +200,15 @@ _KEYWORD_RANKING = """
 
 @functools.cache
 def _sqlite_search(terms: int) -> TextClause:
-    """The best matches with their sizes first, then what fits."""
+    """The best matches with their sizes first, then what fits, each with
+    the share of the question's terms it holds."""
     return text(
         _keyword_hits(terms)
         + """, best AS (SELECT m.id, m.timestamp, matched, rank_order"""
         + _KEYWORD_RANKING
-        + """
+        + f"""
     ), top AS (
-        SELECT best.*,
+        SELECT best.*, CAST(matched AS REAL) / {terms} AS share_of_terms,
                length(CAST(m.text AS BLOB)) + coalesce(length(CAST(m.content AS BLOB)), 0)
                + coalesce(length(CAST(m.custom_metadata AS BLOB)), 0) AS size
           FROM best JOIN memories AS m ON m.id = best.id
@@ -232,7 +233,7 @@ def _term_parameters(queries: Sequence[str]) -> dict[str, object]:
 
 
 # Memories by row id, in the order given, as many as fit in `budget` bytes
-# (always the first), as TAKE_WHAT_FITS takes them.
+# (always the first), as TAKE_WHAT_FITS takes them, each with its row id.
 _READ_MEMORIES = text(
     """
     WITH wanted AS (
@@ -248,7 +249,7 @@ _READ_MEMORIES = text(
           FROM sized WINDOW best AS (ORDER BY position)
     )
     SELECT m.session_id, m.event_id, m.author, m.role, m.timestamp, m.text,
-           m.content, m.custom_metadata
+           m.content, m.custom_metadata, m.id
       FROM ranked JOIN memories AS m ON m.id = ranked.id
      WHERE ranked.position = 1 OR ranked.running <= :budget
      ORDER BY ranked.position
@@ -263,8 +264,9 @@ async def search(
     question: str,
     limit: int,
     budget: int,
-) -> list[MemoryRecord]:
-    """The best matches, at most `limit` and about `budget` bytes of text."""
+) -> list[tuple[MemoryRecord, float]]:
+    """The best matches, at most `limit` and about `budget` bytes of text,
+    each with the share of the question's terms it holds (1: every term)."""
     terms = query_terms(question)
     if not terms:
         return []
@@ -278,7 +280,7 @@ async def search(
     result = await connection.execute(
         _sqlite_search(len(queries)), parameters | _term_parameters(queries)
     )
-    return [MemoryRecord(*row) for row in result]
+    return [(MemoryRecord(*row[:8]), float(row[8])) for row in result]
 
 
 async def keyword_ids(
@@ -374,14 +376,14 @@ async def nearest(
 
 async def read_memories(
     connection: AsyncConnection, app_name: str, user_id: str, ids: Sequence[int], budget: int
-) -> list[MemoryRecord]:
+) -> list[tuple[int, MemoryRecord]]:
     if not ids:
         return []
     result = await connection.execute(
         _READ_MEMORIES,
         {"ids": json.dumps(list(ids)), "app_name": app_name, "user_id": user_id, "budget": budget},
     )
-    return [MemoryRecord(*row) for row in result]
+    return [(row[8], MemoryRecord(*row[:8])) for row in result]
 
 
 def _waiting(model: str, app_name: str | None, user_id: str | None) -> list[ColumnElement[bool]]:

@@ -47,7 +47,11 @@ class MemoryStore(Protocol):
 
     async def search_memories(
         self, app_name: str, user_id: str, question: str, limit: int, budget: int
-    ) -> list[MemoryRecord]: ...
+    ) -> list[tuple[MemoryRecord, float]]:
+        """The best keyword matches, at most `limit` and about `budget` bytes
+        (always the first), each with the share of the question's terms it
+        holds (1.0: every term)."""
+        ...
 
     async def forget_user_memories(self, app_name: str, user_id: str) -> None: ...
 
@@ -68,9 +72,10 @@ class MemoryStore(Protocol):
 
     async def read_memories(
         self, app_name: str, user_id: str, ids: Sequence[int], budget: int
-    ) -> list[MemoryRecord]:
-        """The user's memories of these row ids in that order, as many as fit
-        in `budget` bytes (always the first); ids gone meanwhile are skipped."""
+    ) -> list[tuple[int, MemoryRecord]]:
+        """The user's memories of these row ids in that order, each with its
+        row id, as many as fit in `budget` bytes (always the first); ids gone
+        meanwhile are skipped."""
         ...
 
     async def claim_memories_to_embed(

@@ -378,6 +378,19 @@ class MemoryEntry(WireModel):
     custom_metadata: dict[str, Any] = Field(
         description="As added; for a memory taken from a session's event, its sessionId."
     )
+    matched_by: Literal["keyword", "meaning", "both"] = Field(
+        description="Which side of the search found it: keyword (it holds a term of the "
+        "question; every result of mode=keyword), meaning (by meaning alone; every result of "
+        "mode=semantic), both."
+    )
+    score: float = Field(
+        description="Found by meaning (meaning, both): its relevance, the cosine similarity "
+        "of question and memory less the higher of their similarities to unrelated text "
+        "(-1 to 1). Found by keyword alone: "
+        "the share of the question's terms it holds (above 0, 1: every term). Rounded to 6 "
+        "decimals. Comparable only within one response, a relevance with a relevance and a "
+        "share with a share; results come in the search's order, not the score's.",
+    )
 
 
 # The rule of the path segment that deletes it (DELETE .../memory/{memoryId}):

@@ -1,6 +1,6 @@
 """Typed return values. Events stay ADK Event JSON (`dict`), exactly as stored."""
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
@@ -18,6 +18,7 @@ __all__ = [
     "RemovalResult",
     "RewindResult",
     "SearchMemoryResponse",
+    "SearchMode",
     "Session",
     "SessionPage",
     "UserInfo",
@@ -160,11 +161,23 @@ class MemoryContent(_Wire):
 
 
 class MemoryEntry(_Wire):
+    """A memory a search found. `matched_by`: which side of the search found
+    it ("keyword", "meaning" or "both"); `score`: its relevance by meaning
+    when that side found it, else the share of the question's terms it holds
+    (comparable only within one response). Both None from a server that
+    does not send them."""
+
     id: str
     author: str
     timestamp: str
     content: MemoryContent
     custom_metadata: dict[str, Any] = Field(default_factory=dict)
+    matched_by: str | None = None
+    score: float | None = None
+
+
+# How a memory search finds: by keywords and meaning fused, or one alone.
+SearchMode = Literal["hybrid", "keyword", "semantic"]
 
 
 class SearchMemoryResponse(_Wire):

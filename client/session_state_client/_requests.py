@@ -602,13 +602,13 @@ def add_session_to_memory(app_name: str, user_id: str, session_id: str) -> Call[
 
 
 def search_memory(
-    app_name: str, user_id: str, query: str, limit: int | None
+    app_name: str, user_id: str, query: str, limit: int | None, mode: str | None = None
 ) -> Call[SearchMemoryResponse]:
     return Call(
         "GET",
         _memory_path(app_name, user_id),
         lambda response: SearchMemoryResponse.model_validate(_json(response)),
-        _params(query=query, limit=limit),
+        _params(query=query, limit=limit, mode=mode),
         repeatable=True,
     )
 

@@ -39,6 +39,7 @@ from session_state_client._models import (
     RemovalResult,
     RewindResult,
     SearchMemoryResponse,
+    SearchMode,
     Session,
     SessionPage,
     ThreadInfo,
@@ -541,10 +542,18 @@ class SessionStateClient:
         return self._send(_requests.add_session_to_memory(app_name, user_id, session_id))
 
     def search_memory(
-        self, *, app_name: str, user_id: str, query: str, limit: int | None = None
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        query: str,
+        limit: int | None = None,
+        mode: SearchMode | None = None,
     ) -> SearchMemoryResponse:
-        """The user's memories best matching the query, best first."""
-        return self._send(_requests.search_memory(app_name, user_id, query, limit))
+        """The user's memories best matching the query, best first, each with
+        the side that found it and its score (`MemoryEntry`). `mode`: "hybrid"
+        (the server's default), "keyword" or "semantic"."""
+        return self._send(_requests.search_memory(app_name, user_id, query, limit, mode))
 
     def add_events_to_memory(
         self,

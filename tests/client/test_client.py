@@ -133,6 +133,30 @@ def test_memory(client, app_name):
     )
 
 
+def test_a_memory_search_result_says_which_side_found_it_and_its_score(client, app_name):
+    client.add_memory(
+        app_name=app_name,
+        user_id="bob",
+        memories=[
+            {"id": "flight", "content": {"parts": [{"text": "My flight to Lisbon leaves soon."}]}},
+            {"id": "bank", "content": {"parts": [{"text": "Remind me to call the bank."}]}},
+        ],
+    )
+    (both,) = client.search_memory(app_name=app_name, user_id="bob", query="Lisbon").memories
+    assert (both.id, both.matched_by) == ("flight", "both")
+    assert both.score is not None and 0 < both.score <= 1
+    (keyword,) = client.search_memory(
+        app_name=app_name, user_id="bob", query="Lisbon", mode="keyword"
+    ).memories
+    assert (keyword.matched_by, keyword.score) == ("keyword", 1.0)
+    (meaning,) = client.search_memory(
+        app_name=app_name, user_id="bob", query="Lisbon", mode="semantic"
+    ).memories
+    assert meaning.matched_by == "meaning"
+    assert meaning.score == pytest.approx(both.score, abs=1e-5)
+    client.forget_user_memory(app_name=app_name, user_id="bob")
+
+
 def _memory_texts(client, app_name: str, query: str, limit: int) -> set[str]:
     found = client.search_memory(app_name=app_name, user_id="bob", query=query, limit=limit)
     return {part.text for memory in found.memories for part in memory.content.parts}

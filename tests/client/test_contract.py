@@ -416,6 +416,18 @@ def test_both_clients_send_the_same_requests(scripted):
 
 
 @pytest.mark.parametrize("kind", CLIENTS)
+def test_a_memory_search_from_a_server_without_match_fields_still_parses(scripted, kind):
+    entry = {"id": "m", "author": "user", "timestamp": "2026-01-01T00:00:00Z", "content": {}}
+    scripted.default = lambda seen: Answer(200, {"memories": [entry]})
+    found = call(
+        kind, "search_memory", {"base_url": scripted.url}, app_name="a", user_id="u", query="q"
+    )
+    (memory,) = found.memories
+    assert (memory.id, memory.matched_by, memory.score) == ("m", None, None)
+    assert "mode" not in scripted.seen[0].query
+
+
+@pytest.mark.parametrize("kind", CLIENTS)
 def test_a_base_url_prefix_is_kept(scripted, kind):
     scripted.default = lambda seen: Answer(200, {"state": {"k": 1}})
     options = {"base_url": scripted.url + "/behind/proxy/"}

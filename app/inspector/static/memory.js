@@ -1,8 +1,8 @@
 // A user's memory: a search box (keyword, meaning or both) and its results,
-// best first. The API has no listing of every memory, only search, and a
-// result carries no score: a hybrid search is asked again by keywords alone
-// and by meaning alone, so that each result says which side found it and its
-// rank there (a result's own `score`, should the API add one, is shown too).
+// best first. The API has no listing of every memory, only search; each
+// result says which side found it (`matchedBy`) and its score: its relevance
+// by meaning when that side found it, else the share of the question's terms
+// it holds (docs/api.md, "Memory").
 
 import { get, userPath } from "./api.js";
 import { el, json } from "./dom.js";
@@ -14,6 +14,13 @@ const MODES = [
   ["keyword", "keywords"],
   ["semantic", "meaning"],
 ];
+
+const SIDES = new Set(["keyword", "meaning", "both"]);
+const SCORE_TITLES = {
+  keyword: "share of the question's terms it holds",
+  meaning: "relevance by meaning",
+  both: "relevance by meaning",
+};
 
 function textOf(memory) {
   return (memory?.content?.parts ?? [])
@@ -40,34 +47,8 @@ export async function memoryView(main, route) {
     input.focus();
     return null;
   }
-  const search = (asked) => get(`${userPath(app, user)}/memory`, { query: query.q, mode: asked, limit: LIMIT });
-  const ranks = async (asked) => {
-    try {
-      const side = await search(asked);
-      return new Map((side.memories ?? []).map((memory, index) => [memory.id, index + 1]));
-    } catch {
-      return new Map(); // semantic_search_off, embedder_unavailable: that side found nothing
-    }
-  };
-  const [found, byKeyword, byMeaning] = await Promise.all([
-    search(mode),
-    mode === "hybrid" ? ranks("keyword") : null,
-    mode === "hybrid" ? ranks("semantic") : null,
-  ]);
+  const found = await get(`${userPath(app, user)}/memory`, { query: query.q, mode, limit: LIMIT });
   const memories = found.memories ?? [];
-  const sideOf = (memory) => {
-    if (mode !== "hybrid") return mode === "semantic" ? "meaning" : "keyword";
-    const kw = byKeyword.has(memory.id);
-    const meaning = byMeaning.has(memory.id);
-    return kw && meaning ? "both" : kw ? "keyword" : meaning ? "meaning" : "hybrid";
-  };
-  const rankText = (memory) => {
-    if (mode !== "hybrid") return null;
-    const bits = [];
-    if (byKeyword.has(memory.id)) bits.push(`keyword #${byKeyword.get(memory.id)}`);
-    if (byMeaning.has(memory.id)) bits.push(`meaning #${byMeaning.get(memory.id)}`);
-    return bits.length ? bits.join(" · ") : null;
-  };
   const modeLabel = MODES.find(([value]) => value === mode)?.[1] ?? mode;
   main.append(
     el("p", { class: "muted", text: `${memories.length} found by ${modeLabel}, best first.` }),
@@ -77,10 +58,10 @@ export async function memoryView(main, route) {
       memories.map((memory, index) => {
         const metadata = memory.customMetadata ?? {};
         const sessionId = metadata.sessionId;
-        // Fields a search result may carry about its match; shown when present.
-        const matched = memory.mode ?? memory.matchedBy ?? sideOf(memory);
-        const score = memory.score ?? null;
-        const ranked = rankText(memory);
+        // As the API gives them; a value it does not document is shown as text, unstyled.
+        const matched = typeof memory.matchedBy === "string" ? memory.matchedBy : null;
+        const side = SIDES.has(matched) ? matched : null;
+        const score = typeof memory.score === "number" ? memory.score : null;
         return el(
           "li",
           { class: "memory", dataset: { memoryId: memory.id ?? "" } },
@@ -88,9 +69,8 @@ export async function memoryView(main, route) {
             "div",
             { class: "memory-head" },
             el("span", { class: "rank", text: `#${index + 1}` }),
-            el("span", { class: `chip mode ${matched}`, title: "found by", text: matched }),
-            ranked ? el("span", { class: "chip rank-by", title: "rank when searched by one side alone", text: ranked }) : null,
-            score !== null ? el("span", { class: "chip score", text: `score ${Number(score).toFixed(3)}` }) : null,
+            matched ? el("span", { class: `chip mode ${side ?? ""}`, title: "found by", text: matched }) : null,
+            score !== null ? el("span", { class: "chip score", title: side ? SCORE_TITLES[side] : "score", text: `score ${score.toFixed(3)}` }) : null,
             el("span", { class: "author", text: memory.author ?? "" }),
             el("span", { class: "time", text: memory.timestamp ?? "" }),
             sessionId ? el("a", { href: href({ app, user, session: sessionId }), text: `session ${sessionId}` }) : null,
