@@ -23,6 +23,7 @@ from session_state.encryption.reencrypt import reencrypt
 
 from .cli_runner import run_cli
 from .conftest import asgi_client
+from .encryption_keys import key_set
 
 PG_DUMP = "/usr/lib/postgresql/15/bin/pg_dump"
 APP, USER, SESSION = "vault", "u1", "s1"
@@ -370,3 +371,16 @@ async def test_reencrypt_stopped_part_way_resumes_when_run_again(database_url):
         await engine.dispose()
     assert await run_reencrypt(rotated, 1) == 0
     _assert_intact(await _read_everything(_settings(database_url, {"k2": k2})))
+
+
+def test_the_keys_are_parsed_once_and_a_copy_with_other_keys_gets_its_own() -> None:
+    keys = key_set("k1")
+    settings = Settings(encryption_keys=keys)
+    provider = settings.key_provider()
+    assert provider is not None and provider.current_key_id == "k1"
+    assert settings.key_provider() is provider
+    assert Settings(encryption_keys=dict(keys)).key_provider() is provider
+    copied = settings.model_copy(update={"encryption_keys": key_set("k2")})
+    copied_provider = copied.key_provider()
+    assert copied_provider is not None and copied_provider.current_key_id == "k2"
+    assert settings.model_copy(update={"encryption_keys": {}}).key_provider() is None

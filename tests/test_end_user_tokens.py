@@ -432,6 +432,18 @@ async def test_reading_the_jwks_again_is_rate_limited(database_url, jwks, key):
         assert "key id" in assert_problem(response, 401, "invalid_token")["detail"]
 
 
+async def test_tokens_arriving_before_the_jwks_is_first_read_wait_for_that_read(http, key):
+    # The first token starts the read; those arriving while it runs wait for
+    # it rather than find no keys (a 503 to each of a burst of first requests).
+    answers = await asyncio.gather(
+        *(
+            http.get(f"/apps/{APP}/users/u{index}/sessions", headers=bearer(key.token(f"u{index}")))
+            for index in range(8)
+        )
+    )
+    assert [answer.status_code for answer in answers] == [200] * 8, answers[-1].text
+
+
 async def test_an_unreadable_jwks_is_a_503_to_retry(database_url, jwks, key):
     settings = token_settings(database_url, jwks)
     async with asgi_client(settings) as http:

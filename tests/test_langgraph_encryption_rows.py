@@ -2,7 +2,8 @@
 app.langgraph.resealing), on both backends with no HTTP in between: rows
 written before encryption was on are read as they are beside sealed ones,
 even bytes that begin like an envelope; export opens values and import seals
-them under its own key; `reseal_batch` seals them, a batch
+them under its own key; `session-state reencrypt`'s walk seals them (and
+moves them to a new first key); `reseal_batch` seals them, a batch
 at a time in key order, leaves a row a server wrote while it ran as written,
 and reports what it did; a type tag that would
 read as sealed is refused from any writer; a value whose key is missing is
@@ -19,12 +20,13 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from session_state.admin.sql_store import SqlOperatorStore
 from session_state.core.config import Settings
-from session_state.core.encryption import EncryptionKeyMissing
+from session_state.core.encryption import EncryptionKeyMissing, ValueCipher
 from session_state.core.errors import InvalidInput
 from session_state.db.engine import create_engine
+from session_state.encryption.reencrypt import reencrypt
 from session_state.langgraph.checkpoints.domain import Typed
 from session_state.langgraph.checkpoints.tables import lg_channel_values, lg_checkpoints, lg_writes
-from session_state.langgraph.resealing import RESEALED_TABLES, reseal_all, reseal_batch
+from session_state.langgraph.resealing import RESEALED_TABLES, reseal_batch
 from session_state.langgraph.sealing import SEALED_TYPE_PREFIX
 from session_state.langgraph.store.filters import compile_filter
 from session_state.langgraph.store.tables import lg_store_items
@@ -102,6 +104,19 @@ async def _read_everything(store: Store, cipher: Any) -> dict[str, Any]:
     }
 
 
+async def _reencrypt(engine: AsyncEngine, cipher: ValueCipher, batch_rows: int = 500) -> int:
+    """`session-state reencrypt`'s walk: how many LangGraph rows it resealed."""
+    done = await reencrypt(
+        engine,
+        cipher,
+        clear_keyword_index=True,
+        progress=lambda table, total: lambda rows: None,
+        batch_rows=batch_rows,
+    )
+    assert done.busy == 0
+    return sum(done.tables[table].resealed for table in RESEALED_TABLES)
+
+
 async def test_plaintext_rows_read_beside_sealed_ones_and_are_resealed(
     store: Store, engine: AsyncEngine
 ) -> None:
@@ -122,9 +137,9 @@ async def test_plaintext_rows_read_beside_sealed_ones_and_are_resealed(
     ) == ["ada.trips/lima"]
 
     with_lima = await _read_everything(store, cipher)
-    resealed = await reseal_all(engine, cipher, batch=1)
+    resealed = await _reencrypt(engine, cipher, batch_rows=1)
     assert resealed == 2 + 1 + 1 + 2  # checkpoints, value, write, plaintext items
-    assert await reseal_all(engine, cipher) == 0
+    assert await _reencrypt(engine, cipher) == 0
     for column in (
         lg_checkpoints.c.checkpoint_type,
         lg_channel_values.c.value_type,
@@ -140,7 +155,7 @@ async def test_plaintext_rows_read_beside_sealed_ones_and_are_resealed(
     new = {**key_set("k2"), **old}
     rotated = cipher_of(new)
     assert await _read_everything(store, rotated) == after
-    assert await reseal_all(engine, rotated) == resealed + 1
+    assert await _reencrypt(engine, rotated) == resealed + 1
     assert await _read_everything(store, cipher_of({"k2": new["k2"]})) == after
 
     # Without the key: an error naming it.

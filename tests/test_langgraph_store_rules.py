@@ -10,6 +10,7 @@ import httpx
 import pytest
 
 from session_state.core.config import Settings
+from session_state.langgraph.store.domain import ScanBudget
 from session_state.main import create_app
 from tests.conftest import Clock
 from tests.hostile import assert_problem
@@ -71,7 +72,7 @@ async def test_ttl_is_refreshed_by_reads_that_ask_and_expired_items_are_missing(
 async def _stored_keys(app: Any) -> list[tuple[str, str]]:
     """Every row, expired or not (read as at the epoch)."""
     async with app.state.store.storage.transaction(write=False) as items:
-        rows = await items.search(APP, "", 0.0, 1000, 0, None, [])
+        rows = await items.search(APP, "", 0.0, 1000, 0, None, [], ScanBudget(1000))
     return sorted((".".join(row.namespace), row.key) for row in rows)
 
 

@@ -66,6 +66,7 @@ BAD_VALUES = {
     "max_state_bytes": ["10"],
     "max_event_bytes": ["10", "100000000"],
     "max_response_bytes": ["1000", "70000"],
+    "max_store_scan_rows": ["99", "-1"],
     "request_head_timeout_seconds": ["60", "0"],
     "default_ttl_seconds": ["-5", "nan", "1e20"],
     "app_ttl_seconds": ["[1]", '{"chat": 0}', '{"chat": "a day"}'],

@@ -357,3 +357,23 @@ class ItemTooLarge(ServiceError):
             f"operation {operation}: the value is {size} bytes as JSON, more than "
             f"{limit} (MAX_STATE_BYTES)"
         )
+
+
+class StoreSearchTooBroad(ServiceError):
+    """With encryption at rest on, a store search's filter and keywords run on
+    opened values: the request read all the items it may before its searches'
+    pages were full."""
+
+    status = 400
+    code = "store_search_too_broad"
+    title = "Store search too broad"
+
+    @classmethod
+    def of(cls, rows: int) -> Self:
+        return cls(
+            f"the searches read {rows} stored items, as many as one request may "
+            "(SESSION_STATE_MAX_STORE_SCAN_ROWS), before their pages were full: values are "
+            "encrypted at rest, so a filter or a query is applied in the server to each "
+            "item under the namespace prefix; search a narrower namespacePrefix, or with "
+            "a smaller offset"
+        )

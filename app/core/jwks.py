@@ -125,7 +125,9 @@ class JwksKeys:
         key = self._lookup(key_id)
         if key is not None and self.clock() - self._read_at < MAX_AGE_SECONDS:
             return key
-        if self._may_read_again():
+        # Without a key, the lock is taken even when no read is due: a read
+        # under way (the first one, say) is waited for, not answered 503.
+        if key is None or self._may_read_again():
             async with self._lock:
                 if self._may_read_again():
                     await self._read()

@@ -18,6 +18,12 @@ MAX_KEY_LENGTH_CEILING = 256
 DEFAULT_MAX_STATE_BYTES = 1024 * 1024
 DEFAULT_MAX_EVENT_BYTES = 4 * 1024 * 1024
 DEFAULT_MAX_RESPONSE_BYTES = 16 * 1024 * 1024
+# Stored items one request may open and read with encryption at rest on,
+# where a LangGraph store search's filter and keywords run in the server on
+# opened values (app.langgraph.store.item_sql): a bound on the work a filter
+# that never matches can ask for, far above what a page of a narrow
+# namespace prefix needs.
+DEFAULT_MAX_STORE_SCAN_ROWS = 10_000
 
 # Event timestamps are epoch seconds from 1970-01-01 to 9999-12-31 (what
 # every datetime library can show, memory entries included).
@@ -51,6 +57,8 @@ class LimitSettings(Protocol):
     def max_event_bytes(self) -> int: ...
     @property
     def max_response_bytes(self) -> int: ...
+    @property
+    def max_store_scan_rows(self) -> int: ...
 
 
 @dataclass(frozen=True)
@@ -60,6 +68,7 @@ class Limits:
     max_state_bytes: int = DEFAULT_MAX_STATE_BYTES
     max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES
     max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES
+    max_store_scan_rows: int = DEFAULT_MAX_STORE_SCAN_ROWS
 
     @classmethod
     def from_settings(cls, settings: LimitSettings) -> "Limits":
@@ -69,6 +78,7 @@ class Limits:
             max_state_bytes=settings.max_state_bytes,
             max_event_bytes=settings.max_event_bytes,
             max_response_bytes=settings.max_response_bytes,
+            max_store_scan_rows=settings.max_store_scan_rows,
         )
 
     def describe(self) -> str:
@@ -93,6 +103,10 @@ class Limits:
                 "`nextPageToken`); a session read whose events pass it is 413 "
                 "`response_too_large` (use `numRecentEvents`, `afterTimestamp` or the "
                 "events pages).",
+                f"- With encryption at rest on, one request's LangGraph store searches "
+                f"with a filter or a query read at most {self.max_store_scan_rows} items "
+                "(`MAX_STORE_SCAN_ROWS`): a search that cannot fill its page within them "
+                "is 400 `store_search_too_broad`.",
                 f"- Event timestamps are epoch seconds from {MIN_TIMESTAMP:.0f} to "
                 f"{MAX_TIMESTAMP:.0f} (1970 to 9999); `If-Match` and integer query values "
                 f"are ASCII digits up to {MAX_INT64}.",

@@ -145,17 +145,3 @@ async def _reseal_items(
         resealed += updated
         changed += 1 - updated
     return ResealedBatch(len(rows), resealed, changed, _cursor(table, rows, limit))
-
-
-async def reseal_all(engine: AsyncEngine, cipher: ValueCipher, batch: int = 500) -> int:
-    """Every LangGraph table walked once; how many rows were resealed."""
-    resealed = 0
-    for table in RESEALED_TABLES:
-        after: tuple[Any, ...] | None = None
-        while True:
-            done = await reseal_batch(engine, cipher, table, after, batch)
-            resealed += done.resealed
-            if done.after is None:
-                break
-            after = done.after
-    return resealed

@@ -4,7 +4,8 @@ searched in a transaction of its own, and what a search finds as keys."""
 from collections.abc import Sequence
 from typing import Any
 
-from session_state.langgraph.store.domain import StoredItem
+from session_state.core.limits import DEFAULT_MAX_STORE_SCAN_ROWS
+from session_state.langgraph.store.domain import ScanBudget, StoredItem
 from session_state.langgraph.store.filters import Condition, compile_filter
 from session_state.langgraph.store.matching import searchable_text
 from session_state.langgraph.store.storage import ItemStorage
@@ -55,9 +56,14 @@ async def search(
     condition: Condition | None = None,
     words: Sequence[str] = (),
     app_name: str = APP,
+    budget: ScanBudget | None = None,
 ) -> list[StoredItem]:
+    """A search with a request's default ScanBudget unless given one."""
+    budget = budget or ScanBudget(DEFAULT_MAX_STORE_SCAN_ROWS)
     async with items.transaction(write=False) as transaction:
-        return await transaction.search(app_name, prefix, now, limit, offset, condition, words)
+        return await transaction.search(
+            app_name, prefix, now, limit, offset, condition, words, budget
+        )
 
 
 async def found_keys(items: ItemStorage, prefix: str = "", **search_options: Any) -> list[str]:

@@ -1,9 +1,15 @@
 """Item storage contract: a search finds the live items whose namespace is
 the prefix or under it (a label, not a string, prefix), whose text holds
 every word and whose value meets the condition, last updated first, then
-by namespace and key, a page at `offset` of at most `limit`; namespaces
+by namespace and key, a page at `offset` of at most `limit`, the values it
+opens (encryption at rest on) drawn from the request's budget; namespaces
 are those of live items under the prefix."""
 
+import pytest
+
+from session_state.core.encryption import ValueCipher
+from session_state.core.errors import StoreSearchTooBroad
+from session_state.langgraph.store.domain import ScanBudget
 from session_state.langgraph.store.filters import compile_filter
 from session_state.langgraph.store.storage import ItemStorage
 
@@ -86,3 +92,28 @@ async def test_words_and_a_condition_narrow_together(items: ItemStorage):
     found = await search(items, condition=compile_filter({"price": {"$lt": 100}}), words=["paris"])
 
     assert [item.key for item in found] == ["cheap"]
+
+
+async def test_sealed_values_are_read_within_the_requests_budget(
+    items: ItemStorage, cipher: ValueCipher | None
+):
+    for index in range(5):
+        await put(items, "ada", f"k{index}", {"v": index, "text": f"item{index}"})
+    never = compile_filter({"v": -1})
+
+    budget = ScanBudget(3)
+    if cipher is None:
+        # The database applies the condition: no value is opened.
+        assert await search(items, "ada", condition=never, budget=budget) == []
+        assert budget.read == 0
+        return
+    with pytest.raises(StoreSearchTooBroad):
+        await search(items, "ada", condition=never, budget=budget)
+    assert budget.read == 3
+    # Within the budget, a page is full or the items are all read (a read
+    # that ends the budget exactly cannot tell there are no more).
+    assert await found_keys(items, "ada", condition=never, budget=ScanBudget(6)) == []
+    # The same update time: read by key, k0 first.
+    assert await found_keys(items, "ada", limit=1, words=["item0"], budget=ScanBudget(1)) == [
+        "ada/k0"
+    ]

@@ -12,6 +12,7 @@ import pytest
 
 from session_state.admin.store import AlreadyStored, ImportTransaction, OperatorStore
 from session_state.langgraph.checkpoints.domain import CheckpointQuery, ThreadKey, ThreadOwner
+from session_state.langgraph.store.domain import ScanBudget
 from session_state.stores import Store
 
 from ..checkpoint_contract.scenes import checkpoint, write
@@ -130,7 +131,9 @@ async def test_a_store_item_is_found_expired_or_not_and_searchable_by_its_words(
 
     assert (found, missing) == ([live, expired], None)
     async with store.item_storage().transaction(write=False) as items:
-        searched = await items.search(APP, "ada", NOW, 10, 0, None, ["paris", "flight"])
+        searched = await items.search(
+            APP, "ada", NOW, 10, 0, None, ["paris", "flight"], ScanBudget(100)
+        )
     assert [one.key for one in searched] == ["paris"]
 
 

@@ -1,6 +1,7 @@
 """Encryption at rest: the keys that seal what people said (events, state
 values, memories, LangGraph values)."""
 
+from functools import lru_cache
 from typing import Literal
 
 from pydantic import Field, field_validator
@@ -30,14 +31,24 @@ class EncryptionSettings(SettingGroup):
     @field_validator("encryption_keys")
     @classmethod
     def _refuse_unusable_keys(cls, keys: dict[str, str]) -> dict[str, str]:
-        parse_key_set(keys)  # its refusal names the key id and the rule, never the key
+        _provider_of(tuple(keys.items()))  # its refusal names the key id and the rule
         return keys
 
     def key_provider(self) -> KeyProvider | None:
-        keys = parse_key_set(self.encryption_keys)
-        return StaticKeyProvider(keys) if keys else None
+        """The keys, parsed once per process (on validation) however often
+        the stores, the app and the commands ask."""
+        return _provider_of(tuple(self.encryption_keys.items()))
 
     def value_cipher(self) -> ValueCipher | None:
         """The cipher stored content goes through; None: encryption is off."""
         provider = self.key_provider()
         return ValueCipher(provider) if provider is not None else None
+
+
+# Keyed by the key set itself, not held on the settings: a settings copy
+# with other keys (model_copy(update=...), which validates nothing) can
+# never be handed the provider of the keys it was copied from.
+@lru_cache(maxsize=8)
+def _provider_of(keys: tuple[tuple[str, str], ...]) -> KeyProvider | None:
+    parsed = parse_key_set(dict(keys))
+    return StaticKeyProvider(parsed) if parsed else None

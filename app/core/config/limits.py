@@ -11,6 +11,7 @@ from ..limits import (
     DEFAULT_MAX_KEY_LENGTH,
     DEFAULT_MAX_RESPONSE_BYTES,
     DEFAULT_MAX_STATE_BYTES,
+    DEFAULT_MAX_STORE_SCAN_ROWS,
     MAX_JSON_DEPTH_CEILING,
     MAX_KEY_LENGTH_CEILING,
 )
@@ -55,6 +56,13 @@ class RequestLimitSettings(SettingGroup):
         default=DEFAULT_MAX_RESPONSE_BYTES,
         ge=64 * 1024,
         description="Largest session read, event page or session page.",
+    )
+    max_store_scan_rows: int = Field(
+        default=DEFAULT_MAX_STORE_SCAN_ROWS,
+        ge=100,
+        description="With encryption at rest on: most stored items one request's LangGraph "
+        "store searches with a filter or a query may open and read (400 "
+        "store_search_too_broad past it).",
     )
 
     @model_validator(mode="after")

@@ -4,7 +4,7 @@
 `envelope.py` the sealed format and the cipher that seals and opens values;
 `errors.py` what a missing key or a damaged value raises."""
 
-from .envelope import ENVELOPE_TEXT_PREFIX, ValueCipher, is_sealed, is_sealed_text
+from .envelope import ENVELOPE_TEXT_PREFIX, ValueCipher, is_sealed_text
 from .errors import DamagedCiphertext, EncryptionKeyMissing
 from .keys import KeyProvider, StaticKeyProvider, parse_key_set
 
@@ -15,7 +15,6 @@ __all__ = [
     "KeyProvider",
     "StaticKeyProvider",
     "ValueCipher",
-    "is_sealed",
     "is_sealed_text",
     "parse_key_set",
 ]

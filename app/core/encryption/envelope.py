@@ -44,7 +44,7 @@ def is_sealed_text(value: object) -> bool:
     return isinstance(value, str) and value.startswith(ENVELOPE_TEXT_PREFIX)
 
 
-def is_sealed(value: bytes) -> bool:
+def _is_sealed(value: bytes) -> bool:
     return value[: len(MAGIC)] == MAGIC
 
 
@@ -133,7 +133,7 @@ def _text_bytes(sealed_text: str) -> bytes:
 def _split(sealed: bytes) -> tuple[str, bytes, bytes]:
     """The key id, the wrapped data key and the nonce + ciphertext."""
     try:
-        if not is_sealed(sealed):
+        if not _is_sealed(sealed):
             raise ValueError("no envelope header")
         at = len(MAGIC)
         id_length = sealed[at]

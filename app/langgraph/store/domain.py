@@ -28,6 +28,20 @@ class StoredItem:
     ttl_seconds: float | None
 
 
+@dataclass
+class ScanBudget:
+    """The stored items a request's searches may still open and read where
+    they filter opened values (encryption at rest on): its share of
+    SESSION_STATE_MAX_STORE_SCAN_ROWS, drawn down by each of them."""
+
+    limit: int
+    read: int = 0
+
+    @property
+    def left(self) -> int:
+        return max(self.limit - self.read, 0)
+
+
 @dataclass(frozen=True)
 class GetItem:
     namespace: Namespace

@@ -7,20 +7,27 @@ With encryption at rest on (app.langgraph.sealing) values and their keyword
 texts are stored sealed: a search with a filter or a query reads the
 prefix's live items in pages, newest first, opens them and keeps those that
 match (app.langgraph.store.condition_eval) until its page is full. Its cost
-grows with the items under the prefix, not with the page (docs/security.md)."""
+grows with the items under the prefix, not with the page, so the rows one
+request reads this way are bounded (ScanBudget, from
+SESSION_STATE_MAX_STORE_SCAN_ROWS): past them the search is refused
+(StoreSearchTooBroad) rather than answered short, since LangGraph's
+BaseStore.search has no way to say a page is partial (docs/security.md)."""
 
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
+from ...core.errors import StoreSearchTooBroad
 from ..dialects import Dialect
 from ..expiry import LIVE, expired, expiry, refreshed, sweep
 from ..sealing import PLAIN, Sealing
 from .condition_eval import holds
 from .condition_sql import ConditionSql
-from .domain import StoredItem, split
+from .domain import ScanBudget, StoredItem, split
 from .filters import Condition
+from .metrics import STORE_SEALED_ROWS_READ
 
-# Rows a search over sealed values reads per statement.
+# Rows a search over sealed values reads per statement; its first reads only
+# what its page needs if every item matches, which the newest often do.
 SCAN_ROWS = 200
 
 _COLUMNS = "namespace, key, value, create_time, update_time, expire_time, ttl_seconds"
@@ -174,9 +181,12 @@ class SqlItemTransaction:
         offset: int,
         condition: Condition | None,
         words: Sequence[str],
+        budget: ScanBudget,
     ) -> list[StoredItem]:
         if self.sealing.on and (condition is not None or words):
-            return await self._search_opened(app_name, prefix, now, limit, offset, condition, words)
+            return await self._search_opened(
+                app_name, prefix, now, limit, offset, condition, words, budget
+            )
         query, condition_arguments = self.sql.search(condition)
         where = {
             "app_name": app_name,
@@ -198,6 +208,7 @@ class SqlItemTransaction:
         offset: int,
         condition: Condition | None,
         words: Sequence[str],
+        budget: ScanBudget,
     ) -> list[StoredItem]:
         """search's page, the filter and words applied to opened values."""
         matched: list[StoredItem] = []
@@ -205,13 +216,19 @@ class SqlItemTransaction:
             "app_name": app_name,
             "now": now,
             "prefix": prefix,
-            "limit": SCAN_ROWS,
+            "limit": None,
             "after_time": None,
             "after_ns": None,
             "after_key": None,
         }
         while len(matched) < offset + limit:
+            if budget.left == 0:
+                raise StoreSearchTooBroad.of(budget.read)
+            wanted = offset + limit if where["limit"] is None else SCAN_ROWS
+            where["limit"] = min(wanted, SCAN_ROWS, budget.left)
             rows = await self.rows.fetch(self.sql.scan, where)
+            budget.read += len(rows)
+            STORE_SEALED_ROWS_READ.inc(len(rows))
             for row in rows:
                 # The words first: their text opens without parsing the value.
                 if not self._has_words(row, words):
@@ -219,7 +236,7 @@ class SqlItemTransaction:
                 item = self._item(row)
                 if holds(condition, item.value):
                     matched.append(item)
-            if len(rows) < SCAN_ROWS:
+            if len(rows) < where["limit"]:
                 break
             last = rows[-1]
             where |= {

@@ -12,3 +12,8 @@ STORE_ITEMS_REMOVED = Counter(
     "LangGraph store items removed by erasure or the sweeper (not by delete), by how.",
     ["how"],
 )
+STORE_SEALED_ROWS_READ = Counter(
+    "session_state_store_sealed_rows_read_total",
+    "LangGraph store items opened and read by searches with a filter or a query, with "
+    "encryption at rest on (each request reads at most SESSION_STATE_MAX_STORE_SCAN_ROWS).",
+)

@@ -3,8 +3,9 @@ ItemStorage: a batch as LangGraph's InMemoryStore runs one (its reads see
 the store as it was before the batch; its puts, the last per item, apply
 after them), in one transaction; filters, keyword queries and namespace
 conditions applied here, the same on both backends (filters and keywords
-compiled here, evaluated by the database: a search reads one page); TTL
-refreshed on read.
+compiled here, evaluated by the database: a search reads one page; with
+encryption at rest on, applied to opened values within one ScanBudget a
+request); TTL refreshed on read.
 No backend branches here."""
 
 import time
@@ -21,6 +22,7 @@ from .domain import (
     Operation,
     PutItem,
     Result,
+    ScanBudget,
     SearchItems,
     foreign_namespace,
     joined,
@@ -59,6 +61,7 @@ class StoreService:
         refreshing = any(
             isinstance(op, GetItem | SearchItems) and op.refresh_ttl for op in operations
         )
+        budget = ScanBudget(self.limits.max_store_scan_rows)
         results: list[Result] = []
         async with self.storage.transaction(write=refreshing or _has_puts(operations)) as items:
             refresh: list[tuple[str, str]] = []
@@ -77,6 +80,7 @@ class StoreService:
                         op.offset,
                         filters.get(index),
                         query_words(op.query or ""),
+                        budget,
                     )
                     if op.refresh_ttl:
                         refresh += [

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol
 
-from .domain import StoredItem
+from .domain import ScanBudget, StoredItem
 from .filters import Condition
 
 
@@ -47,10 +47,14 @@ class ItemTransaction(Protocol):
         offset: int,
         condition: Condition | None,
         words: Sequence[str],
+        budget: ScanBudget,
     ) -> list[StoredItem]:
         """A page of the live items whose namespace is `prefix` or under it,
         whose value meets `condition` and whose text holds every word, last
-        updated first (then by namespace and key)."""
+        updated first (then by namespace and key). Where the condition and
+        words are applied to opened values (encryption at rest on), the rows
+        read are drawn from `budget`; StoreSearchTooBroad when it runs out
+        before the page is full."""
         ...
 
     async def namespaces(self, app_name: str, prefix: str, now: float) -> list[str]:
