@@ -40,6 +40,8 @@ class _Waiting(Generic[Item, Result]):
     key: Hashable
     answer: "asyncio.Future[Result]"
     taken: bool = field(default=False)
+    # Fails the answer if no batch takes the append in time; cancelled once one does.
+    deadline: asyncio.TimerHandle | None = field(default=None)
 
 
 class AppendBatcher(Generic[Item, Result]):
@@ -78,20 +80,25 @@ class AppendBatcher(Generic[Item, Result]):
         waiting: _Waiting[Item, Result] = _Waiting(
             item, self._session_of(item), loop.create_future()
         )
+        deadline = waiting.deadline = loop.call_later(self._max_wait, self._time_out, waiting)
         self._waiting.append(waiting)
         if self._in_flight < self._max_in_flight:
             self._in_flight += 1
             self._start(self._flush())
         try:
-            await asyncio.wait([waiting.answer], timeout=self._max_wait)
-            if not waiting.answer.done() and not waiting.taken:
-                waiting.answer.cancel()  # a later batch drops it unsent
-                raise self._timed_out()
             return await waiting.answer
         except asyncio.CancelledError:
             # The request went away: unsent, it stays unsent.
             waiting.answer.cancel()
+            deadline.cancel()
             raise
+
+    def _time_out(self, waiting: _Waiting[Item, Result]) -> None:
+        """No batch took the append within `max_wait`: it fails, and a later
+        batch drops it unsent (its answer is done). One taken waits for its
+        batch's answer, however long the statement's own timeout lets it."""
+        if not waiting.taken:
+            _fail(waiting, self._timed_out())
 
     def _start(self, work: Coroutine[Any, Any, None]) -> None:
         task = asyncio.create_task(work)
@@ -121,6 +128,8 @@ class AppendBatcher(Generic[Item, Result]):
                 continue
             sessions.add(waiting.key)
             waiting.taken = True
+            if waiting.deadline is not None:
+                waiting.deadline.cancel()
             batch.append(waiting)
         later.extend(self._waiting)
         self._waiting = later
