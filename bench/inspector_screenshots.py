@@ -139,6 +139,16 @@ def seed(base: str) -> None:
         write = {"taskId": "agent:7", "taskPath": "~__pregel_pull, agent", "idx": 0}
         writes = [{**write, "channel": "messages", "type": "json", "data": encoded(["Checking"])}]
         http.post(f"{thread}/cp-3/writes?checkpointNs=", json={"writes": writes})
+        for other, user in [("billing-7", "bo"), ("triage-3", "cy")]:
+            body = {
+                "checkpoint": {"type": "json", "data": encoded({"v": 4, "step": 0})},
+                "metadata": {"source": "input", "step": -1},
+                "channelVersions": {},
+                "newValues": [],
+                "userId": user,
+            }
+            other_path = f"{base}/apps/{APP}/threads/{other}/checkpoints/cp-1?checkpointNs="
+            http.put(other_path, json=body).raise_for_status()
 
 
 def small(png: bytes, path: Path) -> None:
@@ -157,6 +167,7 @@ def shoot(base: str, into: Path) -> list[Path]:
         "inspector-sessions.png": (f"{route}?title=title", "table.list tr[data-session]"),
         "inspector-session.png": (f"{route}/sessions/trip-porto", ".detail h2"),
         "inspector-memory.png": (f"{route}/memory?q=which+seat+does+ada+like", ".memory"),
+        "inspector-threads.png": (f"{base}/ui/#/apps/{APP}/threads", "tr[data-thread]"),
         "inspector-langgraph.png": (f"{base}/ui/#/apps/{APP}/threads/support-42", ".checkpoint"),
     }
     written = []
