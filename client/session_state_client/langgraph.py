@@ -118,6 +118,8 @@ _OWNER_FIELDS = ("userId", "ttlSeconds")
 # together; 404 or 405, a server without the batch route (then never batched again).
 _BATCH_TOO_LARGE = 413
 _NO_BATCH_ROUTE = (404, 405)
+# The loop turns a batch waits before it is taken (see _drain).
+_LINGER_TURNS = 3
 
 
 class _Queued:
@@ -699,6 +701,12 @@ class SessionStateSaver(_Closing, BaseCheckpointSaver[str]):
     async def _drain(self, lanes: dict[str, _Lane], thread_id: str, lane: _Lane) -> None:
         batch: list[_Queued] = []
         try:
+            # A few turns of the loop first: LangGraph calls a step's aput
+            # only once the previous aput has returned (it keeps them in
+            # order), a turn or two after the request that held it back, so
+            # that it joins the writes queued meanwhile.
+            for _ in range(_LINGER_TURNS):
+                await asyncio.sleep(0)
             while lane.queue:
                 # The longest run from the front with one owner (the batch
                 # has one), in the order the calls were made.

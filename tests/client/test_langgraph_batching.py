@@ -35,7 +35,7 @@ def _counted(saver: SessionStateSaver) -> list[tuple[str, str]]:
         sent.append((method, path))
         return await send(method, path, *rest)
 
-    transport.send = counting  # type: ignore[method-assign]
+    transport.send = counting  # type: ignore[method-assign]  # a hook on our transport
     return sent
 
 
@@ -220,7 +220,7 @@ async def without_batch_route(server: ServerProcess) -> AsyncIterator[str]:
         await runner.setup()
         site = web.TCPSite(runner, "127.0.0.1", 0)
         await site.start()
-        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]  # started
         try:
             yield f"http://127.0.0.1:{port}"
         finally:
