@@ -126,3 +126,27 @@ async def test_a_batch_over_the_body_limit_is_413(client: httpx.AsyncClient) -> 
     response = await apply(client, {"operations": [put_op("c1"), operation]})
     assert response.status_code == 413, response.text
     assert await stored(client) == []
+
+
+async def test_writes_of_one_task_and_index_in_one_request_keep_one_as_the_rule_does(
+    client: httpx.AsyncClient,
+) -> None:
+    """Special writes repeated in one body: the last (they replace);
+    ordinary ones: the first (kept once). A 204 on both backends, never a 500."""
+    special = writes_op("c1", "t", -1, "error 1")
+    special["writes"].append({**special["writes"][0], "data": b64("error 2")})
+    ordinary = writes_op("c1", "u", 0, "first")
+    ordinary["writes"].append({**ordinary["writes"][0], "data": b64("second")})
+    response = await apply(client, {"operations": [put_op("c1"), special, ordinary]})
+    assert response.status_code == 204, response.text
+    # The same writes through the single routes, on a thread of their own.
+    assert (await apply(client, {"operations": [put_op("c1")]}, "t2")).status_code == 204
+    for body in (special, ordinary):
+        single = await client.post(
+            f"{thread_url('t2')}/checkpoints/c1/writes", json={"writes": body["writes"]}
+        )
+        assert single.status_code == 204, single.text
+    for thread in ("t1", "t2"):
+        response = await client.get(f"{thread_url(thread)}/checkpoints/c1")
+        writes = {(w["taskId"], w["idx"]): w["data"] for w in response.json()["pendingWrites"]}
+        assert writes == {("t", -1): b64("error 2"), ("u", 0): b64("first")}, thread

@@ -46,7 +46,14 @@ def new_writes(checkpoint_ns: str, checkpoint_id: str, writes: Sequence[PendingW
     interrupt, resume...: the negative indexes) replace, a task's ordinary
     writes are kept once."""
     replace = all(write.idx < 0 for write in writes)
-    return NewWrites(checkpoint_ns, checkpoint_id, list(writes), replace)
+    # One write per (task, index), as the rule leaves it when they come one
+    # by one: the last one when they replace, else the first. (PostgreSQL's
+    # upsert refuses to touch a row twice in one statement.)
+    kept: dict[tuple[str, int], PendingWrite] = {}
+    for write in writes:
+        if replace or (write.task_id, write.idx) not in kept:
+            kept[write.task_id, write.idx] = write
+    return NewWrites(checkpoint_ns, checkpoint_id, list(kept.values()), replace)
 
 
 class CheckpointService:
@@ -80,7 +87,7 @@ class CheckpointService:
         await self.store.put_writes(
             key, owner, checkpoint_ns, checkpoint_id, new.writes, new.replace, self.clock()
         )
-        CHECKPOINT_WRITES_STORED.inc(len(writes))
+        CHECKPOINT_WRITES_STORED.inc(len(new.writes))
 
     async def apply_operations(
         self, key: ThreadKey, owner: ThreadOwner, operations: Sequence[CheckpointOperation]
