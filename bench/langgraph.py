@@ -199,15 +199,36 @@ async def run_side(checkpointer: Any, shape: Shape) -> dict[str, float]:
         "write_p99_ms": percentile(writes, 0.99) * 1000,
         "drain_p50_ms": percentile(drains, 0.5) * 1000,
         "client_cpu_ms_per_step": cpu * 1000 / (shape.threads * shape.steps),
+        # aput and aput_writes calls (LangGraph's), against requests sent.
+        "calls_per_step": len(writes) / (shape.threads * shape.steps),
         "lost": lost,
     }
+
+
+def _counted_requests(saver: Any) -> list[int]:
+    """How many requests the saver's async transport sends (a one-item
+    list, counted as they go): a step's puts and writes grouped into one
+    request show here."""
+    sent = [0]
+    transport = saver._server._async
+    send = transport.send
+
+    async def counting(*arguments: Any) -> Any:
+        sent[0] += 1
+        return await send(*arguments)
+
+    transport.send = counting
+    return sent
 
 
 async def _ours(base_url: str, shape: Shape) -> dict[str, float]:
     from session_state_client.langgraph import SessionStateSaver
 
     async with SessionStateSaver(base_url, app_name="bench") as saver:
-        return await run_side(saver, shape)
+        sent = _counted_requests(saver)
+        figures = await run_side(saver, shape)
+        figures["requests_per_step"] = sent[0] / (shape.threads * shape.steps)
+        return figures
 
 
 async def _theirs(database: str, shape: Shape) -> dict[str, float]:
@@ -382,11 +403,13 @@ def markdown(shape: Shape, sides: dict[str, list[dict[str, float]]]) -> str:
         "",
         "| saver | steps/s | spread | step p50 ms | step p99 ms | p99 spread | "
         "write p50 ms | write p99 ms | last step to end ms | "
-        "server CPU ms/step | client CPU ms/step | bytes per step | lost |",
-        "| --- |" + " ---: |" * 12,
+        "server CPU ms/step | client CPU ms/step | calls per step | requests per step | "
+        "bytes per step | lost |",
+        "| --- |" + " ---: |" * 14,
     ]
     for name, figures in medians.items():
         server_cpu = figures.get("server_cpu_ms_per_step")
+        requests = figures.get("requests_per_step")
         lines.append(
             f"| {name} | {figures['steps_per_second']:.0f} | "
             f"{figures['steps_per_second_spread']:.0%} | {figures['p50_ms']:.1f} | "
@@ -394,7 +417,9 @@ def markdown(shape: Shape, sides: dict[str, list[dict[str, float]]]) -> str:
             f"{figures['write_p50_ms']:.1f} | {figures['write_p99_ms']:.1f} | "
             f"{figures['drain_p50_ms']:.0f} | "
             f"{'' if server_cpu is None else f'{server_cpu:.2f}'} | "
-            f"{figures['client_cpu_ms_per_step']:.2f} | {figures['bytes_per_step']:.0f} | "
+            f"{figures['client_cpu_ms_per_step']:.2f} | "
+            f"{figures.get('calls_per_step', 0):.2f} | "
+            f"{'' if requests is None else f'{requests:.2f}'} | {figures['bytes_per_step']:.0f} | "
             f"{figures['lost']:.0f} |"
         )
     theirs = medians[THEIRS]

@@ -69,6 +69,23 @@ WRITES_BODIES: list[Any] = [
     {"writes": "x"},
     b"[1, 2",
 ]
+_PUT_OP = {"op": "put", "checkpointId": "c", **CHECKPOINT}
+_WRITES_OP = {"op": "putWrites", "checkpointId": "c", "checkpointNs": "", **WRITES}
+OPERATIONS_BODIES: list[Any] = [
+    {"operations": [_PUT_OP, _WRITES_OP], "userId": "alice", "ttlSeconds": 60.0},
+    {"operations": [_WRITES_OP, {**_PUT_OP, "checkpointId": "d", "parentCheckpointId": "c"}]},
+    {"operations": [_PUT_OP, {**_WRITES_OP, "writes": [{**WRITES["writes"][0], "data": "!"}]}]},
+    {"operations": [{**_PUT_OP, "op": "get"}]},
+    {"operations": [{**_PUT_OP, "userId": "alice"}]},
+    {"operations": [_WRITES_OP] * 65},
+    {"operations": []},
+    {"operations": [{**_WRITES_OP, "checkpointNs": "\u0000"}]},
+    [],
+    b'{"operations": [}',
+]
+# Queries of the batch, and whether the fast path reads them (none: the
+# route reads no query, FastAPI ignores one).
+OPERATIONS_QUERIES = {"": True, "checkpointNs=": False}
 # Thread ids as sent, and whether the fast path takes them.
 THREADS = {
     "t": True,
@@ -160,6 +177,10 @@ async def test_the_fast_path_answers_as_the_routes_do(settings):
                 for checkpoint in ("c", "missing"):
                     path = f"{thread}/checkpoints/{checkpoint}"
                     statuses.add(await both("GET", path, query, None, taken))
+            for query, read_here in OPERATIONS_QUERIES.items():
+                for body in OPERATIONS_BODIES:
+                    path = f"{thread}/operations"
+                    statuses.add(await both("POST", path, query, body, valid and read_here))
             for query, read_here in LIST_QUERIES.items():
                 path = f"{thread}/checkpoints"
                 statuses.add(await both("GET", path, query, None, valid and read_here))

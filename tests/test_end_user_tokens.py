@@ -177,6 +177,9 @@ CHECKPOINT = {
 }
 
 
+BATCHED_WRITES = {"op": "putWrites", "checkpointId": "c1", "writes": []}
+
+
 async def test_a_thread_is_reachable_only_by_the_user_it_was_first_written_for(http, key):
     u1, u2 = bearer(key.token("u1")), bearer(key.token("u2"))
     thread = f"/apps/{APP}/threads/t1"
@@ -188,6 +191,7 @@ async def test_a_thread_is_reachable_only_by_the_user_it_was_first_written_for(h
         ("GET", f"{thread}/checkpoints/c1?checkpointNs=", None),
         ("PUT", f"{thread}/checkpoints/c2?checkpointNs=", CHECKPOINT),
         ("POST", f"{thread}/checkpoints/c1/writes?checkpointNs=", {"writes": []}),
+        ("POST", f"{thread}/operations", {"operations": [BATCHED_WRITES]}),
         ("POST", f"{thread}/copy", {"targetThreadId": "mine-now"}),
         ("DELETE", thread, None),
     ]:
@@ -201,6 +205,15 @@ async def test_a_thread_is_reachable_only_by_the_user_it_was_first_written_for(h
         403,
         "forbidden",
     )
+    assert_problem(
+        await http.post(
+            f"/apps/{APP}/threads/t2/operations",
+            json={"operations": [BATCHED_WRITES], "userId": "u1"},
+            headers=u2,
+        ),
+        403,
+        "forbidden",
+    )
     # A thread an API key wrote under the default user is not a token's.
     await http.put(
         f"/apps/{APP}/threads/t3/checkpoints/c1?checkpointNs=", json=CHECKPOINT, headers=operator()
@@ -208,6 +221,17 @@ async def test_a_thread_is_reachable_only_by_the_user_it_was_first_written_for(h
     assert_problem(
         await http.get(f"/apps/{APP}/threads/t3/checkpoints", headers=u1), 403, "forbidden"
     )
+    batch = {"operations": [{"op": "put", "checkpointId": "c9", **CHECKPOINT}, BATCHED_WRITES]}
+    assert_problem(
+        await http.post(f"/apps/{APP}/threads/t3/operations", json=batch, headers=u1),
+        403,
+        "forbidden",
+    )
+    listed = await http.get(f"/apps/{APP}/threads/t3/checkpoints", headers=operator())
+    assert [c["checkpointId"] for c in listed.json()["checkpoints"]] == ["c1"]
+    # A token's batch on its own thread is taken.
+    mine = await http.post(f"{thread}/operations", json=batch, headers=u1)
+    assert mine.status_code == 204, mine.text
     # Erasing u1 with the operator's key takes t1: it was recorded under u1.
     assert (await http.delete(f"/apps/{APP}/users/u1", headers=operator())).status_code == 204
     assert (await http.get(f"{thread}/checkpoints", headers=operator())).json()["checkpoints"] == []

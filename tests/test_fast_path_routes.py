@@ -31,7 +31,13 @@ from tests.test_append_fast_path import _answered_in_process
 
 ASGI_URL = "http://127.0.0.1"
 SESSION_ROUTES = {"append_event", "append_events", "append_to_sessions", "get_session"}
-CHECKPOINT_ROUTES = {"put_checkpoint", "put_writes", "get_checkpoint", "list_checkpoints"}
+CHECKPOINT_ROUTES = {
+    "put_checkpoint",
+    "put_writes",
+    "apply_operations",
+    "get_checkpoint",
+    "list_checkpoints",
+}
 SERVED = SESSION_ROUTES | CHECKPOINT_ROUTES
 
 
@@ -236,6 +242,7 @@ STANDS_IN = {
     sessions.get_session: ([], read_fast_path),
     checkpoints.put_checkpoint: ([bodies.read_json], checkpoint_fast_path),
     checkpoints.put_writes: ([bodies.read_json], checkpoint_fast_path),
+    checkpoints.apply_operations: ([bodies.read_json], checkpoint_fast_path),
     checkpoints.get_checkpoint: ([], checkpoint_fast_path),
     checkpoints.list_checkpoints: ([], checkpoint_fast_path),
 }
@@ -247,10 +254,11 @@ PINS = {
     "append_events": ("3247ea50bc79f8ed", "fe0145763d4853b7"),
     "append_to_sessions": ("ace0076ea5085af5", "fe0145763d4853b7"),
     "get_session": ("b32b17156ab7fedf", "dbe538457ebd17bb"),
-    "put_checkpoint": ("474c3ace8f093cdb", "c19542a982bd9f44"),
-    "put_writes": ("31eb409f09ebe8b5", "c19542a982bd9f44"),
-    "get_checkpoint": ("00368c10f43d9cee", "c19542a982bd9f44"),
-    "list_checkpoints": ("8c820d83ee3f89c3", "c19542a982bd9f44"),
+    "put_checkpoint": ("474c3ace8f093cdb", "5907b08aafef3929"),
+    "put_writes": ("31eb409f09ebe8b5", "5907b08aafef3929"),
+    "apply_operations": ("f57a38768e79cc39", "5907b08aafef3929"),
+    "get_checkpoint": ("00368c10f43d9cee", "5907b08aafef3929"),
+    "list_checkpoints": ("8c820d83ee3f89c3", "5907b08aafef3929"),
 }
 
 
@@ -268,6 +276,7 @@ def test_each_handler_and_its_fast_path_are_pinned_together():
     stand_ins = [append_fast_path.APPEND, append_fast_path.BATCH, append_fast_path.APPENDS]
     stand_ins.append(read_fast_path.READ)
     stand_ins += [checkpoint_fast_path.PUT, checkpoint_fast_path.WRITES]
+    stand_ins.append(checkpoint_fast_path.OPERATIONS)
     stand_ins += [checkpoint_fast_path.GET, checkpoint_fast_path.LATEST]
     assert {stand_in.endpoint for stand_in in stand_ins} == set(STANDS_IN)
     fingerprints = dict(_fingerprints())

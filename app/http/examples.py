@@ -104,6 +104,32 @@ PUT_WRITES: dict[str, Any] = {
     ],
     "userId": "ada",
 }
+CHECKPOINT_OPERATIONS: dict[str, Any] = {
+    "operations": [
+        {
+            "op": "putWrites",
+            "checkpointId": "cp-1",
+            "writes": [
+                {
+                    "taskId": "task-2",
+                    "idx": 0,
+                    "channel": "messages",
+                    "type": "json",
+                    "data": "WyJoaSJd",
+                }
+            ],
+        },
+        {
+            "op": "put",
+            "checkpointId": "cp-1b",
+            "parentCheckpointId": "cp-1",
+            "checkpoint": {"type": "json", "data": "eyJ2IjogNH0="},
+            "metadata": {"source": "loop", "step": 0, "run_id": "run-1"},
+            "channelVersions": {"messages": "1"},
+        },
+    ],
+    "userId": "ada",
+}
 COPY_THREAD: dict[str, Any] = {"targetThreadId": "t1-copy"}
 PRUNE_THREADS: dict[str, Any] = {"threadIds": ["t1-copy"], "strategy": "keep_latest"}
 DELETE_RUNS: dict[str, Any] = {"runIds": ["run-1"]}

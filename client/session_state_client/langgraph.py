@@ -15,6 +15,18 @@ version. A thread is recorded under `configurable.user_id` (default
 "langgraph"), so that erasing that user removes it. `ttl_seconds` gives each
 thread an idle timeout, swept by the server.
 
+The async saver commits a thread's writes in groups: while a put or a
+put_writes of a thread is on its way, LangGraph's next ones for that thread
+(it sends them in the background, durability "async") wait, and go
+together in one request when it is answered (`POST
+/apps/{app_name}/threads/{thread_id}/operations`: applied in order, all or
+none). Each call still returns only once what it wrote is stored, and a
+failed batch's error is raised in each of its calls. A call with nothing
+to wait for goes alone to its own route, as before; a server without the
+batch route (404 or 405, an older one) gets each call alone, after one
+logged warning. `batch_writes=False` turns grouping off; the sync methods
+never group.
+
 Both classes retry, as the main client does (`max_retries`, backoff with
 jitter or the server's Retry-After), a request that did not reach the
 server, and one answered 429, 502, 503 or 504 or cut off mid-way when
@@ -26,8 +38,10 @@ or a prune leave what one would).
 import asyncio
 import base64
 import json
+import logging
 import random
 import time
+import weakref
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from types import TracebackType
@@ -74,7 +88,7 @@ from session_state_client._constants import (
     DEFAULT_TIMEOUT,
     RETRYABLE_STATUSES,
 )
-from session_state_client._exceptions import error_from_response
+from session_state_client._exceptions import APIStatusError, error_from_response
 from session_state_client._requests import Answer, WireAnswer, retry_delay
 from session_state_client._transport import (
     AiohttpTransport,
@@ -94,6 +108,45 @@ IDS_PER_CALL = 1000
 
 _Body = dict[str, Any]
 _Request = tuple[str, str, dict[str, Any], _Body | None]
+
+logger = logging.getLogger("session_state_client")
+
+# The server's bound on the operations of one batch request of a thread.
+OPERATIONS_PER_CALL = 64
+_OWNER_FIELDS = ("userId", "ttlSeconds")
+# A batch refused with these goes again one call at a time: 413, too large
+# together; 404 or 405, a server without the batch route (then never batched again).
+_BATCH_TOO_LARGE = 413
+_NO_BATCH_ROUTE = (404, 405)
+# The loop turns a batch waits before it is taken (see _drain).
+_LINGER_TURNS = 3
+
+
+class _Queued:
+    """A put or put_writes waiting for its thread's request in flight."""
+
+    def __init__(self, request: _Request, operation: _Body, done: "asyncio.Future[None]") -> None:
+        self.request = request  # as it goes alone
+        self.operation = operation  # as it goes in a batch
+        body = request[3] or {}
+        self.owner = tuple(body.get(name) for name in _OWNER_FIELDS)
+        self.done = done
+
+    def settle(self, error: Exception | None) -> None:
+        if not self.done.done():  # its caller may have been cancelled
+            if error is None:
+                self.done.set_result(None)
+            else:
+                self.done.set_exception(error)
+
+
+class _Lane:
+    """A thread's writes on one event loop: whether a request is in flight,
+    and the calls queued behind it."""
+
+    def __init__(self) -> None:
+        self.queue: list[_Queued] = []
+        self.task: asyncio.Task[None] | None = None
 
 
 def _segment(value: str) -> str:
@@ -278,17 +331,27 @@ class SessionStateSaver(_Closing, BaseCheckpointSaver[str]):
         timeout: float | httpx.Timeout = DEFAULT_TIMEOUT,
         max_retries: int = DEFAULT_MAX_RETRIES,
         serde: SerializerProtocol | None = None,
+        batch_writes: bool = True,
     ) -> None:
         """`app_name`: the server's app these threads are in (API keys are
         scoped to apps). `ttl_seconds`: each thread expires this long after
         its last write (None: never). `max_retries`: extra attempts (see
         the module's text). `token`: an end-user token in place of an API
         key, a string or a callable returning a valid one (called per
-        request): the threads are then that user's."""
+        request): the threads are then that user's. `batch_writes`: the
+        async methods group a thread's puts and put_writes made while one
+        is in flight into one request (see the module's text)."""
         super().__init__(serde=serde)
         self.app_name = app_name
         self.ttl_seconds = ttl_seconds
+        self.batch_writes = batch_writes
+        # False once the server answered a batch 404 or 405 (an older one).
+        self._batch_route = True
         self._server = _Server(base_url, api_key, timeout, max_retries, token)
+        # Per event loop, each thread's lane of writes.
+        self._lanes: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, _Lane]] = (
+            weakref.WeakKeyDictionary()
+        )
 
     # -- requests ----------------------------------------------------------------
 
@@ -578,7 +641,7 @@ class SessionStateSaver(_Closing, BaseCheckpointSaver[str]):
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
         request, stored = self._put_request(config, checkpoint, metadata, new_versions)
-        await self._server.asend(request)
+        await self._write(stored, "put", request)
         return stored
 
     async def aput_writes(
@@ -588,7 +651,119 @@ class SessionStateSaver(_Closing, BaseCheckpointSaver[str]):
         task_id: str,
         task_path: str = "",
     ) -> None:
-        await self._server.asend(self._writes_request(config, writes, task_id, task_path))
+        request = self._writes_request(config, writes, task_id, task_path)
+        await self._write(config, "putWrites", request)
+
+    # -- a thread's writes, grouped ------------------------------------------------
+
+    async def _write(self, config: RunnableConfig, kind: str, request: _Request) -> None:
+        """Sends a put or put_writes: alone when its thread has no request
+        in flight on this loop, else in the next batch of the thread's
+        queued calls; returns once it is stored."""
+        loop = asyncio.get_running_loop()
+        lanes = self._lanes.get(loop)
+        if lanes is None:
+            lanes = self._lanes[loop] = {}
+        thread_id: str = config["configurable"]["thread_id"]
+        lane = lanes.get(thread_id)
+        # Not grouped: each call alone, once the thread's queued ones are sent.
+        if lane is None and not (self.batch_writes and self._batch_route):
+            await self._server.asend(request)
+            return
+        if lane is None:
+            lane = lanes[thread_id] = _Lane()
+            try:
+                await self._server.asend(request)
+            finally:
+                self._next(lanes, thread_id, lane)
+            return
+        configurable = config["configurable"]
+        body = dict(request[3] or {})
+        for name in _OWNER_FIELDS:
+            body.pop(name, None)
+        operation = {
+            "op": kind,
+            "checkpointId": configurable["checkpoint_id"],
+            "checkpointNs": configurable.get("checkpoint_ns", ""),
+            **body,
+        }
+        queued = _Queued(request, operation, loop.create_future())
+        lane.queue.append(queued)
+        await queued.done
+
+    def _next(self, lanes: dict[str, _Lane], thread_id: str, lane: _Lane) -> None:
+        """After a thread's request: its queued calls go, or the lane closes."""
+        if lane.queue:
+            lane.task = asyncio.get_running_loop().create_task(self._drain(lanes, thread_id, lane))
+        elif lanes.get(thread_id) is lane:
+            del lanes[thread_id]
+
+    async def _drain(self, lanes: dict[str, _Lane], thread_id: str, lane: _Lane) -> None:
+        batch: list[_Queued] = []
+        try:
+            # A few turns of the loop first: LangGraph calls a step's aput
+            # only once the previous aput has returned (it keeps them in
+            # order), a turn or two after the request that held it back, so
+            # that it joins the writes queued meanwhile.
+            for _ in range(_LINGER_TURNS):
+                await asyncio.sleep(0)
+            while lane.queue:
+                # The longest run from the front with one owner (the batch
+                # has one), in the order the calls were made.
+                owner = lane.queue[0].owner
+                size = 1
+                while (
+                    size < min(len(lane.queue), OPERATIONS_PER_CALL)
+                    and lane.queue[size].owner == owner
+                ):
+                    size += 1
+                batch = lane.queue[:size]
+                del lane.queue[:size]
+                await self._send_batch(thread_id, batch)
+        except asyncio.CancelledError:
+            for queued in [*batch, *lane.queue]:
+                queued.done.cancel()
+            raise
+        finally:
+            if lanes.get(thread_id) is lane:
+                del lanes[thread_id]
+
+    async def _send_batch(self, thread_id: str, batch: Sequence[_Queued]) -> None:
+        """Settles each call of the batch: stored, or the error it met."""
+        if len(batch) > 1 and self._batch_route:
+            first = batch[0].request[3] or {}
+            body = {name: first.get(name) for name in _OWNER_FIELDS}
+            body["operations"] = [queued.operation for queued in batch]
+            path = self._thread_path(thread_id) + "/operations"
+            try:
+                await self._server.asend(("POST", path, {}, body))
+            except APIStatusError as error:
+                if error.status_code in _NO_BATCH_ROUTE:
+                    logger.warning(
+                        "the server has no route for a thread's batch of writes "
+                        "(%s): each is sent alone from now on",
+                        error.status_code,
+                    )
+                    self._batch_route = False
+                elif error.status_code != _BATCH_TOO_LARGE:
+                    for queued in batch:
+                        queued.settle(error)
+                    return
+            except Exception as error:
+                for queued in batch:
+                    queued.settle(error)
+                return
+            else:
+                for queued in batch:
+                    queued.settle(None)
+                return
+        for queued in batch:
+            try:
+                await self._server.asend(queued.request)
+            except Exception as error:
+                queued.settle(error)
+            else:
+                queued.settle(None)
 
     async def adelete_thread(self, thread_id: str) -> None:
         await self._server.asend(("DELETE", self._thread_path(thread_id), {}, None))

@@ -57,6 +57,21 @@ class PendingWrite:
 
 
 @dataclass(frozen=True)
+class NewWrites:
+    """A task's writes to a checkpoint; `replace`: a write of the same
+    (task, index) is replaced, else kept (LangGraph's rule, the service's)."""
+
+    checkpoint_ns: str
+    checkpoint_id: str
+    writes: list[PendingWrite]
+    replace: bool
+
+
+# One operation of a thread's batch (POST .../operations), applied in order.
+CheckpointOperation = NewCheckpoint | NewWrites
+
+
+@dataclass(frozen=True)
 class StoredCheckpoint:
     """A checkpoint as read: its values and its pending writes with it."""
 

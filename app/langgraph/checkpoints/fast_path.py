@@ -6,13 +6,14 @@ and a run starts with a get_tuple; FastAPI's routing, parameter solving and
 exception layers cost more server CPU than the statements behind them
 (docs/performance.md, "LangGraph"). This middleware, beside the session
 routes' (app.sessions.append_fast_path, .read_fast_path), stands in for
-four routes: the PUT of a checkpoint, the POST of its writes, the GET of
+five routes: the PUT of a checkpoint, the POST of its writes, the POST of
+a thread's batch of both (the async saver's group commit), the GET of
 one checkpoint, and the GET of a thread's list whose query is
 `checkpointNs` and `limit` at most (get_tuple's "the latest"). It finds
 each among the app's routes as assembled (app.sessions.fast_path_routes:
 off, and FastAPI serves, when a route is not the one it stands in for) and
 answers through the route's own code (`store_checkpoint`, `store_writes`,
-`one_checkpoint`, `checkpoint_page`, `checked_namespace`, `error_response`).
+`store_operations`, `one_checkpoint`, `checkpoint_page`, `checked_namespace`, `error_response`).
 Anything else, including a bad identifier, a repeated or unknown query
 parameter, or a value FastAPI would refuse or read another way, goes on to
 FastAPI unchanged, so its validation errors stay FastAPI's.
@@ -58,6 +59,12 @@ _LIST = frozenset(
 )
 PUT = StandIn(checkpoints.put_checkpoint, checkpoints.CHECKPOINT_PATH, "PUT", _ONE)
 WRITES = StandIn(checkpoints.put_writes, checkpoints.CHECKPOINT_PATH + "/writes", "POST", _ONE)
+OPERATIONS = StandIn(
+    checkpoints.apply_operations,
+    checkpoints.THREAD_PATH + "/operations",
+    "POST",
+    frozenset({("path", "app_name"), ("path", "thread_id")}),
+)
 GET = StandIn(checkpoints.get_checkpoint, checkpoints.CHECKPOINT_PATH, "GET", _ONE)
 LATEST = StandIn(checkpoints.list_checkpoints, checkpoints.CHECKPOINTS_PATH, "GET", _LIST)
 # The route's query parameters read here, by name as sent; the list's
@@ -123,6 +130,12 @@ async def _writes(
     return await checkpoints.store_writes(service, key, namespace, query["checkpoint_id"], document)
 
 
+async def _operations(
+    service: CheckpointService, key: ThreadKey, _query: dict[str, str], document: Any
+) -> Response:
+    return await checkpoints.store_operations(service, key, document)
+
+
 async def _get(
     service: CheckpointService, key: ThreadKey, query: dict[str, str], _document: Any
 ) -> Response:
@@ -154,7 +167,9 @@ class _Served:
         self.route: APIRoute | None = self.match.route
         self.answer = answer
         self.body = body
-        self.query_names = frozenset({_NAMESPACE} | ({_LIMIT} if stand_in is LATEST else set()))
+        names = {_NAMESPACE} | ({_LIMIT} if stand_in is LATEST else set())
+        # The batch of a thread's operations reads no query.
+        self.query_names = frozenset(set() if stand_in is OPERATIONS else names)
 
     def parameters_of(self, scope: Scope) -> tuple[ThreadKey, dict[str, str]] | None:
         """The thread and the query (the checkpoint id in it too), when the
@@ -182,6 +197,7 @@ class CheckpointFastPath:
         self.served = [
             _Served(routes, PUT, _put, body=True),
             _Served(routes, WRITES, _writes, body=True),
+            _Served(routes, OPERATIONS, _operations, body=True),
             _Served(routes, GET, _get, body=False),
             _Served(routes, LATEST, _latest, body=False),
         ]

@@ -20,8 +20,10 @@ from ..expiry import LIVE, has_expired
 from ..sealing import CHANNEL_VALUE, CHECKPOINT, WRITE, Sealing
 from . import checkpoint_sql
 from .domain import (
+    CheckpointOperation,
     CheckpointQuery,
     NewCheckpoint,
+    NewWrites,
     PendingWrite,
     PruneStrategy,
     StoredCheckpoint,
@@ -301,9 +303,10 @@ class PostgresCheckpoints:
                 live: bool = await connection.fetchval(statement.text, *statement.arguments(values))
         return live
 
-    async def put_checkpoint(
-        self, key: ThreadKey, owner: ThreadOwner, checkpoint: NewCheckpoint, now: float
-    ) -> None:
+    def _checkpoint_rows(
+        self, key: ThreadKey, checkpoint: NewCheckpoint
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """A put's values (an array per column) and its checkpoint's row, sealed."""
         values = checkpoint.new_values
         run_id = checkpoint.metadata.get("run_id")
         seal = self.sealing.seal_typed
@@ -329,6 +332,29 @@ class PostgresCheckpoints:
             "channel_versions": checkpoint.channel_versions,
             "metadata": checkpoint.metadata,
         }
+        return rows, header
+
+    def _writes_rows(self, key: ThreadKey, writes: NewWrites) -> dict[str, Any]:
+        """A task's writes as an array per column, sealed."""
+        pending = writes.writes
+        sealed = [self.sealing.seal_typed(w.value.type, w.value.data, WRITE) for w in pending]
+        return {
+            "app_name": key.app_name,
+            "thread_id": key.thread_id,
+            "checkpoint_ns": writes.checkpoint_ns,
+            "checkpoint_id": writes.checkpoint_id,
+            "task_id": [write.task_id for write in pending],
+            "task_path": [write.task_path for write in pending],
+            "idx": [write.idx for write in pending],
+            "channel": [write.channel for write in pending],
+            "value_type": [type_tag for type_tag, _ in sealed],
+            "value": [data for _, data in sealed],
+        }
+
+    async def put_checkpoint(
+        self, key: ThreadKey, owner: ThreadOwner, checkpoint: NewCheckpoint, now: float
+    ) -> None:
+        rows, header = self._checkpoint_rows(key, checkpoint)
         thread = {"now": now, "ttl": owner.ttl_seconds}
         # A write an end user's token makes checks the thread is theirs in its
         # transaction (below); any other goes in one statement when it can.
@@ -338,10 +364,7 @@ class PostgresCheckpoints:
             return
         async with self._transaction() as connection:
             await self._open_thread(connection, key, owner, now)
-            if values:
-                await _execute(connection, _INSERT_VALUES, **rows)
-            where = {name: rows[name] for name in ("app_name", "thread_id", "checkpoint_ns")}
-            await _execute(connection, _UPSERT_CHECKPOINT, **where, **header)
+            await _put_in(connection, rows, header)
 
     async def put_writes(
         self,
@@ -353,19 +376,9 @@ class PostgresCheckpoints:
         replace: bool,
         now: float,
     ) -> None:
-        sealed = [self.sealing.seal_typed(w.value.type, w.value.data, WRITE) for w in writes]
-        rows = {
-            "app_name": key.app_name,
-            "thread_id": key.thread_id,
-            "checkpoint_ns": checkpoint_ns,
-            "checkpoint_id": checkpoint_id,
-            "task_id": [write.task_id for write in writes],
-            "task_path": [write.task_path for write in writes],
-            "idx": [write.idx for write in writes],
-            "channel": [write.channel for write in writes],
-            "value_type": [type_tag for type_tag, _ in sealed],
-            "value": [data for _, data in sealed],
-        }
+        rows = self._writes_rows(
+            key, NewWrites(checkpoint_ns, checkpoint_id, list(writes), replace)
+        )
         to_live = _UPSERT_WRITES_TO_LIVE_THREAD if replace else _INSERT_WRITES_TO_LIVE_THREAD
         if not owner.enforced and await self._write_to_live_thread(
             to_live, **rows, now=now, ttl=owner.ttl_seconds
@@ -374,6 +387,31 @@ class PostgresCheckpoints:
         async with self._transaction() as connection:
             await self._open_thread(connection, key, owner, now)
             await _execute(connection, _UPSERT_WRITES if replace else _INSERT_WRITES, **rows)
+
+    async def apply_operations(
+        self,
+        key: ThreadKey,
+        owner: ThreadOwner,
+        operations: Sequence[CheckpointOperation],
+        now: float,
+    ) -> None:
+        # Sealed before the transaction: its connection is held no longer
+        # than the statements take. The thread is opened (and its row
+        # locked, when it has an expiry to push out) once for them all.
+        prepared = [
+            self._checkpoint_rows(key, operation)
+            if isinstance(operation, NewCheckpoint)
+            else (self._writes_rows(key, operation), operation.replace)
+            for operation in operations
+        ]
+        async with self._transaction() as connection:
+            await self._open_thread(connection, key, owner, now)
+            for rows, second in prepared:
+                if isinstance(second, bool):
+                    statement = _UPSERT_WRITES if second else _INSERT_WRITES
+                    await _execute(connection, statement, **rows)
+                else:
+                    await _put_in(connection, rows, second)
 
     async def list_checkpoints(
         self, key: ThreadKey, query: CheckpointQuery, budget: int, now: float
@@ -521,6 +559,16 @@ class PostgresCheckpoints:
             swept += deleted
             if deleted < batch:
                 return swept
+
+
+async def _put_in(
+    connection: asyncpg.Connection, rows: dict[str, Any], header: dict[str, Any]
+) -> None:
+    """A checkpoint's new values and its row, in the caller's transaction."""
+    if rows["channel"]:
+        await _execute(connection, _INSERT_VALUES, **rows)
+    where = {name: rows[name] for name in ("app_name", "thread_id", "checkpoint_ns")}
+    await _execute(connection, _UPSERT_CHECKPOINT, **where, **header)
 
 
 async def _after_deleting(

@@ -21,6 +21,7 @@ from ...sessions.routes import PageSize, PageToken, problem_responses
 from . import domain
 from .domain import (
     EMPTY_VALUE_TYPE,
+    CheckpointOperation,
     CheckpointQuery,
     ThreadKey,
     ThreadListQuery,
@@ -31,16 +32,22 @@ from .metadata_filter import metadata_filter_problem
 from .schemas import (
     MAX_TEXT_LENGTH,
     Checkpoint,
+    CheckpointFields,
     CheckpointList,
     CopyThreadRequest,
     DeleteRunsRequest,
+    OperationsRequest,
+    Owned,
     PruneRequest,
     PutCheckpointRequest,
+    PutOperation,
+    PutWritesOperation,
     PutWritesRequest,
     ThreadList,
     TypedValue,
+    WritesFields,
 )
-from .service import DEFAULT_THREAD_USER, CheckpointService
+from .service import DEFAULT_THREAD_USER, CheckpointService, new_writes
 
 router = APIRouter(tags=["langgraph"])
 
@@ -82,7 +89,7 @@ def _typed(value: TypedValue) -> domain.Typed:
     return domain.Typed(value.type, data)
 
 
-def _owner(body: PutCheckpointRequest | PutWritesRequest) -> ThreadOwner:
+def _owner(body: Owned) -> ThreadOwner:
     """Whom a write's thread is recorded under: an end user's own id, never
     another (a body naming one is refused)."""
     user = acting_end_user()
@@ -93,13 +100,10 @@ def _owner(body: PutCheckpointRequest | PutWritesRequest) -> ThreadOwner:
     return ThreadOwner(user.user_id, body.ttl_seconds, enforced=True)
 
 
-async def store_checkpoint(
-    service: CheckpointService, key: ThreadKey, namespace: str, checkpoint_id: str, document: Any
-) -> Response:
-    """put_checkpoint's answer to its parsed body (its fast path's too,
-    app.langgraph.checkpoints.fast_path)."""
-    body = validate_body(PutCheckpointRequest, document)
-    checkpoint = domain.NewCheckpoint(
+def _new_checkpoint(
+    body: CheckpointFields, namespace: str, checkpoint_id: str
+) -> domain.NewCheckpoint:
+    return domain.NewCheckpoint(
         checkpoint_ns=namespace,
         checkpoint_id=checkpoint_id,
         parent_checkpoint_id=body.parent_checkpoint_id,
@@ -113,6 +117,22 @@ async def store_checkpoint(
             for value in body.new_values
         ],
     )
+
+
+def _pending_writes(body: WritesFields) -> list[domain.PendingWrite]:
+    return [
+        domain.PendingWrite(write.task_id, write.task_path, write.idx, write.channel, _typed(write))
+        for write in body.writes
+    ]
+
+
+async def store_checkpoint(
+    service: CheckpointService, key: ThreadKey, namespace: str, checkpoint_id: str, document: Any
+) -> Response:
+    """put_checkpoint's answer to its parsed body (its fast path's too,
+    app.langgraph.checkpoints.fast_path)."""
+    body = validate_body(PutCheckpointRequest, document)
+    checkpoint = _new_checkpoint(body, namespace, checkpoint_id)
     await service.put_checkpoint(key, _owner(body), checkpoint)
     return Response(status_code=204)
 
@@ -122,11 +142,34 @@ async def store_writes(
 ) -> Response:
     """put_writes's answer to its parsed body (its fast path's too)."""
     body = validate_body(PutWritesRequest, document)
-    writes = [
-        domain.PendingWrite(write.task_id, write.task_path, write.idx, write.channel, _typed(write))
-        for write in body.writes
-    ]
+    writes = _pending_writes(body)
     await service.put_writes(key, _owner(body), namespace, checkpoint_id, writes)
+    return Response(status_code=204)
+
+
+def _operation(index: int, operation: PutOperation | PutWritesOperation) -> CheckpointOperation:
+    """An operation of a batch as its single route reads it; a problem in
+    it is located at its place in the batch."""
+    try:
+        if isinstance(operation, PutOperation):
+            return _new_checkpoint(operation, operation.checkpoint_ns, operation.checkpoint_id)
+        return new_writes(
+            operation.checkpoint_ns, operation.checkpoint_id, _pending_writes(operation)
+        )
+    except InvalidInput as error:
+        raise InvalidInput(
+            [
+                FieldError(["body", "operations", index, *problem.loc[1:]], problem.msg)
+                for problem in error.errors
+            ]
+        ) from None
+
+
+async def store_operations(service: CheckpointService, key: ThreadKey, document: Any) -> Response:
+    """apply_operations's answer to its parsed body (its fast path's too)."""
+    body = validate_body(OperationsRequest, document)
+    operations = [_operation(index, operation) for index, operation in enumerate(body.operations)]
+    await service.apply_operations(key, _owner(body), operations)
     return Response(status_code=204)
 
 
@@ -204,6 +247,25 @@ async def put_writes(
         namespace,
         checkpoint_id,
         await read_json(request),
+    )
+
+
+@router.post(
+    THREAD_PATH + "/operations",
+    status_code=204,
+    responses=problem_responses(),
+    openapi_extra=documented_body(
+        OperationsRequest,
+        required=True,
+        example=examples.CHECKPOINT_OPERATIONS,
+        example_summary=examples.API_DOCS,
+    ),
+    summary="Store a thread's checkpoints and writes in order, all or none (a batch of "
+    "put and put_writes)",
+)
+async def apply_operations(app_name: AppName, thread_id: ThreadId, request: Request) -> Response:
+    return await store_operations(
+        checkpoints_of(request), ThreadKey(app_name, thread_id), await read_json(request)
     )
 
 

@@ -10,7 +10,8 @@ from pydantic import AfterValidator, Field, WithJsonSchema
 from pydantic_core import PydanticCustomError
 
 from ...core.config import MAX_TTL_SECONDS
-from ...http.wire import WireModel
+from ...core.json_rules import text_problem
+from ...http.wire import RequestBody, WireModel, held_to
 from ...sessions.schemas import NameIdentifier
 from .domain import PruneStrategy
 
@@ -18,6 +19,9 @@ from .domain import PruneStrategy
 # longer than identifiers; channels, versions, task ids and paths likewise.
 MAX_TEXT_LENGTH = 4096
 MAX_THREADS_PER_CALL = 1000
+# The operations one request of a thread's batch carries (a superstep's
+# writes and checkpoint: a handful; the client sends at most this many).
+MAX_OPERATIONS_PER_CALL = 64
 
 
 Name = NameIdentifier
@@ -78,7 +82,9 @@ class Owned(WireModel):
     )
 
 
-class PutCheckpointRequest(Owned):
+class CheckpointFields(WireModel):
+    """A put's body but its owner (PutCheckpointRequest, PutOperation)."""
+
     parent_checkpoint_id: Text | None = None
     checkpoint: TypedValue = Field(description="The checkpoint without its channel values.")
     metadata: dict[str, Any] = Field(
@@ -93,8 +99,55 @@ class PutCheckpointRequest(Owned):
     )
 
 
-class PutWritesRequest(Owned):
+class PutCheckpointRequest(CheckpointFields, Owned):
+    pass
+
+
+class WritesFields(WireModel):
     writes: list[Write]
+
+
+class PutWritesRequest(WritesFields, Owned):
+    pass
+
+
+Namespace = Annotated[
+    str,
+    Field(
+        max_length=MAX_TEXT_LENGTH, description='"" for the root graph, a subgraph\'s otherwise.'
+    ),
+    held_to(text_problem, "text"),
+]
+
+
+class Addressed(WireModel):
+    """Which checkpoint an operation is on: the single routes' path and query."""
+
+    checkpoint_id: Name
+    checkpoint_ns: Namespace = ""
+
+
+# The batch refuses a field it does not define (the owner is the batch's,
+# never an operation's).
+class PutOperation(CheckpointFields, Addressed, RequestBody):
+    """A put of a checkpoint (the PUT route's body, the owner aside)."""
+
+    op: Literal["put"]
+
+
+class PutWritesOperation(WritesFields, Addressed, RequestBody):
+    """A put of a task's writes (the POST .../writes route's body, the owner aside)."""
+
+    op: Literal["putWrites"]
+
+
+CheckpointOperation = Annotated[PutOperation | PutWritesOperation, Field(discriminator="op")]
+
+
+class OperationsRequest(Owned, RequestBody):
+    """Puts of one thread applied in order, all or none."""
+
+    operations: list[CheckpointOperation] = Field(min_length=1, max_length=MAX_OPERATIONS_PER_CALL)
 
 
 class Checkpoint(WireModel):

@@ -16,8 +16,10 @@ from ...core.errors import (
 )
 from ...core.limits import Limits
 from .domain import (
+    CheckpointOperation,
     CheckpointQuery,
     NewCheckpoint,
+    NewWrites,
     PendingWrite,
     PruneStrategy,
     StoredCheckpoint,
@@ -40,6 +42,21 @@ from .store import CheckpointStore
 # (`configurable.user_id`).
 DEFAULT_THREAD_USER = "langgraph"
 SWEEP_BATCH_THREADS = 500
+
+
+def new_writes(checkpoint_ns: str, checkpoint_id: str, writes: Sequence[PendingWrite]) -> NewWrites:
+    """A task's writes with LangGraph's rule: special writes (error,
+    interrupt, resume...: the negative indexes) replace, a task's ordinary
+    writes are kept once."""
+    replace = all(write.idx < 0 for write in writes)
+    # One write per (task, index), as the rule leaves it when they come one
+    # by one: the last one when they replace, else the first. (PostgreSQL's
+    # upsert refuses to touch a row twice in one statement.)
+    kept: dict[tuple[str, int], PendingWrite] = {}
+    for write in writes:
+        if replace or (write.task_id, write.idx) not in kept:
+            kept[write.task_id, write.idx] = write
+    return NewWrites(checkpoint_ns, checkpoint_id, list(kept.values()), replace)
 
 
 class CheckpointService:
@@ -69,13 +86,24 @@ class CheckpointService:
         checkpoint_id: str,
         writes: Sequence[PendingWrite],
     ) -> None:
-        # LangGraph's rule: special writes (error, interrupt, resume...: the
-        # negative indexes) replace, a task's ordinary writes are kept once.
-        replace = all(write.idx < 0 for write in writes)
+        new = new_writes(checkpoint_ns, checkpoint_id, writes)
         await self.store.put_writes(
-            key, owner, checkpoint_ns, checkpoint_id, writes, replace, self.clock()
+            key, owner, checkpoint_ns, checkpoint_id, new.writes, new.replace, self.clock()
         )
-        CHECKPOINT_WRITES_STORED.inc(len(writes))
+        CHECKPOINT_WRITES_STORED.inc(len(new.writes))
+
+    async def apply_operations(
+        self, key: ThreadKey, owner: ThreadOwner, operations: Sequence[CheckpointOperation]
+    ) -> None:
+        """A thread's puts of checkpoints and writes in order, all or none
+        (a LangGraph client's group commit: what a superstep writes)."""
+        await self.store.apply_operations(key, owner, operations, self.clock())
+        for operation in operations:
+            if isinstance(operation, NewCheckpoint):
+                CHECKPOINTS_STORED.inc()
+                CHECKPOINT_VALUES_SENT.inc(len(operation.new_values))
+            else:
+                CHECKPOINT_WRITES_STORED.inc(len(operation.writes))
 
     async def get_checkpoint(
         self, key: ThreadKey, checkpoint_ns: str, checkpoint_id: str

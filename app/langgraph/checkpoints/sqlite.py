@@ -19,8 +19,10 @@ from ..dialects import SQLITE
 from ..sealing import CHANNEL_VALUE, CHECKPOINT, WRITE, Sealing
 from . import checkpoint_sql
 from .domain import (
+    CheckpointOperation,
     CheckpointQuery,
     NewCheckpoint,
+    NewWrites,
     PendingWrite,
     PruneStrategy,
     StoredCheckpoint,
@@ -193,48 +195,64 @@ class SqliteCheckpoints:
             refuse_another_users_thread(recorded, owner.user_id)
         return thread
 
-    async def put_checkpoint(
-        self, key: ThreadKey, owner: ThreadOwner, checkpoint: NewCheckpoint, now: float
-    ) -> None:
+    def _checkpoint_rows(
+        self, thread: dict[str, Any], checkpoint: NewCheckpoint
+    ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+        """A put's new values and its checkpoint's row, sealed."""
         seal = self.sealing.seal_typed
-        values = [
-            (value, *seal(value.value.type, value.value.data, CHANNEL_VALUE))
-            for value in checkpoint.new_values
-        ]
+        where = {**thread, "checkpoint_ns": checkpoint.checkpoint_ns}
+        values = []
+        for value in checkpoint.new_values:
+            type_tag, data = seal(value.value.type, value.value.data, CHANNEL_VALUE)
+            values.append(
+                {
+                    **where,
+                    "channel": value.channel,
+                    "version": value.version,
+                    "value_type": type_tag,
+                    "value": data,
+                }
+            )
         checkpoint_type, checkpoint_data = seal(
             checkpoint.checkpoint.type, checkpoint.checkpoint.data, CHECKPOINT
         )
-        async with self._write() as connection:
-            thread = await self._open_thread(connection, key, owner, now)
-            where = {**thread, "checkpoint_ns": checkpoint.checkpoint_ns}
-            if values:
-                await connection.execute(
-                    _INSERT_VALUE,
-                    [
-                        {
-                            **where,
-                            "channel": value.channel,
-                            "version": value.version,
-                            "value_type": type_tag,
-                            "value": data,
-                        }
-                        for value, type_tag, data in values
-                    ],
-                )
-            run_id = checkpoint.metadata.get("run_id")
-            await connection.execute(
-                _UPSERT_CHECKPOINT,
+        run_id = checkpoint.metadata.get("run_id")
+        header = {
+            **where,
+            "checkpoint_id": checkpoint.checkpoint_id,
+            "parent": checkpoint.parent_checkpoint_id,
+            "run_id": run_id if isinstance(run_id, str) else None,
+            "checkpoint_type": checkpoint_type,
+            "checkpoint": checkpoint_data,
+            "channel_versions": json_codec.dumps_text(checkpoint.channel_versions),
+            "metadata": json_codec.dumps_text(checkpoint.metadata),
+        }
+        return values, header
+
+    def _writes_rows(self, thread: dict[str, Any], writes: NewWrites) -> list[dict[str, Any]]:
+        """A task's writes as rows, sealed."""
+        rows = []
+        for write in writes.writes:
+            type_tag, data = self.sealing.seal_typed(write.value.type, write.value.data, WRITE)
+            rows.append(
                 {
-                    **where,
-                    "checkpoint_id": checkpoint.checkpoint_id,
-                    "parent": checkpoint.parent_checkpoint_id,
-                    "run_id": run_id if isinstance(run_id, str) else None,
-                    "checkpoint_type": checkpoint_type,
-                    "checkpoint": checkpoint_data,
-                    "channel_versions": json_codec.dumps_text(checkpoint.channel_versions),
-                    "metadata": json_codec.dumps_text(checkpoint.metadata),
-                },
+                    **thread,
+                    "checkpoint_ns": writes.checkpoint_ns,
+                    "checkpoint_id": writes.checkpoint_id,
+                    "task_id": write.task_id,
+                    "task_path": write.task_path,
+                    "idx": write.idx,
+                    "channel": write.channel,
+                    "value_type": type_tag,
+                    "value": data,
+                }
             )
+        return rows
+
+    async def put_checkpoint(
+        self, key: ThreadKey, owner: ThreadOwner, checkpoint: NewCheckpoint, now: float
+    ) -> None:
+        await self.apply_operations(key, owner, [checkpoint], now)
 
     async def put_writes(
         self,
@@ -246,31 +264,34 @@ class SqliteCheckpoints:
         replace: bool,
         now: float,
     ) -> None:
-        sealed = [
-            (write, *self.sealing.seal_typed(write.value.type, write.value.data, WRITE))
-            for write in writes
+        operation = NewWrites(checkpoint_ns, checkpoint_id, list(writes), replace)
+        await self.apply_operations(key, owner, [operation], now)
+
+    async def apply_operations(
+        self,
+        key: ThreadKey,
+        owner: ThreadOwner,
+        operations: Sequence[CheckpointOperation],
+        now: float,
+    ) -> None:
+        thread = {"app_name": key.app_name, "thread_id": key.thread_id}
+        # Sealed before the write lock is taken.
+        prepared = [
+            self._checkpoint_rows(thread, operation)
+            if isinstance(operation, NewCheckpoint)
+            else (self._writes_rows(thread, operation), operation.replace)
+            for operation in operations
         ]
         async with self._write() as connection:
-            thread = await self._open_thread(connection, key, owner, now)
-            if not writes:
-                return
-            await connection.execute(
-                _UPSERT_WRITE if replace else _INSERT_WRITE,
-                [
-                    {
-                        **thread,
-                        "checkpoint_ns": checkpoint_ns,
-                        "checkpoint_id": checkpoint_id,
-                        "task_id": write.task_id,
-                        "task_path": write.task_path,
-                        "idx": write.idx,
-                        "channel": write.channel,
-                        "value_type": type_tag,
-                        "value": data,
-                    }
-                    for write, type_tag, data in sealed
-                ],
-            )
+            await self._open_thread(connection, key, owner, now)
+            for rows, second in prepared:
+                if isinstance(second, bool):
+                    if rows:
+                        await connection.execute(_UPSERT_WRITE if second else _INSERT_WRITE, rows)
+                    continue
+                if rows:
+                    await connection.execute(_INSERT_VALUE, rows)
+                await connection.execute(_UPSERT_CHECKPOINT, second)
 
     async def list_checkpoints(
         self, key: ThreadKey, query: CheckpointQuery, budget: int, now: float

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from .domain import (
+    CheckpointOperation,
     CheckpointQuery,
     NewCheckpoint,
     PendingWrite,
@@ -40,6 +41,17 @@ class CheckpointStore(Protocol):
     ) -> None:
         """Stores a task's writes; `replace`: a write of the same (task,
         index) is replaced, else kept."""
+        ...
+
+    async def apply_operations(
+        self,
+        key: ThreadKey,
+        owner: ThreadOwner,
+        operations: Sequence[CheckpointOperation],
+        now: float,
+    ) -> None:
+        """Each operation as put_checkpoint or put_writes stores it, in order,
+        in one transaction: all or none."""
         ...
 
     async def list_checkpoints(

@@ -1,0 +1,257 @@
+"""The async SessionStateSaver's group commit, against a started server on
+each backend: a thread's puts and put_writes made while one of its requests
+is in flight go together in one request (POST .../operations), in the order
+they were made; each call returns once its batch is stored and raises its
+batch's error; two processes writing one thread lose nothing; a server
+without the batch route gets each call alone."""
+
+import asyncio
+import json
+import subprocess
+import sys
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import pytest
+from aiohttp import ClientSession, web
+from langgraph.checkpoint.base import WRITES_IDX_MAP, Checkpoint, empty_checkpoint
+
+from session_state_client import ValidationError
+from session_state_client.langgraph import SessionStateSaver
+from tests.conftest import ServerProcess
+
+ERROR = "__error__"
+assert WRITES_IDX_MAP[ERROR] < 0  # a special write: a later one replaces it
+
+
+def _counted(saver: SessionStateSaver) -> list[tuple[str, str]]:
+    """The requests the saver's async transport sends, as (method, path)."""
+    sent: list[tuple[str, str]] = []
+    transport = saver._server._async
+    send = transport.send
+
+    async def counting(method: str, path: str, *rest: Any) -> Any:
+        sent.append((method, path))
+        return await send(method, path, *rest)
+
+    transport.send = counting  # type: ignore[method-assign]  # a hook on our transport
+    return sent
+
+
+def _checkpoint(value: int) -> Checkpoint:
+    checkpoint = empty_checkpoint()
+    checkpoint["channel_values"] = {"count": value}
+    checkpoint["channel_versions"] = {"count": f"{value:012}.0"}
+    return checkpoint
+
+
+def _config(thread_id: str, checkpoint_id: str | None = None) -> Any:
+    configurable = {"thread_id": thread_id, "checkpoint_ns": ""}
+    if checkpoint_id is not None:
+        configurable["checkpoint_id"] = checkpoint_id
+    return {"configurable": configurable}
+
+
+async def _step(saver: SessionStateSaver, thread_id: str, tasks: int, label: str) -> list[Any]:
+    """A superstep on the thread's latest checkpoint (the thread's first
+    when it has none)."""
+    latest = await saver.aget_tuple(_config(thread_id))
+    if latest is None:
+        first = _checkpoint(0)
+        parent = await saver.aput(_config(thread_id), first, {"source": "input"}, {})
+    else:
+        parent = latest.config
+    return await _step_from(saver, parent, tasks, label)
+
+
+async def test_a_threads_concurrent_writes_go_in_fewer_requests_in_order(
+    server: ServerProcess,
+) -> None:
+    app_name = f"lgb-{uuid.uuid4().hex[:8]}"
+    async with SessionStateSaver(server.base_url, app_name=app_name) as saver:
+        first = await saver.aput(_config("t"), _checkpoint(0), {"source": "input"}, {})
+        sent = _counted(saver)
+        results = await _step_from(saver, first, tasks=20)
+        calls = 20 + 5 + 1
+        assert len(sent) < calls / 4, sent
+        assert sent[0][1].endswith("/writes")  # the first call went alone
+        assert any(path.endswith("/operations") for _, path in sent[1:])
+        stored = await saver.aget_tuple(first)
+        assert stored is not None
+        writes = {(task, channel): value for task, channel, value in stored.pending_writes}
+        assert {task for task, _ in writes} == {f"task-{n}" for n in range(20)} | {"failing"}
+        # Special writes replace: the last of them, as made, is the one kept.
+        assert writes["failing", ERROR] == "error-4"
+        latest = await saver.aget_tuple(_config("t"))
+        assert latest is not None
+        assert latest.checkpoint["id"] == results[-1]["configurable"]["checkpoint_id"]
+        assert latest.parent_config == first
+        # Nothing is left queued: the next call goes alone.
+        sent.clear()
+        await saver.aput_writes(latest.config, [("count", 2)], task_id="after")
+        assert [path.rsplit("/", 1)[-1] for _, path in sent] == ["writes"]
+
+
+async def _step_from(
+    saver: SessionStateSaver, parent: Any, tasks: int, label: str = ""
+) -> list[Any]:
+    """A superstep's calls as LangGraph makes them in the background, all at
+    once: each task's writes, a run of special writes of one task, then the
+    next checkpoint; returns what each call returned."""
+    calls: list[Awaitable[Any]] = [
+        saver.aput_writes(parent, [("count", f"{label}{n}")], task_id=f"{label}task-{n}")
+        for n in range(tasks)
+    ]
+    calls += [
+        saver.aput_writes(parent, [(ERROR, f"{label}error-{n}")], task_id=f"{label}failing")
+        for n in range(5)
+    ]
+    calls.append(saver.aput(parent, _checkpoint(1), {"source": "loop", "step": 0}, {"count": "1"}))
+    return list(await asyncio.gather(*calls))
+
+
+async def test_a_batch_with_one_bad_call_stores_nothing_and_each_call_raises(
+    server: ServerProcess,
+) -> None:
+    app_name = f"lgb-{uuid.uuid4().hex[:8]}"
+    async with SessionStateSaver(server.base_url, app_name=app_name) as saver:
+        first = await saver.aput(_config("t"), _checkpoint(0), {"source": "input"}, {})
+        sent = _counted(saver)
+        bad = _config("t", "x" * 200)  # not a checkpoint id the server takes
+        outcomes = await asyncio.gather(
+            saver.aput_writes(first, [("count", 0)], task_id="alone"),
+            saver.aput_writes(first, [("count", 1)], task_id="before-bad"),
+            saver.aput_writes(bad, [("count", 2)], task_id="bad"),
+            saver.aput_writes(first, [("count", 3)], task_id="after-bad"),
+            return_exceptions=True,
+        )
+        assert outcomes[0] is None
+        errors = outcomes[1:]
+        assert all(isinstance(error, ValidationError) for error in errors), errors
+        assert errors[0] is errors[1] is errors[2]  # one batch, one error
+        assert [path.rsplit("/", 1)[-1] for _, path in sent] == ["writes", "operations"]
+        stored = await saver.aget_tuple(first)
+        assert stored is not None
+        assert [task for task, _, _ in stored.pending_writes] == ["alone"]
+
+
+WRITER_ROUNDS = 6
+WRITER_TASKS = 12
+
+
+async def _writer(base_url: str, app_name: str, name: str) -> int:
+    """One process's writes to the shared thread: rounds of a superstep's
+    calls at once; returns how many requests they took."""
+    async with SessionStateSaver(base_url, app_name=app_name) as saver:
+        sent = _counted(saver)
+        for round_number in range(WRITER_ROUNDS):
+            await _step(saver, "shared", WRITER_TASKS, f"{name}{round_number}-")
+        return len(sent)
+
+
+def test_two_processes_batching_writes_to_one_thread_lose_nothing(
+    server: ServerProcess,
+) -> None:
+    app_name = f"lgb-{uuid.uuid4().hex[:8]}"
+    command = [sys.executable, "-m", "tests.client.test_langgraph_batching", "writer"]
+    processes = [
+        subprocess.Popen([*command, server.base_url, app_name, name], stdout=subprocess.PIPE)
+        for name in ("a", "b")
+    ]
+    outputs = [process.communicate(timeout=300)[0] for process in processes]
+    assert [process.returncode for process in processes] == [0, 0]
+    requests = [json.loads(output)["requests"] for output in outputs]
+
+    async def check() -> None:
+        async with SessionStateSaver(server.base_url, app_name=app_name) as saver:
+            found = [item async for item in saver.alist(_config("shared"))]
+            writes = {
+                (task, value)
+                for item in found
+                for task, channel, value in item.pending_writes
+                if channel != ERROR
+            }
+            errors = {
+                (task, value)
+                for item in found
+                for task, channel, value in item.pending_writes
+                if channel == ERROR
+            }
+        # Each round's checkpoint, and the thread's first (one writer's, or
+        # each's when both found the thread empty).
+        assert 2 * WRITER_ROUNDS + 1 <= len(found) <= 2 * WRITER_ROUNDS + 2
+        labels = [f"{name}{r}-" for name in ("a", "b") for r in range(WRITER_ROUNDS)]
+        assert {value for _, value in writes} == {
+            f"{label}{n}" for label in labels for n in range(WRITER_TASKS)
+        }
+        assert {value for _, value in errors} == {f"{label}error-4" for label in labels}
+
+    asyncio.run(check())
+    calls = WRITER_ROUNDS * (WRITER_TASKS + 5 + 1)
+    assert all(count < calls / 2 for count in requests), requests
+
+
+@pytest.fixture
+async def without_batch_route(server: ServerProcess) -> AsyncIterator[str]:
+    """A server as an older one answers: the batch route is unknown (404),
+    every other request is passed to the started server."""
+
+    async def forward(request: web.Request) -> web.StreamResponse:
+        if request.path.endswith("/operations"):
+            body = {"type": "about:blank", "title": "Not Found", "status": 404}
+            return web.json_response(body, status=404, content_type="application/problem+json")
+        async with session.request(
+            request.method,
+            server.base_url + request.path_qs,
+            data=await request.read(),
+            headers={k: v for k, v in request.headers.items() if k.lower() != "host"},
+        ) as answer:
+            return web.Response(
+                status=answer.status,
+                body=await answer.read(),
+                content_type=answer.content_type,
+            )
+
+    async with ClientSession() as session:
+        proxy = web.Application()
+        proxy.router.add_route("*", "/{tail:.*}", forward)
+        runner = web.AppRunner(proxy)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]  # started
+        try:
+            yield f"http://127.0.0.1:{port}"
+        finally:
+            await runner.cleanup()
+
+
+async def test_a_server_without_the_batch_route_gets_each_call_alone(
+    without_batch_route: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    app_name = f"lgb-{uuid.uuid4().hex[:8]}"
+    async with SessionStateSaver(without_batch_route, app_name=app_name) as saver:
+        first = await saver.aput(_config("t"), _checkpoint(0), {"source": "input"}, {})
+        sent = _counted(saver)
+        await _step_from(saver, first, tasks=4)
+        kinds = [path.rsplit("/", 1)[-1] for _, path in sent]
+        # One batch tried and refused (404, logged), then each call alone.
+        assert kinds.count("operations") == 1
+        assert len(kinds) == 1 + 4 + 5 + 1
+        assert "no route for a thread's batch" in caplog.text
+        assert saver._batch_route is False
+        stored = await saver.aget_tuple(first)
+        assert stored is not None
+        writes = {(task, channel): value for task, channel, value in stored.pending_writes}
+        assert len(writes) == 4 + 1
+        assert writes["failing", ERROR] == "error-4"
+
+
+def _main(run: Callable[..., Awaitable[int]]) -> None:
+    base_url, app_name, name = sys.argv[2:5]
+    print(json.dumps({"requests": asyncio.run(run(base_url, app_name, name))}))
+
+
+if __name__ == "__main__" and sys.argv[1] == "writer":
+    _main(_writer)
