@@ -170,7 +170,7 @@ async def _memories_across_0006(url: str) -> tuple[list[str], list[int]]:
             found = [
                 record.text
                 for question in ("太郎", "иван", "Python", "thon", "猫")
-                for record in await store.search_memories(
+                for record, _share in await store.search_memories(
                     "a", "u", question, limit=10, budget=10_000
                 )
             ]

@@ -10,7 +10,8 @@ from .scenes import APP, LIMIT, NOW, append, create, event, key, memories_of, me
 
 async def _texts(store: Store, question: str, user_id: str = "ada") -> list[str]:
     return [
-        record.text for record in await store.search_memories(APP, user_id, question, 10, LIMIT)
+        record.text
+        for record, _share in await store.search_memories(APP, user_id, question, 10, LIMIT)
     ]
 
 
@@ -102,5 +103,5 @@ async def test_an_add_racing_a_forget_never_brings_the_id_back(store: Store, sec
         # Either order leaves it forgotten: it was stored before both.
         assert memory_id not in {
             record.event_id
-            for record in await store.search_memories(APP, "ada", "museum", 50, LIMIT)
+            for record, _share in await store.search_memories(APP, "ada", "museum", 50, LIMIT)
         }

@@ -165,11 +165,11 @@ async def test_memories_are_read_back_by_row_id_in_the_order_asked(store: Store)
     order = [ada["beta"], bob["bob's"], ada["alpha"]]
 
     # Another user's rows are never read.
-    assert [m.text for m in await store.read_memories(APP, "ada", order, LIMIT)] == [
+    assert [m.text for _, m in await store.read_memories(APP, "ada", order, LIMIT)] == [
         "beta",
         "alpha",
     ]
     # The budget cuts the list, but the first always comes.
-    assert [m.text for m in await store.read_memories(APP, "ada", order, 1)] == ["beta"]
+    assert [m.text for _, m in await store.read_memories(APP, "ada", order, 1)] == ["beta"]
     await store.forget_memory(APP, "ada", "m2")
-    assert [m.text for m in await store.read_memories(APP, "ada", order, LIMIT)] == ["alpha"]
+    assert [m.text for _, m in await store.read_memories(APP, "ada", order, LIMIT)] == ["alpha"]

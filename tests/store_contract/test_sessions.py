@@ -221,7 +221,7 @@ async def test_deleting_a_session_takes_its_events_and_if_asked_its_memories(sto
     assert await store.read_session(key("s1"), NOW) is None
     assert await store.find_event(key("s1"), "s1-e") is None
     remembered = await store.search_memories(APP, "ada", "flight", 10, LIMIT)
-    assert sorted(record.session_id for record in remembered) == ["s1", "s3"]
+    assert sorted(record.session_id for record, _share in remembered) == ["s1", "s3"]
 
 
 async def test_deleting_an_expired_session_reports_it_missing_and_deletes_it(store: Store):
