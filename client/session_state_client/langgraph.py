@@ -23,9 +23,9 @@ together in one request when it is answered (`POST
 none). Each call still returns only once what it wrote is stored, and a
 failed batch's error is raised in each of its calls. A call with nothing
 to wait for goes alone to its own route, as before; a server without the
-batch route (404 or 405, an older one) gets each call alone, after one
-logged warning. `batch_writes=False` turns grouping off; the sync methods
-never group.
+batch route (a 404 or 405 whose problem is the unknown route's, an older
+one) gets each call alone, after one logged warning. `batch_writes=False`
+turns grouping off; the sync methods never group.
 
 Both classes retry, as the main client does (`max_retries`, backoff with
 jitter or the server's Retry-After), a request that did not reach the
@@ -115,11 +115,19 @@ logger = logging.getLogger("session_state_client")
 OPERATIONS_PER_CALL = 64
 _OWNER_FIELDS = ("userId", "ttlSeconds")
 # A batch refused with these goes again one call at a time: 413, too large
-# together; 404 or 405, a server without the batch route (then never batched again).
+# together; 404 or 405, a server without the batch route (then never batched
+# again), told apart from a problem of the batch's own by the problem's code:
+# the framework's for an unknown route, or none (a proxy's page).
 _BATCH_TOO_LARGE = 413
 _NO_BATCH_ROUTE = (404, 405)
+_UNKNOWN_ROUTE_CODES = (None, "not_found", "method_not_allowed")
 # The loop turns a batch waits before it is taken (see _drain).
 _LINGER_TURNS = 3
+
+
+def _route_unknown(error: APIStatusError) -> bool:
+    """Whether a batch's refusal says the server has no batch route."""
+    return error.status_code in _NO_BATCH_ROUTE and error.code in _UNKNOWN_ROUTE_CODES
 
 
 class _Queued:
@@ -738,7 +746,7 @@ class SessionStateSaver(_Closing, BaseCheckpointSaver[str]):
             try:
                 await self._server.asend(("POST", path, {}, body))
             except APIStatusError as error:
-                if error.status_code in _NO_BATCH_ROUTE:
+                if _route_unknown(error):
                     logger.warning(
                         "the server has no route for a thread's batch of writes "
                         "(%s): each is sent alone from now on",

@@ -6,6 +6,7 @@ batch's error; two processes writing one thread lose nothing; a server
 without the batch route gets each call alone."""
 
 import asyncio
+import contextlib
 import json
 import subprocess
 import sys
@@ -17,7 +18,7 @@ import pytest
 from aiohttp import ClientSession, web
 from langgraph.checkpoint.base import WRITES_IDX_MAP, Checkpoint, empty_checkpoint
 
-from session_state_client import ValidationError
+from session_state_client import NotFoundError, ValidationError
 from session_state_client.langgraph import SessionStateSaver
 from tests.conftest import ServerProcess
 
@@ -192,15 +193,17 @@ def test_two_processes_batching_writes_to_one_thread_lose_nothing(
     assert all(count < calls / 2 for count in requests), requests
 
 
-@pytest.fixture
-async def without_batch_route(server: ServerProcess) -> AsyncIterator[str]:
-    """A server as an older one answers: the batch route is unknown (404),
-    every other request is passed to the started server."""
+@contextlib.asynccontextmanager
+async def _refusing_batches(
+    server: ServerProcess, status: int, problem: dict[str, Any]
+) -> AsyncIterator[str]:
+    """A proxy before the started server that answers every batch request
+    with `status` and the `problem` body, and passes every other request on."""
 
     async def forward(request: web.Request) -> web.StreamResponse:
         if request.path.endswith("/operations"):
-            body = {"type": "about:blank", "title": "Not Found", "status": 404}
-            return web.json_response(body, status=404, content_type="application/problem+json")
+            body = {"title": "Refused", "status": status, **problem}
+            return web.json_response(body, status=status, content_type="application/problem+json")
         async with session.request(
             request.method,
             server.base_url + request.path_qs,
@@ -227,6 +230,13 @@ async def without_batch_route(server: ServerProcess) -> AsyncIterator[str]:
             await runner.cleanup()
 
 
+@pytest.fixture
+async def without_batch_route(server: ServerProcess) -> AsyncIterator[str]:
+    """A server as an older one answers: the batch route is unknown (404)."""
+    async with _refusing_batches(server, 404, {"type": "about:blank"}) as base_url:
+        yield base_url
+
+
 async def test_a_server_without_the_batch_route_gets_each_call_alone(
     without_batch_route: str, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -246,6 +256,38 @@ async def test_a_server_without_the_batch_route_gets_each_call_alone(
         writes = {(task, channel): value for task, channel, value in stored.pending_writes}
         assert len(writes) == 4 + 1
         assert writes["failing", ERROR] == "error-4"
+
+
+@pytest.mark.parametrize("status", [404, 405])
+async def test_a_batch_refused_with_a_problem_of_its_own_is_not_taken_for_an_older_server(
+    server: ServerProcess, status: int, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A 404 or 405 whose problem names a cause of its own (not the
+    framework's unknown route) is the batch's answer: each call raises it,
+    nothing is sent again alone, and batching stays on."""
+    problem = {"type": "urn:session-state:problem:thread_not_found", "code": "thread_not_found"}
+    app_name = f"lgb-{uuid.uuid4().hex[:8]}"
+    async with (
+        _refusing_batches(server, status, problem) as base_url,
+        SessionStateSaver(base_url, app_name=app_name) as saver,
+    ):
+        first = await saver.aput(_config("t"), _checkpoint(0), {"source": "input"}, {})
+        sent = _counted(saver)
+        outcomes = await asyncio.gather(
+            *(
+                saver.aput_writes(first, [("count", index)], task_id=f"task-{index}")
+                for index in range(3)
+            ),
+            return_exceptions=True,
+        )
+        assert outcomes[0] is None  # alone: nothing was in flight
+        errors = outcomes[1:]
+        assert all(getattr(error, "code", None) == "thread_not_found" for error in errors)
+        assert status != 404 or all(isinstance(error, NotFoundError) for error in errors)
+        assert errors[0] is errors[1]  # one batch, one error
+        assert [path.rsplit("/", 1)[-1] for _, path in sent] == ["writes", "operations"]
+        assert saver._batch_route is True
+        assert "no route for a thread's batch" not in caplog.text
 
 
 def _main(run: Callable[..., Awaitable[int]]) -> None:
