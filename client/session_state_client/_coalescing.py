@@ -13,14 +13,16 @@ while fewer than `MAX_IN_FLIGHT` of its app's requests are out leaves at
 the end of the current turn of the loop, with the appends other callers
 make in the same turn (the conversations one answer woke): alone when
 there are none, so a lone conversation waits for nothing but that turn.
-What gathers is split among the free requests, so that the server works
-on one part while the next is sent and their answers wake their callers
-apart. Appends made while the requests are out wait for one to end, then
-go together. Each append of a request gets the answer, the exception and
-the retries it would have had alone. A request the server refuses whole
-(an older server without the route, or a body above its limit) is sent
-again as single appends. Only the async client sends appends together
-(the sync client's callers are threads, each waiting on its own request).
+What gathers is split among the free requests when each part would hold at
+least `MIN_PART` appends, so that the server works on one part while the
+next is sent and their answers wake their callers apart; fewer go in one
+request, whose fixed costs they then share. Appends made while the
+requests are out wait for one to end, then go together. Each append of a
+request gets the answer, the exception and the retries it would have had
+alone. A request the server refuses whole (an older server without the
+route, or a body above its limit) is sent again as single appends. Only
+the async client sends appends together (the sync client's callers are
+threads, each waiting on its own request).
 """
 
 import asyncio
@@ -49,6 +51,10 @@ Send = Callable[[Call[T]], Awaitable[T]]
 MAX_IN_FLIGHT = 2
 # The server's limit (MAX_APPENDS_PER_REQUEST).
 MAX_TOGETHER = 100
+# The fewest appends a part may hold when what gathered is split among free
+# requests: below it, one request's own cost (client, server and statement)
+# outweighs what working on two parts at once saves (docs/performance.md).
+MIN_PART = 15
 # Statuses of a request refused whole that single appends may not meet: the
 # route unknown (an older server), the body too large, or the wrapper refused.
 _SENT_ALONE_AFTER = frozenset({404, 405, 413, 422})
@@ -106,6 +112,7 @@ class AppendCoalescer:
         # Cleared when the server does not know the route: appends go alone.
         self.server_takes_many = True
         self.max_in_flight = MAX_IN_FLIGHT
+        self.min_part = MIN_PART
         # Off: every append is a request of its own.
         self.together = together
 
@@ -181,13 +188,15 @@ class AppendCoalescer:
             self._done(app_name, app)
 
     def _send_parts(self, app_name: str, app: _AppRequests, batch: list[_Waiting]) -> None:
-        """The batch in as many requests as are free (one is taken already),
-        in near-equal parts, oldest first: while the server works on one
-        part, this process sends the next, and their answers come back
-        apart, so the callers they wake do not all wait on one request. A
+        """The batch in as many requests as are free (one is taken already)
+        and it fills with `min_part` appends each, in near-equal parts,
+        oldest first: while the server works on one part, this process sends
+        the next, and their answers come back apart, so the callers they wake
+        do not all wait on one request. A smaller batch goes whole. A
         session's appends stay in one part, in their order (the server runs
         a request's appends to one session in order; two requests, at once)."""
-        count = min(len(batch), self.max_in_flight - app.in_flight + 1)
+        free = self.max_in_flight - app.in_flight + 1
+        count = max(1, min(free, len(batch) // self.min_part))
         size = -(-len(batch) // count)
         parts: list[list[_Waiting]] = [[]]
         part_of: dict[str | None, list[_Waiting]] = {}

@@ -143,6 +143,7 @@ async def test_many_appends_to_a_few_sessions_in_one_turn_keep_each_sessions_ord
     counts = {"a": 12, "b": 6, "c": 6}
     async with AsyncSessionStateClient(base_url=server.base_url) as client:
         client._appends.max_in_flight = 4
+        client._appends.min_part = 1  # split among every free request
         await _create(client, app, list(counts))
         requests_before = await _appends_requests(server.base_url)
         made = [(session, step) for session, count in counts.items() for step in range(count)]

@@ -30,6 +30,7 @@ from session_state_client import (
     SessionStateClient,
     _requests,
 )
+from session_state_client._coalescing import MIN_PART
 from tests.client.both_clients import CLIENTS, open_client
 
 # -- signatures ----------------------------------------------------------------
@@ -544,10 +545,12 @@ def _appends_behind_two(url: str, count: int) -> list[Any]:
     return asyncio.run(run())
 
 
-def test_appends_made_in_one_turn_of_the_loop_go_together(scripted):
-    """Nothing in flight: an append made alone goes alone; four made in the
+@pytest.mark.parametrize("count", [4, 2 * MIN_PART])
+def test_appends_made_in_one_turn_of_the_loop_go_together(scripted, count):
+    """Nothing in flight: an append made alone goes alone; those made in the
     same turn of the event loop (as the conversations one answer woke) go
-    together, in two requests of two (both requests of the app are free)."""
+    together: in one request when there are too few for two parts of
+    MIN_PART, else split between the app's two free requests, oldest first."""
 
     def answer(seen: Seen) -> Answer:
         if seen.path == "/apps/a/appends":
@@ -569,14 +572,17 @@ def test_appends_made_in_one_turn_of_the_loop_go_together(scripted):
                 )
 
             alone = await append(0)
-            return [alone, *await asyncio.gather(*(append(n) for n in range(1, 5)))]
+            return [alone, *await asyncio.gather(*(append(n) for n in range(1, count + 1)))]
 
     appended = asyncio.run(run())
-    assert [result.revision for result in appended] == [1] * 5
+    assert [result.revision for result in appended] == [1] * (count + 1)
     assert scripted.seen[0].path == "/apps/a/users/u/sessions/s0/events"
-    assert [seen.path for seen in scripted.seen[1:]] == ["/apps/a/appends"] * 2
     groups = [[item["sessionId"] for item in seen.json()["appends"]] for seen in scripted.seen[1:]]
-    assert sorted(groups) == [["s1", "s2"], ["s3", "s4"]]
+    made = [f"s{n}" for n in range(1, count + 1)]
+    if count < 2 * MIN_PART:
+        assert groups == [made]
+    else:
+        assert sorted(groups) == [made[:MIN_PART], made[MIN_PART:]]
 
 
 def test_a_sessions_appends_made_in_one_turn_stay_in_one_request_in_order(scripted):
@@ -596,6 +602,7 @@ def test_a_sessions_appends_made_in_one_turn_stay_in_one_request_in_order(script
 
     async def run() -> list[Any]:
         async with AsyncSessionStateClient(base_url=scripted.url) as client:
+            client._appends.min_part = 1  # split among the free requests
             sessions = ["s1", "s2", "s1", "s3"]
             return await asyncio.gather(
                 *(
@@ -651,9 +658,15 @@ def test_appends_made_at_once_go_alone_when_not_together(scripted):
 def test_the_appends_gathered_by_a_cancelled_caller_still_go(scripted):
     """The caller whose append was to carry those made in the same turn is
     cancelled before its request leaves: its append is never sent, the
-    others go (in a request each: both of the app's are free)."""
+    others go (together, in one request: too few for two parts)."""
 
     def answer(seen: Seen) -> Answer:
+        if seen.path == "/apps/a/appends":
+            results = [
+                {"status": 201, "revision": 1, "event": item["event"]}
+                for item in seen.json()["appends"]
+            ]
+            return Answer(200, {"results": results})
         return Answer(201, seen.json(), {"ETag": '"1"'})
 
     scripted.default = answer
@@ -675,10 +688,8 @@ def test_the_appends_gathered_by_a_cancelled_caller_still_go(scripted):
     cancelled, *appended = asyncio.run(run())
     assert isinstance(cancelled, asyncio.CancelledError)
     assert [result.revision for result in appended] == [1, 1]
-    assert sorted(seen.path for seen in scripted.seen) == [
-        "/apps/a/users/u/sessions/s1/events",
-        "/apps/a/users/u/sessions/s2/events",
-    ]
+    assert [seen.path for seen in scripted.seen] == ["/apps/a/appends"]
+    assert [item["sessionId"] for item in scripted.seen[0].json()["appends"]] == ["s1", "s2"]
 
 
 def test_an_append_answered_503_among_others_is_retried_alone(scripted):
