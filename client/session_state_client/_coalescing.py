@@ -38,7 +38,7 @@ import pydantic_core
 
 from session_state_client import _requests
 from session_state_client._constants import RETRYABLE_STATUSES
-from session_state_client._exceptions import APIStatusError, error_from_response
+from session_state_client._exceptions import APIStatusError, error_from_response, route_unknown
 from session_state_client._models import AppendResult
 from session_state_client._requests import Answer, Call
 from session_state_client._revisions import SeenRevisions
@@ -56,8 +56,9 @@ MAX_TOGETHER = 100
 # outweighs what working on two parts at once saves (docs/performance.md).
 MIN_PART = 15
 # Statuses of a request refused whole that single appends may not meet: the
-# route unknown (an older server), the body too large, or the wrapper refused.
-_SENT_ALONE_AFTER = frozenset({404, 405, 413, 422})
+# body too large, or the wrapper refused. (An unknown route, an older server's
+# answer, is told apart by route_unknown.)
+_SENT_ALONE_AFTER = frozenset({413, 422})
 
 
 @dataclass(eq=False)
@@ -238,10 +239,10 @@ class AppendCoalescer:
         try:
             answer = await self._send(call)
         except APIStatusError as refused:
-            if refused.status_code not in _SENT_ALONE_AFTER:
-                raise
-            if refused.status_code in (404, 405):
+            if route_unknown(refused):
                 self.server_takes_many = False
+            elif refused.status_code not in _SENT_ALONE_AFTER:
+                raise
             await self._send_alone(batch)
             return
         results = answer.body["results"]

@@ -149,6 +149,18 @@ _BY_STATUS: dict[int, type[APIStatusError]] = {
 }
 
 
+# A refusal that says the server has no such route (an older server): the
+# framework's own codes, or none at all (a proxy's page). Any other code is
+# the request's own problem, whatever its status.
+_UNKNOWN_ROUTE_STATUSES = frozenset({404, 405})
+_UNKNOWN_ROUTE_CODES = frozenset({None, "not_found", "method_not_allowed"})
+
+
+def route_unknown(error: APIStatusError) -> bool:
+    """Whether `error` says the server does not know the route asked for."""
+    return error.status_code in _UNKNOWN_ROUTE_STATUSES and error.code in _UNKNOWN_ROUTE_CODES
+
+
 def error_from_response(response: httpx.Response) -> APIStatusError:
     try:
         body = response.json()

@@ -88,7 +88,7 @@ from session_state_client._constants import (
     DEFAULT_TIMEOUT,
     RETRYABLE_STATUSES,
 )
-from session_state_client._exceptions import APIStatusError, error_from_response
+from session_state_client._exceptions import APIStatusError, error_from_response, route_unknown
 from session_state_client._requests import Answer, WireAnswer, retry_delay
 from session_state_client._transport import (
     AiohttpTransport,
@@ -114,20 +114,12 @@ logger = logging.getLogger("session_state_client")
 # The server's bound on the operations of one batch request of a thread.
 OPERATIONS_PER_CALL = 64
 _OWNER_FIELDS = ("userId", "ttlSeconds")
-# A batch refused with these goes again one call at a time: 413, too large
-# together; 404 or 405, a server without the batch route (then never batched
-# again), told apart from a problem of the batch's own by the problem's code:
-# the framework's for an unknown route, or none (a proxy's page).
+# A batch refused with this goes again one call at a time: too large together.
+# (A server without the batch route, told by route_unknown, gets every later
+# call alone.)
 _BATCH_TOO_LARGE = 413
-_NO_BATCH_ROUTE = (404, 405)
-_UNKNOWN_ROUTE_CODES = (None, "not_found", "method_not_allowed")
 # The loop turns a batch waits before it is taken (see _drain).
 _LINGER_TURNS = 3
-
-
-def _route_unknown(error: APIStatusError) -> bool:
-    """Whether a batch's refusal says the server has no batch route."""
-    return error.status_code in _NO_BATCH_ROUTE and error.code in _UNKNOWN_ROUTE_CODES
 
 
 class _Queued:
@@ -746,7 +738,7 @@ class SessionStateSaver(_Closing, BaseCheckpointSaver[str]):
             try:
                 await self._server.asend(("POST", path, {}, body))
             except APIStatusError as error:
-                if _route_unknown(error):
+                if route_unknown(error):
                     logger.warning(
                         "the server has no route for a thread's batch of writes "
                         "(%s): each is sent alone from now on",

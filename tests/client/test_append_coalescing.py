@@ -6,6 +6,7 @@ route gets single appends."""
 
 import asyncio
 import contextlib
+import json
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -302,6 +303,62 @@ async def test_a_server_without_the_route_gets_single_appends(settings: Settings
             stored = await client.get_session(app_name=app, user_id="u", session_id=session)
             assert stored is not None
             assert [event["id"] for event in stored.events] == [f"{session}-{s}" for s in range(4)]
+
+
+def _behind_a_gateway_refusing_appends(settings: Settings, status: int) -> tuple[Any, list[str]]:
+    """The app behind a gateway that refuses every request of appends to
+    several sessions with a problem of its own (not an unknown route), and
+    passes the rest on. Returns the app and the paths it was asked for."""
+    app = create_app(settings)
+    asked: list[str] = []
+
+    async def gateway(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            asked.append(scope["path"])
+        if scope["type"] == "http" and scope["path"].endswith("/appends"):
+            body = json.dumps(
+                {"title": "Tenant unknown", "status": status, "code": "tenant_not_found"}
+            ).encode()
+            headers = [(b"content-type", b"application/problem+json")]
+            await send({"type": "http.response.start", "status": status, "headers": headers})
+            await send({"type": "http.response.body", "body": body})
+            return
+        await app(scope, receive, send)
+
+    return gateway, asked
+
+
+@pytest.mark.parametrize("status", [404, 405])
+async def test_a_refusal_with_a_problem_of_its_own_is_not_taken_for_an_older_server(
+    settings: Settings, status: int
+):
+    """A whole-request 404 or 405 whose problem names a cause of its own is
+    the batch's answer: each append raises it, none is sent again alone, and
+    the appends of later turns still go together."""
+    app = "gated"
+    sessions = [f"s{index}" for index in range(4)]
+    served, asked = _behind_a_gateway_refusing_appends(settings, status)
+    async with _served(served) as base_url, AsyncSessionStateClient(base_url=base_url) as client:
+        await _create(client, app, sessions)
+        for _ in range(2):
+            asked.clear()
+            outcomes = await asyncio.gather(
+                *(
+                    client.append_event(
+                        app_name=app, user_id="u", session_id=session, event={"author": "agent"}
+                    )
+                    for session in sessions
+                ),
+                return_exceptions=True,
+            )
+            assert all(getattr(error, "code", None) == "tenant_not_found" for error in outcomes)
+            assert status != 404 or all(isinstance(error, NotFoundError) for error in outcomes)
+            # One request for the turn's four, refused; nothing sent alone.
+            assert [path.rsplit("/", 1)[-1] for path in asked] == ["appends"]
+        assert client._appends.server_takes_many is True
+        for session in sessions:
+            stored = await client.get_session(app_name=app, user_id="u", session_id=session)
+            assert stored is not None and stored.events == []
 
 
 async def test_adk_conversations_at_once_lose_nothing(server: ServerProcess):
