@@ -4,7 +4,7 @@ AsyncPostgresSaver (psycopg, a pool of the server's size), each in a
 database of its own on one PostgreSQL server.
 
     python -m bench.langgraph                       # 50 threads x 20 steps, then 1 thread
-    python -m bench.langgraph --quick               # 5 threads of 5 steps, 1 round
+    python -m bench.langgraph --quick               # 5 threads of 5 steps, 1 round, 1 pass
     python -m bench.langgraph --rounds 5 --value-bytes 2048
     python -m bench.langgraph --before /tmp/old     # a third side: that checkout's
                                                     # server and client
@@ -12,8 +12,12 @@ database of its own on one PostgreSQL server.
 The graph is scripted (no LLM): each step appends a message of
 `--value-bytes` (default 2 KB: a graph's state carries messages) to a list
 channel and counts, so the state a checkpoint holds grows by that much a
-step. All threads run at once with `ainvoke`; a step's latency is the time
-between two steps of one thread. LangGraph stores checkpoints in the
+step. All threads run at once with `ainvoke` (a pass); a step's latency is
+the time between two steps of one thread. Each round, a side runs an untimed
+warm-up pass (its connections and first statements), then passes of new
+threads until their run times add up to `--window` seconds (default 3; one
+pass of one thread lasts tens of milliseconds, too short to tell two sides
+apart), and its figures pool those passes. LangGraph stores checkpoints in the
 background (durability "async"): a step does not wait for its writes, so
 the run also times each aput and aput_writes (a write's latency: how long a
 step's checkpoint takes to be stored) and the time from a thread's last
@@ -44,6 +48,7 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib.metadata import version
 from pathlib import Path
@@ -75,6 +80,10 @@ POOL_SIZE = 10  # bench.run.Server's pool
 OUR_TABLES = ("lg_threads", "lg_checkpoints", "lg_channel_values", "lg_writes")
 THEIR_TABLES = ("checkpoints", "checkpoint_blobs", "checkpoint_writes", "checkpoint_migrations")
 DEFAULT_VALUE_BYTES = 2048
+# Each round, a side runs passes (every thread once) until their run times
+# add up to this, after a warm-up pass of this many steps a thread.
+WINDOW_S = 3.0
+WARM_UP_STEPS = 2
 
 
 class Chat(TypedDict):
@@ -162,12 +171,20 @@ def _timed_writes(checkpointer: Any, seconds: list[float]) -> None:
         setattr(checkpointer, name, timed)
 
 
-async def run_side(checkpointer: Any, shape: Shape) -> dict[str, float]:
-    marks: dict[str, list[float]] = {}
-    writes: list[float] = []
-    _timed_writes(checkpointer, writes)
-    graph = build(checkpointer, shape, marks)
-    names = [f"thread-{index}-{uuid.uuid4().hex[:6]}" for index in range(shape.threads)]
+@dataclass
+class _Pass:
+    """What one pass (every thread's run once) measured."""
+
+    seconds: float
+    cpu: float
+    gaps: list[float]
+    drains: list[float]
+    lost: int
+
+
+async def _one_pass(graph: Any, shape: Shape, marks: dict[str, list[float]]) -> _Pass:
+    """Every thread of `shape` run once, at once, each a thread new to the saver."""
+    names = [f"thread-{index}-{uuid.uuid4().hex[:8]}" for index in range(shape.threads)]
     for name in names:
         marks[name] = []
     started, cpu = time.perf_counter(), time.process_time()
@@ -182,26 +199,52 @@ async def run_side(checkpointer: Any, shape: Shape) -> dict[str, float]:
     )
     ended = time.perf_counter()
     seconds, cpu = ended - started, time.process_time() - cpu
+    times = [marks.pop(name) for name in names]
     # From a thread's last step to the end of its run: the writes LangGraph
     # still had to store (its steps run ahead of them).
-    drains = [ended - times[-1] for times in marks.values() if times]
-    gaps = [
-        later - earlier for times in marks.values() for earlier, later in itertools.pairwise(times)
-    ]
+    drains = [ended - steps[-1] for steps in times if steps]
+    gaps = [later - earlier for steps in times for earlier, later in itertools.pairwise(steps)]
     # Read back from the saver, as a restarted process would.
     stored = [await graph.aget_state({"configurable": {"thread_id": name}}) for name in names]
     lost = sum(_lost(final, shape) for final in finals)
     lost += sum(_lost(dict(state.values), shape) for state in stored)
+    return _Pass(seconds, cpu, gaps, drains, lost)
+
+
+async def run_side(
+    checkpointer: Any, shape: Shape, window_s: float, timing: Callable[[], None] = lambda: None
+) -> dict[str, float]:
+    """The side's figures over passes whose run times add up to `window_s`
+    (at least one), after an untimed warm-up pass: one pass of one thread
+    lasts a few dozen milliseconds, too short to tell two sides apart.
+    `timing` is called when the timed passes start."""
+    marks: dict[str, list[float]] = {}
+    # Every connection the side opens, and its first statements, before timing.
+    warm_up = Shape(shape.threads, WARM_UP_STEPS, shape.value_bytes)
+    await _one_pass(build(checkpointer, warm_up, marks), warm_up, marks)
+    graph = build(checkpointer, shape, marks)
+    timing()
+    writes: list[float] = []
+    _timed_writes(checkpointer, writes)
+    passes: list[_Pass] = []
+    while not passes or sum(done.seconds for done in passes) < window_s:
+        passes.append(await _one_pass(graph, shape, marks))
+    steps = shape.threads * shape.steps * len(passes)
+    gaps = [gap for done in passes for gap in done.gaps]
     return {
-        "steps_per_second": shape.threads * shape.steps / seconds,
+        "steps_per_second": steps / sum(done.seconds for done in passes),
         **latency_summary(gaps),
         "write_p50_ms": percentile(writes, 0.5) * 1000,
         "write_p99_ms": percentile(writes, 0.99) * 1000,
-        "drain_p50_ms": percentile(drains, 0.5) * 1000,
-        "client_cpu_ms_per_step": cpu * 1000 / (shape.threads * shape.steps),
+        "drain_p50_ms": percentile([d for done in passes for d in done.drains], 0.5) * 1000,
+        "client_cpu_ms_per_step": sum(done.cpu for done in passes) * 1000 / steps,
         # aput and aput_writes calls (LangGraph's), against requests sent.
-        "calls_per_step": len(writes) / (shape.threads * shape.steps),
-        "lost": lost,
+        "calls_per_step": len(writes) / steps,
+        "passes": len(passes),
+        # Steps stored in all, the warm-up's too: the server's CPU and the
+        # tables' size are divided by it.
+        "stored_steps": steps + shape.threads * WARM_UP_STEPS,
+        "lost": sum(done.lost for done in passes),
     }
 
 
@@ -221,17 +264,17 @@ def _counted_requests(saver: Any) -> list[int]:
     return sent
 
 
-async def _ours(base_url: str, shape: Shape) -> dict[str, float]:
+async def _ours(base_url: str, shape: Shape, window_s: float) -> dict[str, float]:
     from session_state_client.langgraph import SessionStateSaver
 
     async with SessionStateSaver(base_url, app_name="bench") as saver:
         sent = _counted_requests(saver)
-        figures = await run_side(saver, shape)
-        figures["requests_per_step"] = sent[0] / (shape.threads * shape.steps)
+        figures = await run_side(saver, shape, window_s, timing=lambda: sent.__setitem__(0, 0))
+        figures["requests_per_step"] = sent[0] / (figures["passes"] * shape.threads * shape.steps)
         return figures
 
 
-async def _theirs(database: str, shape: Shape) -> dict[str, float]:
+async def _theirs(database: str, shape: Shape, window_s: float) -> dict[str, float]:
     from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
     from psycopg.rows import dict_row
     from psycopg_pool import AsyncConnectionPool
@@ -244,21 +287,23 @@ async def _theirs(database: str, shape: Shape) -> dict[str, float]:
     ) as pool:
         saver = AsyncPostgresSaver(pool)  # type: ignore[arg-type]
         await saver.setup()
-        return await run_side(saver, shape)
+        return await run_side(saver, shape, window_s)
 
 
 def side_main(arguments: argparse.Namespace) -> int:
     """One side in this process (the parent's child): prints its figures."""
     shape = Shape(arguments.threads, arguments.steps, arguments.value_bytes)
     if arguments.side == "theirs":
-        figures = asyncio.run(_theirs(arguments.target, shape))
+        figures = asyncio.run(_theirs(arguments.target, shape, arguments.window))
     else:
-        figures = asyncio.run(_ours(arguments.target, shape))
+        figures = asyncio.run(_ours(arguments.target, shape, arguments.window))
     print(json.dumps(figures))
     return 0
 
 
-def _child(side: str, target: str, shape: Shape, client: Path | None) -> dict[str, float]:
+def _child(
+    side: str, target: str, shape: Shape, window_s: float, client: Path | None
+) -> dict[str, float]:
     """One side's figures, measured by a process of its own; `client`: the
     checkout whose client it imports (None: this one's)."""
     env = dict(os.environ)
@@ -278,8 +323,12 @@ def _child(side: str, target: str, shape: Shape, client: Path | None) -> dict[st
         str(shape.steps),
         "--value-bytes",
         str(shape.value_bytes),
+        "--window",
+        str(window_s),
     ]
-    output = subprocess.run(command, env=env, cwd=ROOT, check=True, capture_output=True, text=True)
+    output = subprocess.run(command, env=env, cwd=ROOT, capture_output=True, text=True)
+    if output.returncode:
+        raise RuntimeError(f"the {side} side failed:\n{output.stderr[-4000:]}")
     figures: dict[str, float] = json.loads(output.stdout.strip().splitlines()[-1])
     return figures
 
@@ -314,17 +363,18 @@ def _server_cpu(server: Server | Granian) -> float:
     return sum(_process_cpu(pid) for pid in pids)
 
 
-async def measure(side: str, shape: Shape, before: Path | None) -> dict[str, float]:
-    """One side once, in a new database."""
+async def measure(
+    side: str, shape: Shape, window_s: float, before: Path | None
+) -> dict[str, float]:
+    """One side once (its passes), in a new database."""
     database = await create_database("lg_side")
     server: Server | Granian | None = None
     try:
         load = os.getloadavg()[0]
         if side == THEIRS:
-            figures = _child("theirs", database, shape, None)
-            figures["bytes_per_step"] = await table_bytes(database, THEIR_TABLES) / (
-                shape.threads * shape.steps
-            )
+            figures = _child("theirs", database, shape, window_s, None)
+            stored = figures["stored_steps"]
+            figures["bytes_per_step"] = await table_bytes(database, THEIR_TABLES) / stored
             return {**figures, "load": load}
         source = before if side == BEFORE else None
         if source is None:
@@ -337,13 +387,10 @@ async def measure(side: str, shape: Shape, before: Path | None) -> dict[str, flo
         else:
             server = Server(database, port=_free_port(), workers=1, source=source)
         cpu = _server_cpu(server)
-        figures = _child("ours", server.base_url, shape, source)
-        figures["server_cpu_ms_per_step"] = (
-            (_server_cpu(server) - cpu) * 1000 / (shape.threads * shape.steps)
-        )
-        figures["bytes_per_step"] = await table_bytes(database, OUR_TABLES) / (
-            shape.threads * shape.steps
-        )
+        figures = _child("ours", server.base_url, shape, window_s, source)
+        stored = figures["stored_steps"]
+        figures["server_cpu_ms_per_step"] = (_server_cpu(server) - cpu) * 1000 / stored
+        figures["bytes_per_step"] = await table_bytes(database, OUR_TABLES) / stored
         return {**figures, "load": load}
     finally:
         if server is not None:
@@ -394,12 +441,15 @@ def paired_lines(sides: dict[str, list[dict[str, float]]]) -> list[str]:
     return lines
 
 
-def markdown(shape: Shape, sides: dict[str, list[dict[str, float]]]) -> str:
+def markdown(shape: Shape, sides: dict[str, list[dict[str, float]]], window_s: float) -> str:
     rounds = len(next(iter(sides.values())))
     medians = {name: summary(runs) for name, runs in sides.items()}
+    passes = sorted(int(run["passes"]) for runs in sides.values() for run in runs)
     lines = [
         f"{shape.label}, PostgreSQL, {platform.node()} ({os.cpu_count()} cores): medians of "
-        f"{rounds} alternating rounds (spread: (max - min) / median)",
+        f"{rounds} alternating rounds, each side's passes in a round timed for at least "
+        f"{window_s:g} s ({passes[0]}-{passes[-1]} passes) after a warm-up pass "
+        "(spread: (max - min) / median)",
         "",
         "| saver | steps/s | spread | step p50 ms | step p99 ms | p99 spread | "
         "write p50 ms | write p99 ms | last step to end ms | "
@@ -484,7 +534,7 @@ def goals(shape: Shape, sides: dict[str, list[dict[str, float]]]) -> list[str]:
 
 
 async def run_shape(
-    shape: Shape, rounds: int, before: Path | None, granian: bool
+    shape: Shape, rounds: int, window_s: float, before: Path | None, granian: bool
 ) -> dict[str, Any]:
     names = [OURS, THEIRS] + ([BEFORE] if before is not None else [])
     names += [GRANIAN] if granian else []
@@ -494,7 +544,7 @@ async def run_shape(
         order = names[index % len(names) :] + names[: index % len(names)]
         for name in order:
             print(f"{shape.label}: round {index + 1}/{rounds}: {name}", flush=True)
-            sides[name].append(await measure(name, shape, before))
+            sides[name].append(await measure(name, shape, window_s, before))
     return sides
 
 
@@ -506,6 +556,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=None, help="default 50, then 1")
     parser.add_argument("--steps", type=int, default=None, help="default 20 (--quick: 5)")
     parser.add_argument("--value-bytes", type=int, default=DEFAULT_VALUE_BYTES)
+    parser.add_argument(
+        "--window",
+        type=float,
+        default=None,
+        help=f"timed seconds a side runs passes for, each round (default {WINDOW_S:g}; --quick: 0,"
+        " one pass)",
+    )
     parser.add_argument(
         "--before", type=Path, default=None, help="a checkout whose server and client run too"
     )
@@ -522,9 +579,13 @@ def main(argv: list[str] | None = None) -> int:
     steps = arguments.steps or (5 if arguments.quick else 20)
     threads = [arguments.threads] if arguments.threads else ([5] if arguments.quick else [50, 1])
     count = arguments.rounds or (1 if arguments.quick else 5)
+    window_s = (
+        arguments.window if arguments.window is not None else (0.0 if arguments.quick else WINDOW_S)
+    )
     document: dict[str, Any] = {
         "langgraph": version("langgraph"),
         "langgraph-checkpoint-postgres": version("langgraph-checkpoint-postgres"),
+        "window_s": window_s,
         "shapes": [],
     }
     tables, checks = [], []
@@ -534,8 +595,8 @@ def main(argv: list[str] | None = None) -> int:
             before = stack.enter_context(head_checkout())
         for count_of_threads in threads:
             shape = Shape(count_of_threads, steps, arguments.value_bytes)
-            sides = asyncio.run(run_shape(shape, count, before, arguments.granian))
-            tables.append(markdown(shape, sides))
+            sides = asyncio.run(run_shape(shape, count, window_s, before, arguments.granian))
+            tables.append(markdown(shape, sides, window_s))
             checks += goals(shape, sides)
             document["shapes"].append(
                 {
