@@ -9,6 +9,7 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.conftest import Clock
 from tests.test_langgraph_threads import b64, checkpoint_body, thread_url
 
 MAX_OPERATIONS = 64
@@ -150,3 +151,33 @@ async def test_writes_of_one_task_and_index_in_one_request_keep_one_as_the_rule_
         response = await client.get(f"{thread_url(thread)}/checkpoints/c1")
         writes = {(w["taskId"], w["idx"]): w["data"] for w in response.json()["pendingWrites"]}
         assert writes == {("t", -1): b64("error 2"), ("u", 0): b64("first")}, thread
+
+
+async def test_a_batch_keeps_a_threads_life_as_its_single_requests_do(
+    clocked_app: Any, clock: Clock
+) -> None:
+    """A batch to a live thread pushes its expiry out, whichever operation
+    comes first; one to an expired thread makes it anew, as a put does."""
+    transport = httpx.ASGITransport(app=clocked_app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client:
+        response = await apply(client, {"operations": [put_op("c1")], "ttlSeconds": 60})
+        assert response.status_code == 204, response.text
+        for first_writes, later in [(True, "c2"), (False, "c3")]:
+            clock.advance(50)
+            operations = [put_op(later), writes_op(later, "task-a", 0, later)]
+            if first_writes:
+                operations.reverse()
+            assert (await apply(client, {"operations": operations})).status_code == 204
+        clock.advance(50)
+        assert [c["checkpointId"] for c in await stored(client)] == ["c3", "c2", "c1"]
+        assert [w["taskId"] for c in await stored(client) for w in c["pendingWrites"]] == [
+            "task-a",
+            "task-a",
+        ]
+        clock.advance(11)
+        assert await stored(client) == []
+        operations = [writes_op("c4", "task-b", 0, "x"), put_op("c4")]
+        assert (await apply(client, {"operations": operations})).status_code == 204
+        [only] = await stored(client)
+        assert only["checkpointId"] == "c4"
+        assert [w["taskId"] for w in only["pendingWrites"]] == ["task-b"]
