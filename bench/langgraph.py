@@ -15,9 +15,11 @@ channel and counts, so the state a checkpoint holds grows by that much a
 step. All threads run at once with `ainvoke` (a pass); a step's latency is
 the time between two steps of one thread. Each round, a side runs an untimed
 warm-up pass (its connections and first statements), then passes of new
-threads until their run times add up to `--window` seconds (default 3; one
+threads until their run times add up to `--window` seconds (default 10; one
 pass of one thread lasts tens of milliseconds, too short to tell two sides
-apart), and its figures pool those passes. LangGraph stores checkpoints in the
+apart), and its figures pool those passes. Each side starts right after a
+CHECKPOINT of the cluster, so that none pays for the WAL's full-page images
+of a checkpoint that fell in its run and not in the other's. LangGraph stores checkpoints in the
 background (durability "async"): a step does not wait for its writes, so
 the run also times each aput and aput_writes (a write's latency: how long a
 step's checkpoint takes to be stored) and the time from a thread's last
@@ -61,6 +63,7 @@ from bench.before_after import migrate_from
 from bench.client_cpu import _free_port
 from bench.run import (
     Server,
+    checkpoint,
     create_database,
     drop_database,
     dsn,
@@ -82,7 +85,7 @@ THEIR_TABLES = ("checkpoints", "checkpoint_blobs", "checkpoint_writes", "checkpo
 DEFAULT_VALUE_BYTES = 2048
 # Each round, a side runs passes (every thread once) until their run times
 # add up to this, after a warm-up pass of this many steps a thread.
-WINDOW_S = 3.0
+WINDOW_S = 10.0
 WARM_UP_STEPS = 2
 
 
@@ -372,6 +375,7 @@ async def measure(
     try:
         load = os.getloadavg()[0]
         if side == THEIRS:
+            await checkpoint()
             figures = _child("theirs", database, shape, window_s, None)
             stored = figures["stored_steps"]
             figures["bytes_per_step"] = await table_bytes(database, THEIR_TABLES) / stored
@@ -386,6 +390,7 @@ async def measure(
             server = Granian(database, _free_port(), [], bodies)
         else:
             server = Server(database, port=_free_port(), workers=1, source=source)
+        await checkpoint()
         cpu = _server_cpu(server)
         figures = _child("ours", server.base_url, shape, window_s, source)
         stored = figures["stored_steps"]

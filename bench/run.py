@@ -121,6 +121,18 @@ async def vacuum(name: str) -> None:
         await connection.close()
 
 
+async def checkpoint() -> None:
+    """A checkpoint of the whole cluster, now: after one, each page's first
+    change writes its whole image to the WAL, so a side timed right after
+    a checkpoint and one timed where one falls pay differently. Every side
+    starts after one."""
+    connection = await asyncpg.connect(ADMIN_DSN)
+    try:
+        await connection.execute("CHECKPOINT")
+    finally:
+        await connection.close()
+
+
 async def drop_database(name: str) -> None:
     connection = await asyncpg.connect(ADMIN_DSN)
     try:
