@@ -113,6 +113,10 @@ logger = logging.getLogger("session_state_client")
 
 # The server's bound on the operations of one batch request of a thread.
 OPERATIONS_PER_CALL = 64
+# A batch holds calls up to this many bytes of values (base64) together, well
+# within the server's default body limit (8 MiB): a larger batch would save
+# little (its cost is its bytes) and could meet a smaller limit (413).
+BATCH_BYTES = 1024 * 1024
 _OWNER_FIELDS = ("userId", "ttlSeconds")
 # A batch refused with this goes again one call at a time: too large together.
 # (A server without the batch route, told by route_unknown, gets every later
@@ -130,6 +134,7 @@ class _Queued:
         self.operation = operation  # as it goes in a batch
         body = request[3] or {}
         self.owner = tuple(body.get(name) for name in _OWNER_FIELDS)
+        self.weight = _weight(operation)
         self.done = done
 
     def settle(self, error: Exception | None) -> None:
@@ -138,6 +143,13 @@ class _Queued:
                 self.done.set_result(None)
             else:
                 self.done.set_exception(error)
+
+
+def _weight(operation: _Body) -> int:
+    """The bytes of an operation's values, as sent (base64)."""
+    values = [operation.get("checkpoint"), *operation.get("newValues", ())]
+    values += operation.get("writes", ())
+    return sum(len(value.get("data") or "") for value in values if isinstance(value, dict))
 
 
 class _Lane:
@@ -709,13 +721,16 @@ class SessionStateSaver(_Closing, BaseCheckpointSaver[str]):
                 await asyncio.sleep(0)
             while lane.queue:
                 # The longest run from the front with one owner (the batch
-                # has one), in the order the calls were made.
+                # has one) and within BATCH_BYTES, in the order the calls
+                # were made; a call larger than that goes alone.
                 owner = lane.queue[0].owner
-                size = 1
+                size, weight = 1, lane.queue[0].weight
                 while (
                     size < min(len(lane.queue), OPERATIONS_PER_CALL)
                     and lane.queue[size].owner == owner
+                    and weight + lane.queue[size].weight <= BATCH_BYTES
                 ):
+                    weight += lane.queue[size].weight
                     size += 1
                 batch = lane.queue[:size]
                 del lane.queue[:size]

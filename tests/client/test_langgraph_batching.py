@@ -11,7 +11,7 @@ import json
 import subprocess
 import sys
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any
 
 import pytest
@@ -297,3 +297,41 @@ def _main(run: Callable[..., Awaitable[int]]) -> None:
 
 if __name__ == "__main__" and sys.argv[1] == "writer":
     _main(_writer)
+
+
+BODY_LIMIT = 2 * 1024 * 1024
+
+
+@pytest.fixture
+def small_bodies_server(tmp_path: Any) -> Iterator[ServerProcess]:
+    """A server whose body limit is 2 MiB (the default is 8)."""
+    url = f"sqlite+aiosqlite:///{tmp_path / 'small.db'}"
+    process = ServerProcess(url, SESSION_STATE_MAX_BODY_BYTES=str(BODY_LIMIT)).start()
+    yield process
+    process.stop()
+
+
+async def test_large_writes_go_in_batches_of_bounded_size_and_none_is_refused(
+    small_bodies_server: ServerProcess,
+) -> None:
+    """Writes of 300 KB each made at once go in batches of at most 1 MiB of
+    values (two each here), so a batch never meets the server's body limit
+    (413) that each write alone is well within, and none is sent twice."""
+    app_name = f"lgb-{uuid.uuid4().hex[:8]}"
+    async with SessionStateSaver(small_bodies_server.base_url, app_name=app_name) as saver:
+        first = await saver.aput(_config("t"), _checkpoint(0), {"source": "input"}, {})
+        sent = _counted(saver)
+        await asyncio.gather(
+            *(
+                saver.aput_writes(first, [("count", bytes([n]) * 300_000)], task_id=f"task-{n}")
+                for n in range(12)
+            )
+        )
+        kinds = [path.rsplit("/", 1)[-1] for _, path in sent]
+        # The first alone (nothing in flight), then the other eleven two by two.
+        assert kinds == ["writes"] + ["operations"] * 5 + ["writes"], kinds
+        stored = await saver.aget_tuple(first)
+        assert stored is not None
+        assert {task: value[0] for task, _, value in stored.pending_writes} == {
+            f"task-{n}": n for n in range(12)
+        }
