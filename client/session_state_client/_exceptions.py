@@ -151,9 +151,11 @@ _BY_STATUS: dict[int, type[APIStatusError]] = {
 
 # A refusal that says the server has no such route (an older server): the
 # framework's own codes, or none at all (a proxy's page). Any other code is
-# the request's own problem, whatever its status.
-_UNKNOWN_ROUTE_STATUSES = frozenset({404, 405})
-_UNKNOWN_ROUTE_CODES = frozenset({None, "not_found", "method_not_allowed"})
+# the request's own problem, whatever its status. A tuple, not a set: a
+# proxy's code may be any JSON value, a list or an object too, compared by
+# equality and never hashed.
+_UNKNOWN_ROUTE_STATUSES = (404, 405)
+_UNKNOWN_ROUTE_CODES = (None, "not_found", "method_not_allowed")
 
 
 def route_unknown(error: APIStatusError) -> bool:

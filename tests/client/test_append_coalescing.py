@@ -305,7 +305,9 @@ async def test_a_server_without_the_route_gets_single_appends(settings: Settings
             assert [event["id"] for event in stored.events] == [f"{session}-{s}" for s in range(4)]
 
 
-def _behind_a_gateway_refusing_appends(settings: Settings, status: int) -> tuple[Any, list[str]]:
+def _behind_a_gateway_refusing_appends(
+    settings: Settings, status: int, code: Any
+) -> tuple[Any, list[str]]:
     """The app behind a gateway that refuses every request of appends to
     several sessions with a problem of its own (not an unknown route), and
     passes the rest on. Returns the app and the paths it was asked for."""
@@ -317,7 +319,7 @@ def _behind_a_gateway_refusing_appends(settings: Settings, status: int) -> tuple
             asked.append(scope["path"])
         if scope["type"] == "http" and scope["path"].endswith("/appends"):
             body = json.dumps(
-                {"title": "Tenant unknown", "status": status, "code": "tenant_not_found"}
+                {"title": "Tenant unknown", "status": status, "code": code}
             ).encode()
             headers = [(b"content-type", b"application/problem+json")]
             await send({"type": "http.response.start", "status": status, "headers": headers})
@@ -329,15 +331,17 @@ def _behind_a_gateway_refusing_appends(settings: Settings, status: int) -> tuple
 
 
 @pytest.mark.parametrize("status", [404, 405])
+@pytest.mark.parametrize("code", ["tenant_not_found", {"not": "a string"}, ["nor", "this"]])
 async def test_a_refusal_with_a_problem_of_its_own_is_not_taken_for_an_older_server(
-    settings: Settings, status: int
+    settings: Settings, status: int, code: Any
 ):
     """A whole-request 404 or 405 whose problem names a cause of its own is
     the batch's answer: each append raises it, none is sent again alone, and
-    the appends of later turns still go together."""
+    the appends of later turns still go together. A code that is not even a
+    string (a gateway's own JSON) is told apart the same way."""
     app = "gated"
     sessions = [f"s{index}" for index in range(4)]
-    served, asked = _behind_a_gateway_refusing_appends(settings, status)
+    served, asked = _behind_a_gateway_refusing_appends(settings, status, code)
     async with _served(served) as base_url, AsyncSessionStateClient(base_url=base_url) as client:
         await _create(client, app, sessions)
         for _ in range(2):
@@ -351,7 +355,7 @@ async def test_a_refusal_with_a_problem_of_its_own_is_not_taken_for_an_older_ser
                 ),
                 return_exceptions=True,
             )
-            assert all(getattr(error, "code", None) == "tenant_not_found" for error in outcomes)
+            assert all(getattr(error, "code", None) == code for error in outcomes), outcomes
             assert status != 404 or all(isinstance(error, NotFoundError) for error in outcomes)
             # One request for the turn's four, refused; nothing sent alone.
             assert [path.rsplit("/", 1)[-1] for path in asked] == ["appends"]
