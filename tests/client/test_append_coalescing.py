@@ -318,9 +318,7 @@ def _behind_a_gateway_refusing_appends(
         if scope["type"] == "http":
             asked.append(scope["path"])
         if scope["type"] == "http" and scope["path"].endswith("/appends"):
-            body = json.dumps(
-                {"title": "Tenant unknown", "status": status, "code": code}
-            ).encode()
+            body = json.dumps({"title": "Tenant unknown", "status": status, "code": code}).encode()
             headers = [(b"content-type", b"application/problem+json")]
             await send({"type": "http.response.start", "status": status, "headers": headers})
             await send({"type": "http.response.body", "body": body})
