@@ -272,7 +272,11 @@ async def _ours(base_url: str, shape: Shape, window_s: float) -> dict[str, float
 
     async with SessionStateSaver(base_url, app_name="bench") as saver:
         sent = _counted_requests(saver)
-        figures = await run_side(saver, shape, window_s, timing=lambda: sent.__setitem__(0, 0))
+
+        def count_from_now() -> None:  # the warm-up's requests are not counted
+            sent[0] = 0
+
+        figures = await run_side(saver, shape, window_s, timing=count_from_now)
         figures["requests_per_step"] = sent[0] / (figures["passes"] * shape.threads * shape.steps)
         return figures
 

@@ -124,8 +124,8 @@ async def vacuum(name: str) -> None:
 async def checkpoint() -> None:
     """A checkpoint of the whole cluster, now: after one, each page's first
     change writes its whole image to the WAL, so a side timed right after
-    a checkpoint and one timed where one falls pay differently. Every side
-    starts after one."""
+    a checkpoint and one timed where one falls pay differently; a bench
+    calls this before each side it times."""
     connection = await asyncpg.connect(ADMIN_DSN)
     try:
         await connection.execute("CHECKPOINT")

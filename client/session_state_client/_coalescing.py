@@ -19,8 +19,10 @@ next is sent and their answers wake their callers apart; fewer go in one
 request, whose fixed costs they then share. Appends made while the
 requests are out wait for one to end, then go together. Each append of a
 request gets the answer, the exception and the retries it would have had
-alone. A request the server refuses whole (an older server without the
-route, or a body above its limit) is sent again as single appends. Only
+alone. A request the server refuses whole as an older server does (the
+route unknown: `route_unknown`), or for a body above its limit, is sent
+again as single appends; refused whole with a problem of its own (a
+gateway's 404, say), that problem is each append's answer. Only
 the async client sends appends together (the sync client's callers are
 threads, each waiting on its own request).
 """
