@@ -83,6 +83,38 @@ OPERATIONS_BODIES: list[Any] = [
     [],
     b'{"operations": [}',
 ]
+# Several threads' batches: each of the bodies above as a thread's, with a
+# thread id (one not valid: the whole request's 422), and hostile wrappers.
+THREAD_BATCHES_BODIES: list[Any] = [
+    {
+        "threads": [
+            {**body, "threadId": f"t{index}"} for index, body in enumerate(OPERATIONS_BODIES[:3])
+        ]
+    },
+    {
+        "threads": [
+            {**OPERATIONS_BODIES[0], "threadId": "t"},
+            {**OPERATIONS_BODIES[3], "threadId": "u"},
+        ]
+    },
+    {
+        "threads": [
+            {
+                "operations": [{**_PUT_OP, "checkpoint": {"type": "json", "data": None}}],
+                "threadId": "t",
+            },
+            {**OPERATIONS_BODIES[0], "threadId": "u"},
+        ]
+    },
+    {"threads": [{**OPERATIONS_BODIES[0], "threadId": "x" * 129}]},
+    {"threads": [OPERATIONS_BODIES[0]]},
+    {"threads": [{**OPERATIONS_BODIES[0], "threadId": "t"}] * 101},
+    {"threads": []},
+    {"threads": {}},
+    {"threads": [{**OPERATIONS_BODIES[0], "threadId": "t"}], "userId": "alice"},
+    [],
+    b'{"threads": [}',
+]
 # Queries of the batch, and whether the fast path reads them (none: the
 # route reads no query, FastAPI ignores one).
 OPERATIONS_QUERIES = {"": True, "checkpointNs=": False}
@@ -134,6 +166,8 @@ def _outcome(response: httpx.Response, app_name: str) -> tuple[object, ...]:
     body = json.loads(response.text.replace(app_name, "APP")) if response.content else None
     if isinstance(body, dict):
         body.pop("requestId", None)
+        for result in body.get("results", ()):
+            result.get("problem", {}).pop("requestId", None)
     return response.status_code, response.headers.get("content-type"), body
 
 
@@ -154,7 +188,7 @@ async def test_the_fast_path_answers_as_the_routes_do(settings):
             answered_before = _answered_in_process()
             outcomes = []
             for name, client in clients.items():
-                url = f"/apps/{name}/threads/{path}" + (f"?{query}" if query else "")
+                url = f"/apps/{name}/{path}" + (f"?{query}" if query else "")
                 content = None if body is None and method == "GET" else _content(body)
                 response = await client.request(method, url, content=content)
                 outcomes.append(_outcome(response, name))
@@ -166,7 +200,8 @@ async def test_the_fast_path_answers_as_the_routes_do(settings):
             return int(outcomes[0][0])  # type: ignore[call-overload]
 
         statuses = set()
-        for thread, valid in THREADS.items():
+        for thread_id, valid in THREADS.items():
+            thread = f"threads/{thread_id}"
             for query, read_here in ONE_QUERIES.items():
                 taken = valid and read_here
                 for body in PUT_BODIES:
@@ -184,4 +219,7 @@ async def test_the_fast_path_answers_as_the_routes_do(settings):
             for query, read_here in LIST_QUERIES.items():
                 path = f"{thread}/checkpoints"
                 statuses.add(await both("GET", path, query, None, valid and read_here))
+        for query, read_here in OPERATIONS_QUERIES.items():
+            for body in THREAD_BATCHES_BODIES:
+                statuses.add(await both("POST", "thread-operations", query, body, read_here))
         assert statuses >= {200, 204, 400, 404, 422}

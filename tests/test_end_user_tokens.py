@@ -238,6 +238,38 @@ async def test_a_thread_is_reachable_only_by_the_user_it_was_first_written_for(h
     assert (await http.delete(f"/apps/{APP}/threads/t2", headers=u2)).status_code == 204
 
 
+async def test_several_threads_batches_reach_only_the_tokens_own_threads(http, key):
+    """POST /apps/{app}/thread-operations: each batch is held to its own
+    route's rule, so a token's own thread is written and another's, or a
+    batch naming another user, is that batch's 403 alone."""
+    u1 = bearer(key.token("u1"))
+    theirs = await http.put(
+        f"/apps/{APP}/threads/ops/checkpoints/c1?checkpointNs=", json=CHECKPOINT, headers=operator()
+    )
+    assert theirs.status_code == 204, theirs.text
+    put = {"op": "put", "checkpointId": "c2", **CHECKPOINT}
+    response = await http.post(
+        f"/apps/{APP}/thread-operations",
+        json={
+            "threads": [
+                {"threadId": "mine", "operations": [put]},
+                {"threadId": "ops", "operations": [put]},
+                {"threadId": "named", "operations": [put], "userId": "u2"},
+            ]
+        },
+        headers=u1,
+    )
+    assert response.status_code == 200, response.text
+    results = response.json()["results"]
+    assert [result["status"] for result in results] == [204, 403, 403]
+    assert {result["problem"]["code"] for result in results[1:]} == {"forbidden"}
+    for thread_id, expected in [("mine", ["c2"]), ("ops", ["c1"]), ("named", [])]:
+        listed = await http.get(f"/apps/{APP}/threads/{thread_id}/checkpoints", headers=operator())
+        assert [c["checkpointId"] for c in listed.json()["checkpoints"]] == expected
+    listed = await http.get(f"/apps/{APP}/threads", params={"userId": "u1"}, headers=u1)
+    assert [thread["threadId"] for thread in listed.json()["threads"]] == ["mine"]
+
+
 async def test_a_token_lists_only_its_own_users_threads_and_must_say_so(http, key):
     u1 = bearer(key.token("u1"))
     for thread, headers in [("mine", u1), ("theirs", bearer(key.token("u2"))), ("ops", operator())]:

@@ -35,6 +35,7 @@ CHECKPOINT_ROUTES = {
     "put_checkpoint",
     "put_writes",
     "apply_operations",
+    "apply_thread_operations",
     "get_checkpoint",
     "list_checkpoints",
 }
@@ -47,7 +48,7 @@ def _fast_paths(app: FastAPI) -> dict[str, SessionRouteMatch]:
     found = {}
     layer: Any = app.build_middleware_stack()
     while layer is not None:
-        matches = [getattr(layer, "_match", None)]
+        matches = [getattr(layer, "_match", None), getattr(layer, "thread_batches", None)]
         matches += [served.match for served in getattr(layer, "served", [])]
         for match in matches:
             if isinstance(match, SessionRouteMatch):
@@ -243,6 +244,7 @@ STANDS_IN = {
     checkpoints.put_checkpoint: ([bodies.read_json], checkpoint_fast_path),
     checkpoints.put_writes: ([bodies.read_json], checkpoint_fast_path),
     checkpoints.apply_operations: ([bodies.read_json], checkpoint_fast_path),
+    checkpoints.apply_thread_operations: ([bodies.read_json], checkpoint_fast_path),
     checkpoints.get_checkpoint: ([], checkpoint_fast_path),
     checkpoints.list_checkpoints: ([], checkpoint_fast_path),
 }
@@ -254,11 +256,12 @@ PINS = {
     "append_events": ("3247ea50bc79f8ed", "fe0145763d4853b7"),
     "append_to_sessions": ("ace0076ea5085af5", "fe0145763d4853b7"),
     "get_session": ("b32b17156ab7fedf", "dbe538457ebd17bb"),
-    "put_checkpoint": ("474c3ace8f093cdb", "5907b08aafef3929"),
-    "put_writes": ("31eb409f09ebe8b5", "5907b08aafef3929"),
-    "apply_operations": ("f57a38768e79cc39", "5907b08aafef3929"),
-    "get_checkpoint": ("00368c10f43d9cee", "5907b08aafef3929"),
-    "list_checkpoints": ("8c820d83ee3f89c3", "5907b08aafef3929"),
+    "put_checkpoint": ("474c3ace8f093cdb", "c6b3200f5fb682a1"),
+    "put_writes": ("31eb409f09ebe8b5", "c6b3200f5fb682a1"),
+    "apply_operations": ("f57a38768e79cc39", "c6b3200f5fb682a1"),
+    "apply_thread_operations": ("124fbeb86b34682d", "c6b3200f5fb682a1"),
+    "get_checkpoint": ("00368c10f43d9cee", "c6b3200f5fb682a1"),
+    "list_checkpoints": ("8c820d83ee3f89c3", "c6b3200f5fb682a1"),
 }
 
 
@@ -276,7 +279,7 @@ def test_each_handler_and_its_fast_path_are_pinned_together():
     stand_ins = [append_fast_path.APPEND, append_fast_path.BATCH, append_fast_path.APPENDS]
     stand_ins.append(read_fast_path.READ)
     stand_ins += [checkpoint_fast_path.PUT, checkpoint_fast_path.WRITES]
-    stand_ins.append(checkpoint_fast_path.OPERATIONS)
+    stand_ins += [checkpoint_fast_path.OPERATIONS, checkpoint_fast_path.THREAD_BATCHES]
     stand_ins += [checkpoint_fast_path.GET, checkpoint_fast_path.LATEST]
     assert {stand_in.endpoint for stand_in in stand_ins} == set(STANDS_IN)
     fingerprints = dict(_fingerprints())

@@ -1,7 +1,7 @@
 """What an end-user token may reach, judged from the method and the path
 alone (docs/security.md, "End-user tokens"): its own user's paths in the apps
 it may use, and the few app paths whose rules are checked further where the
-data is (batch appends, LangGraph threads and store, app state reads). Every
+data is (batch appends, LangGraph threads and their batches and store, app state reads). Every
 other path under /apps/ is refused, so a route added later is closed to
 tokens until someone decides otherwise.
 
@@ -19,6 +19,7 @@ _APP_PATHS: dict[str, frozenset[str]] = {
     "state": frozenset({"GET"}),  # the app's state, already merged into its sessions
     "appends": frozenset({"POST"}),  # each append must be to the token's user
     "threads": frozenset({"GET", "PUT", "POST", "DELETE"}),  # the thread's user must be it
+    "thread-operations": frozenset({"POST"}),  # each batch's thread must be the user's
     "store": frozenset({"GET", "PUT", "POST", "DELETE"}),  # namespaces under the user
 }
 # Threads' paths that act on many threads at once, app-wide.

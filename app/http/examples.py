@@ -130,6 +130,23 @@ CHECKPOINT_OPERATIONS: dict[str, Any] = {
     ],
     "userId": "ada",
 }
+THREAD_OPERATIONS: dict[str, Any] = {
+    "threads": [
+        {"threadId": "t1", **CHECKPOINT_OPERATIONS},
+        {
+            "threadId": "t2",
+            "operations": [
+                {
+                    "op": "put",
+                    "checkpointId": "cp-7",
+                    "checkpoint": {"type": "json", "data": "eyJ2IjogMX0="},
+                    "metadata": {"source": "input", "step": -1},
+                    "channelVersions": {},
+                }
+            ],
+        },
+    ]
+}
 COPY_THREAD: dict[str, Any] = {"targetThreadId": "t1-copy"}
 PRUNE_THREADS: dict[str, Any] = {"threadIds": ["t1-copy"], "strategy": "keep_latest"}
 DELETE_RUNS: dict[str, Any] = {"runIds": ["run-1"]}

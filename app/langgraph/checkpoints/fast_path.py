@@ -6,14 +6,16 @@ and a run starts with a get_tuple; FastAPI's routing, parameter solving and
 exception layers cost more server CPU than the statements behind them
 (docs/performance.md, "LangGraph"). This middleware, beside the session
 routes' (app.sessions.append_fast_path, .read_fast_path), stands in for
-five routes: the PUT of a checkpoint, the POST of its writes, the POST of
-a thread's batch of both (the async saver's group commit), the GET of
-one checkpoint, and the GET of a thread's list whose query is
-`checkpointNs` and `limit` at most (get_tuple's "the latest"). It finds
+six routes: the PUT of a checkpoint, the POST of its writes, the POST of
+a thread's batch of both (the async saver's group commit), the POST of
+several threads' batches, the GET of one checkpoint, and the GET of a
+thread's list whose query is `checkpointNs` and `limit` at most
+(get_tuple's "the latest"). It finds
 each among the app's routes as assembled (app.sessions.fast_path_routes:
 off, and FastAPI serves, when a route is not the one it stands in for) and
 answers through the route's own code (`store_checkpoint`, `store_writes`,
-`store_operations`, `one_checkpoint`, `checkpoint_page`, `checked_namespace`, `error_response`).
+`store_operations`, `apply_thread_batches`, `one_checkpoint`,
+`checkpoint_page`, `checked_namespace`, `error_response`).
 Anything else, including a bad identifier, a repeated or unknown query
 parameter, or a value FastAPI would refuse or read another way, goes on to
 FastAPI unchanged, so its validation errors stay FastAPI's.
@@ -37,6 +39,7 @@ from .domain import CheckpointQuery, ThreadKey
 from .metrics import CHECKPOINT_FAST_PATH
 from .schemas import MAX_TEXT_LENGTH
 from .service import CheckpointService
+from .thread_batches import apply_thread_batches
 
 _ONE = frozenset(
     {
@@ -67,6 +70,12 @@ OPERATIONS = StandIn(
 )
 GET = StandIn(checkpoints.get_checkpoint, checkpoints.CHECKPOINT_PATH, "GET", _ONE)
 LATEST = StandIn(checkpoints.list_checkpoints, checkpoints.CHECKPOINTS_PATH, "GET", _LIST)
+THREAD_BATCHES = StandIn(
+    checkpoints.apply_thread_operations,
+    checkpoints.THREAD_OPERATIONS_PATH,
+    "POST",
+    frozenset({("path", "app_name")}),
+)
 # The route's query parameters read here, by name as sent; the list's
 # others (metadata, before, pageToken) are left to the route.
 _NAMESPACE = "checkpointNs"
@@ -74,6 +83,7 @@ _LIMIT = "limit"
 # At most 4 digits, checked against the route's bounds below.
 _PLAIN_NUMBER = re.compile(r"[0-9]{1,4}")
 _THREADS_SEGMENT = "/threads/"
+_THREAD_BATCHES_TAIL = "/thread-operations"
 
 # A route's answer: the service, the thread, the query read, and the body
 # (None for a GET).
@@ -201,6 +211,7 @@ class CheckpointFastPath:
             _Served(routes, GET, _get, body=False),
             _Served(routes, LATEST, _latest, body=False),
         ]
+        self.thread_batches = SessionRouteMatch(routes, THREAD_BATCHES)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and _THREADS_SEGMENT in scope["path"]:
@@ -209,6 +220,14 @@ class CheckpointFastPath:
                 if found is not None:
                     await _serve(served, *found, scope, receive, send)
                     return
+        elif scope["type"] == "http" and scope["path"].endswith(_THREAD_BATCHES_TAIL):
+            app_name = self.thread_batches.app_of(scope)
+            # The route reads no query: one sent goes to FastAPI, as for a thread's batch.
+            if app_name is not None and not scope["query_string"]:
+                await _serve_thread_batches(
+                    self.thread_batches.route, app_name, scope, receive, send
+                )
+                return
         await self.app(scope, receive, send)
 
 
@@ -235,7 +254,30 @@ async def _serve(
             return None  # the client went away before its body arrived
         return await served.answer(service, key, query, await decode_json(body, service.limits))
 
-    response = await answered(work())
+    await _answer(work(), scope, receive, send)
+
+
+async def _serve_thread_batches(
+    route: APIRoute | None, app_name: str, scope: Scope, receive: Receive, send: Send
+) -> None:
+    scope["route"] = route
+    service: CheckpointService = scope["app"].state.checkpoints
+
+    async def work() -> Response | None:
+        body = await _read_body(receive)  # the body limit's 413 is raised here
+        if body is None:
+            return None
+        document = await decode_json(body, service.limits)
+        return await apply_thread_batches(service, app_name, document)
+
+    await _answer(work(), scope, receive, send)
+
+
+async def _answer(
+    work: Awaitable[Response | None], scope: Scope, receive: Receive, send: Send
+) -> None:
+    """The response of `work`, or its error's; nothing when the client went away."""
+    response = await answered(work)
     if response is None:
         CHECKPOINT_FAST_PATH.labels("client_gone").inc()
         return  # nobody to answer

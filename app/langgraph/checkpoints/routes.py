@@ -9,7 +9,6 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query, Request, Response
 
 from ...core import json_codec
-from ...core.end_user_tokens import acting_end_user
 from ...core.errors import BadRequest, FieldError, InvalidInput
 from ...core.identifiers import IDENTIFIER_MAX_LENGTH, name_problem
 from ...core.json_rules import text_problem
@@ -18,36 +17,29 @@ from ...http import examples, rendering
 from ...http.bodies import documented_body, limits_of, parse_json, read_json, validate_body
 from ...http.dependencies import AppName, CheckpointId, ThreadId
 from ...sessions.routes import PageSize, PageToken, problem_responses
-from . import domain
+from . import domain, write_bodies
 from .domain import (
-    EMPTY_VALUE_TYPE,
-    CheckpointOperation,
     CheckpointQuery,
     ThreadKey,
     ThreadListQuery,
-    ThreadOwner,
-    refuse_another_users_thread,
 )
 from .metadata_filter import metadata_filter_problem
 from .schemas import (
     MAX_TEXT_LENGTH,
     Checkpoint,
-    CheckpointFields,
     CheckpointList,
     CopyThreadRequest,
     DeleteRunsRequest,
     OperationsRequest,
-    Owned,
     PruneRequest,
     PutCheckpointRequest,
-    PutOperation,
-    PutWritesOperation,
     PutWritesRequest,
     ThreadList,
-    TypedValue,
-    WritesFields,
+    ThreadOperationsRequest,
+    ThreadOperationsResults,
 )
-from .service import DEFAULT_THREAD_USER, CheckpointService, new_writes
+from .service import CheckpointService
+from .thread_batches import apply_thread_batches
 
 router = APIRouter(tags=["langgraph"])
 
@@ -58,6 +50,7 @@ THREADS_TOKEN = "threads"
 THREAD_PATH = "/apps/{app_name}/threads/{thread_id}"
 CHECKPOINTS_PATH = THREAD_PATH + "/checkpoints"
 CHECKPOINT_PATH = CHECKPOINTS_PATH + "/{checkpoint_id}"
+THREAD_OPERATIONS_PATH = "/apps/{app_name}/thread-operations"
 
 CheckpointNs = Annotated[
     str,
@@ -80,60 +73,14 @@ def checked_namespace(checkpoint_ns: str | None) -> str | None:
     return checkpoint_ns
 
 
-def _typed(value: TypedValue) -> domain.Typed:
-    data = None if value.data is None else base64.b64decode(value.data)
-    if data is None and value.type != EMPTY_VALUE_TYPE:
-        raise InvalidInput(
-            [FieldError(["body", "data"], f"only type {EMPTY_VALUE_TYPE!r} has no data")]
-        )
-    return domain.Typed(value.type, data)
-
-
-def _owner(body: Owned) -> ThreadOwner:
-    """Whom a write's thread is recorded under: an end user's own id, never
-    another (a body naming one is refused)."""
-    user = acting_end_user()
-    if user is None:
-        return ThreadOwner(body.user_id or DEFAULT_THREAD_USER, body.ttl_seconds)
-    if body.user_id is not None:
-        refuse_another_users_thread(body.user_id, user.user_id)
-    return ThreadOwner(user.user_id, body.ttl_seconds, enforced=True)
-
-
-def _new_checkpoint(
-    body: CheckpointFields, namespace: str, checkpoint_id: str
-) -> domain.NewCheckpoint:
-    return domain.NewCheckpoint(
-        checkpoint_ns=namespace,
-        checkpoint_id=checkpoint_id,
-        parent_checkpoint_id=body.parent_checkpoint_id,
-        checkpoint=_typed(body.checkpoint),
-        channel_versions={
-            channel: str(version) for channel, version in body.channel_versions.items()
-        },
-        metadata=body.metadata,
-        new_values=[
-            domain.ChannelValue(value.channel, value.version, _typed(value))
-            for value in body.new_values
-        ],
-    )
-
-
-def _pending_writes(body: WritesFields) -> list[domain.PendingWrite]:
-    return [
-        domain.PendingWrite(write.task_id, write.task_path, write.idx, write.channel, _typed(write))
-        for write in body.writes
-    ]
-
-
 async def store_checkpoint(
     service: CheckpointService, key: ThreadKey, namespace: str, checkpoint_id: str, document: Any
 ) -> Response:
     """put_checkpoint's answer to its parsed body (its fast path's too,
     app.langgraph.checkpoints.fast_path)."""
     body = validate_body(PutCheckpointRequest, document)
-    checkpoint = _new_checkpoint(body, namespace, checkpoint_id)
-    await service.put_checkpoint(key, _owner(body), checkpoint)
+    checkpoint = write_bodies.new_checkpoint(body, namespace, checkpoint_id)
+    await service.put_checkpoint(key, write_bodies.owner(body), checkpoint)
     return Response(status_code=204)
 
 
@@ -142,34 +89,14 @@ async def store_writes(
 ) -> Response:
     """put_writes's answer to its parsed body (its fast path's too)."""
     body = validate_body(PutWritesRequest, document)
-    writes = _pending_writes(body)
-    await service.put_writes(key, _owner(body), namespace, checkpoint_id, writes)
+    writes = write_bodies.pending_writes(body)
+    await service.put_writes(key, write_bodies.owner(body), namespace, checkpoint_id, writes)
     return Response(status_code=204)
-
-
-def _operation(index: int, operation: PutOperation | PutWritesOperation) -> CheckpointOperation:
-    """An operation of a batch as its single route reads it; a problem in
-    it is located at its place in the batch."""
-    try:
-        if isinstance(operation, PutOperation):
-            return _new_checkpoint(operation, operation.checkpoint_ns, operation.checkpoint_id)
-        return new_writes(
-            operation.checkpoint_ns, operation.checkpoint_id, _pending_writes(operation)
-        )
-    except InvalidInput as error:
-        raise InvalidInput(
-            [
-                FieldError(["body", "operations", index, *problem.loc[1:]], problem.msg)
-                for problem in error.errors
-            ]
-        ) from None
 
 
 async def store_operations(service: CheckpointService, key: ThreadKey, document: Any) -> Response:
     """apply_operations's answer to its parsed body (its fast path's too)."""
-    body = validate_body(OperationsRequest, document)
-    operations = [_operation(index, operation) for index, operation in enumerate(body.operations)]
-    await service.apply_operations(key, _owner(body), operations)
+    await write_bodies.apply_batch(service, key, validate_body(OperationsRequest, document))
     return Response(status_code=204)
 
 
@@ -267,6 +194,22 @@ async def apply_operations(app_name: AppName, thread_id: ThreadId, request: Requ
     return await store_operations(
         checkpoints_of(request), ThreadKey(app_name, thread_id), await read_json(request)
     )
+
+
+@router.post(
+    THREAD_OPERATIONS_PATH,
+    response_model=ThreadOperationsResults,
+    responses=problem_responses(400, 413),
+    openapi_extra=documented_body(
+        ThreadOperationsRequest,
+        required=True,
+        example=examples.THREAD_OPERATIONS,
+        example_summary=examples.API_DOCS,
+    ),
+    summary="Store several threads' batches at once, each answered on its own",
+)
+async def apply_thread_operations(app_name: AppName, request: Request) -> Response:
+    return await apply_thread_batches(checkpoints_of(request), app_name, await read_json(request))
 
 
 @router.get(

@@ -11,6 +11,7 @@ from pydantic_core import PydanticCustomError
 
 from ...core.config import MAX_TTL_SECONDS
 from ...core.json_rules import text_problem
+from ...http.problems import Problem
 from ...http.wire import RequestBody, WireModel, held_to
 from ...sessions.schemas import NameIdentifier
 from .domain import PruneStrategy
@@ -22,6 +23,9 @@ MAX_THREADS_PER_CALL = 1000
 # The operations one request of a thread's batch carries (a superstep's
 # writes and checkpoint: a handful; the client sends at most this many).
 MAX_OPERATIONS_PER_CALL = 64
+# The threads' batches one request of several threads carries (POST
+# /apps/{app}/thread-operations), as the appends to several sessions.
+MAX_THREAD_BATCHES_PER_CALL = 100
 
 
 Name = NameIdentifier
@@ -148,6 +152,34 @@ class OperationsRequest(Owned, RequestBody):
     """Puts of one thread applied in order, all or none."""
 
     operations: list[CheckpointOperation] = Field(min_length=1, max_length=MAX_OPERATIONS_PER_CALL)
+
+
+class ThreadOperations(OperationsRequest):
+    """One thread's batch among several threads' (its own route's body and
+    the thread it is for)."""
+
+    thread_id: Name
+
+
+class ThreadOperationsRequest(RequestBody):
+    threads: list[ThreadOperations] = Field(
+        min_length=1,
+        max_length=MAX_THREAD_BATCHES_PER_CALL,
+        description="Each applied as its own thread's batch; a thread's batches in this order.",
+    )
+
+
+class ThreadOperationsResult(WireModel):
+    """One thread's batch's answer, as its own route would have answered."""
+
+    status: int = Field(
+        description="Its route's status: 204 stored, or the error's (403, 413, 422, 503)."
+    )
+    problem: Problem | None = Field(default=None, description="The error, as its own answer.")
+
+
+class ThreadOperationsResults(WireModel):
+    results: list[ThreadOperationsResult] = Field(description="In the order of the batches.")
 
 
 class Checkpoint(WireModel):
