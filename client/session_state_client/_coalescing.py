@@ -40,7 +40,7 @@ import pydantic_core
 
 from session_state_client import _requests
 from session_state_client._constants import RETRYABLE_STATUSES
-from session_state_client._exceptions import APIStatusError, error_from_response, route_unknown
+from session_state_client._exceptions import APIStatusError, result_error, route_unknown
 from session_state_client._models import AppendResult
 from session_state_client._requests import Answer, Call
 from session_state_client._revisions import SeenRevisions
@@ -327,18 +327,9 @@ def _appends_call(app_name: str, batch: list[_Waiting]) -> Call[_Answers]:
 
 def _item_error(response: Answer, status: int, result: dict[str, Any]) -> APIStatusError:
     """The exception a single append would have raised for `result`."""
-    request_id = response.headers.get("x-request-id")
-    headers = {"content-type": "application/problem+json"}
-    if request_id is not None:
-        headers["x-request-id"] = request_id
     url = str(response.request.url if isinstance(response, httpx.Response) else response.url)
-    item = httpx.Response(
-        status,
-        headers=headers,
-        content=pydantic_core.to_json(result.get("problem") or {}),
-        request=httpx.Request("POST", url),
-    )
-    return error_from_response(item)
+    request_id = response.headers.get("x-request-id")
+    return result_error(url, status, result.get("problem"), request_id)
 
 
 class DirectAppends:

@@ -24,6 +24,7 @@ Every APIStatusError carries `status_code`, the problem+json `body`, its
 404's message names the method and URL requested (a wrong base path shows).
 """
 
+import json
 from typing import Any
 
 import httpx
@@ -182,6 +183,23 @@ def error_from_response(response: httpx.Response) -> APIStatusError:
         # A wrong base path ("/api", "/v1") is a 404 too: the URL shows it.
         message += f" ({_request_line(response)})"
     return error_class(message, response=response, body=body)
+
+
+def result_error(
+    url: str, status: int, problem: Any, request_id: str | None = None
+) -> APIStatusError:
+    """The exception a single request to `url` would have raised for the
+    problem a request of several answered in one of its results."""
+    headers = {"content-type": "application/problem+json"}
+    if request_id is not None:
+        headers["x-request-id"] = request_id
+    item = httpx.Response(
+        status,
+        headers=headers,
+        content=json.dumps(problem if isinstance(problem, dict) else {}).encode(),
+        request=httpx.Request("POST", url),
+    )
+    return error_from_response(item)
 
 
 def _request_line(response: httpx.Response) -> str:

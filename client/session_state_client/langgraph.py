@@ -24,8 +24,11 @@ none). Each call still returns only once what it wrote is stored, and a
 failed batch's error is raised in each of its calls. A call with nothing
 to wait for goes alone to its own route, as before; a server without the
 batch route (a 404 or 405 whose problem is the unknown route's, an older
-one) gets each call alone, after one logged warning. `batch_writes=False`
-turns grouping off; the sync methods never group.
+one) gets each call alone, after one logged warning. Many threads'
+batches, and their calls with nothing to wait for, go together in turn
+(`POST /apps/{app_name}/thread-operations`, each answered on its own:
+session_state_client._thread_gathering). `batch_writes=False` turns
+grouping off; the sync methods never group.
 
 Both classes retry, as the main client does (`max_retries`, backoff with
 jitter or the server's Retry-After), a request that did not reach the
@@ -88,8 +91,14 @@ from session_state_client._constants import (
     DEFAULT_TIMEOUT,
     RETRYABLE_STATUSES,
 )
-from session_state_client._exceptions import APIStatusError, error_from_response, route_unknown
+from session_state_client._exceptions import (
+    APIStatusError,
+    error_from_response,
+    result_error,
+    route_unknown,
+)
 from session_state_client._requests import Answer, WireAnswer, retry_delay
+from session_state_client._thread_gathering import ThreadBatch, ThreadGathering
 from session_state_client._transport import (
     AiohttpTransport,
     aiohttp_failure,
@@ -122,6 +131,9 @@ _OWNER_FIELDS = ("userId", "ttlSeconds")
 # (A server without the batch route, told by route_unknown, gets every later
 # call alone.)
 _BATCH_TOO_LARGE = 413
+# A request of several threads' batches refused whole with these goes again
+# batch by batch: too large together, or a wrapper the server reads otherwise.
+_SENT_ALONE_AFTER = (413, 422)
 # The loop turns a batch waits before it is taken (see _drain).
 _LINGER_TURNS = 3
 
@@ -159,6 +171,29 @@ class _Lane:
     def __init__(self) -> None:
         self.queue: list[_Queued] = []
         self.task: asyncio.Task[None] | None = None
+
+
+def _batch_weight(batch: Sequence[_Queued]) -> int:
+    return sum(queued.weight for queued in batch)
+
+
+_Batches = list[ThreadBatch[_Queued]]
+
+
+def _thread_entry(batch: ThreadBatch[_Queued]) -> _Body:
+    """A thread's batch as one entry of a request of several threads: its
+    calls as operations, its owner the first's (a batch has one)."""
+    first = batch.items[0].request[3] or {}
+    entry: _Body = {"threadId": batch.thread_id}
+    entry.update((name, first.get(name)) for name in _OWNER_FIELDS)
+    entry["operations"] = [queued.operation for queued in batch.items]
+    return entry
+
+
+def _settle_all(batches: Sequence[ThreadBatch[_Queued]], error: Exception) -> None:
+    for batch in batches:
+        for queued in batch.items:
+            queued.settle(error)
 
 
 def _segment(value: str) -> str:
@@ -231,6 +266,9 @@ class _Server:
     async def aclose(self) -> None:
         self._sync.close()
         await self._async.aclose()
+
+    def url_of(self, path: str) -> str:
+        return self._async.url_of(path)
 
     def _retry(self, attempt: int, repeatable: bool, answer: Answer) -> bool:
         return (
@@ -359,6 +397,11 @@ class SessionStateSaver(_Closing, BaseCheckpointSaver[str]):
         self.batch_writes = batch_writes
         # False once the server answered a batch 404 or 405 (an older one).
         self._batch_route = True
+        # False once it answered a request of several threads so.
+        self._threads_route = True
+        self._gathering: ThreadGathering[_Queued] = ThreadGathering(
+            self._send_batch, self._send_threads, _batch_weight, BATCH_BYTES
+        )
         self._server = _Server(base_url, api_key, timeout, max_retries, token)
         # Per event loop, each thread's lane of writes.
         self._lanes: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, _Lane]] = (
@@ -682,13 +725,6 @@ class SessionStateSaver(_Closing, BaseCheckpointSaver[str]):
         if lane is None and not (self.batch_writes and self._batch_route):
             await self._server.asend(request)
             return
-        if lane is None:
-            lane = lanes[thread_id] = _Lane()
-            try:
-                await self._server.asend(request)
-            finally:
-                self._next(lanes, thread_id, lane)
-            return
         configurable = config["configurable"]
         body = dict(request[3] or {})
         for name in _OWNER_FIELDS:
@@ -700,7 +736,16 @@ class SessionStateSaver(_Closing, BaseCheckpointSaver[str]):
             **body,
         }
         queued = _Queued(request, operation, loop.create_future())
-        lane.queue.append(queued)
+        if lane is None:
+            # Nothing of the thread in flight: it goes now, with the batches
+            # other threads make in this turn of the loop.
+            lane = lanes[thread_id] = _Lane()
+            try:
+                await self._gathering.send(thread_id, [queued])
+            finally:
+                self._next(lanes, thread_id, lane)
+        else:
+            lane.queue.append(queued)
         await queued.done
 
     def _next(self, lanes: dict[str, _Lane], thread_id: str, lane: _Lane) -> None:
@@ -734,7 +779,7 @@ class SessionStateSaver(_Closing, BaseCheckpointSaver[str]):
                     size += 1
                 batch = lane.queue[:size]
                 del lane.queue[:size]
-                await self._send_batch(thread_id, batch)
+                await self._gathering.send(thread_id, batch)
         except asyncio.CancelledError:
             for queued in [*batch, *lane.queue]:
                 queued.done.cancel()
@@ -779,6 +824,51 @@ class SessionStateSaver(_Closing, BaseCheckpointSaver[str]):
                 queued.settle(error)
             else:
                 queued.settle(None)
+
+    async def _send_threads(self, batches: Sequence[ThreadBatch[_Queued]]) -> None:
+        """Settles each call of several threads' batches, sent in one request
+        when the server takes it; a batch's refusal is its own calls' error."""
+        if self._threads_route:
+            path = f"/apps/{_segment(self.app_name)}/thread-operations"
+            body = {"threads": [_thread_entry(batch) for batch in batches]}
+            try:
+                answer = await self._server.asend(("POST", path, {}, body))
+            except APIStatusError as error:
+                if route_unknown(error):
+                    logger.warning(
+                        "the server has no route for several threads' batches (%s): "
+                        "each thread's is sent alone from now on",
+                        error.status_code,
+                    )
+                    self._threads_route = False
+                elif error.status_code not in _SENT_ALONE_AFTER:
+                    _settle_all(batches, error)
+                    return
+            except Exception as error:
+                _settle_all(batches, error)
+                return
+            else:
+                batches = self._settle_results(batches, answer["results"], path)
+        await asyncio.gather(*(self._send_batch(batch.thread_id, batch.items) for batch in batches))
+
+    def _settle_results(
+        self, batches: Sequence[ThreadBatch[_Queued]], results: Sequence[Any], path: str
+    ) -> Sequence[ThreadBatch[_Queued]]:
+        """Settles each batch by its result; returns those to send again
+        alone (a status its own request would have retried)."""
+        again: _Batches = []
+        for batch, result in zip(batches, results, strict=True):
+            status = result["status"]
+            if status in RETRYABLE_STATUSES:
+                again.append(batch)
+                continue
+            error = None
+            if status >= 400:
+                url = self._server.url_of(path)
+                error = result_error(url, status, result.get("problem"))
+            for queued in batch.items:
+                queued.settle(error)
+        return again
 
     async def adelete_thread(self, thread_id: str) -> None:
         await self._server.asend(("DELETE", self._thread_path(thread_id), {}, None))

@@ -15,11 +15,11 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any
 
 import pytest
-from aiohttp import ClientSession, web
 from langgraph.checkpoint.base import WRITES_IDX_MAP, Checkpoint, empty_checkpoint
 
 from session_state_client import NotFoundError, ValidationError
 from session_state_client.langgraph import SessionStateSaver
+from tests.client.langgraph_proxy import problem_response, proxy_before
 from tests.conftest import ServerProcess
 
 ERROR = "__error__"
@@ -193,41 +193,18 @@ def test_two_processes_batching_writes_to_one_thread_lose_nothing(
     assert all(count < calls / 2 for count in requests), requests
 
 
-@contextlib.asynccontextmanager
-async def _refusing_batches(
+def _refusing_batches(
     server: ServerProcess, status: int, problem: dict[str, Any]
-) -> AsyncIterator[str]:
+) -> contextlib.AbstractAsyncContextManager[str]:
     """A proxy before the started server that answers every batch request
-    with `status` and the `problem` body, and passes every other request on."""
-
-    async def forward(request: web.Request) -> web.StreamResponse:
-        if request.path.endswith("/operations"):
-            body = {"title": "Refused", "status": status, **problem}
-            return web.json_response(body, status=status, content_type="application/problem+json")
-        async with session.request(
-            request.method,
-            server.base_url + request.path_qs,
-            data=await request.read(),
-            headers={k: v for k, v in request.headers.items() if k.lower() != "host"},
-        ) as answer:
-            return web.Response(
-                status=answer.status,
-                body=await answer.read(),
-                content_type=answer.content_type,
-            )
-
-    async with ClientSession() as session:
-        proxy = web.Application()
-        proxy.router.add_route("*", "/{tail:.*}", forward)
-        runner = web.AppRunner(proxy)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]  # started
-        try:
-            yield f"http://127.0.0.1:{port}"
-        finally:
-            await runner.cleanup()
+    of a thread with `status` and the `problem` body, and passes every
+    other request on."""
+    return proxy_before(
+        server,
+        lambda path, _body: (
+            problem_response(status, problem) if path.endswith("/operations") else None
+        ),
+    )
 
 
 @pytest.fixture
