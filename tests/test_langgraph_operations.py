@@ -181,3 +181,24 @@ async def test_a_batch_keeps_a_threads_life_as_its_single_requests_do(
         [only] = await stored(client)
         assert only["checkpointId"] == "c4"
         assert [w["taskId"] for w in only["pendingWrites"]] == ["task-b"]
+
+
+async def test_a_batch_of_one_keeps_a_threads_life_as_its_single_request_does(
+    clocked_app: Any, clock: Clock
+) -> None:
+    """A batch of one operation is its single route's write: it pushes a
+    live thread's expiry out, and makes an expired thread anew."""
+    transport = httpx.ASGITransport(app=clocked_app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client:
+        response = await apply(client, {"operations": [put_op("c1")], "ttlSeconds": 60})
+        assert response.status_code == 204, response.text
+        for operation in [writes_op("c1", "task-a", 0, "x"), put_op("c2")]:
+            clock.advance(50)
+            assert (await apply(client, {"operations": [operation]})).status_code == 204
+        clock.advance(50)
+        assert [c["checkpointId"] for c in await stored(client)] == ["c2", "c1"]
+        clock.advance(11)
+        assert await stored(client) == []
+        assert (await apply(client, {"operations": [put_op("c3")]})).status_code == 204
+        [only] = await stored(client)
+        assert (only["checkpointId"], only["pendingWrites"]) == ("c3", [])

@@ -97,6 +97,11 @@ class CheckpointService:
     ) -> None:
         """A thread's puts of checkpoints and writes in order, all or none
         (a LangGraph client's group commit: what a superstep writes)."""
+        if len(operations) == 1:
+            # One alone is its single route's write, which the stores do in
+            # one statement when the thread is live (a batch opens it first).
+            await self._apply_one(key, owner, operations[0])
+            return
         await self.store.apply_operations(key, owner, operations, self.clock())
         for operation in operations:
             if isinstance(operation, NewCheckpoint):
@@ -104,6 +109,23 @@ class CheckpointService:
                 CHECKPOINT_VALUES_SENT.inc(len(operation.new_values))
             else:
                 CHECKPOINT_WRITES_STORED.inc(len(operation.writes))
+
+    async def _apply_one(
+        self, key: ThreadKey, owner: ThreadOwner, operation: CheckpointOperation
+    ) -> None:
+        if isinstance(operation, NewCheckpoint):
+            await self.put_checkpoint(key, owner, operation)
+            return
+        await self.store.put_writes(
+            key,
+            owner,
+            operation.checkpoint_ns,
+            operation.checkpoint_id,
+            operation.writes,
+            operation.replace,
+            self.clock(),
+        )
+        CHECKPOINT_WRITES_STORED.inc(len(operation.writes))
 
     async def get_checkpoint(
         self, key: ThreadKey, checkpoint_ns: str, checkpoint_id: str
