@@ -848,7 +848,12 @@ class SessionStateSaver(_Closing, BaseCheckpointSaver[str]):
                 _settle_all(batches, error)
                 return
             else:
-                batches = self._settle_results(batches, answer["results"], path)
+                try:
+                    batches = self._settle_results(batches, answer["results"], path)
+                except (KeyError, TypeError, ValueError) as error:
+                    # Not this route's answer (a proxy's, say): each call raises.
+                    _settle_all(batches, ValueError(f"{path} answered without results: {error!r}"))
+                    return
         await asyncio.gather(*(self._send_batch(batch.thread_id, batch.items) for batch in batches))
 
     def _settle_results(

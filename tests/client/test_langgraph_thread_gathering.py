@@ -200,3 +200,30 @@ async def test_a_request_refused_whole_goes_again_thread_by_thread(
         assert saver._threads_route is route_kept
         assert (len(refused) == 1) is not route_kept, refused
         assert ("no route for several threads' batches" in caplog.text) is not route_kept
+
+
+async def test_an_answer_without_results_raises_in_each_call_and_hangs_none(
+    server: ServerProcess,
+) -> None:
+    """A proxy answering the request of several threads with a 200 of its
+    own: each call raises rather than waiting for ever."""
+
+    def foreign(path: str, _body: bytes) -> web.Response | None:
+        return web.json_response({"ok": True}) if path.endswith(MANY) else None
+
+    async with (
+        proxy_before(server, foreign) as base_url,
+        SessionStateSaver(base_url, app_name=f"lgg-{uuid.uuid4().hex[:8]}") as saver,
+    ):
+        outcomes = await asyncio.wait_for(
+            asyncio.gather(
+                *(
+                    saver.aput(_config(f"t{n}"), _checkpoint(0), {"source": "input"}, {})
+                    for n in range(4)
+                ),
+                return_exceptions=True,
+            ),
+            timeout=30,
+        )
+        assert all(isinstance(outcome, ValueError) for outcome in outcomes), outcomes
+        assert all("without results" in str(outcome) for outcome in outcomes)
