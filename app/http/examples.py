@@ -130,20 +130,20 @@ CHECKPOINT_OPERATIONS: dict[str, Any] = {
     ],
     "userId": "ada",
 }
+_FIRST_CHECKPOINT: dict[str, Any] = {
+    "op": "put",
+    "checkpointId": "c1",
+    "checkpoint": {"type": "json", "data": "eyJ2IjogMX0="},
+    "metadata": {"source": "input", "step": -1},
+    "channelVersions": {},
+}
+# Two threads' batches, the second refused on its own (a value without data).
 THREAD_OPERATIONS: dict[str, Any] = {
     "threads": [
-        {"threadId": "t1", **CHECKPOINT_OPERATIONS},
+        {"threadId": "t7", "operations": [_FIRST_CHECKPOINT]},
         {
-            "threadId": "t2",
-            "operations": [
-                {
-                    "op": "put",
-                    "checkpointId": "cp-7",
-                    "checkpoint": {"type": "json", "data": "eyJ2IjogMX0="},
-                    "metadata": {"source": "input", "step": -1},
-                    "channelVersions": {},
-                }
-            ],
+            "threadId": "t8",
+            "operations": [{**_FIRST_CHECKPOINT, "checkpoint": {"type": "json"}}],
         },
     ]
 }
