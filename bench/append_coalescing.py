@@ -66,7 +66,7 @@ def _variant(service: Any, name: str, coalescers: dict[str, Any]) -> None:
         return
     client._appends.together = name != ALONE
     if name != ALONE:
-        client._appends.max_in_flight = int(name.removeprefix("in-flight-"))
+        client._appends.gathering.max_in_flight = int(name.removeprefix("in-flight-"))
 
 
 async def run(

@@ -28,10 +28,7 @@ threads, each waiting on its own request).
 """
 
 import asyncio
-import threading
-import weakref
-from collections import deque
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -41,6 +38,7 @@ import pydantic_core
 from session_state_client import _requests
 from session_state_client._constants import RETRYABLE_STATUSES
 from session_state_client._exceptions import APIStatusError, result_error, route_unknown
+from session_state_client._gathering import Gatherer
 from session_state_client._models import AppendResult
 from session_state_client._requests import Answer, Call
 from session_state_client._revisions import SeenRevisions
@@ -73,48 +71,21 @@ class _Waiting:
     answer: "asyncio.Future[AppendResult]"
 
 
-class _AppRequests:
-    """One app's appends on one event loop."""
-
-    def __init__(self) -> None:
-        self.in_flight = 0
-        self.waiting: deque[_Waiting] = deque()
-        # A request is taken and will leave at the end of this turn of the loop.
-        self.gathering = False
-
-
-def _no_loop() -> None:
-    return None
-
-
-def _take(app: _AppRequests) -> list[_Waiting]:
-    """The appends waiting, oldest first, as many as go together; those
-    whose caller has gone (their answer cancelled) are dropped unsent."""
-    batch: list[_Waiting] = []
-    while app.waiting and len(batch) < MAX_TOGETHER:
-        waiting = app.waiting.popleft()
-        if not waiting.answer.done():
-            batch.append(waiting)
-    return batch
-
-
 class AppendCoalescer:
     def __init__(self, send: Send[Any], seen: SeenRevisions, *, together: bool = True) -> None:
         """`send`: the client's own (retries included); `seen`: its revisions;
         `together`: False sends every append as a request of its own."""
         self._send = send
         self._seen = seen
-        self._by_loop: weakref.WeakKeyDictionary[
-            asyncio.AbstractEventLoop, dict[str, _AppRequests]
-        ] = weakref.WeakKeyDictionary()
-        self._lock = threading.Lock()
-        self._last: tuple[Callable[[], asyncio.AbstractEventLoop | None], dict[str, _AppRequests]]
-        self._last = (_no_loop, {})
-        # Strong references to running tasks (the loop keeps weak ones).
-        self._tasks: set[asyncio.Task[None]] = set()
+        # Each app's appends gather apart (an app's key may reach only it).
+        self.gathering: Gatherer[_Waiting] = Gatherer(
+            self._send_together,
+            max_in_flight=MAX_IN_FLIGHT,
+            max_together=MAX_TOGETHER,
+            split=self._split,
+        )
         # Cleared when the server does not know the route: appends go alone.
         self.server_takes_many = True
-        self.max_in_flight = MAX_IN_FLIGHT
         self.min_part = MIN_PART
         # Off: every append is a request of its own.
         self.together = together
@@ -127,78 +98,19 @@ class AppendCoalescer:
         if not (self.together and self.server_takes_many):
             result: AppendResult = await self._send(call)
             return result
-        app = self._app_requests(app_name)
         mine = _Waiting(
             call, user_id, session_id, event, if_match, asyncio.get_running_loop().create_future()
         )
-        app.waiting.append(mine)
-        if app.gathering or app.in_flight >= self.max_in_flight:
-            # Cancelled while waiting: the future is cancelled with it and never sent.
-            return await mine.answer
-        # A request is free: this caller sends it, after one turn of the event
-        # loop, so that the appends other callers make in the same turn (the
-        # conversations one answer woke) go with it.
-        app.gathering = True
-        app.in_flight += 1
-        try:
-            await asyncio.sleep(0)
-        except asyncio.CancelledError:
-            mine.answer.cancel()
-            app.gathering = False
-            self._done(app_name, app)
-            raise
-        app.gathering = False
-        batch = _take(app)
-        if batch == [mine]:
-            try:  # alone, in the caller's own task, as without the coalescer
-                result = await self._send(call)
-                return result
-            finally:
-                self._done(app_name, app)
-        self._send_parts(app_name, app, batch)
-        return await mine.answer
+        return await self.gathering.submit(app_name, mine, lambda: self._send(call))
 
-    def _app_requests(self, app_name: str) -> _AppRequests:
-        loop = asyncio.get_running_loop()
-        # The common case, one loop, skips the weak mapping's lookup. One
-        # tuple, swapped whole: threads on other loops may swap it meanwhile.
-        last_loop, apps = self._last
-        if last_loop() is not loop:
-            # Each thread of ADK's sync Runner runs loops of its own.
-            with self._lock:
-                apps = self._by_loop.setdefault(loop, {})
-            self._last = (weakref.ref(loop), apps)
-        app = apps.get(app_name)
-        if app is None:
-            app = apps[app_name] = _AppRequests()  # only this loop's thread uses `apps`
-        return app
-
-    def _done(self, app_name: str, app: _AppRequests) -> None:
-        """A request of `app` ended: the appends waiting go together, at the
-        end of this turn of the loop (with those its answer leads to)."""
-        app.in_flight -= 1
-        if app.waiting and not app.gathering:
-            app.gathering = True
-            app.in_flight += 1
-            asyncio.get_running_loop().call_soon(self._send_gathered, app_name, app)
-
-    def _send_gathered(self, app_name: str, app: _AppRequests) -> None:
-        app.gathering = False
-        batch = _take(app)
-        if batch:
-            self._send_parts(app_name, app, batch)
-        else:
-            self._done(app_name, app)
-
-    def _send_parts(self, app_name: str, app: _AppRequests, batch: list[_Waiting]) -> None:
-        """The batch in as many requests as are free (one is taken already)
-        and it fills with `min_part` appends each, in near-equal parts,
-        oldest first: while the server works on one part, this process sends
-        the next, and their answers come back apart, so the callers they wake
-        do not all wait on one request. A smaller batch goes whole. A
-        session's appends stay in one part, in their order (the server runs
-        a request's appends to one session in order; two requests, at once)."""
-        free = self.max_in_flight - app.in_flight + 1
+    def _split(self, batch: Sequence[_Waiting], free: int) -> list[list[_Waiting]]:
+        """The batch in as many requests as are `free` and it fills with
+        `min_part` appends each, in near-equal parts, oldest first: while
+        the server works on one part, this process sends the next, and their
+        answers come back apart, so the callers they wake do not all wait on
+        one request. A smaller batch goes whole. A session's appends stay in
+        one part, in their order (the server runs a request's appends to one
+        session in order; two requests, at once)."""
         count = max(1, min(free, len(batch) // self.min_part))
         size = -(-len(batch) // count)
         parts: list[list[_Waiting]] = [[]]
@@ -210,33 +122,15 @@ class AppendCoalescer:
                     parts.append([])
                 part = part_of[waiting.call.session] = parts[-1]
             part.append(waiting)
-        app.in_flight += len(parts) - 1
-        for part in parts:
-            self._start(self._send_together(app_name, app, part))
+        return parts
 
-    def _start(self, work: Coroutine[Any, Any, None]) -> None:
-        task = asyncio.create_task(work)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+    async def _send_together(self, app_name: str, batch: Sequence[_Waiting]) -> None:
+        if len(batch) == 1:
+            await _settle(batch[0], self._send(batch[0].call))
+        else:
+            await self._send_many(app_name, batch)
 
-    async def _send_together(self, app_name: str, app: _AppRequests, batch: list[_Waiting]) -> None:
-        try:
-            if len(batch) == 1:
-                await _settle(batch[0], self._send(batch[0].call))
-            else:
-                await self._send_many(app_name, batch)
-        except asyncio.CancelledError:
-            for waiting in batch:
-                waiting.answer.cancel()
-            raise
-        except Exception as error:  # no answer at all (after the retries)
-            for waiting in batch:
-                if not waiting.answer.done():
-                    waiting.answer.set_exception(error)
-        finally:
-            self._done(app_name, app)
-
-    async def _send_many(self, app_name: str, batch: list[_Waiting]) -> None:
+    async def _send_many(self, app_name: str, batch: Sequence[_Waiting]) -> None:
         call = _appends_call(app_name, batch)
         try:
             answer = await self._send(call)
@@ -271,7 +165,7 @@ class AppendCoalescer:
         if alone:
             await self._send_alone(alone)
 
-    async def _send_alone(self, batch: list[_Waiting]) -> None:
+    async def _send_alone(self, batch: Sequence[_Waiting]) -> None:
         """Each append as a single request; a session's in their order."""
         by_session: dict[str | None, list[_Waiting]] = {}
         for waiting in batch:
@@ -305,7 +199,7 @@ class _Answers:
     response: Answer
 
 
-def _appends_call(app_name: str, batch: list[_Waiting]) -> Call[_Answers]:
+def _appends_call(app_name: str, batch: Sequence[_Waiting]) -> Call[_Answers]:
     items = []
     for waiting in batch:
         head: dict[str, Any] = {"userId": waiting.user_id, "sessionId": waiting.session_id}

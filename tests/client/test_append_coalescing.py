@@ -143,7 +143,7 @@ async def test_many_appends_to_a_few_sessions_in_one_turn_keep_each_sessions_ord
     app = "one-turn"
     counts = {"a": 12, "b": 6, "c": 6}
     async with AsyncSessionStateClient(base_url=server.base_url) as client:
-        client._appends.max_in_flight = 4
+        client._appends.gathering.max_in_flight = 4
         client._appends.min_part = 1  # split among every free request
         await _create(client, app, list(counts))
         requests_before = await _appends_requests(server.base_url)
@@ -213,7 +213,7 @@ async def _waiting_for_a_lock(postgres_url: str, count: int) -> None:
 
 async def _until_waiting(client: AsyncSessionStateClient, app: str, count: int) -> None:
     """Until `count` appends of `app` wait in the client's coalescer."""
-    apps = client._appends._by_loop[asyncio.get_running_loop()]
+    apps = client._appends.gathering._by_loop[asyncio.get_running_loop()]
     for _ in range(500):
         if app in apps and len(apps[app].waiting) == count:
             return

@@ -8,10 +8,13 @@ server without the route, goes again thread by thread."""
 
 import asyncio
 import json
+import subprocess
+import sys
 import uuid
 from collections.abc import Callable
 from typing import Any
 
+import httpx
 import pytest
 from aiohttp import web
 
@@ -20,6 +23,7 @@ from session_state_client.langgraph import SessionStateSaver
 from tests.client.langgraph_proxy import problem_response, proxy_before
 from tests.client.test_langgraph_batching import _checkpoint, _config, _counted
 from tests.conftest import ServerProcess
+from tests.test_observability import _metric
 
 THREADS = 30
 TASKS = 3
@@ -227,3 +231,97 @@ async def test_an_answer_without_results_raises_in_each_call_and_hangs_none(
         )
         assert all(isinstance(outcome, ValueError) for outcome in outcomes), outcomes
         assert all("without results" in str(outcome) for outcome in outcomes)
+
+
+_LOOPS_PROGRAM = """
+import asyncio, sys, threading
+from session_state_client.langgraph import SessionStateSaver
+
+base_url, app = sys.argv[1], sys.argv[2]
+saver = SessionStateSaver(base_url, app_name=app)
+failures = []
+
+def config(thread_id, checkpoint_id=None):
+    configurable = {"thread_id": thread_id, "checkpoint_ns": ""}
+    if checkpoint_id is not None:
+        configurable["checkpoint_id"] = checkpoint_id
+    return {"configurable": configurable}
+
+def checkpoint(step):
+    return {"v": 4, "id": f"c{step:03}", "ts": "2026-01-01T00:00:00+00:00",
+            "channel_values": {"count": step}, "channel_versions": {}, "versions_seen": {}}
+
+async def graph(thread_id, first):
+    for step in range(first, first + 3):
+        parent = config(thread_id, f"c{step - 1:03}") if step else config(thread_id)
+        writes = [saver.aput_writes(parent, [("count", f"{thread_id}:{step}:{n}")], f"task-{n}")
+                  for n in range(2)] if step else []
+        await asyncio.gather(*writes, saver.aput(parent, checkpoint(step), {"step": step}, {}))
+
+async def graphs(number, first):
+    await asyncio.gather(*(graph(f"l{number}-t{n}", first) for n in range(8)))
+
+def thread(number):
+    try:
+        asyncio.run(graphs(number, 0))
+        # A second loop on the OS thread, as a second run of a sync caller.
+        asyncio.run(graphs(number, 3))
+    except BaseException as error:
+        failures.append(repr(error))
+
+workers = [threading.Thread(target=thread, args=(n,)) for n in range(4)]
+[w.start() for w in workers]
+[w.join() for w in workers]
+asyncio.run(saver.aclose())
+print("failures:", failures)
+print("done")
+"""
+
+
+def test_threads_each_on_its_own_loop_gather_and_close_cleanly(server: ServerProcess) -> None:
+    """A sync caller's OS threads each run loops of their own over one
+    saver: each loop's batches gather apart, nothing is lost, and closing
+    leaves no task or connection behind."""
+    app_name = f"lgg-{uuid.uuid4().hex[:8]}"
+    before = asyncio.run(_thread_operations_requests(server.base_url))
+    run_on = [server.base_url, app_name]
+    finished = subprocess.run(
+        [sys.executable, "-W", "always", "-X", "dev", "-c", _LOOPS_PROGRAM, *run_on],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert finished.returncode == 0, finished.stderr
+    assert finished.stdout.splitlines() == ["failures: []", "done"], finished.stdout
+    for problem in ("Unclosed", "never awaited", "Task was destroyed", "Traceback"):
+        assert problem not in finished.stderr, finished.stderr
+    assert asyncio.run(_thread_operations_requests(server.base_url)) > before
+
+    async def check() -> None:
+        async with SessionStateSaver(server.base_url, app_name=app_name) as saver:
+            for number in range(4):
+                for n in range(8):
+                    thread_id = f"l{number}-t{n}"
+                    found = [item async for item in saver.alist(_config(thread_id))]
+                    assert sorted(
+                        item.config["configurable"]["checkpoint_id"] for item in found
+                    ) == [f"c{step:03}" for step in range(6)], thread_id
+                    by_id = {item.config["configurable"]["checkpoint_id"]: item for item in found}
+                    for step in range(1, 6):
+                        writes = sorted(v for _, _, v in by_id[f"c{step - 1:03}"].pending_writes)
+                        assert writes == [f"{thread_id}:{step}:{n}" for n in range(2)]
+
+    asyncio.run(check())
+
+
+async def _thread_operations_requests(base_url: str) -> float:
+    """Requests the server answered on the route of several threads' batches."""
+    async with httpx.AsyncClient() as http:
+        metrics = (await http.get(f"{base_url}/metrics")).text
+    return _metric(
+        metrics,
+        "session_state_http_requests_total",
+        method="POST",
+        route="/apps/{app_name}/thread-operations",
+        status="200",
+    )
