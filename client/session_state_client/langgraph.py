@@ -133,6 +133,8 @@ _OWNER_FIELDS = ("userId", "ttlSeconds")
 _BATCH_TOO_LARGE = 413
 # A request of several threads' batches refused whole with these goes again
 # batch by batch: too large together, or a wrapper the server reads otherwise.
+# A thread's own batch refused with 422 is not sent again call by call: its
+# body is its calls' (a bad value), so the 422 is their error.
 _SENT_ALONE_AFTER = (413, 422)
 # The loop turns a batch waits before it is taken (see _drain).
 _LINGER_TURNS = 3
