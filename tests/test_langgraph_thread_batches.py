@@ -6,11 +6,13 @@ the route: tests/test_end_user_tokens.py; the client's gathering:
 tests/client/test_langgraph_batching.py.)"""
 
 import asyncio
+import json
 from typing import Any
 
 import httpx
 
 from tests.test_langgraph_operations import put_op, stored, writes_op
+from tests.test_langgraph_threads import nested
 
 URL = "/apps/graphs/thread-operations"
 MAX_BATCHES = 100
@@ -153,3 +155,43 @@ async def test_a_request_over_the_body_limit_is_413_and_stores_nothing(
     response = await client.post(URL, json={"threads": [batch("t1", put_op("c1"), big)]})
     assert response.status_code == 413, response.text
     assert await ids(client, "t1") == []
+
+
+async def test_hostile_values_in_a_threads_batch_are_422_and_never_a_500(
+    client: httpx.AsyncClient,
+) -> None:
+    """Each as its thread's own route refuses it (tests/test_langgraph_threads.py):
+    no TTL of zero or less, past a century or infinite; no metadata
+    nested past the limit, no NUL, no lone surrogate in a name or a value."""
+    good = json.dumps(batch("good", put_op("g1")))
+    deep_metadata = {**put_op("c2"), "metadata": {"deep": nested(100)}}
+    hostile = [
+        json.dumps(batch("t2", put_op("c2"), ttlSeconds=-1)),
+        json.dumps(batch("t2", put_op("c2"))).replace(
+            '"threadId"', '"ttlSeconds": 1e999, "threadId"'
+        ),
+        json.dumps(batch("t2", put_op("c2"), ttlSeconds=10**30)),
+        json.dumps(batch("t2", deep_metadata)),
+        json.dumps(batch("t2", {**put_op("c2"), "metadata": {"step": "NUL\u0000"}})),
+        json.dumps(batch("t2", put_op("c2"))).replace('"t2"', '"t\\ud800"'),
+        json.dumps(batch("t2", {**put_op("c2"), "metadata": {"K": "V"}})).replace(
+            '"K"', '"\\ud800"'
+        ),
+        json.dumps(batch("t2", {**put_op("c2"), "metadata": {"K": "V"}})).replace(
+            '"V"', '"\\udfff"'
+        ),
+        json.dumps(batch("t2", put_op("c2"), userId="x" * 129)),
+    ]
+    for entry in hostile:
+        response = await client.post(
+            URL,
+            content=f'{{"threads": [{good}, {entry}]}}',
+            headers={"Content-Type": "application/json"},
+        )
+        # The wrapper's schema refuses it: the whole request, nothing written.
+        assert response.status_code == 422, (entry, response.text)
+        assert response.headers["content-type"] == "application/problem+json"
+        found = [error["loc"][:3] for error in response.json()["errors"]]
+        assert found == [["body", "threads", 1]], (entry, found)
+    assert await ids(client, "good") == []
+    assert await ids(client, "t2") == []
