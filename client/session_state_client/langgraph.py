@@ -122,7 +122,7 @@ logger = logging.getLogger("session_state_client")
 
 # The server's bound on the operations of one batch request of a thread.
 OPERATIONS_PER_CALL = 64
-# A batch holds calls up to this many bytes of values (base64) together, well
+# A batch holds calls up to this many bytes of values (base64) and metadata, well
 # within the server's default body limit (8 MiB): a larger batch would save
 # little (its cost is its bytes) and could meet a smaller limit (413).
 BATCH_BYTES = 1024 * 1024
@@ -160,10 +160,15 @@ class _Queued:
 
 
 def _weight(operation: _Body) -> int:
-    """The bytes of an operation's values, as sent (base64)."""
+    """The bytes of an operation's values, as sent (base64), and of a put's
+    metadata (the caller's own: it may be as large as a value)."""
     values = [operation.get("checkpoint"), *operation.get("newValues", ())]
     values += operation.get("writes", ())
-    return sum(len(value.get("data") or "") for value in values if isinstance(value, dict))
+    weight = sum(len(value.get("data") or "") for value in values if isinstance(value, dict))
+    metadata = operation.get("metadata")
+    if metadata:
+        weight += len(json.dumps(metadata, separators=(",", ":")))
+    return weight
 
 
 class _Lane:

@@ -312,3 +312,28 @@ async def test_large_writes_go_in_batches_of_bounded_size_and_none_is_refused(
         assert {task: value[0] for task, _, value in stored.pending_writes} == {
             f"task-{n}": n for n in range(12)
         }
+
+
+async def test_puts_with_large_metadata_go_in_batches_of_bounded_size_and_none_is_refused(
+    small_bodies_server: ServerProcess,
+) -> None:
+    """A put's metadata weighs in its batch as its values do: puts of 300 KB
+    of metadata each, made at once, go three by three (1 MiB a batch),
+    never meeting the body limit (413) that each alone is well within."""
+    app_name = f"lgb-{uuid.uuid4().hex[:8]}"
+    async with SessionStateSaver(small_bodies_server.base_url, app_name=app_name) as saver:
+        first = await saver.aput(_config("t"), _checkpoint(0), {"source": "input"}, {})
+        sent = _counted(saver)
+        puts = []
+        for n in range(12):
+            checkpoint = {**_checkpoint(n + 1), "id": f"c{n:02}"}
+            metadata: Any = {"source": "loop", "step": n, "note": "abcdefghijkl"[n] * 300_000}
+            puts.append(saver.aput(first, checkpoint, metadata, {}))
+        await asyncio.gather(*puts)
+        kinds = [path.rsplit("/", 1)[-1] for _, path in sent]
+        # The first alone (nothing in flight), then the other eleven three by three.
+        assert kinds == ["c00"] + ["operations"] * 4, kinds
+        stored = [item async for item in saver.alist(_config("t"))]
+        notes = {item.config["configurable"]["checkpoint_id"]: item.metadata for item in stored}
+        for n in range(12):
+            assert notes[f"c{n:02}"]["note"] == "abcdefghijkl"[n] * 300_000
