@@ -2,7 +2,6 @@
 serializer's output, a type tag and bytes: the bytes travel as standard
 base64 (with padding) and are stored as bytes."""
 
-import base64
 import binascii
 from typing import Annotated, Any, Literal
 
@@ -34,16 +33,37 @@ Text = Annotated[str, Field(max_length=MAX_TEXT_LENGTH)]
 
 def decode_base64(text: str) -> bytes:
     try:
-        return base64.b64decode(text, validate=True)
+        # Strict: only the alphabet and its padding, checked as it decodes.
+        return binascii.a2b_base64(text, strict_mode=True)
     except (binascii.Error, ValueError):
         raise PydanticCustomError(
             "base64", "not standard base64 (A-Z a-z 0-9 + /, padded)"
         ) from None
 
 
+class CheckedBase64(str):
+    """Standard base64 as received, with the bytes it decodes to: decoded
+    once, when checked, not again when stored."""
+
+    decoded: bytes
+
+
+def _checked_base64(text: str) -> str:
+    checked = CheckedBase64(text)
+    checked.decoded = decode_base64(text)
+    return checked
+
+
+def base64_bytes(text: str) -> bytes:
+    """A checked value's bytes (decoded now when it was not checked)."""
+    if isinstance(text, CheckedBase64):
+        return text.decoded
+    return decode_base64(text)
+
+
 Base64 = Annotated[
     str,
-    AfterValidator(lambda text: decode_base64(text) and text),
+    AfterValidator(_checked_base64),
     WithJsonSchema({"type": "string", "format": "byte", "description": "Standard base64."}),
 ]
 

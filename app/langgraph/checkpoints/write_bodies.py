@@ -2,8 +2,6 @@
 the thread's owner, a checkpoint, a task's writes, and a thread's batch of
 both (its own route's and each thread's among several)."""
 
-import base64
-
 from ...core.end_user_tokens import acting_end_user
 from ...core.errors import FieldError, InvalidInput
 from . import domain
@@ -22,12 +20,13 @@ from .schemas import (
     PutWritesOperation,
     TypedValue,
     WritesFields,
+    base64_bytes,
 )
 from .service import DEFAULT_THREAD_USER, CheckpointService, new_writes
 
 
 def typed(value: TypedValue) -> domain.Typed:
-    data = None if value.data is None else base64.b64decode(value.data)
+    data = None if value.data is None else base64_bytes(value.data)
     if data is None and value.type != EMPTY_VALUE_TYPE:
         raise InvalidInput(
             [FieldError(["body", "data"], f"only type {EMPTY_VALUE_TYPE!r} has no data")]
