@@ -61,7 +61,9 @@ import asyncpg
 from bench import RESULTS
 from bench.before_after import migrate_from
 from bench.client_cpu import _free_port
+from bench.process_cpu import cluster_cpu, postmaster_pid
 from bench.run import (
+    ADMIN_DSN,
     Server,
     checkpoint,
     create_database,
@@ -378,10 +380,15 @@ async def measure(
     server: Server | Granian | None = None
     try:
         load = os.getloadavg()[0]
+        postmaster = await postmaster_pid(ADMIN_DSN)
         if side == THEIRS:
             await checkpoint()
+            postgres_cpu = cluster_cpu(postmaster)
             figures = _child("theirs", database, shape, window_s, None)
             stored = figures["stored_steps"]
+            figures["postgres_cpu_ms_per_step"] = (
+                (cluster_cpu(postmaster) - postgres_cpu) * 1000 / stored
+            )
             figures["bytes_per_step"] = await table_bytes(database, THEIR_TABLES) / stored
             return {**figures, "load": load}
         source = before if side == BEFORE else None
@@ -395,10 +402,13 @@ async def measure(
         else:
             server = Server(database, port=_free_port(), workers=1, source=source)
         await checkpoint()
-        cpu = _server_cpu(server)
+        cpu, postgres_cpu = _server_cpu(server), cluster_cpu(postmaster)
         figures = _child("ours", server.base_url, shape, window_s, source)
         stored = figures["stored_steps"]
         figures["server_cpu_ms_per_step"] = (_server_cpu(server) - cpu) * 1000 / stored
+        figures["postgres_cpu_ms_per_step"] = (
+            (cluster_cpu(postmaster) - postgres_cpu) * 1000 / stored
+        )
         figures["bytes_per_step"] = await table_bytes(database, OUR_TABLES) / stored
         return {**figures, "load": load}
     finally:
@@ -462,9 +472,9 @@ def markdown(shape: Shape, sides: dict[str, list[dict[str, float]]], window_s: f
         "",
         "| saver | steps/s | spread | step p50 ms | step p99 ms | p99 spread | "
         "write p50 ms | write p99 ms | last step to end ms | "
-        "server CPU ms/step | client CPU ms/step | calls per step | requests per step | "
-        "bytes per step | lost |",
-        "| --- |" + " ---: |" * 14,
+        "server CPU ms/step | client CPU ms/step | PostgreSQL CPU ms/step | calls per step | "
+        "requests per step | bytes per step | lost |",
+        "| --- |" + " ---: |" * 15,
     ]
     for name, figures in medians.items():
         server_cpu = figures.get("server_cpu_ms_per_step")
@@ -477,6 +487,7 @@ def markdown(shape: Shape, sides: dict[str, list[dict[str, float]]], window_s: f
             f"{figures['drain_p50_ms']:.0f} | "
             f"{'' if server_cpu is None else f'{server_cpu:.2f}'} | "
             f"{figures['client_cpu_ms_per_step']:.2f} | "
+            f"{figures.get('postgres_cpu_ms_per_step', 0):.2f} | "
             f"{figures.get('calls_per_step', 0):.2f} | "
             f"{'' if requests is None else f'{requests:.2f}'} | {figures['bytes_per_step']:.0f} | "
             f"{figures['lost']:.0f} |"

@@ -89,3 +89,24 @@ class Meter:
             now = set(await pids()) | set(before)
             spent[name] = sum(max(0.0, pid_cpu(pid) - before.get(pid, 0.0)) for pid in now)
         return spent
+
+
+async def postmaster_pid(admin_dsn: str) -> int:
+    """The PostgreSQL cluster's main process (its data directory's
+    postmaster.pid, read by the server: a superuser's DSN)."""
+    connection = await asyncpg.connect(admin_dsn)
+    try:
+        text = await connection.fetchval("SELECT pg_read_file('postmaster.pid')")
+    finally:
+        await connection.close()
+    return int(text.split()[0])
+
+
+def cluster_cpu(postmaster: int) -> float:
+    """CPU seconds the whole cluster has spent so far: each process it runs
+    now (backends, WAL writer, checkpointer...) and the postmaster with the
+    backends it has reaped (a client's pool that closed), so that a delta
+    over a window counts every database's work, both sides' alike."""
+    fields = Path(f"/proc/{postmaster}/stat").read_text().rsplit(")", 1)[1].split()
+    own_and_reaped = sum(int(field) for field in fields[11:15]) / TICK
+    return own_and_reaped + sum(pid_cpu(pid) for pid in with_children(postmaster)[1:])
