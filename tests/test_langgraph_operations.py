@@ -11,7 +11,6 @@ import pytest
 
 from tests.conftest import Clock
 from tests.test_langgraph_threads import b64, checkpoint_body, thread_url
-from tests.test_observability import _metric
 
 MAX_OPERATIONS = 64
 
@@ -203,64 +202,3 @@ async def test_a_batch_of_one_keeps_a_threads_life_as_its_single_request_does(
         assert (await apply(client, {"operations": [put_op("c3")]})).status_code == 204
         [only] = await stored(client)
         assert (only["checkpointId"], only["pendingWrites"]) == ("c3", [])
-
-
-async def _batches(client: httpx.AsyncClient) -> dict[str, float]:
-    """How many thread batches the server stored, by how."""
-    metrics = (await client.get("/metrics")).text
-    name = "session_state_checkpoint_batches_total"
-    return {how: _metric(metrics, name, how=how) for how in ("one_statement", "transaction")}
-
-
-async def test_a_live_threads_batch_goes_in_one_statement_on_postgresql_as_in_turn(
-    client: httpx.AsyncClient, database_url: str
-) -> None:
-    """A live thread's batch is one statement on PostgreSQL (a transaction
-    on SQLite), storing what the operations would in turn; a batch that
-    statement cannot hold (a write that replaces, a checkpoint put twice)
-    takes the transaction, with the same outcome as in turn."""
-    on_postgresql = database_url.startswith("postgresql")
-    assert (await apply(client, {"operations": [put_op("c0")]})).status_code == 204
-    before = await _batches(client)
-    operations = [
-        writes_op("c0", "task-a", 0, "first"),
-        # Ordinary writes are kept once: the earlier one stays.
-        writes_op("c0", "task-a", 0, "second"),
-        writes_op("c0", "task-b", 1, "b"),
-        put_op("c1", parentCheckpointId="c0", metadata={"source": "loop", "step": 1}),
-        put_op("s1", namespace="sub:1"),
-    ]
-    response = await apply(client, {"operations": operations, "ttlSeconds": 60})
-    assert response.status_code == 204, response.text
-    after = await _batches(client)
-    took = "one_statement" if on_postgresql else "transaction"
-    assert {how: after[how] - before[how] for how in after} == {
-        "one_statement": 0,
-        "transaction": 0,
-        took: 1,
-    }
-    found = {(c["checkpointNs"], c["checkpointId"]): c for c in await stored(client)}
-    assert sorted(found) == [("", "c0"), ("", "c1"), ("sub:1", "s1")]
-    assert (found["", "c1"]["parentCheckpointId"], found["", "c1"]["metadata"]) == (
-        "c0",
-        {"source": "loop", "step": 1},
-    )
-    assert found["", "c1"]["channelValues"][0]["data"] == b64("c1")
-    writes = {(w["taskId"], w["idx"]): w["data"] for w in found["", "c0"]["pendingWrites"]}
-    assert writes == {("task-a", 0): b64("first"), ("task-b", 1): b64("b")}
-    [thread] = (await client.get("/apps/graphs/threads")).json()["threads"]
-    assert thread["expireTime"] is not None  # the batch's TTL pushed out
-
-    operations = [
-        put_op("c2"),
-        put_op("c2", metadata={"source": "update", "step": 2}),
-        writes_op("c2", "task-c", -1, "error 1"),
-        writes_op("c2", "task-c", -1, "error 2"),
-    ]
-    assert (await apply(client, {"operations": operations})).status_code == 204
-    again = await _batches(client)
-    assert again["transaction"] - after["transaction"] == 1
-    assert again["one_statement"] == after["one_statement"]
-    [c2] = [c for c in await stored(client) if c["checkpointId"] == "c2"]
-    assert c2["metadata"] == {"source": "update", "step": 2}
-    assert [w["data"] for w in c2["pendingWrites"]] == [b64("error 2")]

@@ -30,9 +30,3 @@ CHECKPOINTS_PRUNED = Counter(
     "LangGraph checkpoints removed by prune(keep_latest) or delete_for_runs.",
     ["how"],
 )
-CHECKPOINT_BATCHES = Counter(
-    "session_state_checkpoint_batches_total",
-    "A thread's batches of several puts and writes stored, by how: one_statement (a live "
-    "thread's on PostgreSQL, app.langgraph.checkpoints.postgresql_batch) or transaction.",
-    ["how"],
-)

@@ -33,8 +33,6 @@ from .domain import (
     ThreadSummary,
     refuse_another_users_thread,
 )
-from .metrics import CHECKPOINT_BATCHES
-from .postgresql_batch import batch_arguments, batch_statement, fits_one_statement
 from .rows import assemble, page_of
 from .thread_sql import THREAD, ThreadSql
 
@@ -131,7 +129,6 @@ SELECT {_IF_LIVE}
 
 
 _INSERT_WRITES_TO_LIVE_THREAD = _writes_to_live_thread(_WRITES_CONFLICT + "DO NOTHING")
-_BATCH_TO_LIVE_THREAD = batch_statement(_TO_LIVE_THREAD, _IF_LIVE)
 _UPSERT_WRITES_TO_LIVE_THREAD = _writes_to_live_thread(_WRITES_CONFLICT + _WRITES_REPLACED)
 _LIST = Statement.of(
     f"""
@@ -407,16 +404,6 @@ class PostgresCheckpoints:
             else (self._writes_rows(key, operation), operation.replace)
             for operation in operations
         ]
-        if (
-            not owner.enforced
-            and fits_one_statement(operations)
-            and await self._write_to_live_thread(
-                _BATCH_TO_LIVE_THREAD, **batch_arguments(prepared, now, owner.ttl_seconds)
-            )
-        ):
-            CHECKPOINT_BATCHES.labels("one_statement").inc()
-            return
-        CHECKPOINT_BATCHES.labels("transaction").inc()
         async with self._transaction() as connection:
             await self._open_thread(connection, key, owner, now)
             for rows, second in prepared:

@@ -32,7 +32,6 @@ from .domain import (
     ThreadSummary,
     refuse_another_users_thread,
 )
-from .metrics import CHECKPOINT_BATCHES
 from .rows import assemble, page_of
 from .thread_sql import THREAD, ThreadSql
 
@@ -283,7 +282,6 @@ class SqliteCheckpoints:
             else (self._writes_rows(thread, operation), operation.replace)
             for operation in operations
         ]
-        CHECKPOINT_BATCHES.labels("transaction").inc()
         async with self._write() as connection:
             await self._open_thread(connection, key, owner, now)
             for rows, second in prepared:
