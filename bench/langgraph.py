@@ -24,7 +24,9 @@ background (durability "async"): a step does not wait for its writes, so
 the run also times each aput and aput_writes (a write's latency: how long a
 step's checkpoint takes to be stored) and the time from a thread's last
 step to the end of its run (the writes still queued). Storage is the tables' size after the run
-(pg_total_relation_size, VACUUMed), per step.
+(pg_total_relation_size, VACUUMed), per step. CPU per step is the server's,
+the client's and PostgreSQL's (every process of the cluster, over the side's
+run: the other side's database sits idle meanwhile).
 
 Each side runs in a process of its own (the same code path for each: the
 client, LangGraph and the event loop in it, nothing shared), and the sides
