@@ -3,6 +3,7 @@
 import re
 import socket
 
+import httpx
 import pytest
 
 
@@ -33,6 +34,15 @@ def _metric(text: str, name: str, **labels: str) -> float:
         if all(f'{key}="{value}"' in line for key, value in labels.items()):
             total += float(line.rsplit(" ", 1)[1])
     return total
+
+
+async def answered_on(base_url: str, route: str) -> float:
+    """POST requests a started server answered 200 on `route` (a template)."""
+    async with httpx.AsyncClient() as http:
+        metrics = (await http.get(f"{base_url}/metrics")).text
+    return _metric(
+        metrics, "session_state_http_requests_total", method="POST", route=route, status="200"
+    )
 
 
 async def test_metrics_count_requests_by_route_template_appends_and_stale_rejections(client):

@@ -7,13 +7,10 @@ route gets single appends."""
 import asyncio
 import contextlib
 import json
-import subprocess
-import sys
 from collections.abc import AsyncIterator
 from typing import Any
 
 import asyncpg
-import httpx
 import pytest
 import uvicorn
 from google.adk.events import Event, EventActions
@@ -28,23 +25,16 @@ from session_state_client import (
     ValidationError,
 )
 from session_state_client.adk import HttpSessionService
+from tests.client.own_loops import runs_cleanly
 from tests.conftest import ServerProcess, free_port
-from tests.test_observability import _metric
+from tests.test_observability import answered_on
 
 APPENDS_ROUTE = "/apps/{app_name}/appends"
 
 
 async def _appends_requests(base_url: str) -> float:
     """Requests the server answered on the route of appends to several sessions."""
-    async with httpx.AsyncClient() as http:
-        metrics = (await http.get(f"{base_url}/metrics")).text
-    return _metric(
-        metrics,
-        "session_state_http_requests_total",
-        method="POST",
-        route=APPENDS_ROUTE,
-        status="200",
-    )
+    return await answered_on(base_url, APPENDS_ROUTE)
 
 
 async def _create(client: AsyncSessionStateClient, app: str, sessions: list[str]) -> None:
@@ -448,16 +438,7 @@ print("done")
 def test_threads_each_on_its_own_loop_append_together_and_close_cleanly(server: ServerProcess):
     app = "threads-together"
     requests_before = asyncio.run(_appends_requests(server.base_url))
-    finished = subprocess.run(
-        [sys.executable, "-W", "always", "-X", "dev", "-c", _THREADS_PROGRAM, server.base_url, app],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert finished.returncode == 0, finished.stderr
-    assert finished.stdout.splitlines() == ["failures: []", "done"], finished.stdout
-    for problem in ("Unclosed", "never awaited", "Task was destroyed", "Traceback"):
-        assert problem not in finished.stderr, finished.stderr
+    runs_cleanly(_THREADS_PROGRAM, server.base_url, app)
     assert asyncio.run(_appends_requests(server.base_url)) > requests_before
 
     async def check() -> None:

@@ -8,22 +8,20 @@ server without the route, goes again thread by thread."""
 
 import asyncio
 import json
-import subprocess
-import sys
 import uuid
 from collections.abc import Callable
 from typing import Any
 
-import httpx
 import pytest
 from aiohttp import web
 
 from session_state_client import ValidationError
 from session_state_client.langgraph import SessionStateSaver
 from tests.client.langgraph_proxy import problem_response, proxy_before
+from tests.client.own_loops import runs_cleanly
 from tests.client.test_langgraph_batching import _checkpoint, _config, _counted
 from tests.conftest import ServerProcess
-from tests.test_observability import _metric
+from tests.test_observability import answered_on
 
 THREADS = 30
 TASKS = 3
@@ -284,17 +282,7 @@ def test_threads_each_on_its_own_loop_gather_and_close_cleanly(server: ServerPro
     leaves no task or connection behind."""
     app_name = f"lgg-{uuid.uuid4().hex[:8]}"
     before = asyncio.run(_thread_operations_requests(server.base_url))
-    run_on = [server.base_url, app_name]
-    finished = subprocess.run(
-        [sys.executable, "-W", "always", "-X", "dev", "-c", _LOOPS_PROGRAM, *run_on],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert finished.returncode == 0, finished.stderr
-    assert finished.stdout.splitlines() == ["failures: []", "done"], finished.stdout
-    for problem in ("Unclosed", "never awaited", "Task was destroyed", "Traceback"):
-        assert problem not in finished.stderr, finished.stderr
+    runs_cleanly(_LOOPS_PROGRAM, server.base_url, app_name)
     assert asyncio.run(_thread_operations_requests(server.base_url)) > before
 
     async def check() -> None:
@@ -316,12 +304,4 @@ def test_threads_each_on_its_own_loop_gather_and_close_cleanly(server: ServerPro
 
 async def _thread_operations_requests(base_url: str) -> float:
     """Requests the server answered on the route of several threads' batches."""
-    async with httpx.AsyncClient() as http:
-        metrics = (await http.get(f"{base_url}/metrics")).text
-    return _metric(
-        metrics,
-        "session_state_http_requests_total",
-        method="POST",
-        route="/apps/{app_name}/thread-operations",
-        status="200",
-    )
+    return await answered_on(base_url, "/apps/{app_name}/thread-operations")
