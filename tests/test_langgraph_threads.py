@@ -241,6 +241,57 @@ async def test_an_unbounded_metadata_filter_is_422(
     assert "metadata" in response.text
 
 
+# Standard base64 only, padded, nothing around it: the server decodes it
+# strictly (binascii's strict mode), each of these a 422 with nothing stored.
+NOT_STANDARD_BASE64 = [
+    "YQ",  # padding missing
+    "YQ=",  # padding short
+    "YQ===",  # padding too long
+    "=YWJj",  # padding first
+    "YQ==YQ==",  # data after the padding
+    "YW Jj",  # a space
+    "YWJj\n",  # a line break
+    "YWJ-",  # base64url's alphabet
+    "YWJ_",
+    "YWJ\u0000",  # NUL
+    "\u00e9\u00e9==",  # not ASCII
+    "\ud800YWJj",  # a lone surrogate
+]
+
+
+@pytest.mark.parametrize("data", NOT_STANDARD_BASE64)
+async def test_values_not_in_standard_base64_are_422_and_stored_nowhere(
+    client: httpx.AsyncClient, data: str
+) -> None:
+    body = checkpoint_body({"a": "1"}, {"a": 1})
+    body["checkpoint"] = {"type": "json", "data": "e30="}
+    body["newValues"] = [{"channel": "a", "version": "1", "type": "json", "data": data}]
+    raw = json.dumps(body)  # keeps \ud800 as an escape, as a client would send it
+    response = await client.put(
+        f"{thread_url()}/checkpoints/c1",
+        content=raw,
+        headers={"Content-Type": "application/json"},
+    )
+    assert response.status_code == 422, (data, response.text)
+    assert response.headers["content-type"] == "application/problem+json"
+    assert await listed(client) == []
+
+
+async def test_padded_base64_values_are_stored_as_their_bytes(client: httpx.AsyncClient) -> None:
+    body = checkpoint_body({"a": "1", "b": "1"}, {})
+    body["newValues"] = [
+        {"channel": "a", "version": "1", "type": "bytes", "data": "YWI="},
+        {"channel": "b", "version": "1", "type": "bytes", "data": "YWJj"},
+    ]
+    assert (await put(client, "c1", body)).status_code == 204
+    [stored] = await listed(client)
+    values = {value["channel"]: value["data"] for value in stored["channelValues"]}
+    assert {channel: base64.b64decode(data) for channel, data in values.items()} == {
+        "a": b"ab",
+        "b": b"abc",
+    }
+
+
 @pytest.mark.parametrize(
     ("body_change", "field"),
     [
