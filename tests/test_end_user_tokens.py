@@ -296,6 +296,31 @@ async def test_a_token_lists_only_its_own_users_threads_and_must_say_so(http, ke
     }
 
 
+async def test_a_token_lists_only_its_own_users_checkpoints_across_threads_and_must_say_so(
+    http, key
+):
+    u1 = bearer(key.token("u1"))
+    for thread, headers in [("mine", u1), ("theirs", bearer(key.token("u2"))), ("ops", operator())]:
+        put = await http.put(
+            f"/apps/{APP}/threads/{thread}/checkpoints/c-{thread}", json=CHECKPOINT, headers=headers
+        )
+        assert put.status_code == 204, put.text
+    listed = await http.get(f"/apps/{APP}/checkpoints", params={"userId": "u1"}, headers=u1)
+    assert [(c["threadId"], c["checkpointId"]) for c in listed.json()["checkpoints"]] == [
+        ("mine", "c-mine")
+    ]
+    for params in [{}, {"userId": "u2"}, {"userId": "langgraph"}]:
+        refused = await http.get(f"/apps/{APP}/checkpoints", params=params, headers=u1)
+        assert_problem(refused, 403, "forbidden")
+    assert_problem(
+        await http.get("/apps/billing/checkpoints", params={"userId": "u1"}, headers=u1),
+        403,
+        "forbidden",
+    )
+    everyone = await http.get(f"/apps/{APP}/checkpoints", headers=operator())
+    assert {c["threadId"] for c in everyone.json()["checkpoints"]} == {"mine", "theirs", "ops"}
+
+
 async def test_the_store_is_reachable_under_the_users_own_namespaces_only(http, key):
     u1 = bearer(key.token("u1"))
     store = f"/apps/{APP}/store"

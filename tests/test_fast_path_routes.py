@@ -261,7 +261,7 @@ PINS = {
     "apply_operations": ("f57a38768e79cc39", "c6b3200f5fb682a1"),
     "apply_thread_operations": ("124fbeb86b34682d", "c6b3200f5fb682a1"),
     "get_checkpoint": ("00368c10f43d9cee", "c6b3200f5fb682a1"),
-    "list_checkpoints": ("8c820d83ee3f89c3", "c6b3200f5fb682a1"),
+    "list_checkpoints": ("c031662348a28b88", "c6b3200f5fb682a1"),
 }
 
 

@@ -20,6 +20,7 @@ _APP_PATHS: dict[str, frozenset[str]] = {
     "appends": frozenset({"POST"}),  # each append must be to the token's user
     "threads": frozenset({"GET", "PUT", "POST", "DELETE"}),  # the thread's user must be it
     "thread-operations": frozenset({"POST"}),  # each batch's thread must be the user's
+    "checkpoints": frozenset({"GET"}),  # userId must be the token's user
     "store": frozenset({"GET", "PUT", "POST", "DELETE"}),  # namespaces under the user
 }
 # Threads' paths that act on many threads at once, app-wide.

@@ -530,13 +530,15 @@ class SessionStateSaver(_Closing, BaseCheckpointSaver[str]):
 
     def _list_request(
         self,
-        config: RunnableConfig,
+        config: RunnableConfig | None,
         filter: dict[str, Any] | None,
         before: RunnableConfig | None,
         limit: int | None,
         page_token: str | None,
     ) -> _Request:
-        configurable = config["configurable"]
+        """A page of a thread's checkpoints, or of the app's (of the user
+        the config names, if any) when it names no thread."""
+        configurable: Mapping[str, Any] = (config or {}).get("configurable", {})
         params: dict[str, Any] = {"limit": min(limit or PAGE_SIZE, PAGE_SIZE)}
         if configurable.get("checkpoint_ns") is not None:
             params["checkpointNs"] = configurable["checkpoint_ns"]
@@ -546,7 +548,12 @@ class SessionStateSaver(_Closing, BaseCheckpointSaver[str]):
             params["before"] = before_id
         if page_token is not None:
             params["pageToken"] = page_token
-        return ("GET", self._thread_path(configurable["thread_id"]) + "/checkpoints", params, None)
+        thread_id = configurable.get("thread_id")
+        if thread_id:
+            return ("GET", self._thread_path(thread_id) + "/checkpoints", params, None)
+        if user_id := configurable.get("user_id"):
+            params["userId"] = user_id
+        return ("GET", f"/apps/{_segment(self.app_name)}/checkpoints", params, None)
 
     def _list_cursor(
         self,
@@ -555,7 +562,7 @@ class SessionStateSaver(_Closing, BaseCheckpointSaver[str]):
         before: RunnableConfig | None,
         limit: int | None,
     ) -> "_ListCursor":
-        return _ListCursor(self, _thread_config(config), filter, before, limit)
+        return _ListCursor(self, config, filter, before, limit)
 
     def _tuple(self, thread_id: str, document: Mapping[str, Any]) -> CheckpointTuple:
         checkpoint_ns = document["checkpointNs"]
@@ -922,7 +929,7 @@ class _ListCursor:
     def __init__(
         self,
         saver: SessionStateSaver,
-        config: RunnableConfig,
+        config: RunnableConfig | None,
         filter: dict[str, Any] | None,
         before: RunnableConfig | None,
         limit: int | None,
@@ -930,39 +937,35 @@ class _ListCursor:
         self.saver, self.config, self.filter, self.before = saver, config, filter, before
         self.remaining = limit
         self.token: str | None = None
-        # A config naming a checkpoint lists that one (get_tuple's request).
-        self.by_id = bool(get_checkpoint_id(config))
+        # No thread named: the app's threads (LangGraph's list(None)).
+        self.thread_id: str | None = (config or {}).get("configurable", {}).get("thread_id")
+        # A config naming a thread and a checkpoint lists that one (get_tuple's request).
+        self.by_id = bool(self.thread_id and config and get_checkpoint_id(config))
         self.done = False
 
     def next_request(self) -> _Request | None:
         if self.done or (self.remaining is not None and self.remaining <= 0):
             return None
-        if self.by_id:
+        if self.by_id and self.config is not None:
             return self.saver._get_request(self.config)[0]
         return self.saver._list_request(
             self.config, self.filter, self.before, self.remaining, self.token
         )
 
     def read(self, answer: Any) -> list[CheckpointTuple]:
-        if self.by_id:
+        if self.by_id and self.config is not None:
             self.done = True
             found = self.saver._found(self.config, answer, by_id=True)
             return [] if found is None else [found]
-        thread_id = self.config["configurable"]["thread_id"]
         documents = answer["checkpoints"]
         if self.remaining is not None:
             self.remaining -= len(documents)
         self.token = answer["nextPageToken"]
         self.done = self.token is None
-        return [self.saver._tuple(thread_id, document) for document in documents]
-
-
-def _thread_config(config: RunnableConfig | None) -> RunnableConfig:
-    if config is None or not config.get("configurable", {}).get("thread_id"):
-        raise ValueError(
-            "SessionStateSaver lists one thread's checkpoints: give configurable.thread_id"
-        )
-    return config
+        return [
+            self.saver._tuple(document.get("threadId", self.thread_id), document)
+            for document in documents
+        ]
 
 
 # -- the long-term store ---------------------------------------------------------

@@ -75,6 +75,7 @@ CheckpointOperation = NewCheckpoint | NewWrites
 class StoredCheckpoint:
     """A checkpoint as read: its values and its pending writes with it."""
 
+    thread_id: str
     checkpoint_ns: str
     checkpoint_id: str
     parent_checkpoint_id: str | None
@@ -110,6 +111,21 @@ class CheckpointQuery:
     metadata: dict[str, Any] | None = None
     before: str | None = None
     after: tuple[str, str] | None = None
+    limit: int = 100
+
+
+@dataclass(frozen=True)
+class AppCheckpointQuery:
+    """Which checkpoints of an app's live threads a list returns (LangGraph's
+    list with no config): newest id first, then thread id and namespace
+    descending. `user_id`: only that user's threads. `after`: where the last
+    page ended (checkpoint id, thread id, namespace)."""
+
+    user_id: str | None = None
+    checkpoint_ns: str | None = None
+    metadata: dict[str, Any] | None = None
+    before: str | None = None
+    after: tuple[str, str, str] | None = None
     limit: int = 100
 
 

@@ -20,6 +20,7 @@ from ..expiry import LIVE, has_expired
 from ..sealing import CHANNEL_VALUE, CHECKPOINT, WRITE, Sealing
 from . import checkpoint_sql
 from .domain import (
+    AppCheckpointQuery,
     CheckpointOperation,
     CheckpointQuery,
     NewCheckpoint,
@@ -130,38 +131,42 @@ SELECT {_IF_LIVE}
 
 _INSERT_WRITES_TO_LIVE_THREAD = _writes_to_live_thread(_WRITES_CONFLICT + "DO NOTHING")
 _UPSERT_WRITES_TO_LIVE_THREAD = _writes_to_live_thread(_WRITES_CONFLICT + _WRITES_REPLACED)
+_METADATA_CONTAINED = "(:metadata::jsonb IS NULL OR c.metadata @> :metadata::jsonb)"
 _LIST = Statement.of(
     f"""
-SELECT checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint_type, checkpoint,
-       metadata, channel_versions
+SELECT thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint_type,
+       checkpoint, metadata, channel_versions
   FROM lg_checkpoints AS c
  WHERE {THREAD}
    AND (:checkpoint_ns::text IS NULL OR checkpoint_ns = :checkpoint_ns)
    AND (:checkpoint_id::text IS NULL OR checkpoint_id = :checkpoint_id)
    AND (:before::text IS NULL OR checkpoint_id < :before)
    AND (:after_id::text IS NULL OR (checkpoint_id, checkpoint_ns) < (:after_id, :after_ns::text))
-   AND (:metadata::jsonb IS NULL OR c.metadata @> :metadata::jsonb)
+   AND {_METADATA_CONTAINED}
  ORDER BY checkpoint_id DESC, checkpoint_ns DESC
  LIMIT :limit
 """
 )
+_APP_LIST = Statement.of(checkpoint_sql.app_list(POSTGRESQL, _METADATA_CONTAINED))
+# A page's values and writes, of one thread or several: keys lead with the thread.
 _VALUES_OF = Statement.of(
     """
-SELECT v.checkpoint_ns, v.channel, v.version, v.value_type, v.value
-  FROM unnest(:checkpoint_ns::text[], :channel::text[], :version::text[])
-       AS k(checkpoint_ns, channel, version)
+SELECT v.thread_id, v.checkpoint_ns, v.channel, v.version, v.value_type, v.value
+  FROM unnest(:thread_id::text[], :checkpoint_ns::text[], :channel::text[], :version::text[])
+       AS k(thread_id, checkpoint_ns, channel, version)
   JOIN lg_channel_values AS v
-    ON v.app_name = :app_name AND v.thread_id = :thread_id
+    ON v.app_name = :app_name AND v.thread_id = k.thread_id
    AND v.checkpoint_ns = k.checkpoint_ns AND v.channel = k.channel AND v.version = k.version
 """
 )
 _WRITES_OF = Statement.of(
     """
-SELECT w.checkpoint_ns, w.checkpoint_id, w.task_id, w.task_path, w.idx, w.channel,
+SELECT w.thread_id, w.checkpoint_ns, w.checkpoint_id, w.task_id, w.task_path, w.idx, w.channel,
        w.value_type, w.value
-  FROM unnest(:checkpoint_ns::text[], :checkpoint_id::text[]) AS k(checkpoint_ns, checkpoint_id)
+  FROM unnest(:thread_id::text[], :checkpoint_ns::text[], :checkpoint_id::text[])
+       AS k(thread_id, checkpoint_ns, checkpoint_id)
   JOIN lg_writes AS w
-    ON w.app_name = :app_name AND w.thread_id = :thread_id
+    ON w.app_name = :app_name AND w.thread_id = k.thread_id
    AND w.checkpoint_ns = k.checkpoint_ns AND w.checkpoint_id = k.checkpoint_id
 """
 )
@@ -433,31 +438,69 @@ class PostgresCheckpoints:
                 metadata=query.metadata or None,
                 limit=query.limit + 1,
             )
-            rows, more = page_of(rows, query.limit, budget)
-            if not rows:
-                return [], False
-            wanted = [
-                {"checkpoint_ns": row["checkpoint_ns"], "channel": channel, "version": version}
-                for row in rows
-                for channel, version in row["channel_versions"].items()
-            ]
-            value_rows = (
-                await _fetch(
-                    connection,
-                    _VALUES_OF,
-                    **thread,
-                    **_columns(wanted, "checkpoint_ns", "channel", "version"),
-                )
-                if wanted
-                else []
-            )
-            write_rows = await _fetch(
+            return await self._page(connection, key.app_name, rows, query.limit, budget)
+
+    async def list_app_checkpoints(
+        self, app_name: str, query: AppCheckpointQuery, budget: int, now: float
+    ) -> tuple[list[StoredCheckpoint], bool]:
+        after_id, after_thread, after_ns = query.after or (None, None, None)
+        async with self._transaction() as connection:
+            rows = await _fetch(
                 connection,
-                _WRITES_OF,
-                **thread,
-                **_columns(rows, "checkpoint_ns", "checkpoint_id"),
+                _APP_LIST,
+                app_name=app_name,
+                now=now,
+                user_id=query.user_id,
+                checkpoint_ns=query.checkpoint_ns,
+                before=query.before,
+                after_id=after_id,
+                after_thread=after_thread,
+                after_ns=after_ns,
+                metadata=query.metadata or None,
+                limit=query.limit + 1,
             )
-        return assemble(rows, value_rows, write_rows, self.sealing), more
+            return await self._page(connection, app_name, rows, query.limit, budget)
+
+    async def _page(
+        self,
+        connection: asyncpg.Connection,
+        app_name: str,
+        rows: list[asyncpg.Record],
+        limit: int,
+        budget: int,
+    ) -> tuple[list[StoredCheckpoint], bool]:
+        """A list's page from its checkpoint rows: those that fit, with their
+        values and writes, read in the caller's transaction."""
+        kept, more = page_of(rows, limit, budget)
+        if not kept:
+            return [], False
+        wanted = [
+            {
+                "thread_id": row["thread_id"],
+                "checkpoint_ns": row["checkpoint_ns"],
+                "channel": channel,
+                "version": version,
+            }
+            for row in kept
+            for channel, version in row["channel_versions"].items()
+        ]
+        value_rows = (
+            await _fetch(
+                connection,
+                _VALUES_OF,
+                app_name=app_name,
+                **_columns(wanted, "thread_id", "checkpoint_ns", "channel", "version"),
+            )
+            if wanted
+            else []
+        )
+        write_rows = await _fetch(
+            connection,
+            _WRITES_OF,
+            app_name=app_name,
+            **_columns(kept, "thread_id", "checkpoint_ns", "checkpoint_id"),
+        )
+        return assemble(kept, value_rows, write_rows, self.sealing), more
 
     async def list_threads(
         self, app_name: str, query: ThreadListQuery, now: float

@@ -19,6 +19,7 @@ from ...http.dependencies import AppName, CheckpointId, ThreadId
 from ...sessions.routes import PageSize, PageToken, problem_responses
 from . import domain, write_bodies
 from .domain import (
+    AppCheckpointQuery,
     CheckpointQuery,
     ThreadKey,
     ThreadListQuery,
@@ -26,6 +27,7 @@ from .domain import (
 from .metadata_filter import metadata_filter_problem
 from .schemas import (
     MAX_TEXT_LENGTH,
+    AppCheckpointList,
     Checkpoint,
     CheckpointList,
     CopyThreadRequest,
@@ -51,6 +53,8 @@ THREAD_PATH = "/apps/{app_name}/threads/{thread_id}"
 CHECKPOINTS_PATH = THREAD_PATH + "/checkpoints"
 CHECKPOINT_PATH = CHECKPOINTS_PATH + "/{checkpoint_id}"
 THREAD_OPERATIONS_PATH = "/apps/{app_name}/thread-operations"
+APP_CHECKPOINTS_PATH = "/apps/{app_name}/checkpoints"
+APP_CHECKPOINTS_TOKEN = "checkpoints"
 
 CheckpointNs = Annotated[
     str,
@@ -231,6 +235,30 @@ async def get_checkpoint(
     )
 
 
+ListedNamespace = Annotated[
+    str | None,
+    Query(
+        alias="checkpointNs",
+        max_length=MAX_TEXT_LENGTH,
+        description='Only this namespace ("": the root graph\'s); omitted: every one.',
+    ),
+]
+MetadataFilter = Annotated[
+    str | None,
+    Query(
+        max_length=64 * 1024,
+        description="A JSON object: only checkpoints whose metadata contains it, as "
+        "PostgreSQL's @> (each key with a value that contains the filter's: objects by "
+        'their keys, arrays by their elements), e.g. {"source":"input","step":2}.',
+    ),
+]
+Before = Annotated[
+    str | None,
+    Query(max_length=MAX_TEXT_LENGTH, description="Only checkpoints with smaller ids."),
+]
+ListLimit = Annotated[int, Query(ge=1, le=MAX_PAGE_SIZE)]
+
+
 @router.get(
     CHECKPOINTS_PATH,
     response_model=CheckpointList,
@@ -241,28 +269,10 @@ async def list_checkpoints(
     app_name: AppName,
     thread_id: ThreadId,
     request: Request,
-    checkpoint_ns: Annotated[
-        str | None,
-        Query(
-            alias="checkpointNs",
-            max_length=MAX_TEXT_LENGTH,
-            description='Only this namespace ("": the root graph\'s); omitted: every one.',
-        ),
-    ] = None,
-    metadata: Annotated[
-        str | None,
-        Query(
-            max_length=64 * 1024,
-            description="A JSON object: only checkpoints whose metadata contains it, as "
-            "PostgreSQL's @> (each key with a value that contains the filter's: objects by "
-            'their keys, arrays by their elements), e.g. {"source":"input","step":2}.',
-        ),
-    ] = None,
-    before: Annotated[
-        str | None,
-        Query(max_length=MAX_TEXT_LENGTH, description="Only checkpoints with smaller ids."),
-    ] = None,
-    limit: Annotated[int, Query(ge=1, le=MAX_PAGE_SIZE)] = DEFAULT_PAGE_SIZE,
+    checkpoint_ns: ListedNamespace = None,
+    metadata: MetadataFilter = None,
+    before: Before = None,
+    limit: ListLimit = DEFAULT_PAGE_SIZE,
     page_token: Annotated[str | None, Query(alias="pageToken", max_length=16 * 1024)] = None,
 ) -> Response:
     query = CheckpointQuery(
@@ -272,9 +282,82 @@ async def list_checkpoints(
         after=_page_position(page_token),
         limit=limit,
     )
+    _check_before(before)
+    return await checkpoint_page(checkpoints_of(request), ThreadKey(app_name, thread_id), query)
+
+
+@router.get(
+    APP_CHECKPOINTS_PATH,
+    response_model=AppCheckpointList,
+    responses=problem_responses(403),
+    summary="Checkpoints of the app's threads, newest first (list with no config)",
+)
+async def list_app_checkpoints(
+    app_name: AppName,
+    request: Request,
+    user_id: Annotated[
+        str | None,
+        Query(
+            alias="userId",
+            max_length=IDENTIFIER_MAX_LENGTH,
+            description="Only this user's threads (required, and its own, for an end-user token).",
+        ),
+    ] = None,
+    checkpoint_ns: ListedNamespace = None,
+    metadata: MetadataFilter = None,
+    before: Before = None,
+    limit: ListLimit = DEFAULT_PAGE_SIZE,
+    page_token: PageToken = None,
+) -> Response:
+    if user_id is not None and (problem := name_problem(user_id)) is not None:
+        raise InvalidInput([FieldError(["query", "userId"], problem)])
+    identity = (app_name, user_id or "")
+    query = AppCheckpointQuery(
+        user_id=user_id,
+        checkpoint_ns=checked_namespace(checkpoint_ns),
+        metadata=_metadata_filter(metadata, request),
+        before=before,
+        after=_app_checkpoint_position(page_token, identity),
+        limit=limit,
+    )
+    _check_before(before)
+    found, more = await checkpoints_of(request).list_app_checkpoints(app_name, query)
+    last = found[-1] if more else None
+    return rendering.json_response(
+        {
+            "checkpoints": [
+                {"threadId": item.thread_id, **_checkpoint_json(item)} for item in found
+            ],
+            "nextPageToken": None
+            if last is None
+            else encode_token(
+                APP_CHECKPOINTS_TOKEN,
+                identity,
+                [last.checkpoint_id, last.thread_id, last.checkpoint_ns],
+            ),
+        }
+    )
+
+
+def _check_before(before: str | None) -> None:
     if before is not None and (problem := text_problem(before)) is not None:
         raise InvalidInput([FieldError(["query", "before"], problem)])
-    return await checkpoint_page(checkpoints_of(request), ThreadKey(app_name, thread_id), query)
+
+
+def _app_checkpoint_position(
+    token: str | None, identity: tuple[str, str]
+) -> tuple[str, str, str] | None:
+    """Where an app checkpoints page token's page starts: the last listed
+    checkpoint's id, thread id and namespace, checked in full (BadRequest
+    otherwise, or for another list's token)."""
+    if token is None:
+        return None
+    position = decode_token(token, APP_CHECKPOINTS_TOKEN, identity)
+    if len(position) != 3 or not all(
+        isinstance(part, str) and text_problem(part) is None for part in position
+    ):
+        raise BadRequest(INVALID_TOKEN)
+    return position[0], position[1], position[2]
 
 
 def _metadata_filter(text: str | None, request: Request) -> dict[str, Any] | None:

@@ -31,16 +31,17 @@ def assemble(
 ) -> list[StoredCheckpoint]:
     """Checkpoints with the values their versions name and their writes
     (in the order LangGraph applies them), opened if sealed; rows are read
-    by column name."""
-    values: dict[tuple[str, str, str], Typed] = {
-        (row["checkpoint_ns"], row["channel"], row["version"]): _typed(
+    by column name, each with its thread's id (a page may span threads)."""
+    values: dict[tuple[str, str, str, str], Typed] = {
+        (row["thread_id"], row["checkpoint_ns"], row["channel"], row["version"]): _typed(
             sealing, row["value_type"], row["value"], CHANNEL_VALUE
         )
         for row in value_rows
     }
-    writes: dict[tuple[str, str], list[PendingWrite]] = {}
+    writes: dict[tuple[str, str, str], list[PendingWrite]] = {}
     for row in write_rows:
-        writes.setdefault((row["checkpoint_ns"], row["checkpoint_id"]), []).append(
+        at = (row["thread_id"], row["checkpoint_ns"], row["checkpoint_id"])
+        writes.setdefault(at, []).append(
             PendingWrite(
                 row["task_id"],
                 row["task_path"],
@@ -54,14 +55,15 @@ def assemble(
         pending.sort(key=lambda write: (write.task_path, write.task_id, write.idx))
     stored = []
     for row in rows:
-        ns = row["checkpoint_ns"]
+        thread, ns = row["thread_id"], row["checkpoint_ns"]
         channel_values = [
             ChannelValue(channel, version, value)
             for channel, version in row["channel_versions"].items()
-            if (value := values.get((ns, channel, version))) is not None
+            if (value := values.get((thread, ns, channel, version))) is not None
         ]
         stored.append(
             StoredCheckpoint(
+                thread_id=thread,
                 checkpoint_ns=ns,
                 checkpoint_id=row["checkpoint_id"],
                 parent_checkpoint_id=row["parent_checkpoint_id"],
@@ -69,7 +71,7 @@ def assemble(
                 metadata=row["metadata"],
                 channel_versions=row["channel_versions"],
                 values=channel_values,
-                writes=writes.get((ns, row["checkpoint_id"]), []),
+                writes=writes.get((thread, ns, row["checkpoint_id"]), []),
             )
         )
     return stored

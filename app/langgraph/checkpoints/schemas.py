@@ -221,6 +221,15 @@ class CheckpointList(WireModel):
     next_page_token: str | None
 
 
+class AppCheckpoint(Checkpoint):
+    thread_id: str = Field(description="The thread the checkpoint is of.")
+
+
+class AppCheckpointList(WireModel):
+    checkpoints: list[AppCheckpoint]
+    next_page_token: str | None
+
+
 class ThreadEntry(WireModel):
     thread_id: str
     user_id: str = Field(description="The user the thread is recorded under (its first write's).")

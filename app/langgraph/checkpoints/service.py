@@ -16,6 +16,7 @@ from ...core.errors import (
 )
 from ...core.limits import Limits
 from .domain import (
+    AppCheckpointQuery,
     CheckpointOperation,
     CheckpointQuery,
     NewCheckpoint,
@@ -141,10 +142,29 @@ class CheckpointService:
         self, key: ThreadKey, query: CheckpointQuery
     ) -> tuple[list[StoredCheckpoint], bool]:
         """Newest first, and whether more may follow; a page ends early to fit
-        one response (base64 makes values a third larger on the wire)."""
-        budget = (self.limits.max_response_bytes - RESPONSE_OVERHEAD_BYTES) * 3 // 4
+        one response."""
         await self._refuse_another_users(key)
-        return await self.store.list_checkpoints(key, query, budget, self.clock())
+        return await self.store.list_checkpoints(key, query, self._page_budget(), self.clock())
+
+    async def list_app_checkpoints(
+        self, app_name: str, query: AppCheckpointQuery
+    ) -> tuple[list[StoredCheckpoint], bool]:
+        """The checkpoints of the app's live threads, newest first (LangGraph's
+        list with no config); an end user lists only their own threads' (the
+        query must name them, as for the list of threads)."""
+        user = acting_end_user()
+        if user is not None and query.user_id != user.user_id:
+            raise Forbidden(
+                "an end-user token lists only its own user's checkpoints: userId must be its user"
+            )
+        return await self.store.list_app_checkpoints(
+            app_name, query, self._page_budget(), self.clock()
+        )
+
+    def _page_budget(self) -> int:
+        """The bytes of stored checkpoints a page may hold: one response's,
+        less a third (base64 makes values a third larger on the wire)."""
+        return (self.limits.max_response_bytes - RESPONSE_OVERHEAD_BYTES) * 3 // 4
 
     async def list_threads(
         self, app_name: str, query: ThreadListQuery

@@ -19,6 +19,7 @@ from ..dialects import SQLITE
 from ..sealing import CHANNEL_VALUE, CHECKPOINT, WRITE, Sealing
 from . import checkpoint_sql
 from .domain import (
+    AppCheckpointQuery,
     CheckpointOperation,
     CheckpointQuery,
     NewCheckpoint,
@@ -81,8 +82,8 @@ _UPSERT_WRITE = text(
 )
 # {contains}: the metadata filter (_Containment).
 _LIST = f"""
-SELECT checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint_type, checkpoint,
-       metadata, channel_versions
+SELECT thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint_type,
+       checkpoint, metadata, channel_versions
   FROM lg_checkpoints AS c
  WHERE {THREAD}
    AND (:checkpoint_ns IS NULL OR checkpoint_ns = :checkpoint_ns)
@@ -93,19 +94,21 @@ SELECT checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint_type, chec
  ORDER BY checkpoint_id DESC, checkpoint_ns DESC
  LIMIT :limit
 """
+# A page's values and writes, of one thread or several: keys lead with the thread.
 _VALUES_OF = text(
-    f"""
-SELECT checkpoint_ns, channel, version, value_type, value FROM lg_channel_values
- WHERE {THREAD} AND (checkpoint_ns, channel, version) IN (
-       SELECT value ->> 0, value ->> 1, value ->> 2 FROM json_each(:keys))
+    """
+SELECT thread_id, checkpoint_ns, channel, version, value_type, value FROM lg_channel_values
+ WHERE app_name = :app_name AND (thread_id, checkpoint_ns, channel, version) IN (
+       SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3 FROM json_each(:keys))
 """
 )
 _WRITES_OF = text(
-    f"""
-SELECT checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, value_type, value
+    """
+SELECT thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, value_type,
+       value
   FROM lg_writes
- WHERE {THREAD} AND (checkpoint_ns, checkpoint_id) IN (
-       SELECT value ->> 0, value ->> 1 FROM json_each(:keys))
+ WHERE app_name = :app_name AND (thread_id, checkpoint_ns, checkpoint_id) IN (
+       SELECT value ->> 0, value ->> 1, value ->> 2 FROM json_each(:keys))
 """
 )
 _DELTA_THREADS = text(
@@ -315,27 +318,59 @@ class SqliteCheckpoints:
                     "limit": query.limit + 1,
                 },
             )
-            rows, more = page_of([_decoded(row._asdict()) for row in result], query.limit, budget)
-            if not rows:
-                return [], False
-            keys = [
-                [row["checkpoint_ns"], channel, version]
-                for row in rows
-                for channel, version in row["channel_versions"].items()
-            ]
-            value_rows = [
-                row._asdict()
-                for row in await connection.execute(
-                    _VALUES_OF, {**thread, "keys": json.dumps(keys)}
-                )
-            ]
-            checkpoints = [[row["checkpoint_ns"], row["checkpoint_id"]] for row in rows]
-            write_rows = [
-                row._asdict()
-                for row in await connection.execute(
-                    _WRITES_OF, {**thread, "keys": json.dumps(checkpoints)}
-                )
-            ]
+            return await self._page(connection, key.app_name, result, query.limit, budget)
+
+    async def list_app_checkpoints(
+        self, app_name: str, query: AppCheckpointQuery, budget: int, now: float
+    ) -> tuple[list[StoredCheckpoint], bool]:
+        after_id, after_thread, after_ns = query.after or (None, None, None)
+        contains, filter_parameters = _contains(query.metadata)
+        async with self._read() as connection:
+            result = await connection.execute(
+                text(checkpoint_sql.app_list(SQLITE, contains)),
+                {
+                    **filter_parameters,
+                    "app_name": app_name,
+                    "now": now,
+                    "user_id": query.user_id,
+                    "checkpoint_ns": query.checkpoint_ns,
+                    "before": query.before,
+                    "after_id": after_id,
+                    "after_thread": after_thread,
+                    "after_ns": after_ns,
+                    "limit": query.limit + 1,
+                },
+            )
+            return await self._page(connection, app_name, result, query.limit, budget)
+
+    async def _page(
+        self, connection: AsyncConnection, app_name: str, result: Any, limit: int, budget: int
+    ) -> tuple[list[StoredCheckpoint], bool]:
+        """A list's page from its checkpoint rows: those that fit, with their
+        values and writes, read in the caller's transaction."""
+        rows, more = page_of([_decoded(row._asdict()) for row in result], limit, budget)
+        if not rows:
+            return [], False
+        keys = [
+            [row["thread_id"], row["checkpoint_ns"], channel, version]
+            for row in rows
+            for channel, version in row["channel_versions"].items()
+        ]
+        value_rows = [
+            row._asdict()
+            for row in await connection.execute(
+                _VALUES_OF, {"app_name": app_name, "keys": json.dumps(keys)}
+            )
+        ]
+        checkpoints = [
+            [row["thread_id"], row["checkpoint_ns"], row["checkpoint_id"]] for row in rows
+        ]
+        write_rows = [
+            row._asdict()
+            for row in await connection.execute(
+                _WRITES_OF, {"app_name": app_name, "keys": json.dumps(checkpoints)}
+            )
+        ]
         return assemble(rows, value_rows, write_rows, self.sealing), more
 
     async def list_threads(
@@ -505,11 +540,16 @@ class _Containment:
 
 
 def _list_query(metadata: dict[str, Any] | None) -> tuple[Any, dict[str, Any]]:
+    contains, parameters = _contains(metadata)
+    return text(_LIST.format(contains=contains)), parameters
+
+
+def _contains(metadata: dict[str, Any] | None) -> tuple[str, dict[str, Any]]:
+    """The metadata filter's condition on `c.metadata`, with its parameters."""
     if not metadata:
-        return text(_LIST.format(contains="1")), {}
+        return "1", {}
     containment = _Containment()
-    contains = containment.sql("c.metadata", "$", metadata)
-    return text(_LIST.format(contains=contains)), containment.parameters
+    return containment.sql("c.metadata", "$", metadata), containment.parameters
 
 
 def _decoded(row: dict[str, Any]) -> dict[str, Any]:

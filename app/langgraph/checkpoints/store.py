@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from .domain import (
+    AppCheckpointQuery,
     CheckpointOperation,
     CheckpointQuery,
     NewCheckpoint,
@@ -59,6 +60,14 @@ class CheckpointStore(Protocol):
     ) -> tuple[list[StoredCheckpoint], bool]:
         """Newest first, at most `query.limit`, and no more than fit in about
         `budget` bytes (always the first); and whether more may follow."""
+        ...
+
+    async def list_app_checkpoints(
+        self, app_name: str, query: AppCheckpointQuery, budget: int, now: float
+    ) -> tuple[list[StoredCheckpoint], bool]:
+        """The checkpoints of the app's live threads (of `query.user_id` when
+        given), newest id first, then thread id and namespace descending;
+        paged as list_checkpoints."""
         ...
 
     async def list_threads(
