@@ -45,6 +45,7 @@ BENCHMARKS: dict[str, tuple[str, ...]] = {
     "encryption_cost": ("--quick",),
     "import_speed": ("--quick",),
     "labels": ("--quick",),
+    "app_checkpoints": ("--quick",),  # LangGraph's list(None) beside a thread's list
     "memory_search": ("--quick",),  # against HEAD
     "memory_relevance": ("--quick",),  # against HEAD
     "relevance_candidates": ("--quick",),  # the labelled set's tuning part only
