@@ -37,6 +37,15 @@ class MemoryCandidates:
 
 
 @dataclass(frozen=True)
+class MemoryPage:
+    """A page of a user's memories, newest first, and where the next page
+    starts: below that row id (None: this was the last)."""
+
+    memories: list[MemoryRecord]
+    next_before: int | None
+
+
+@dataclass(frozen=True)
 class FoundMemory:
     """A search's result: the memory, which side found it, and its score:
     its relevance by meaning when that side found it, else the share of the

@@ -171,6 +171,15 @@ class PostgresMemory(PostgresSessionHooks):
             rows = await connection.fetch(statement.text, *statement.arguments(values))
         return [(row["id"], _memory_record(row)) for row in rows]
 
+    async def list_memory_ids(
+        self, app_name: str, user_id: str, before: int | None, limit: int
+    ) -> list[int]:
+        statement = sql.LIST_MEMORY_IDS
+        values = {"app_name": app_name, "user_id": user_id, "before": before, "limit": limit}
+        async with self._connection() as connection:
+            rows = await connection.fetch(statement.text, *statement.arguments(values))
+        return [row["id"] for row in rows]
+
     async def claim_memories_to_embed(
         self,
         model: str,

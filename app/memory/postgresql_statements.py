@@ -175,6 +175,15 @@ SELECT m.session_id, m.event_id, m.author, m.role, m.timestamp, m.text,
  WHERE ranked.position = 1 OR ranked.running <= :budget
  ORDER BY ranked.position
 """)
+# A page of the user's memories, newest first: the next entries of
+# ix_memories_app_user (app, user, row id).
+LIST_MEMORY_IDS = Statement.of("""
+SELECT id FROM memories
+ WHERE app_name = :app_name AND user_id = :user_id
+   AND (:before::bigint IS NULL OR id < :before::bigint)
+ ORDER BY id DESC
+ LIMIT :limit
+""")
 # Memories not embedded by the model :model (of app :app_name and user
 # :user_id when given).
 _WAITING = """

@@ -1,19 +1,21 @@
 """Long-term memory of a user in an app, as ADK's BaseMemoryService: take a
-stored session, add events, add entries, search, delete one memory, forget."""
+stored session, add events, add entries, search, delete one memory, forget;
+and a listing of the user's memories, the last added first."""
 
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request, Response
 
 from ..core import json_codec
-from ..core.errors import FieldError, InvalidInput
+from ..core.errors import BadRequest, FieldError, InvalidInput
 from ..core.json_rules import text_problem
 from ..core.limits import MAX_TIMESTAMP, MIN_TIMESTAMP
+from ..core.pagination import INVALID_TOKEN, decode_token, encode_token
 from ..http import examples, rendering
 from ..http.bodies import documented_body, read_json, validate_body
 from ..http.dependencies import AppName, MemoryId, UserId
-from ..sessions.domain import SessionKey
-from ..sessions.routes import problem_responses
+from ..sessions.domain import MemoryRecord, SessionKey
+from ..sessions.routes import PageSize, PageToken, problem_responses
 from ..sessions.schemas import (
     AddMemoriesRequest,
     AddMemoriesResponse,
@@ -21,6 +23,7 @@ from ..sessions.schemas import (
     AddMemoryEventsResponse,
     IngestMemoryRequest,
     IngestMemoryResponse,
+    MemoryList,
     SearchMemoryResponse,
 )
 from .domain import FoundMemory
@@ -31,6 +34,8 @@ router = APIRouter(tags=["memory"])
 
 MAX_RESULTS = 100
 DEFAULT_RESULTS = 10
+DEFAULT_PAGE_SIZE = 100
+MEMORIES_TOKEN = "memories"
 
 
 def memory_of(request: Request) -> MemoryService:
@@ -86,7 +91,14 @@ async def search_memory(
 
 
 def _memory_entry(found: FoundMemory) -> dict[str, Any]:
-    record = found.record
+    return {
+        **_stored_memory(found.record),
+        "matchedBy": found.matched_by,
+        "score": round(found.score, 6),
+    }
+
+
+def _stored_memory(record: MemoryRecord) -> dict[str, Any]:
     content = (
         json_codec.loads(record.content)
         if record.content is not None
@@ -101,9 +113,43 @@ def _memory_entry(found: FoundMemory) -> dict[str, Any]:
         "timestamp": iso_timestamp(record.timestamp),
         "content": content,
         "customMetadata": metadata,
-        "matchedBy": found.matched_by,
-        "score": round(found.score, 6),
     }
+
+
+@router.get(
+    "/apps/{app_name}/users/{user_id}/memory/entries",
+    response_model=MemoryList,
+    responses=problem_responses(400),
+    summary="The user's memories, the last added first (no question: a listing)",
+)
+async def list_memories(
+    app_name: AppName,
+    user_id: UserId,
+    request: Request,
+    page_size: PageSize = DEFAULT_PAGE_SIZE,
+    page_token: PageToken = None,
+) -> Response:
+    identity = (app_name, user_id)
+    before = None if page_token is None else _page_position(page_token, identity)
+    page = await memory_of(request).list_memories(app_name, user_id, before, page_size)
+    return rendering.json_response(
+        {
+            "memories": [_stored_memory(record) for record in page.memories],
+            "nextPageToken": None
+            if page.next_before is None
+            else encode_token(MEMORIES_TOKEN, identity, [page.next_before]),
+        }
+    )
+
+
+def _page_position(token: str, identity: tuple[str, str]) -> int:
+    """The row id a memories page token's page is below, checked in full
+    (BadRequest otherwise, or for another list's token)."""
+    position = decode_token(token, MEMORIES_TOKEN, identity)
+    if len(position) != 1 or type(position[0]) is not int or not 0 < position[0] < 2**63:
+        raise BadRequest(INVALID_TOKEN)
+    before: int = position[0]
+    return before
 
 
 @router.post(

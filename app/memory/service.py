@@ -20,7 +20,7 @@ from ..core.limits import MAX_TIMESTAMP, MIN_TIMESTAMP, Limits
 from ..core.metrics import MEMORY_SEARCH_FALLBACKS
 from ..sessions.domain import MemoryRecord, SessionKey, StoredEvent
 from ..sessions.replica import ReadRouting, Replica
-from .domain import FoundMemory, VectorQuery
+from .domain import FoundMemory, MemoryPage, VectorQuery
 from .embedding import Embedder, EmbedderFailed, Vectors, stored_vector, stored_vectors
 from .first_pass import KeptSignBits
 from .ranking import how_found, hybrid_order, semantic_order
@@ -284,6 +284,27 @@ class MemoryService:
             return [FoundMemory(record, *how[row]) for row, record in read]
 
         return await self.reads.read(rank_and_read)
+
+    async def list_memories(
+        self, app_name: str, user_id: str, before: int | None, limit: int
+    ) -> MemoryPage:
+        """The user's memories, the last added first, below row `before` when
+        given: at most `limit`, and no more than fit in one response (always
+        the first)."""
+        budget = self.limits.max_response_bytes - RESPONSE_OVERHEAD_BYTES
+
+        async def page(store: MemoryStore) -> MemoryPage:
+            ids = await store.list_memory_ids(app_name, user_id, before, limit + 1)
+            considered = ids[:limit]
+            read = await store.read_memories(app_name, user_id, considered, budget)
+            if read and len(read) < len(considered):
+                # Cut to fit (or some deleted meanwhile): on from the last one read.
+                next_before: int | None = read[-1][0]
+            else:
+                next_before = considered[-1] if len(ids) > limit else None
+            return MemoryPage([record for _, record in read], next_before)
+
+        return await self.reads.read(page)
 
     async def _question_vector(self, mode: SearchMode, question: str) -> Vectors | None:
         if self.embedder is None:

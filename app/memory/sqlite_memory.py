@@ -103,6 +103,12 @@ class SqliteMemory(SqliteSessionHooks):
         async with self._read() as connection:
             return await sql.read_memories(connection, app_name, user_id, ids, budget)
 
+    async def list_memory_ids(
+        self, app_name: str, user_id: str, before: int | None, limit: int
+    ) -> list[int]:
+        async with self._read() as connection:
+            return await sql.list_memory_ids(connection, app_name, user_id, before, limit)
+
     async def claim_memories_to_embed(
         self,
         model: str,

@@ -386,6 +386,18 @@ async def read_memories(
     return [(row[8], MemoryRecord(*row[:8])) for row in result]
 
 
+async def list_memory_ids(
+    connection: AsyncConnection, app_name: str, user_id: str, before: int | None, limit: int
+) -> list[int]:
+    """A page of the user's memories, newest first: the next entries of
+    ix_memories_app_user (app, user, row id)."""
+    conditions = [memories.c.app_name == app_name, memories.c.user_id == user_id]
+    if before is not None:
+        conditions.append(memories.c.id < before)
+    statement = select(memories.c.id).where(*conditions).order_by(memories.c.id.desc()).limit(limit)
+    return [row[0] for row in await connection.execute(statement)]
+
+
 def _waiting(model: str, app_name: str | None, user_id: str | None) -> list[ColumnElement[bool]]:
     conditions = [or_(memories.c.embedding_model.is_(None), memories.c.embedding_model != model)]
     if app_name is not None:

@@ -78,6 +78,13 @@ class MemoryStore(Protocol):
         meanwhile are skipped."""
         ...
 
+    async def list_memory_ids(
+        self, app_name: str, user_id: str, before: int | None, limit: int
+    ) -> list[int]:
+        """Row ids of the user's memories, newest (highest) first, below
+        `before` when given; at most `limit`."""
+        ...
+
     async def claim_memories_to_embed(
         self,
         model: str,

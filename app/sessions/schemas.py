@@ -368,8 +368,8 @@ class MemoryContent(WireModel):
     parts: list[MemoryPart]
 
 
-class MemoryEntry(WireModel):
-    """ADK's MemoryEntry, camelCase."""
+class StoredMemory(WireModel):
+    """ADK's MemoryEntry, camelCase, as stored."""
 
     id: str = Field(description="The memory's id: its event's id, or the id it was added with.")
     author: str
@@ -378,6 +378,16 @@ class MemoryEntry(WireModel):
     custom_metadata: dict[str, Any] = Field(
         description="As added; for a memory taken from a session's event, its sessionId."
     )
+
+
+class MemoryList(WireModel):
+    memories: list[StoredMemory] = Field(description="The last added first.")
+    next_page_token: str | None
+
+
+class MemoryEntry(StoredMemory):
+    """ADK's MemoryEntry, camelCase, as a search found it."""
+
     matched_by: Literal["keyword", "meaning", "both"] = Field(
         description="Which side of the search found it: keyword (it holds a term of the "
         "question; every result of mode=keyword), meaning (by meaning alone; every result of "

@@ -197,7 +197,8 @@ memories = Table(
     Column("embedding_claimed_until", Double, nullable=True),
     Column("embedding_failures", Integer, nullable=False, server_default="0"),
     UniqueConstraint("app_name", "user_id", "session_id", "event_id"),
-    Index("ix_memories_app_user", "app_name", "user_id"),
+    # A user's memories, newest first (migration 0021).
+    Index("ix_memories_app_user", "app_name", "user_id", "id"),
     # The first pass of a search by meaning reads only this index (migration 0017).
     Index(
         "ix_memories_vector_bits", "app_name", "user_id", "embedding_model", "id", "embedding_bits"

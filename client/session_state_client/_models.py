@@ -184,6 +184,14 @@ class SearchMemoryResponse(_Wire):
     memories: list[MemoryEntry]
 
 
+class MemoryPage(_Wire):
+    """A page of a user's memories, the last added first (`matched_by` and
+    `score` are None: no search found them)."""
+
+    memories: list[MemoryEntry]
+    next_page_token: str | None = None
+
+
 class MemoryIngestResult(_Wire):
     session_id: str
     memories_added: int

@@ -27,6 +27,7 @@ from session_state_client._models import (
     MemoryEntriesResult,
     MemoryEventsResult,
     MemoryIngestResult,
+    MemoryPage,
     RemovalResult,
     RewindResult,
     SearchMemoryResponse,
@@ -609,6 +610,18 @@ def search_memory(
         _memory_path(app_name, user_id),
         lambda response: SearchMemoryResponse.model_validate(_json(response)),
         _params(query=query, limit=limit, mode=mode),
+        repeatable=True,
+    )
+
+
+def list_memories(
+    app_name: str, user_id: str, page_size: int | None, page_token: str | None
+) -> Call[MemoryPage]:
+    return Call(
+        "GET",
+        _memory_path(app_name, user_id) + "/entries",
+        lambda response: MemoryPage.model_validate(_json(response)),
+        _params(pageSize=page_size, pageToken=page_token),
         repeatable=True,
     )
 

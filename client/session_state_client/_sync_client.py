@@ -34,8 +34,10 @@ from session_state_client._models import (
     BatchAppendResult,
     EventPage,
     MemoryEntriesResult,
+    MemoryEntry,
     MemoryEventsResult,
     MemoryIngestResult,
+    MemoryPage,
     RemovalResult,
     RewindResult,
     SearchMemoryResponse,
@@ -554,6 +556,30 @@ class SessionStateClient:
         the side that found it and its score (`MemoryEntry`). `mode`: "hybrid"
         (the server's default), "keyword" or "semantic"."""
         return self._send(_requests.search_memory(app_name, user_id, query, limit, mode))
+
+    def list_memories(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        page_size: int | None = None,
+        page_token: str | None = None,
+    ) -> MemoryPage:
+        """One page of the user's memories, the last added first (no question)."""
+        return self._send(_requests.list_memories(app_name, user_id, page_size, page_token))
+
+    def iter_memories(
+        self, *, app_name: str, user_id: str, page_size: int | None = None
+    ) -> Iterator[MemoryEntry]:
+        """Every memory list_memories gives, page after page: each memory
+        there throughout the walk comes once (one added during it is ahead
+        of the walk, left to the next one)."""
+        for page in pages(
+            lambda token: self.list_memories(
+                app_name=app_name, user_id=user_id, page_size=page_size, page_token=token
+            )
+        ):
+            yield from page.memories
 
     def add_events_to_memory(
         self,

@@ -125,6 +125,14 @@ def test_memory(client, app_name):
     client.delete_memory(app_name=app_name, user_id="bob", memory_id="m-cats")
     client.delete_memory(app_name=app_name, user_id="bob", memory_id="m-cats")  # a no-op now
     assert _memory_texts(client, app_name, "bats cats", limit=5) == {"Bats fly."}
+    listed = list(client.iter_memories(app_name=app_name, user_id="bob", page_size=1))
+    assert [memory.content.parts[0].text for memory in listed] == ["Bats fly.", "I like owls."]
+    assert listed[0].id == "e-bats" and listed[0].matched_by is None
+    first = client.list_memories(app_name=app_name, user_id="bob", page_size=1)
+    assert [memory.id for memory in first.memories] == ["e-bats"]
+    assert first.next_page_token is not None
+    with pytest.raises(BadRequestError):
+        client.list_memories(app_name=app_name, user_id="ada", page_token=first.next_page_token)
 
     client.forget_user_memory(app_name=app_name, user_id="bob")
     assert not client.search_memory(app_name=app_name, user_id="bob", query="owls").memories
