@@ -210,6 +210,38 @@ def test_a_memory_search_shows_which_side_found_each_result_and_its_score(page, 
     assert not page.errors
 
 
+def test_without_a_question_every_memory_is_listed_last_added_first_page_by_page(page, server):
+    app, user = _unique("mem"), "bo"
+    entries = [
+        {"id": f"m{index:02}", "content": {"parts": [{"text": f"fact number {index}"}]}}
+        for index in range(55)
+    ]
+    with httpx.Client(timeout=30) as http:
+        stored = http.post(
+            f"{server.base_url}/apps/{app}/users/{user}/memory/entries",
+            json={"memories": entries},
+        )
+        assert stored.status_code == 200, stored.text
+    listings: list[str] = []
+    page.on("request", lambda sent: listings.append(sent.url) if "/entries?" in sent.url else None)
+    page.goto(f"{server.base_url}/ui/#/apps/{app}/users/{user}/memory")
+    items = page.locator("ol[data-listing] li.memory")
+    items.nth(49).wait_for(timeout=WAIT_MS)
+    assert items.count() == 50
+    more = page.locator("button.more")
+    assert more.is_visible()
+    more.click()
+    items.nth(54).wait_for(timeout=WAIT_MS)
+    shown = page.eval_on_selector_all(
+        "ol[data-listing] li.memory", "items => items.map(item => item.dataset.memoryId)"
+    )
+    assert shown == [f"m{index:02}" for index in reversed(range(55))]
+    assert page.locator("li.memory pre.text").first.inner_text() == "fact number 54"
+    assert not more.is_visible()
+    assert len(listings) == 2, listings
+    assert not page.errors
+
+
 def test_hostile_text_is_shown_as_text_and_never_run(page, sqlite_server):
     base = sqlite_server.base_url
     app, user, session = _unique("xss"), f"u{XSS}", f"s{XSS}"
@@ -240,6 +272,7 @@ def test_hostile_text_is_shown_as_text_and_never_run(page, sqlite_server):
         f"{route}?title=title",
         f"{route}/sessions/{quote(session, safe='')}",
         f"{route}/memory?q=hostile&mode=keyword",
+        f"{route}/memory",  # the listing
     ]
     for view in views:
         page.goto(f"{base}/ui/{view}")
