@@ -157,6 +157,7 @@ def _every_read(user: str, session: str) -> list[tuple[str, dict[str, Any]]]:
         (f"/apps/{APP}/users/{user}/sessions", {}),
         (f"/apps/{APP}/sessions", {"pageSize": 5}),
         (f"/apps/{APP}/users/{user}/memory", {"query": "replicas"}),
+        (f"/apps/{APP}/users/{user}/memory/entries", {}),
     ]
 
 
