@@ -119,17 +119,12 @@ async def measure(url: str, count: int, rounds: int) -> dict[str, dict[str, floa
 
 
 async def run_backend(backend: str, count: int, threads: int, rounds: int) -> dict[str, Any]:
-    if backend == "sqlite":
-        url = f"sqlite+aiosqlite:///{tempfile.mkdtemp(prefix='across-bench-')}/bench.db"
-        migrate(url)
-        began = time.perf_counter()
-        await seed(url, count, threads)
-        return {
-            "seed_seconds": round(time.perf_counter() - began, 1),
-            "pages": await measure(url, count, rounds),
-        }
-    name = create_postgres_database("across_bench")
-    url = f"postgresql+asyncpg://postgres@127.0.0.1:5432/{name}"
+    name = None if backend == "sqlite" else create_postgres_database("across_bench")
+    url = (
+        f"sqlite+aiosqlite:///{tempfile.mkdtemp(prefix='across-bench-')}/bench.db"
+        if name is None
+        else f"postgresql+asyncpg://postgres@127.0.0.1:5432/{name}"
+    )
     try:
         migrate(url)
         began = time.perf_counter()
@@ -139,7 +134,8 @@ async def run_backend(backend: str, count: int, threads: int, rounds: int) -> di
             "pages": await measure(url, count, rounds),
         }
     finally:
-        drop_postgres_database(name)
+        if name is not None:
+            drop_postgres_database(name)
 
 
 def main() -> None:

@@ -270,55 +270,36 @@ async def test_several_threads_batches_reach_only_the_tokens_own_threads(http, k
     assert [thread["threadId"] for thread in listed.json()["threads"]] == ["mine"]
 
 
-async def test_a_token_lists_only_its_own_users_threads_and_must_say_so(http, key):
+# An app's list of threads, and of their checkpoints (list(None)): each
+# item's thread id.
+APP_LISTS = {
+    "threads": lambda body: [thread["threadId"] for thread in body["threads"]],
+    "checkpoints": lambda body: [checkpoint["threadId"] for checkpoint in body["checkpoints"]],
+}
+
+
+@pytest.mark.parametrize("listed", sorted(APP_LISTS))
+async def test_a_token_lists_only_its_own_users_threads_and_must_say_so(http, key, listed):
+    threads_of = APP_LISTS[listed]
     u1 = bearer(key.token("u1"))
     for thread, headers in [("mine", u1), ("theirs", bearer(key.token("u2"))), ("ops", operator())]:
         put = await http.put(
             f"/apps/{APP}/threads/{thread}/checkpoints/c1", json=CHECKPOINT, headers=headers
         )
         assert put.status_code == 204, put.text
-    listed = await http.get(f"/apps/{APP}/threads", params={"userId": "u1"}, headers=u1)
-    assert [thread["threadId"] for thread in listed.json()["threads"]] == ["mine"]
+    path = f"/apps/{APP}/{listed}"
+    own = await http.get(path, params={"userId": "u1"}, headers=u1)
+    assert threads_of(own.json()) == ["mine"]
     for params in [{}, {"userId": "u2"}, {"userId": "langgraph"}]:
-        refused = await http.get(f"/apps/{APP}/threads", params=params, headers=u1)
-        assert_problem(refused, 403, "forbidden")
+        assert_problem(await http.get(path, params=params, headers=u1), 403, "forbidden")
     # Another app the token may not use: refused before the list.
     assert_problem(
-        await http.get("/apps/billing/threads", params={"userId": "u1"}, headers=u1),
+        await http.get(f"/apps/billing/{listed}", params={"userId": "u1"}, headers=u1),
         403,
         "forbidden",
     )
-    everyone = await http.get(f"/apps/{APP}/threads", headers=operator())
-    assert {thread["threadId"] for thread in everyone.json()["threads"]} == {
-        "mine",
-        "theirs",
-        "ops",
-    }
-
-
-async def test_a_token_lists_only_its_own_users_checkpoints_across_threads_and_must_say_so(
-    http, key
-):
-    u1 = bearer(key.token("u1"))
-    for thread, headers in [("mine", u1), ("theirs", bearer(key.token("u2"))), ("ops", operator())]:
-        put = await http.put(
-            f"/apps/{APP}/threads/{thread}/checkpoints/c-{thread}", json=CHECKPOINT, headers=headers
-        )
-        assert put.status_code == 204, put.text
-    listed = await http.get(f"/apps/{APP}/checkpoints", params={"userId": "u1"}, headers=u1)
-    assert [(c["threadId"], c["checkpointId"]) for c in listed.json()["checkpoints"]] == [
-        ("mine", "c-mine")
-    ]
-    for params in [{}, {"userId": "u2"}, {"userId": "langgraph"}]:
-        refused = await http.get(f"/apps/{APP}/checkpoints", params=params, headers=u1)
-        assert_problem(refused, 403, "forbidden")
-    assert_problem(
-        await http.get("/apps/billing/checkpoints", params={"userId": "u1"}, headers=u1),
-        403,
-        "forbidden",
-    )
-    everyone = await http.get(f"/apps/{APP}/checkpoints", headers=operator())
-    assert {c["threadId"] for c in everyone.json()["checkpoints"]} == {"mine", "theirs", "ops"}
+    everyone = await http.get(path, headers=operator())
+    assert set(threads_of(everyone.json())) == {"mine", "theirs", "ops"}
 
 
 async def test_the_store_is_reachable_under_the_users_own_namespaces_only(http, key):
