@@ -1,6 +1,7 @@
 """Small builders for the checkpoint contract tests: thread keys, owners,
 checkpoints and writes, and a list of a thread as plain values."""
 
+from dataclasses import replace
 from typing import Any
 
 from session_state.langgraph.checkpoints.domain import (
@@ -82,6 +83,11 @@ async def listed(
     **query: Any,
 ) -> tuple[list[StoredCheckpoint], bool]:
     return await checkpoints.list_checkpoints(key, CheckpointQuery(**query), budget, now)
+
+
+def of_thread(found: list[StoredCheckpoint], thread_id: str) -> list[StoredCheckpoint]:
+    """The checkpoints as another thread holds them (a copy's, a twin's)."""
+    return [replace(checkpoint, thread_id=thread_id) for checkpoint in found]
 
 
 async def ids(

@@ -16,7 +16,18 @@ from session_state.langgraph.checkpoints.tables import lg_channel_values, lg_che
 from session_state.langgraph.sealing import SEALED_TYPE_PREFIX
 from session_state.stores import Store
 
-from .scenes import NOW, OWNER, checkpoint, listed, owner, thread, values_of, write, writes_of
+from .scenes import (
+    NOW,
+    OWNER,
+    checkpoint,
+    listed,
+    of_thread,
+    owner,
+    thread,
+    values_of,
+    write,
+    writes_of,
+)
 
 
 def _operations() -> list[CheckpointOperation]:
@@ -54,7 +65,7 @@ async def test_a_batch_stores_what_its_operations_one_by_one_store(checkpoints: 
     batched, _ = await listed(checkpoints, thread("batched"))
     single, _ = await listed(checkpoints, thread("single"))
 
-    assert batched == single
+    assert batched == of_thread(single, "batched")
     assert [(c.checkpoint_ns, c.checkpoint_id) for c in batched] == [
         ("sub:1", "s1"),
         ("", "c2"),

@@ -41,6 +41,7 @@ async def test_a_checkpoint_is_read_back_as_it_was_put(checkpoints: CheckpointSt
     # Values in any order (PostgreSQL's JSONB orders the versions' keys its own way).
     assert replace(found, values=sorted(found.values, key=lambda value: value.channel)) == (
         StoredCheckpoint(
+            thread_id="t1",
             checkpoint_ns="",
             checkpoint_id="c2",
             parent_checkpoint_id="c1",

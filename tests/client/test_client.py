@@ -484,7 +484,7 @@ def test_every_public_method_is_exercised_on_both_clients():
     }
     # close: called as each `with` block of the tests ends.
     assert public - {"close"} <= called, sorted(public - {"close"} - called)
-    assert len(public) == 33
+    assert len(public) == 35
 
 
 # -- both clients side by side ---------------------------------------------------

@@ -113,9 +113,9 @@ async def test_a_thread_is_moved_whole_and_readable_by_the_checkpoint_store(
     assert copied_rows == exported
     assert (found_expired, missing) == (expired, None)
     query = CheckpointQuery()
-    assert await checkpoints.list_checkpoints(ThreadKey(APP, "t2"), query, 10**6, NOW) == (
-        await checkpoints.list_checkpoints(source, query, 10**6, NOW)
-    )
+    moved, _ = await checkpoints.list_checkpoints(ThreadKey(APP, "t2"), query, 10**6, NOW)
+    original, _ = await checkpoints.list_checkpoints(source, query, 10**6, NOW)
+    assert moved == [replace(checkpoint, thread_id="t2") for checkpoint in original]
 
 
 async def test_a_store_item_is_found_expired_or_not_and_searchable_by_its_words(

@@ -173,3 +173,19 @@ async def test_memories_are_read_back_by_row_id_in_the_order_asked(store: Store)
     assert [m.text for _, m in await store.read_memories(APP, "ada", order, 1)] == ["beta"]
     await store.forget_memory(APP, "ada", "m2")
     assert [m.text for _, m in await store.read_memories(APP, "ada", order, LIMIT)] == ["alpha"]
+
+
+async def test_a_users_memory_ids_are_listed_newest_first_in_pages(store: Store):
+    await store.add_memories(APP, "ada", [memory(f"m{n}", f"fact {n}") for n in range(5)])
+    await store.add_memories(APP, "bob", [memory("b1", "bob's")])
+    ada = await _ids(store, "ada")
+    newest_first = [ada[f"fact {n}"] for n in reversed(range(5))]
+
+    assert await store.list_memory_ids(APP, "ada", None, 10) == newest_first
+    first = await store.list_memory_ids(APP, "ada", None, 2)
+    assert first == newest_first[:2]
+    assert await store.list_memory_ids(APP, "ada", first[-1], 10) == newest_first[2:]
+    assert await store.list_memory_ids(APP, "ada", min(newest_first), 10) == []
+    assert await store.list_memory_ids(APP, "nobody", None, 10) == []
+    await store.forget_memory(APP, "ada", "m4")
+    assert await store.list_memory_ids(APP, "ada", None, 1) == [ada["fact 3"]]
