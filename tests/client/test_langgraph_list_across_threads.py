@@ -11,8 +11,10 @@ from typing import Any
 from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
 from langgraph.checkpoint.memory import InMemorySaver
 
+from session_state_client import SessionStateClient
 from session_state_client.langgraph import SessionStateSaver
 from tests.client import langgraph_scripted as scripted
+from tests.client.own_loops import runs_cleanly
 from tests.conftest import ServerProcess, run_blocking
 
 THREADS = {"t1": "ada", "t2": "bo", "t3": "ada"}
@@ -89,3 +91,55 @@ def test_alist_none_lists_as_list_does(server: ServerProcess) -> None:
             return [item.config async for item in saver.alist(None)]
 
     assert run_blocking(listed()) == expected
+
+
+_LOOPS_PROGRAM = """
+import asyncio, sys, threading
+from session_state_client import AsyncSessionStateClient
+from session_state_client.langgraph import SessionStateSaver
+
+base_url, app_name, expected = sys.argv[1], sys.argv[2], int(sys.argv[3])
+saver = SessionStateSaver(base_url, app_name=app_name)
+client = AsyncSessionStateClient(base_url=base_url)
+failures = []
+
+async def read():
+    listed = [item async for item in saver.alist(None)]
+    memories = [m async for m in client.iter_memories(app_name=app_name, user_id="ada")]
+    if len(listed) != expected or [m.id for m in memories] != ["m2", "m1"]:
+        failures.append((len(listed), [m.id for m in memories]))
+
+async def reads():
+    await asyncio.wait_for(asyncio.gather(*(read() for _ in range(4))), 60)
+
+def worker():
+    for _ in range(2):  # two loops, one after the other, on each OS thread
+        asyncio.run(reads())
+
+threads = [threading.Thread(target=worker) for _ in range(4)]
+for thread in threads:
+    thread.start()
+for thread in threads:
+    thread.join()
+asyncio.run(client.close())
+saver.close()
+print("failures:", failures)
+print("done")
+"""
+
+
+def test_threads_each_on_its_own_loop_list_across_threads_and_close_cleanly(
+    server: ServerProcess,
+) -> None:
+    """As ADK's sync Runner.run and LangGraph's sync callers do: four OS
+    threads, each running two event loops in turn, read the app's
+    checkpoints and a user's memories through one saver and one async
+    client, then close with nothing left unclosed."""
+    app_name = f"lg-{uuid.uuid4().hex[:10]}"
+    with SessionStateSaver(server.base_url, app_name=app_name) as saver:
+        run_everywhere(saver)
+        expected = len(list(saver.list(None)))
+    with SessionStateClient(base_url=server.base_url) as client:
+        memories = [{"id": f"m{n}", "content": {"parts": [{"text": f"fact {n}"}]}} for n in (1, 2)]
+        client.add_memory(app_name=app_name, user_id="ada", memories=memories)
+    runs_cleanly(_LOOPS_PROGRAM, server.base_url, app_name, str(expected))

@@ -257,6 +257,14 @@ Before = Annotated[
     Query(max_length=MAX_TEXT_LENGTH, description="Only checkpoints with smaller ids."),
 ]
 ListLimit = Annotated[int, Query(ge=1, le=MAX_PAGE_SIZE)]
+UserFilter = Annotated[
+    str | None,
+    Query(
+        alias="userId",
+        max_length=IDENTIFIER_MAX_LENGTH,
+        description="Only this user's threads (required, and its own, for an end-user token).",
+    ),
+]
 
 
 @router.get(
@@ -295,14 +303,7 @@ async def list_checkpoints(
 async def list_app_checkpoints(
     app_name: AppName,
     request: Request,
-    user_id: Annotated[
-        str | None,
-        Query(
-            alias="userId",
-            max_length=IDENTIFIER_MAX_LENGTH,
-            description="Only this user's threads (required, and its own, for an end-user token).",
-        ),
-    ] = None,
+    user_id: UserFilter = None,
     checkpoint_ns: ListedNamespace = None,
     metadata: MetadataFilter = None,
     before: Before = None,
@@ -443,14 +444,7 @@ def _checkpoint_json(stored: domain.StoredCheckpoint) -> dict[str, Any]:
 async def list_threads(
     app_name: AppName,
     request: Request,
-    user_id: Annotated[
-        str | None,
-        Query(
-            alias="userId",
-            max_length=IDENTIFIER_MAX_LENGTH,
-            description="Only this user's threads (required, and its own, for an end-user token).",
-        ),
-    ] = None,
+    user_id: UserFilter = None,
     page_size: PageSize = DEFAULT_PAGE_SIZE,
     page_token: PageToken = None,
 ) -> Response:
