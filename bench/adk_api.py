@@ -15,12 +15,19 @@ statement per append from this process on a database of our schema. Every
 delta touches session, `user:`, `app:` and `temp:` keys, and one `app:` key
 shared by every session.
 
+Before anything is timed, every side's store is stocked with 200 sessions of
+20 events (a store in use holds other sessions; on a nearly empty database
+PostgreSQL plans our batches anew on every run, docs/performance.md), then
+warmed up.
+
 Five alternating rounds (the first side rotating); in each, every side runs
 each shape in passes on fresh sessions until its timed passes add up to 3
 seconds, so that a short shape's figure is steady. Before each pass, for
 every side alike, the PostgreSQL databases are vacuumed (autovacuum is off on
 this machine's cluster) and Python's garbage is collected (the sides share
-this process). Prints medians, each side's spread over the rounds ((max -
+this process); before each side's passes, the cluster is checkpointed, so
+that a timed checkpoint's spread writes and final syncs (every 5 minutes)
+fall in no side's window. Prints medians, each side's spread over the rounds ((max -
 min) / median) and ours against each peer: the median of the per-round
 ratios, "within noise" where some rounds put ours ahead and others behind.
 
@@ -52,6 +59,7 @@ from bench.process_cpu import Meter, backend_pids, redis_server_pid, with_childr
 from bench.run import (
     ADMIN_DSN,
     Server,
+    checkpoint,
     create_database,
     drop_database,
     dsn,
@@ -98,6 +106,13 @@ def timing(quick: bool) -> tuple[int, float]:
 # connections, first statements or first calls fall in a timed run (the
 # quick run's first shape measured our cold start against warm peers).
 WARM_UP = Shape(4, 10)
+# What every side's store holds before anything is timed, as a store in use
+# does: other sessions and their events. On a database holding only the
+# timed shape's sessions, PostgreSQL re-plans our batches of ten appends on
+# every run, and the figure drifts as the rounds add sessions
+# (docs/performance.md, "Stocked stores").
+STOCK = Shape(200, 20)
+QUICK_STOCK = Shape(20, 5)
 
 
 def delta(session_id: str, step: int) -> dict[str, Any]:
@@ -411,11 +426,15 @@ async def build_targets() -> tuple[list[Any], list[str], Callable[[], Awaitable[
 
 
 async def run(
-    shapes: tuple[Shape, ...], rounds: int, window_s: float = 0.0, sides: set[str] | None = None
+    shapes: tuple[Shape, ...],
+    rounds: int,
+    window_s: float = 0.0,
+    sides: set[str] | None = None,
+    stock: Shape = STOCK,
 ) -> dict[str, Any]:
     """`rounds` alternating rounds (the first side rotating); in each, every
     side (or those named in `sides`) runs each shape for at least `window_s`
-    timed seconds."""
+    timed seconds, after `stock` filled its store."""
     built, databases, cleanup = await build_targets()
     targets = [target for target in built if sides is None or target.name in sides]
     runs: dict[str, dict[str, list[dict[str, float]]]] = {}
@@ -429,7 +448,9 @@ async def run(
 
     try:
         for target in targets:
+            await workload(target, f"t{targets.index(target)}-stock", stock)
             await workload(target, f"t{targets.index(target)}-warm-up", WARM_UP)
+        await vacuum_all()
         for repetition in range(rounds):
             order = targets[repetition % len(targets) :] + targets[: repetition % len(targets)]
             for shape in shapes:
@@ -437,6 +458,8 @@ async def run(
                 for target in order:
                     # Two targets share one server: an app of each target's own.
                     app = f"t{targets.index(target)}-r{repetition}-{label}"
+                    # No side's window meets a timed checkpoint's writes and syncs.
+                    await checkpoint()
                     figures = await workload(
                         target, app, shape, window_s, target.meter, before_pass=vacuum_all
                     )
@@ -642,7 +665,8 @@ def main(argv: list[str] | None = None) -> int:
     rounds = arguments.rounds or rounds
     window_s = window_s if arguments.window is None else arguments.window
     sides = None if not arguments.sides else {SIDES[key] for key in arguments.sides.split(",")}
-    results = asyncio.run(run(shapes, rounds, window_s, sides))
+    stock = QUICK_STOCK if arguments.quick else STOCK
+    results = asyncio.run(run(shapes, rounds, window_s, sides, stock))
     name = arguments.name or ("adk_api_quick" if arguments.quick else "adk_api")
     write_results(name, results)
     rendered = table(results) + "\n" + checks_table(target_checks(results))

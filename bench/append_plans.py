@@ -1,7 +1,9 @@
 """What a group-commit batch costs PostgreSQL with its plan kept (a generic
 plan, `plan_cache_mode = force_generic_plan`, as the batch connections are
-set) and planned for its values on every call (`auto`, what PostgreSQL does
-for this statement by itself), by batch size.
+set), the same with sequential scans off (a lever tried and not kept,
+docs/performance.md, seventh round), and planned for its values on every
+call (`auto`, what PostgreSQL does for this statement by itself), by batch
+size.
 
     python -m bench.append_plans            # sizes 1 to 64, 4 alternating rounds
     python -m bench.append_plans --quick    # sizes 1, 5 and 40, 1 round of 100 calls
@@ -30,7 +32,16 @@ from session_state.sessions.postgresql_statements import APPEND_BATCH
 SESSIONS = 200
 CALLS = 300
 SETTLING_CALLS = 50
-MODES = ("auto", "force_generic_plan")
+# Each mode's settings, as the connection that sends the batch has them: the
+# batch connections keep the generic plan with sequential scans off.
+MODES = {
+    "auto": ("SET plan_cache_mode = auto",),
+    "force_generic_plan": ("SET plan_cache_mode = force_generic_plan",),
+    "force_generic_plan, enable_seqscan off": (
+        "SET plan_cache_mode = force_generic_plan",
+        "SET enable_seqscan = off",
+    ),
+}
 
 
 def _value(name: str, session: int, call: int) -> Any:
@@ -69,7 +80,8 @@ async def batch_ms(mode: str, size: int, calls: int = CALLS) -> float:
         migrate(database)
         connection = await asyncpg.connect(dsn(database))
         try:
-            await connection.execute(f"SET plan_cache_mode = {mode}")
+            for setting in MODES[mode]:
+                await connection.execute(setting)
             await connection.execute(
                 "INSERT INTO sessions (app_name, user_id, id, state, revision, create_time,"
                 " update_time, state_bytes) SELECT 'a', 'u', 's' || g, '{}', 0, 1, 1, 2"
@@ -96,7 +108,7 @@ async def batch_ms(mode: str, size: int, calls: int = CALLS) -> float:
 async def run(sizes: tuple[int, ...], rounds: int, calls: int = CALLS) -> dict[str, Any]:
     runs: dict[str, dict[str, list[float]]] = {}
     for round_index in range(rounds):
-        order = MODES if round_index % 2 == 0 else MODES[::-1]
+        order = list(MODES) if round_index % 2 == 0 else list(MODES)[::-1]
         for size in sizes:
             for mode in order:
                 figure = await batch_ms(mode, size, calls)
@@ -111,12 +123,17 @@ async def run(sizes: tuple[int, ...], rounds: int, calls: int = CALLS) -> dict[s
 
 def table(results: dict[str, Any]) -> str:
     lines = [
-        "| appends in the batch | kept plan, ms | planned each run, ms | kept / planned |",
-        "| ---: | ---: | ---: | ---: |",
+        "| appends in the batch | kept plan, ms | kept, no sequential scans, ms"
+        " | planned each run, ms | kept / planned | kept, no sequential scans / planned |",
+        "| ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for size, by_mode in results["medians"].items():
         kept, planned = by_mode["force_generic_plan"], by_mode["auto"]
-        lines.append(f"| {size} | {kept:.2f} | {planned:.2f} | {kept / planned:.2f}x |")
+        indexed = by_mode["force_generic_plan, enable_seqscan off"]
+        lines.append(
+            f"| {size} | {kept:.2f} | {indexed:.2f} | {planned:.2f} | {kept / planned:.2f}x"
+            f" | {indexed / planned:.2f}x |"
+        )
     return "\n".join(lines) + "\n"
 
 

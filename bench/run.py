@@ -575,7 +575,8 @@ def main(argv: list[str] | None = None) -> int:
     from bench import adk_api
 
     shapes = adk_api.QUICK if arguments.quick else adk_api.FULL
-    through_adk = asyncio.run(adk_api.run(shapes, *adk_api.timing(arguments.quick)))
+    stock = adk_api.QUICK_STOCK if arguments.quick else adk_api.STOCK
+    through_adk = asyncio.run(adk_api.run(shapes, *adk_api.timing(arguments.quick), stock=stock))
     results = {
         "meta": {
             "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
