@@ -5,6 +5,7 @@ are added or deleted between them, and that end early to fit a response;
 other users', other apps' and deleted memories left out; hostile queries a
 4xx, never a 500."""
 
+import asyncio
 from typing import Any
 
 import httpx
@@ -117,6 +118,54 @@ async def test_a_walk_lists_each_memory_once_while_memories_are_added_and_delete
     assert seen == [memory for memory in expected if memory != "m00"]
     assert pages == 4
     assert ids(await page(client, pageSize=3)) == ["new3", "new2", "new1"]
+
+
+async def test_deletes_racing_a_walk_never_repeat_lose_or_fail_a_page(
+    client: httpx.AsyncClient,
+) -> None:
+    """Deletes of two memories in three, three at a time, run while a walk
+    pages through them: the walk lists every memory never deleted exactly
+    once, in order, none twice, and no page fails."""
+    count = 90
+    await add(client, *(entry(f"m{index:03}", f"fact number {index}") for index in range(count)))
+    doomed = [f"m{index:03}" for index in range(count) if index % 3 != 1]
+    pages_done = 0
+    deleted_mid_walk = 0
+
+    async def delete_all() -> None:
+        nonlocal deleted_mid_walk
+        for start in range(0, len(doomed), 3):
+            answers = await asyncio.gather(
+                *(client.delete(f"{MEMORY}/{memory}") for memory in doomed[start : start + 3])
+            )
+            assert {answer.status_code for answer in answers} == {204}
+            deleted_mid_walk += pages_done > 0
+            await asyncio.sleep(0)
+
+    async def walk() -> list[str]:
+        nonlocal pages_done
+        seen: list[str] = []
+        token = None
+        while True:
+            params: dict[str, Any] = {"pageSize": 3}
+            if token is not None:
+                params["pageToken"] = token
+            body = await page(client, **params)
+            pages_done += 1
+            seen += ids(body)
+            token = body["nextPageToken"]
+            if token is None:
+                return seen
+            await asyncio.sleep(0)
+
+    seen, _ = await asyncio.gather(walk(), delete_all())
+    survivors = [f"m{index:03}" for index in reversed(range(count)) if index % 3 == 1]
+    assert len(seen) == len(set(seen))
+    assert [memory for memory in seen if memory not in doomed] == survivors
+    assert seen == sorted(seen, reverse=True)
+    # The race happened: deletes landed while the walk was under way.
+    assert deleted_mid_walk > 0
+    assert not set(ids(await page(client, pageSize=100))) & set(doomed)
 
 
 async def test_a_page_ends_early_to_fit_one_response(database_url: str) -> None:
