@@ -154,7 +154,8 @@ LIST_QUERIES = {
     "checkpointNs=&limit=1&limit=2": False,
     'checkpointNs=&limit=1&metadata={"step":1}': False,
     "checkpointNs=&limit=1&before=c": False,
-    "checkpointNs=%ED%A0%80&limit=1": True,
+    # Not UTF-8: the 400 comes before either of them.
+    "checkpointNs=%ED%A0%80&limit=1": False,
 }
 
 

@@ -83,10 +83,30 @@ async def test_a_memory_query_holding_nul_is_refused(client):
     assert problem["errors"][0]["loc"] == ["query", "query"]
 
 
-async def test_percent_encoded_invalid_utf8_in_a_query_is_searched_as_replacement_text(client):
-    response = await client.get(f"{MEMORY}?query=%ED%A0%80")
+@pytest.mark.parametrize(
+    "query",
+    [
+        "query=%ED%A0%80",  # a lone surrogate's bytes
+        "query=%FF",  # not UTF-8 at all
+        "query=caf%C3",  # half a character
+        "query=ok&other=%C3%28",
+        "query=%C3%A9%FF",
+        "query=ok&q%FF=1",  # in a name
+    ],
+)
+async def test_percent_encoded_invalid_utf8_in_a_query_is_a_400_not_replacement_text(client, query):
+    """Read as U+FFFD, such a query would search (or filter by) text no one
+    sent."""
+    problem = assert_problem(await client.get(f"{MEMORY}?{query}"), 400, "bad_request")
+    assert "query string is not percent-encoded UTF-8" in problem["detail"]
+
+
+@pytest.mark.parametrize("query", ["query=caf%C3%A9", "query=%zz", "query=100%", "query=a+b"])
+async def test_a_query_that_is_utf8_is_read_as_before(client, query):
+    """Valid UTF-8, and escapes that are not escapes (kept as written), still
+    reach the route."""
+    response = await client.get(f"{MEMORY}?{query}")
     assert response.status_code == 200, response.text
-    assert response.json() == {"memories": []}
 
 
 async def test_text_that_is_merely_unusual_is_stored_exactly(client):

@@ -9,6 +9,10 @@ decoded from its own segment, exactly once (`decode_segment`): by the path
 parameters (app.http.dependencies), by the API key check (the app name) and by
 the append fast path, which all run inside this middleware.
 
+The query string of any request must decode to UTF-8 too (a 400 otherwise):
+Starlette would read the bytes that are not as U+FFFD, so that a filter
+would quietly match a value no one sent.
+
 The access log shows the path as sent, control characters still escaped.
 """
 
@@ -26,7 +30,23 @@ MALFORMED_MESSAGE = (
     "the path is not percent-encoded UTF-8: write '%' as %25 and other "
     "characters as the %XX escapes of their UTF-8 bytes"
 )
+QUERY_NOT_UTF8_MESSAGE = (
+    "the query string is not percent-encoded UTF-8: write other characters "
+    "as the %XX escapes of their UTF-8 bytes"
+)
 _MALFORMED_ESCAPE = re.compile(rb"%(?![0-9A-Fa-f]{2})")
+
+
+def query_is_utf8(query_string: bytes) -> bool:
+    """Whether the query string decodes to UTF-8 (an escape that is not one,
+    such as '%zz', stays as it is written, as Starlette reads it)."""
+    if b"%" not in query_string and query_string.isascii():
+        return True  # the usual query: nothing to check
+    try:
+        unquote_to_bytes(query_string).decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def encoded_path(raw_path: bytes) -> str | None:
@@ -66,6 +86,9 @@ class EncodedPathMiddleware:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and not query_is_utf8(scope.get("query_string", b"")):
+            await service_error_response(BadRequest(QUERY_NOT_UTF8_MESSAGE))(scope, receive, send)
+            return
         if scope["type"] == "http" and route_path(scope).startswith(APPS_PREFIX):
             raw_path: bytes | None = scope.get("raw_path")
             if raw_path is None:

@@ -53,7 +53,8 @@ DEFAULT_PAGE_SIZE = 100
 
 def problem_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
     descriptions = {
-        400: "A path that is not percent-encoded UTF-8; malformed JSON, If-Match or page token",
+        400: "A path or query that is not percent-encoded UTF-8; malformed JSON, If-Match"
+        " or page token",
         413: "Request body, event or response too large",
         401: "API key missing or wrong (when keys are configured)",
         403: "The API key is not allowed for this app",
