@@ -113,6 +113,10 @@ class _Append:
     change: _Change
     event: NewEvent
 
+    @property
+    def writes_shared(self) -> bool:
+        return writes_shared(self.change.delta)
+
     def values(self, encode_json: Callable[[Any], Any]) -> dict[str, Any]:
         event = self.event
         return {
@@ -135,6 +139,11 @@ def _many_values(change: _Change, events: Sequence[NewEvent]) -> dict[str, Any]:
         "event_times": [event.timestamp for event in events],
         "event_data": [event.data for event in events],
     }
+
+
+def writes_shared(delta: ScopedDelta) -> bool:
+    """Whether a write's delta holds app or user keys (the statement's form)."""
+    return bool(delta.app or delta.user)
 
 
 def as_is(value: Any) -> Any:
@@ -213,7 +222,8 @@ class PostgresAppends(PostgresConnections):
         a PATCH of both, so not batched): a refused append rolls back both.
         The append locks the session row, so the labels land on the revision
         it made."""
-        statement, change = sql.APPEND, append.change
+        change = append.change
+        statement = sql.APPEND.writing(append.writes_shared)
         try:
             async with self._transaction() as connection:
                 row = await connection.fetchrow(
@@ -248,7 +258,7 @@ class PostgresAppends(PostgresConnections):
         change = _Change(
             key, delta, events[-1].timestamp, expected_revision, max_state_bytes, now, None
         )
-        statement = sql.APPEND_MANY
+        statement = sql.APPEND_MANY.writing(writes_shared(delta))
         try:
             async with self._connection() as connection:
                 row = await connection.fetchrow(
@@ -261,7 +271,7 @@ class PostgresAppends(PostgresConnections):
     async def _append_one(self, append: _Append) -> asyncpg.Record:
         """One append in one statement, waiting for its session if another
         transaction holds it: its row (revision or why not)."""
-        return await self._append_alone(append, sql.APPEND)
+        return await self._append_alone(append, sql.APPEND.writing(append.writes_shared))
 
     async def _append_alone(
         self, append: _Append, statement: Statement, pool: asyncpg.Pool | None = None
@@ -280,9 +290,10 @@ class PostgresAppends(PostgresConnections):
         session another transaction held (to be sent by itself, waiting).
         A lone append takes the single statement (a smaller plan)."""
         if len(appends) == 1:
-            row = await self._append_alone(appends[0], sql.APPEND_UNLESS_HELD, self.batch_pool)
+            statement = sql.APPEND_UNLESS_HELD.writing(appends[0].writes_shared)
+            row = await self._append_alone(appends[0], statement, self.batch_pool)
             return [None if row["held_elsewhere"] else row]
-        statement = sql.APPEND_BATCH
+        statement = sql.APPEND_BATCH.writing(any(append.writes_shared for append in appends))
         # One array per parameter, an element per append.
         values = [append.values(json_codec.dumps_for_jsonb) for append in appends]
         pool = self.batch_pool if len(appends) <= KEPT_PLAN_ITEMS else self.pool

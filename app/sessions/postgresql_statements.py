@@ -215,6 +215,11 @@ _SHARED_SIZES = f"""{_delta(_APP)}, {_delta(_USER)}, growth AS (
            {_size_after(_USER)}
       FROM growth AS g JOIN item AS i ON i.ord = g.ord
 )"""
+# For appends that write no app or user key: nothing grows, and the steps that
+# would look their sizes up and write them are left out of the plan.
+_NO_SHARED_SIZES = """shared_bytes AS (
+    SELECT i.ord, 0::numeric AS app_bytes, 0::numeric AS user_bytes FROM item AS i
+)"""
 _SHARED_FITS = "shared.app_bytes <= i.max_bytes AND shared.user_bytes <= i.max_bytes"
 
 
@@ -262,14 +267,39 @@ _MANY = _Events(
 )
 
 
-def _append(item: str, events: _Events, *, waits: bool) -> Statement:
+@dataclass(frozen=True)
+class AppendStatement:
+    """An append statement in two forms: one that writes the items' app and
+    user keys too, and one for items that write neither (most events), whose
+    plan leaves the shared scopes' steps out, at about half the cost for a
+    single append (docs/performance.md, seventh round). Both take the same
+    parameters and answer alike for such items."""
+
+    shared: Statement
+    session_only: Statement
+
+    def writing(self, shared: bool) -> Statement:
+        """The form for items of which some (`shared`) or none write app or
+        user keys."""
+        return self.shared if shared else self.session_only
+
+
+def _append_forms(item: str, events: _Events, *, waits: bool) -> AppendStatement:
+    return AppendStatement(
+        shared=_append(item, events, waits=waits, shared=True),
+        session_only=_append(item, events, waits=waits, shared=False),
+    )
+
+
+def _append(item: str, events: _Events, *, waits: bool, shared: bool) -> Statement:
     """Answers a row per item, in order: the revision (null when nothing was
     written), the app, user and session sizes the write would give, and
     whether another transaction held the session (only when not `waits`)."""
+    shared_writes = f", {_shared_writes('bumped')}" if shared else ""
     return Statement.of(f"""
 WITH item AS (
     {item}
-), {_SHARED_SIZES}, free AS (
+), {_SHARED_SIZES if shared else _NO_SHARED_SIZES}, free AS (
     SELECT i.ord FROM item AS i JOIN sessions AS s ON {_SESSION_OF_ITEM}
        FOR UPDATE OF s{"" if waits else " SKIP LOCKED"}
 ), bumped AS (
@@ -294,7 +324,7 @@ WITH item AS (
     INSERT INTO events (app_name, user_id, session_id, seq, id, invocation_id, author,
                         timestamp, data)
     {events.rows}
-), {_shared_writes("bumped")}
+){shared_writes}
 SELECT b.revision, shared.app_bytes, shared.user_bytes,
        CASE WHEN b.revision IS NOT NULL OR i.session_delta = '{{}}'::jsonb THEN 0 ELSE
          (SELECT {_STATE_AFTER} FROM sessions AS s WHERE {_SESSION_OF_ITEM}) END
@@ -309,13 +339,13 @@ SELECT b.revision, shared.app_bytes, shared.user_bytes,
 
 
 # Waits for a session another transaction holds.
-APPEND = _append(_one_item(_CHANGE | _ONE_EVENT), _ONE, waits=True)
+APPEND = _append_forms(_one_item(_CHANGE | _ONE_EVENT), _ONE, waits=True)
 # Does not wait: a session another transaction holds makes the append write
 # nothing and answer held_elsewhere (the batcher then sends it with APPEND,
 # outside its batches, so that only this append waits).
-APPEND_UNLESS_HELD = _append(_one_item(_CHANGE | _ONE_EVENT), _ONE, waits=False)
+APPEND_UNLESS_HELD = _append_forms(_one_item(_CHANGE | _ONE_EVENT), _ONE, waits=False)
 # One request's several events, of one session.
-APPEND_MANY = _append(_one_item(_CHANGE | _MANY_EVENTS), _MANY, waits=True)
+APPEND_MANY = _append_forms(_one_item(_CHANGE | _MANY_EVENTS), _MANY, waits=True)
 # Several appends, of different sessions (the batcher sees to it: each
 # session row is bumped at most once): one round trip, one plan and one
 # commit for all of them. It never waits on a session's lock (a fork's,
@@ -323,7 +353,7 @@ APPEND_MANY = _append(_one_item(_CHANGE | _MANY_EVENTS), _MANY, waits=True)
 # batches cannot deadlock on sessions. Shared keys written by several of its
 # appends take the last one's value: appends in one batch are concurrent
 # requests, and any order of them is one they could have been served in.
-APPEND_BATCH = _append(_items(_CHANGE | _ONE_EVENT), _ONE, waits=False)
+APPEND_BATCH = _append_forms(_items(_CHANGE | _ONE_EVENT), _ONE, waits=False)
 
 # The app and user state given with a new session, within the same limits as
 # an append's (in the creating transaction): the sizes the write would give
