@@ -92,6 +92,9 @@ async def test_a_memory_query_holding_nul_is_refused(client):
         "query=ok&other=%C3%28",
         "query=%C3%A9%FF",
         "query=ok&q%FF=1",  # in a name
+        "query=%C0%80",  # an overlong NUL
+        "query=%F4%90%80%80",  # past U+10FFFF
+        "query=" + "%FF" * 20_000,  # long
     ],
 )
 async def test_percent_encoded_invalid_utf8_in_a_query_is_a_400_not_replacement_text(client, query):

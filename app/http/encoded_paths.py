@@ -86,10 +86,13 @@ class EncodedPathMiddleware:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and not query_is_utf8(scope.get("query_string", b"")):
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        if not query_is_utf8(scope.get("query_string", b"")):
             await service_error_response(BadRequest(QUERY_NOT_UTF8_MESSAGE))(scope, receive, send)
             return
-        if scope["type"] == "http" and route_path(scope).startswith(APPS_PREFIX):
+        if route_path(scope).startswith(APPS_PREFIX):
             raw_path: bytes | None = scope.get("raw_path")
             if raw_path is None:
                 # ASGI leaves raw_path optional; without it an encoded '/' is lost.
