@@ -41,7 +41,17 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+# Apps started in this process wait this long for a database connection
+# unless a test sets its own: a loaded two-core CI machine (an image build or
+# a failover cluster beside) has taken longer than the 5 s default to hand
+# out a first connection. Servers started as processes keep the default
+# (ServerProcess), which the tests of failover and faults count on.
+IN_PROCESS_DB_TIMEOUT_VARIABLE = "SESSION_STATE_DB_TIMEOUT_SECONDS"
+IN_PROCESS_DB_TIMEOUT_SECONDS = "30"
+
+
 def pytest_configure(config: pytest.Config) -> None:
+    os.environ.setdefault(IN_PROCESS_DB_TIMEOUT_VARIABLE, IN_PROCESS_DB_TIMEOUT_SECONDS)
     # The environment, not a fixture: servers started in processes of their
     # own, and Settings built anywhere, read it alike. Also settable by hand.
     if config.getoption("--encrypted", default=False):
@@ -313,8 +323,9 @@ class ServerProcess:
 
     def start(self, timeout: float = 90.0) -> "ServerProcess":
         # Generous: a loaded 2-core machine has taken 30 s to start one.
+        inherited = {k: v for k, v in os.environ.items() if k != IN_PROCESS_DB_TIMEOUT_VARIABLE}
         env = {
-            **os.environ,
+            **inherited,
             "SESSION_STATE_DATABASE_URL": self.database_url,
             "SESSION_STATE_LOG_LEVEL": "warning",
             **self.env,

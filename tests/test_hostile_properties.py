@@ -62,7 +62,11 @@ def normalized_zero(value):
 @pytest.fixture(params=["sqlite", "postgresql"])
 def http(request):
     server = request.getfixturevalue(f"{request.param}_server")
-    with httpx.Client(base_url=server.base_url, timeout=30) as client:
+    # A connection per request: a kept-alive one can be closed by the server's
+    # 5 s idle timeout just as a request goes out on it, when a loaded machine
+    # stalls this client between two requests; that race is not this test's.
+    fresh = httpx.Limits(max_keepalive_connections=0)
+    with httpx.Client(base_url=server.base_url, timeout=30, limits=fresh) as client:
         yield client
 
 
