@@ -13,11 +13,14 @@ The graph is scripted (no LLM): each step appends a message of
 `--value-bytes` (default 2 KB: a graph's state carries messages) to a list
 channel and counts, so the state a checkpoint holds grows by that much a
 step. All threads run at once with `ainvoke` (a pass); a step's latency is
-the time between two steps of one thread. Each round, a side runs an untimed
-warm-up pass (its connections and first statements), then passes of new
-threads until their run times add up to `--window` seconds (default 10; one
-pass of one thread lasts tens of milliseconds, too short to tell two sides
-apart), and its figures pool those passes. Each side starts right after a
+the time between two steps of one thread. Each round, a side gets a new
+database, stocked through its own saver with 100 other threads of 10 steps
+(`STOCK`; 5 of 2 in the quick form) and VACUUM ANALYZEd, as a saver in use
+holds other threads; then it runs an untimed warm-up pass (its connections
+and first statements), then passes of new threads until their run times
+add up to `--window` seconds (default 10; one pass of one thread lasts tens
+of milliseconds, too short to tell two sides apart), and its figures pool
+those passes. Each side starts right after a
 CHECKPOINT of the cluster, so that none pays for the WAL's full-page images
 of a checkpoint that fell in its run and not in the other's. LangGraph stores checkpoints in the
 background (durability "async"): a step does not wait for its writes, so
@@ -91,6 +94,11 @@ DEFAULT_VALUE_BYTES = 2048
 # add up to this, after a warm-up pass of this many steps a thread.
 WINDOW_S = 10.0
 WARM_UP_STEPS = 2
+# Each side's database is stocked with other threads' checkpoints before it
+# is timed (then VACUUM ANALYZEd): a saver in use holds other threads, and
+# PostgreSQL plans its statements on an empty database otherwise.
+STOCK = (100, 10)  # threads, steps
+QUICK_STOCK = (5, 2)
 
 
 class Chat(TypedDict):
@@ -374,24 +382,37 @@ def _server_cpu(server: Server | Granian) -> float:
     return sum(_process_cpu(pid) for pid in pids)
 
 
+async def _stocked(
+    side: str, target: str, database: str, stock: Shape, source: Path | None
+) -> float:
+    """Fills the side's database with `stock`'s threads through its own saver
+    (one pass, untimed), then VACUUM ANALYZE and a CHECKPOINT; the steps
+    stored."""
+    figures = _child(side, target, stock, 0.0, source)
+    await vacuum(database)
+    await checkpoint()
+    return figures["stored_steps"]
+
+
 async def measure(
-    side: str, shape: Shape, window_s: float, before: Path | None
+    side: str, shape: Shape, window_s: float, before: Path | None, stock: Shape
 ) -> dict[str, float]:
-    """One side once (its passes), in a new database."""
+    """One side once (its passes), in a new database stocked with `stock`."""
     database = await create_database("lg_side")
     server: Server | Granian | None = None
     try:
         load = os.getloadavg()[0]
         postmaster = await postmaster_pid(ADMIN_DSN)
         if side == THEIRS:
-            await checkpoint()
+            stocked = await _stocked("theirs", database, database, stock, None)
             postgres_cpu = cluster_cpu(postmaster)
             figures = _child("theirs", database, shape, window_s, None)
             stored = figures["stored_steps"]
             figures["postgres_cpu_ms_per_step"] = (
                 (cluster_cpu(postmaster) - postgres_cpu) * 1000 / stored
             )
-            figures["bytes_per_step"] = await table_bytes(database, THEIR_TABLES) / stored
+            all_steps = stored + stocked
+            figures["bytes_per_step"] = await table_bytes(database, THEIR_TABLES) / all_steps
             return {**figures, "load": load}
         source = before if side == BEFORE else None
         if source is None:
@@ -403,7 +424,7 @@ async def measure(
             server = Granian(database, _free_port(), [], bodies)
         else:
             server = Server(database, port=_free_port(), workers=1, source=source)
-        await checkpoint()
+        stocked = await _stocked("ours", server.base_url, database, stock, source)
         cpu, postgres_cpu = _server_cpu(server), cluster_cpu(postmaster)
         figures = _child("ours", server.base_url, shape, window_s, source)
         stored = figures["stored_steps"]
@@ -411,7 +432,8 @@ async def measure(
         figures["postgres_cpu_ms_per_step"] = (
             (cluster_cpu(postmaster) - postgres_cpu) * 1000 / stored
         )
-        figures["bytes_per_step"] = await table_bytes(database, OUR_TABLES) / stored
+        all_steps = stored + stocked
+        figures["bytes_per_step"] = await table_bytes(database, OUR_TABLES) / all_steps
         return {**figures, "load": load}
     finally:
         if server is not None:
@@ -556,7 +578,7 @@ def goals(shape: Shape, sides: dict[str, list[dict[str, float]]]) -> list[str]:
 
 
 async def run_shape(
-    shape: Shape, rounds: int, window_s: float, before: Path | None, granian: bool
+    shape: Shape, rounds: int, window_s: float, before: Path | None, granian: bool, stock: Shape
 ) -> dict[str, Any]:
     names = [OURS, THEIRS] + ([BEFORE] if before is not None else [])
     names += [GRANIAN] if granian else []
@@ -566,7 +588,7 @@ async def run_shape(
         order = names[index % len(names) :] + names[: index % len(names)]
         for name in order:
             print(f"{shape.label}: round {index + 1}/{rounds}: {name}", flush=True)
-            sides[name].append(await measure(name, shape, window_s, before))
+            sides[name].append(await measure(name, shape, window_s, before, stock))
     return sides
 
 
@@ -608,6 +630,10 @@ def main(argv: list[str] | None = None) -> int:
         "langgraph": version("langgraph"),
         "langgraph-checkpoint-postgres": version("langgraph-checkpoint-postgres"),
         "window_s": window_s,
+        "stock": {
+            "threads": (QUICK_STOCK if arguments.quick else STOCK)[0],
+            "steps": (QUICK_STOCK if arguments.quick else STOCK)[1],
+        },
         "shapes": [],
     }
     tables, checks = [], []
@@ -617,7 +643,8 @@ def main(argv: list[str] | None = None) -> int:
             before = stack.enter_context(head_checkout())
         for count_of_threads in threads:
             shape = Shape(count_of_threads, steps, arguments.value_bytes)
-            sides = asyncio.run(run_shape(shape, count, window_s, before, arguments.granian))
+            stock = Shape(*(QUICK_STOCK if arguments.quick else STOCK), arguments.value_bytes)
+            sides = asyncio.run(run_shape(shape, count, window_s, before, arguments.granian, stock))
             tables.append(markdown(shape, sides, window_s))
             checks += goals(shape, sides)
             document["shapes"].append(
