@@ -3,6 +3,8 @@ stores what the same puts and put_writes made one by one store, in their
 order; a batch that cannot be stored whole stores nothing; encrypted, its
 values are sealed as single writes' are."""
 
+from collections.abc import Callable
+
 import pytest
 from sqlalchemy import select
 
@@ -42,8 +44,33 @@ def _operations() -> list[CheckpointOperation]:
     ]
 
 
-async def _one_by_one(checkpoints: CheckpointStore, thread_id: str) -> None:
-    for operation in _operations():
+def _distinct_operations() -> list[CheckpointOperation]:
+    """A batch no two of whose operations write one row, as LangGraph's steps
+    send them: to a stored thread, the PostgreSQL store sends it as one
+    statement (tests/test_checkpoint_batch_statement.py)."""
+    return [
+        NewWrites("", "c1", [write("t1", 0, "first"), write("t1", 1, "second")], replace=False),
+        NewWrites("", "c1", [write("t2", -1, "error")], replace=True),
+        checkpoint("c2", parent="c1", versions={"a": "2", "b": "1"}, values={"a": "beta"}),
+        checkpoint("s1", ns="sub:1", versions={"a": "1"}, values={"a": "gamma"}),
+        NewWrites("sub:1", "s1", [write("t3", 0, "in the subgraph")], replace=False),
+        # A value c2 stored already, sent again: the first one stays.
+        checkpoint(
+            "c3",
+            parent="c2",
+            versions={"a": "2", "b": "1"},
+            values={"a": "beta again"},
+            metadata={"step": 2},
+        ),
+    ]
+
+
+async def _one_by_one(
+    checkpoints: CheckpointStore,
+    thread_id: str,
+    operations: Callable[[], list[CheckpointOperation]] = _operations,
+) -> None:
+    for operation in operations():
         if isinstance(operation, NewWrites):
             await checkpoints.put_writes(
                 thread(thread_id),
@@ -74,6 +101,38 @@ async def test_a_batch_stores_what_its_operations_one_by_one_store(checkpoints: 
     c1 = batched[-1]
     assert values_of(c1) == {"a": "alpha"}
     assert writes_of(c1) == [("", "t1", 0, "first"), ("", "t2", -1, "error 2")]
+
+
+async def _stored_thread(checkpoints: CheckpointStore, thread_id: str) -> None:
+    """A thread with a checkpoint and two writes that a batch then meets."""
+    key = thread(thread_id)
+    await checkpoints.put_checkpoint(
+        key, OWNER, checkpoint("c1", versions={"a": "1", "b": "1"}, values={"b": "bee"}), NOW
+    )
+    await checkpoints.put_writes(key, OWNER, "", "c1", [write("t1", 0, "stored")], False, NOW)
+    await checkpoints.put_writes(key, OWNER, "", "c1", [write("t2", -1, "stored")], True, NOW)
+
+
+@pytest.mark.parametrize("operations", [_operations, _distinct_operations])
+async def test_a_batch_to_a_stored_thread_stores_what_its_operations_one_by_one_store(
+    checkpoints: CheckpointStore, operations: Callable[[], list[CheckpointOperation]]
+):
+    for thread_id in ("batched", "single"):
+        await _stored_thread(checkpoints, thread_id)
+    await checkpoints.apply_operations(thread("batched"), OWNER, operations(), NOW + 1)
+    await _one_by_one(checkpoints, "single", operations)
+
+    batched, _ = await listed(checkpoints, thread("batched"))
+    single, _ = await listed(checkpoints, thread("single"))
+    assert batched == of_thread(single, "batched")
+    c1 = next(found for found in batched if found.checkpoint_id == "c1")
+    # The stored ordinary write is kept, the stored special one replaced.
+    assert ("", "t1", 0, "stored") in writes_of(c1)
+    assert ("", "t2", -1, "stored") not in writes_of(c1)
+    if operations is _distinct_operations:
+        c3 = next(found for found in batched if found.checkpoint_id == "c3")
+        assert values_of(c3) == {"a": "beta", "b": "bee"}
+        assert c3.metadata == {"step": 2}
 
 
 async def test_a_batch_that_cannot_be_stored_whole_stores_nothing(checkpoints: CheckpointStore):

@@ -13,6 +13,7 @@ from typing import Any
 import asyncpg
 
 from ...core.encryption import ValueCipher
+from ...core.json_codec import dumps_for_jsonb
 from ...db.database_errors import database_errors_as_domain_errors
 from ...db.postgresql_statement import Statement
 from ..dialects import POSTGRESQL
@@ -34,6 +35,7 @@ from .domain import (
     ThreadSummary,
     refuse_another_users_thread,
 )
+from .postgresql_batch import Prepared, one_statement_columns
 from .rows import assemble, page_of
 from .thread_sql import THREAD, ThreadSql
 
@@ -131,6 +133,59 @@ SELECT {_IF_LIVE}
 
 _INSERT_WRITES_TO_LIVE_THREAD = _writes_to_live_thread(_WRITES_CONFLICT + "DO NOTHING")
 _UPSERT_WRITES_TO_LIVE_THREAD = _writes_to_live_thread(_WRITES_CONFLICT + _WRITES_REPLACED)
+
+
+def _batch_writes(replace: bool) -> str:
+    """The batch's writes that keep (or replace) a stored one, for a CTE."""
+    conflict = _WRITES_REPLACED if replace else "DO NOTHING"
+    return f"""
+INSERT INTO lg_writes
+       (app_name, thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel,
+        value_type, value)
+SELECT :app_name, :thread_id, w.checkpoint_ns, w.checkpoint_id, w.task_id, w.task_path, w.idx,
+       w.channel, w.value_type, w.value
+  FROM unnest(:write_ns::text[], :write_checkpoint_id::text[], :write_task_id::text[],
+              :write_task_path::text[], :write_idx::int[], :write_channel::text[],
+              :write_value_type::text[], :write_value::bytea[], :write_replace::boolean[])
+       AS w(checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, value_type, value,
+            replace)
+ WHERE {_IF_LIVE} AND {"" if replace else "NOT "}w.replace
+{_WRITES_CONFLICT}{conflict}"""
+
+
+# A thread's whole batch to a live thread as one statement, by the rule of
+# `_PUT_TO_LIVE_THREAD` (app.langgraph.checkpoints.postgresql_batch gives its
+# arrays): its puts' values and checkpoints and its writes.
+_BATCH_TO_LIVE_THREAD = Statement.of(
+    f"""{_TO_LIVE_THREAD},
+     new_values AS (
+INSERT INTO lg_channel_values
+       (app_name, thread_id, checkpoint_ns, channel, version, value_type, value)
+SELECT :app_name, :thread_id, v.checkpoint_ns, v.channel, v.version, v.value_type, v.value
+  FROM unnest(:value_ns::text[], :value_channel::text[], :value_version::text[],
+              :value_value_type::text[], :value_value::bytea[])
+       AS v(checkpoint_ns, channel, version, value_type, value)
+ WHERE {_IF_LIVE}
+ON CONFLICT DO NOTHING),
+     stored AS (
+INSERT INTO lg_checkpoints
+       (app_name, thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, run_id,
+        checkpoint_type, checkpoint, channel_versions, metadata)
+SELECT :app_name, :thread_id, c.checkpoint_ns, c.checkpoint_id, c.parent, c.run_id,
+       c.checkpoint_type, c.checkpoint, c.channel_versions::jsonb, c.metadata::jsonb
+  FROM unnest(:checkpoint_ns::text[], :checkpoint_checkpoint_id::text[],
+              :checkpoint_parent::text[], :checkpoint_run_id::text[],
+              :checkpoint_checkpoint_type::text[], :checkpoint_checkpoint::bytea[],
+              :checkpoint_versions::text[], :checkpoint_metadata::text[])
+       AS c(checkpoint_ns, checkpoint_id, parent, run_id, checkpoint_type, checkpoint,
+            channel_versions, metadata)
+ WHERE {_IF_LIVE}
+{checkpoint_sql.ON_CHECKPOINT_CONFLICT}),
+     kept_writes AS ({_batch_writes(replace=False)}),
+     replaced_writes AS ({_batch_writes(replace=True)})
+SELECT {_IF_LIVE}
+"""
+)
 _METADATA_CONTAINED = "(:metadata::jsonb IS NULL OR c.metadata @> :metadata::jsonb)"
 _LIST = Statement.of(
     f"""
@@ -403,12 +458,24 @@ class PostgresCheckpoints:
         # Sealed before the transaction: its connection is held no longer
         # than the statements take. The thread is opened (and its row
         # locked, when it has an expiry to push out) once for them all.
-        prepared = [
+        prepared: list[Prepared] = [
             self._checkpoint_rows(key, operation)
             if isinstance(operation, NewCheckpoint)
             else (self._writes_rows(key, operation), operation.replace)
             for operation in operations
         ]
+        # As put_checkpoint: one statement when the thread is live and no two
+        # operations write one row; else the transaction, in order.
+        columns = None if owner.enforced else one_statement_columns(prepared, dumps_for_jsonb)
+        if columns is not None and await self._write_to_live_thread(
+            _BATCH_TO_LIVE_THREAD,
+            app_name=key.app_name,
+            thread_id=key.thread_id,
+            now=now,
+            ttl=owner.ttl_seconds,
+            **columns,
+        ):
+            return
         async with self._transaction() as connection:
             await self._open_thread(connection, key, owner, now)
             for rows, second in prepared:
