@@ -36,12 +36,16 @@ def _metric(text: str, name: str, **labels: str) -> float:
     return total
 
 
-async def answered_on(base_url: str, route: str) -> float:
-    """POST requests a started server answered 200 on `route` (a template)."""
+async def answered_on(base_url: str, route: str, status: int = 200) -> float:
+    """POST requests a started server answered `status` on `route` (a template)."""
     async with httpx.AsyncClient() as http:
         metrics = (await http.get(f"{base_url}/metrics")).text
     return _metric(
-        metrics, "session_state_http_requests_total", method="POST", route=route, status="200"
+        metrics,
+        "session_state_http_requests_total",
+        method="POST",
+        route=route,
+        status=str(status),
     )
 
 

@@ -57,20 +57,21 @@ async def test_a_rewind_reverts_the_session_keys_to_before_the_invocation(client
     answer = await client.post(f"{ADA}/sessions/s/rewind", json={"beforeInvocationId": "inv-2"})
     assert answer.status_code == 200, answer.text
     body = answer.json()
-    # As ADK computes it: the keys the events before inv-2 set get their values
-    # back, every other session key is set to None (the creation state's too).
+    # As ADK (2.15) computes it: the keys the events before inv-2 set get their
+    # values back, the keys only the undone events wrote are set to None, and
+    # the creation state's key no undone event wrote (lang) stays.
     marker = body["rewindEvent"]
     assert marker["author"] == "user"
     assert marker["invocationId"].startswith("e-")
     assert marker["actions"] == {
-        "stateDelta": {"topic": "tea", "lang": None, "milk": None, "size": None},
+        "stateDelta": {"topic": "tea", "milk": None, "size": None},
         "artifactDelta": {},
         "rewindBeforeInvocationId": "inv-2",
     }
     # Shared scopes are left alone.
     assert body["state"] == {
         "topic": "tea",
-        "lang": None,
+        "lang": "fr",
         "milk": None,
         "size": None,
         "user:visits": 2,
@@ -92,16 +93,26 @@ async def test_a_rewind_reverts_the_session_keys_to_before_the_invocation(client
     assert stored["events"][-1] == marker
 
 
-async def test_a_rewind_before_the_first_invocation_clears_the_session_keys(client):
+async def test_a_rewind_before_the_first_invocation_clears_the_keys_its_events_wrote(client):
     await _history(client)
     answer = await client.post(f"{ADA}/sessions/s/rewind", json={"beforeInvocationId": "inv-1"})
     assert answer.status_code == 200
     assert answer.json()["rewindEvent"]["actions"]["stateDelta"] == {
-        "lang": None,
         "topic": None,
         "milk": None,
         "size": None,
     }
+
+
+async def test_a_creation_key_an_undone_event_overwrote_is_cleared(client):
+    # Its first value is in no event, so ADK's rewind cannot restore it; a
+    # creation key no undone event wrote stays.
+    await _session(client, "c", {"lang": "fr", "tone": "warm"})
+    await _append(client, "c", _turn(0, "inv-1", {"lang": "de"}))
+    answer = await client.post(f"{ADA}/sessions/c/rewind", json={"beforeInvocationId": "inv-1"})
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["rewindEvent"]["actions"]["stateDelta"] == {"lang": None}
+    assert answer.json()["state"] == {"lang": None, "tone": "warm"}
 
 
 async def test_events_stored_with_field_names_are_read_as_adk_reads_them(client):
@@ -175,7 +186,8 @@ async def test_a_second_rewind_to_the_same_point_changes_nothing_more(client):
     first = await client.post(f"{ADA}/sessions/s/rewind", json={"beforeInvocationId": "inv-3"})
     second = await client.post(f"{ADA}/sessions/s/rewind", json={"beforeInvocationId": "inv-3"})
     assert second.json()["state"] == first.json()["state"]
-    assert second.json()["rewindEvent"]["actions"]["stateDelta"] == {"lang": None}
+    assert first.json()["rewindEvent"]["actions"]["stateDelta"] == {"size": "large"}
+    assert second.json()["rewindEvent"]["actions"]["stateDelta"] == {}
 
 
 class _AppendDuringRead:
@@ -298,7 +310,13 @@ async def test_appends_racing_rewinds_never_leave_a_half_reverted_session(server
         deltas = invocations.InvocationStart()
         for seq, earlier in enumerate(before[:start]):
             deltas.passed(earlier, seq)
-        expected = rewind.reverting_delta(deltas.deltas_state, _replayed(before, {}))
+        written = {
+            key
+            for later in before[start:]
+            for key in later.get("actions", {}).get("stateDelta", {})
+            if not key.startswith(("app:", "user:", "temp:"))
+        }
+        expected = rewind.reverting_delta(deltas.deltas_state, _replayed(before, {}), written)
         assert event["actions"]["stateDelta"] == expected
         # Appends of the marker's own round on both sides of it: it raced them.
         round_ = f"r{int(target[1:]) + 1}"

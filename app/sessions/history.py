@@ -48,10 +48,10 @@ async def touches_session_state(
 
 
 async def batches(
-    store: Store, key: SessionKey, up_to_seq: int
+    store: Store, key: SessionKey, up_to_seq: int, after_seq: int = 0
 ) -> AsyncIterator[list[StoredEvent]]:
-    """The session's events up to `up_to_seq`, in order, READ_BATCH at a time."""
-    after_seq = 0
+    """The session's events after `after_seq` up to `up_to_seq`, in order,
+    READ_BATCH at a time."""
     while batch := await store.read_events(key, after_seq, up_to_seq, READ_BATCH):
         yield batch
         after_seq = batch[-1].seq

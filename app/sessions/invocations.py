@@ -1,6 +1,7 @@
 """Where an invocation starts in a session's history, as ADK finds it for a
 rewind: the first stored event carrying its invocation id (rewound events
-count: ADK searches the whole history), and what came before that event."""
+count: ADK searches the whole history), what came before that event, and
+which session keys the events from it on wrote."""
 
 from dataclasses import dataclass, field
 
@@ -51,3 +52,16 @@ async def find_start(
                 return start
             start.passed(document, stored.seq)
     return None
+
+
+async def session_keys_written(
+    store: SessionStore, key: SessionKey, after_seq: int, up_to_seq: int
+) -> set[str]:
+    """The session-scope keys the state deltas of the events after
+    `after_seq` (up to `up_to_seq`) wrote, removals included."""
+    written: set[str] = set()
+    async for batch in history.batches(store, key, up_to_seq, after_seq):
+        for stored in batch:
+            delta = adk_events.state_delta(json_codec.loads(stored.data))
+            written.update(k for k in delta if not k.startswith(NOT_SESSION_KEYS))
+    return written

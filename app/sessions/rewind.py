@@ -15,25 +15,29 @@ from typing import Any
 
 from ..core.errors import InvocationNotFound, SessionNotFound, StaleSession
 from .domain import AppendOutcome, SessionKey
-from .invocations import NOT_SESSION_KEYS, find_start
+from .invocations import find_start, session_keys_written
 from .service import SessionService
 from .service_base import WRITE_ATTEMPTS
 from .state import StateDict
 
 
-def reverting_delta(deltas_state: StateDict, current: StateDict) -> StateDict:
+def reverting_delta(
+    deltas_state: StateDict, current: StateDict, written_since: set[str]
+) -> StateDict:
     """The delta taking the session scope from `current` to what the events
-    before the rewind point set (`deltas_state`), as ADK computes it: keys
-    those events set, with a value other than now's, get it back; every
-    other session key is set to None, the keys the session was created with
-    included (ADK has no record of them)."""
+    before the rewind point set (`deltas_state`), as ADK (2.15) computes it:
+    keys those events set, with a value other than now's, get it back; a key
+    the undone events wrote (`written_since`) that those before did not set
+    is set to None. Other keys, those the session was created with among
+    them, stay; a creation key an undone event overwrote is cleared too, as
+    ADK has no record of its first value."""
     delta = {
         key: value
         for key, value in deltas_state.items()
         if key not in current or current[key] != value
     }
-    for key in current:
-        if not key.startswith(NOT_SESSION_KEYS) and key not in deltas_state:
+    for key in written_since:
+        if key not in deltas_state and key in current:
             delta[key] = None
     return delta
 
@@ -74,11 +78,12 @@ async def rewind_session(
         start = await find_start(store, key, session.revision, before_invocation_id)
         if start is None:
             raise InvocationNotFound.of(key, before_invocation_id)
+        written_since = await session_keys_written(store, key, start.seq_before, session.revision)
         marker = rewind_marker(
             service.new_id(),
             f"e-{service.new_id()}",
             before_invocation_id,
-            reverting_delta(start.deltas_state, session.state),
+            reverting_delta(start.deltas_state, session.state, written_since),
         )
         try:
             # On the revision read: the history it was computed from.

@@ -488,7 +488,9 @@ async def fork_session(
     summary="Rewind a session to before an invocation, as ADK's Runner.rewind_async",
     description="Appends ADK's rewind event (author user, actions.rewindBeforeInvocationId) "
     "whose stateDelta reverts the session's own keys to what the events before the "
-    "invocation's first event set, computed from the history it is appended on: a write "
+    "invocation's first event set (as google-adk 2.15 does: a key only the undone events "
+    "wrote is set to null; a creation key none of them wrote stays), computed from the "
+    "history it is appended on: a write "
     "that comes in between makes it start over, or with If-Match answer 412 stale_session. "
     "Events stay (ADK's readers skip the rewound ones); app: and user: state is left alone; "
     "the server stores no artifacts. 404 invocation_not_found when no event carries the id.",

@@ -1,7 +1,7 @@
 """ADK's event models: the keys ADK stores under their field names and
 sends under their JSON names (`by_alias`), and the values that hold models
 in turn. Written by `python -m tests.adk_event_fields_generator` from
-google-adk 2.13.0; do not edit (tests/test_adk_event_shape.py
+google-adk 2.15.0; do not edit (tests/test_adk_event_shape.py
 fails when the installed ADK gives another table).
 
 MODELS[model][field name] = (JSON name, what the value holds: None, kept
@@ -22,6 +22,7 @@ MODELS: dict[str, dict[str, tuple[str, str | None]]] = {
         "error_message": ("errorMessage", None),
         "custom_metadata": ("customMetadata", None),
         "usage_metadata": ("usageMetadata", "GenerateContentResponseUsageMetadata"),
+        "cache_creation_token_count": ("cacheCreationTokenCount", None),
         "live_session_resumption_update": (
             "liveSessionResumptionUpdate",
             "LiveServerSessionResumptionUpdate",

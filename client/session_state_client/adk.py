@@ -16,6 +16,7 @@ or with `register()` in the agents directory's `services.py`.
 """
 
 from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any, Self
 from urllib.parse import urlsplit, urlunsplit
 
@@ -192,6 +193,28 @@ def _event_bytes(event: Event) -> dict[str, Any] | bytes:
     return _EVENT_SERIALIZER.to_json(event, by_alias=True, exclude_none=True)
 
 
+def _if_match(session: Session) -> int | None:
+    """The revision the session object was read at (None: not read from
+    the server), sent as If-Match."""
+    marker = session._storage_update_marker
+    return int(marker) if marker is not None else None
+
+
+@contextmanager
+def _append_errors(session: Session) -> Iterator[None]:
+    """The client's errors of an append, as ADK's services raise them."""
+    try:
+        yield
+    except _exceptions.StaleSessionError as error:
+        raise StaleSessionError(_STALE_MESSAGE) from error
+    except _exceptions.NotFoundError as error:
+        raise SessionNotFoundError(f"Session {session.id} not found.") from error
+    except _exceptions.ValidationError as error:
+        if not _refuses_identifiers(error):
+            raise
+        raise SessionNotFoundError(f"Session {session.id} not found.") from error
+
+
 def _session_id(session_id: str | None) -> str | None:
     """As ADK's own services: surrounding whitespace stripped, and a blank id
     is no id (on create, the server generates one)."""
@@ -361,31 +384,62 @@ class HttpSessionService(_ServerClient, BaseSessionService):
         # As ADK: temp: keys reach the caller's session state, never storage.
         self._apply_temp_state(session, event)
         event = self._trim_temp_delta_state(event)
-        marker = session._storage_update_marker
-        try:
+        with _append_errors(session):
             appended = await self.client.append_event(
                 app_name=session.app_name,
                 user_id=session.user_id,
                 session_id=session.id,
                 event=_event_bytes(event),
-                if_match=int(marker) if marker is not None else None,
+                if_match=_if_match(session),
             )
-        except _exceptions.StaleSessionError as error:
-            raise StaleSessionError(_STALE_MESSAGE) from error
-        except _exceptions.NotFoundError as error:
-            raise SessionNotFoundError(f"Session {session.id} not found.") from error
-        except _exceptions.ValidationError as error:
-            if not _refuses_identifiers(error):
-                raise
-            raise SessionNotFoundError(f"Session {session.id} not found.") from error
-        if appended.replayed and any(known.id == event.id for known in session.events):
-            # A re-delivery of an event this session already holds: as ADK's
-            # own services, apply nothing twice.
-            return event
-        session.last_update_time = event.timestamp
-        if appended.revision is not None:
-            session._storage_update_marker = str(appended.revision)
-        return self._commit_event_to_session(session, event)
+        return self._commit_appended(session, [event], appended.revision, appended.replayed)[0]
+
+    async def append_events(self, session: Session, events: list[Event]) -> list[Event]:
+        """ADK's batch append (google-adk 2.15; `BufferedSessionService`
+        sends a session's queued events through it): the events go in one
+        request (the server's batch append, at most 1,000 events), stored in
+        order, all or none, on the revision `session` was read at. The
+        session and the returned events are as `append_event` for each
+        would leave them; partial events are returned and not stored."""
+        stored: list[Event] = []
+        for event in events:
+            if event.partial:
+                continue
+            self._apply_temp_state(session, event)
+            stored.append(self._trim_temp_delta_state(event))
+        if not stored:
+            return list(events)
+        with _append_errors(session):
+            appended = await self.client.append_events(
+                app_name=session.app_name,
+                user_id=session.user_id,
+                session_id=session.id,
+                events=[_event_json(event) for event in stored],
+                if_match=_if_match(session),
+            )
+        committed = iter(
+            self._commit_appended(session, stored, appended.revision, appended.replayed)
+        )
+        return [event if event.partial else next(committed) for event in events]
+
+    def _commit_appended(
+        self, session: Session, events: list[Event], revision: int | None, replayed: bool
+    ) -> list[Event]:
+        """Applies stored events to the caller's session, in order, as ADK's
+        own services do; the session takes the revision the last one made."""
+        held = {known.id for known in session.events} if replayed else set()
+        committed = []
+        for event in events:
+            if event.id in held:
+                # A re-delivery of an event this session already holds: as
+                # ADK's own services, apply nothing twice.
+                committed.append(event)
+                continue
+            session.last_update_time = event.timestamp
+            if revision is not None:
+                session._storage_update_marker = str(revision)
+            committed.append(self._commit_event_to_session(session, event))
+        return committed
 
 
 class HttpMemoryService(_ServerClient, BaseMemoryService):

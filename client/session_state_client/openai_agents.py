@@ -14,11 +14,9 @@ with the author taken from the item's `role` ("user", "assistant",
 reasoning). The server gives each event its timestamp.
 """
 
-import asyncio
 import contextlib
 import uuid
-from collections.abc import Awaitable
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from session_state_client._extras import extra_missing
 from session_state_client._paging import async_pages
@@ -26,7 +24,7 @@ from session_state_client._paging import async_pages
 try:
     from agents import SessionSettings
     from agents.items import TResponseInputItem
-    from agents.memory import Session
+    from agents.memory import Session, await_session_mutation
     from agents.memory.session_settings import coerce_session_settings, resolve_session_limit
 except ModuleNotFoundError as missing:
     raise extra_missing(__name__, "the OpenAI Agents SDK", "openai-agents", missing) from missing
@@ -47,8 +45,6 @@ INVOCATION_ID = "openai-agents"
 MAX_BATCH_EVENTS = 1000
 # Events read per page when the whole history is asked for.
 PAGE_SIZE = 1000
-
-T = TypeVar("T")
 
 
 def _author(item: Any) -> str:
@@ -77,29 +73,6 @@ def _items_of(events: list[dict[str, Any]]) -> list[TResponseInputItem]:
     # are not conversation items: left out, as the SDK's SQLiteSession skips
     # rows it cannot read.
     return [cast(TResponseInputItem, event[ITEM_FIELD]) for event in events if ITEM_FIELD in event]
-
-
-async def _finish(operation: Awaitable[T]) -> T:
-    """Runs a write to its end even if the caller is cancelled meanwhile, as
-    the SDK's own sessions do (a write cut off mid-request would leave its
-    outcome unknown); a caller that cancelled gets the cancellation, whether
-    the write succeeded or failed."""
-    task = asyncio.ensure_future(operation)
-    cancelled: asyncio.CancelledError | None = None
-    while not task.done():
-        try:
-            await asyncio.wait({task})
-        except asyncio.CancelledError as error:
-            cancelled = cancelled or error
-    try:
-        result = task.result()
-    except BaseException:
-        if cancelled is not None:
-            raise cancelled from None
-        raise
-    if cancelled is not None:
-        raise cancelled from None
-    return result
 
 
 class SessionStateSession:
@@ -230,7 +203,7 @@ class SessionStateSession:
         if not items:
             return
         events = [event_of(item) for item in items]
-        await _finish(self._add_events(events))
+        await await_session_mutation(self._add_events(events))
 
     async def _add_events(self, events: list[dict[str, Any]]) -> None:
         for start in range(0, len(events), MAX_BATCH_EVENTS):
@@ -282,7 +255,7 @@ class SessionStateSession:
         so two concurrent pops never take the same item, and a concurrent
         add_items is never undone."""
         self._check_open()
-        return await _finish(self._pop())
+        return await await_session_mutation(self._pop())
 
     async def _pop(self) -> TResponseInputItem | None:
         while True:
@@ -309,7 +282,7 @@ class SessionStateSession:
     async def clear_session(self) -> None:
         """Removes every item (the server's session stays, empty)."""
         self._check_open()
-        await _finish(self._clear())
+        await await_session_mutation(self._clear())
 
     async def _clear(self) -> None:
         with contextlib.suppress(NotFoundError):  # never written to: nothing to clear

@@ -39,7 +39,7 @@ CACHE = Path(os.environ.get("SESSION_STATE_TEST_CACHE", Path(tempfile.gettempdir
 PER_TEST_TIMEOUT_SECONDS = 60
 SUITE_TIMEOUT_SECONDS = 1800
 DOWNLOAD_TIMEOUT_SECONDS = 600
-# 137 pass at openai-agents 0.24.0 (3 skip: they need a real Redis); fewer
+# 137 pass at openai-agents 0.25.0 (3 skip: they need a real Redis); fewer
 # means tests stopped running, not that they pass.
 MIN_PASSED = 130
 
@@ -96,6 +96,10 @@ EXCLUDED: dict[str, list[str]] = {
         "test_get_items_same_timestamp_consistent_order",
         "test_pop_item_same_timestamp_returns_latest",
         "test_get_items_orders_by_id_for_ties",
+        # A row's stored time rewritten into the past: our server orders
+        # events by their place, so a backdated one stays the latest
+        # (tests/client/test_openai_sessions.py has the same case).
+        "test_backdated_append_remains_the_latest_item",
         # Its table-creation locks, its engine and its engine registry.
         "test_add_items_cancelled_waiter_does_not_strand_table_init_lock",
         "test_create_tables_false_does_not_allocate_shared_init_lock",

@@ -208,6 +208,31 @@ async def test_each_item_is_one_event_of_the_documented_shape(
     assert all(isinstance(event["id"], str) and event["timestamp"] > 0 for event in events)
 
 
+async def test_an_item_appended_with_an_older_time_stays_the_latest(
+    server_session: SessionStateSession,
+) -> None:
+    """As the SDK's own sessions order by insertion (its 0.25 suite's
+    backdated-append test): another writer's event carrying a time in the
+    past (a clock behind, another time zone) is still the newest item."""
+    items = [{"role": "user", "content": str(number)} for number in range(1, 4)]
+    await server_session.add_items(items[:2])
+    await server_session.client.append_event(
+        app_name="agents-app",
+        user_id="ann",
+        session_id=server_session.session_id,
+        event={
+            "author": "user",
+            "invocationId": "openai-agents",
+            "timestamp": 946684800.0,  # 2000-01-01
+            "item": items[2],
+        },
+    )
+    assert await server_session.get_items() == items
+    assert await server_session.get_items(limit=1) == items[-1:]
+    assert await server_session.pop_item() == items[-1]
+    assert await server_session.get_items() == items[:-1]
+
+
 async def test_a_retried_add_is_stored_once(server: ServerProcess) -> None:
     """add_items sends its events with ids made before the first attempt: a
     request repeated after a lost answer is recognised by the server."""
