@@ -166,3 +166,100 @@ async def test_operator_characters_in_a_question_are_just_text(client):
     for question in ['"hello', "hello OR", "NOT (twice", "*", "-", "a:b"]:
         response = await client.get(f"/apps/{APP}/users/ada/memory", params={"query": question})
         assert response.status_code == 200, (question, response.text)
+
+
+async def _turn(client, session_id: str, invocation: str, text: str, event_id: str):
+    response = await client.post(
+        f"/apps/{APP}/users/ada/sessions/{session_id}/events",
+        json={
+            "id": event_id,
+            "author": "user",
+            "invocationId": invocation,
+            "content": {"role": "user", "parts": [{"text": text}]},
+        },
+    )
+    assert response.status_code == 201, response.text
+
+
+async def _rewound_session(client, session_id: str, *, ingest_before: bool) -> None:
+    """Three turns, the second undone by a rewind, then a fourth."""
+    await _session_with(client, "ada", session_id, [])
+    await _turn(client, session_id, "inv-1", "We flew to Lisbon in May.", "e1")
+    await _turn(client, session_id, "inv-2", "Pineapple belongs on pizza.", "e2")
+    await _turn(client, session_id, "inv-2", "Anchovies too.", "e3")
+    if ingest_before:
+        assert (await _ingest(client, "ada", session_id)).json()["memoriesAdded"] == 3
+        assert await _search(client, "ada", "pineapple pizza") == ["Pineapple belongs on pizza."]
+    rewound = await client.post(
+        f"/apps/{APP}/users/ada/sessions/{session_id}/rewind", json={"beforeInvocationId": "inv-2"}
+    )
+    assert rewound.status_code == 200, rewound.text
+    await _turn(client, session_id, "inv-3", "Mango is the best fruit.", "e4")
+
+
+@pytest.mark.parametrize("ingest_before", [False, True])
+async def test_ingesting_leaves_out_and_deletes_what_a_rewind_undid(client, ingest_before):
+    # As ADK 2.15's memory services: only the events no rewind undid are
+    # taken, and a session taken again after a rewind loses what it undid.
+    await _rewound_session(client, "trip", ingest_before=ingest_before)
+    added = await _ingest(client, "ada", "trip")
+    assert added.json()["memoriesAdded"] == (1 if ingest_before else 2)
+    assert await _search(client, "ada", "pineapple pizza anchovies") == []
+    assert await _search(client, "ada", "Lisbon") == ["We flew to Lisbon in May."]
+    assert await _search(client, "ada", "mango fruit") == ["Mango is the best fruit."]
+
+
+async def test_rewound_event_ids_delete_that_sessions_memories_only_and_can_come_back(client):
+    events = f"/apps/{APP}/users/ada/memory/events"
+
+    def said(event_id: str, text: str) -> dict:
+        return {"id": event_id, "author": "user", "content": {"parts": [{"text": text}]}}
+
+    for session_id in ("a", "b"):
+        taken = await client.post(
+            events, json={"sessionId": session_id, "events": [said("e1", f"Kiwis in {session_id}")]}
+        )
+        assert taken.json() == {"memoriesAdded": 1}
+    undone = await client.post(
+        events,
+        json={"sessionId": "a", "events": [said("e2", "Plums in a")], "rewoundEventIds": ["e1"]},
+    )
+    assert undone.json() == {"memoriesAdded": 1}
+    assert await _search(client, "ada", "kiwis") == ["Kiwis in b"]
+    # Deleted, not forgotten: the event may be taken again.
+    again = await client.post(events, json={"sessionId": "a", "events": [said("e1", "Kiwis in a")]})
+    assert again.json() == {"memoriesAdded": 1}
+    assert sorted(await _search(client, "ada", "kiwis")) == ["Kiwis in a", "Kiwis in b"]
+
+
+@pytest.mark.parametrize("rewound", [[""], ["x" * 200], [1], "e1", [None], ["a\u0000b"]], ids=repr)
+async def test_bad_rewound_event_ids_are_422_and_write_nothing(client, rewound):
+    events = f"/apps/{APP}/users/ada/memory/events"
+    kept = {"id": "k", "author": "user", "content": {"parts": [{"text": "Figs stay"}]}}
+    await client.post(events, json={"sessionId": "s", "events": [kept]})
+    sent = {"id": "n", "author": "user", "content": {"parts": [{"text": "Figs new"}]}}
+    answer = await client.post(
+        events, json={"sessionId": "s", "events": [sent], "rewoundEventIds": rewound}
+    )
+    assert answer.status_code == 422, answer.text
+    assert answer.headers["content-type"] == "application/problem+json"
+    assert await _search(client, "ada", "figs") == ["Figs stay"]
+
+
+async def test_thought_parts_are_neither_searched_nor_returned(client):
+    # As ADK 2.15's memory services: a model's thoughts are not what was said.
+    await _session_with(client, "ada", "think", [])
+    for event_id, parts in (
+        ("t1", [{"text": "Zebras are striped, so", "thought": True}, {"text": "Giraffes win."}]),
+        ("t2", [{"text": "Zebras only here", "thought": True}]),
+    ):
+        response = await client.post(
+            f"/apps/{APP}/users/ada/sessions/think/events",
+            json={"id": event_id, "author": "model", "content": {"role": "model", "parts": parts}},
+        )
+        assert response.status_code == 201
+    assert (await _ingest(client, "ada", "think")).json()["memoriesAdded"] == 1
+    assert await _search(client, "ada", "zebras striped") == []
+    found = await client.get(f"/apps/{APP}/users/ada/memory", params={"query": "giraffes"})
+    (memory,) = found.json()["memories"]
+    assert memory["content"]["parts"] == [{"text": "Giraffes win."}]

@@ -16,7 +16,7 @@ from dataclasses import replace
 from typing import Any
 
 from ..core.encryption import ValueCipher
-from ..memory.store import MemoriesOf
+from ..memory.store import SessionIngestion
 from ..sessions.domain import (
     ALL_SESSIONS,
     EventsRemoved,
@@ -327,12 +327,17 @@ class SealedStore:
     # -- memory ----------------------------------------------------------------------
 
     async def ingest_session(
-        self, key: SessionKey, memories_of: MemoriesOf, now: float
+        self, key: SessionKey, ingestion: SessionIngestion, now: float
     ) -> int | None:
         added: int | None = await self._inner.ingest_session(
-            key, self.sealer.sealing(memories_of), now
+            key, self.sealer.sealing(ingestion), now
         )
         return added
+
+    async def remove_session_memories(
+        self, app_name: str, user_id: str, session_id: str, event_ids: Sequence[str]
+    ) -> None:
+        await self._inner.remove_session_memories(app_name, user_id, session_id, event_ids)
 
     async def add_memories(
         self, app_name: str, user_id: str, records: Sequence[MemoryRecord]

@@ -23,7 +23,7 @@ from ..core.encryption import (
     ValueCipher,
     is_sealed_text,
 )
-from ..memory.store import MemoriesOf
+from ..memory.store import SessionIngestion
 from ..sessions.domain import MemoryRecord, NewEvent, StoredEvent
 from ..sessions.state import ScopedDelta, StateDict
 
@@ -154,13 +154,25 @@ class Sealer:
             **(_NO_VECTOR if self.memory_search == "off" else {}),
         )
 
-    def sealing(self, memories_of: MemoriesOf) -> MemoriesOf:
-        """`memories_of` over opened events, its records sealed."""
+    def sealing(self, ingestion: SessionIngestion) -> SessionIngestion:
+        """`ingestion` over opened events, its records sealed."""
+        return _SealingIngestion(self, ingestion)
 
-        def sealed(events: Sequence[StoredEvent]) -> list[MemoryRecord]:
-            return [self.seal_memory(r) for r in memories_of(self.open_events(list(events)))]
 
-        return sealed
+class _SealingIngestion:
+    def __init__(self, sealer: "Sealer", ingestion: SessionIngestion) -> None:
+        self.sealer = sealer
+        self.ingestion = ingestion
+
+    def note(self, events: Sequence[StoredEvent]) -> None:
+        self.ingestion.note(self.sealer.open_events(list(events)))
+
+    def memories_of(self, events: Sequence[StoredEvent]) -> list[MemoryRecord]:
+        opened = self.sealer.open_events(list(events))
+        return [self.sealer.seal_memory(record) for record in self.ingestion.memories_of(opened)]
+
+    def undone_event_ids(self) -> list[str]:
+        return self.ingestion.undone_event_ids()
 
 
 def _looks_sealed(text: object) -> bool:

@@ -26,7 +26,7 @@ from .domain import MemoryCandidates, VectorQuery
 from .embedding import StoredVector
 from .first_pass import KeptSignBits
 from .search_text import QueryTerms, indexed_text_of, query_terms, search_text
-from .store import MemoriesOf
+from .store import SessionIngestion
 
 # Rows per statement when memories are written or a session's events read
 # for memory: a long history is taken in bounded memory.
@@ -56,10 +56,10 @@ class PostgresMemory(PostgresSessionHooks):
             yield connection
 
     async def ingest_session(
-        self, key: SessionKey, memories_of: MemoriesOf, now: float
+        self, key: SessionKey, ingestion: SessionIngestion, now: float
     ) -> int | None:
         added = 0
-        found, events = READ_SESSION_FOR_SHARE, sql.EVENTS_AFTER
+        found = READ_SESSION_FOR_SHARE
         async with self._memory_write(key.app_name, key.user_id) as connection:
             # Locked for share until the memories are committed: a delete of
             # the session (with its memories) waits, or this finds no session.
@@ -68,17 +68,21 @@ class PostgresMemory(PostgresSessionHooks):
             )
             if session is None:
                 return None
-            after_seq = 0
-            while rows := await connection.fetch(
-                events.text,
-                *events.arguments(session_values(key, after_seq=after_seq, limit=MEMORY_BATCH)),
-            ):
-                batch = [StoredEvent(row["seq"], row["data"]) for row in rows]
-                after_seq = batch[-1].seq
+            async for batch in _session_events(connection, key):
+                ingestion.note(batch)
+            async for batch in _session_events(connection, key):
                 added += await _insert_memories(
-                    connection, key.app_name, key.user_id, memories_of(batch)
+                    connection, key.app_name, key.user_id, ingestion.memories_of(batch)
                 )
+            await _delete_session_memories_of(connection, key, ingestion.undone_event_ids())
         return added
+
+    async def remove_session_memories(
+        self, app_name: str, user_id: str, session_id: str, event_ids: Sequence[str]
+    ) -> None:
+        key = SessionKey(app_name, user_id, session_id)
+        async with self._memory_write(app_name, user_id) as connection:
+            await _delete_session_memories_of(connection, key, event_ids)
 
     async def add_memories(
         self, app_name: str, user_id: str, records: Sequence[MemoryRecord]
@@ -399,3 +403,32 @@ async def _nearest(
     rows = await connection.fetch(statement.text, *statement.arguments(values))
     components = {row["id"]: bytes(row["embedding"]) for row in rows}
     return [(identifier, components[identifier]) for identifier in ids if identifier in components]
+
+
+async def _session_events(
+    connection: asyncpg.Connection, key: SessionKey
+) -> AsyncIterator[list[StoredEvent]]:
+    """The session's events in order, MEMORY_BATCH at a time."""
+    events = sql.EVENTS_AFTER
+    after_seq = 0
+    while rows := await connection.fetch(
+        events.text,
+        *events.arguments(session_values(key, after_seq=after_seq, limit=MEMORY_BATCH)),
+    ):
+        batch = [StoredEvent(row["seq"], row["data"]) for row in rows]
+        after_seq = batch[-1].seq
+        yield batch
+
+
+async def _delete_session_memories_of(
+    connection: asyncpg.Connection, key: SessionKey, event_ids: Sequence[str]
+) -> None:
+    delete = sql.DELETE_MEMORIES_OF_IDS
+    for start in range(0, len(event_ids), MEMORY_BATCH):
+        of_session = {
+            "app_name": key.app_name,
+            "user_id": key.user_id,
+            "session_id": key.session_id,
+            "event_ids": list(event_ids[start : start + MEMORY_BATCH]),
+        }
+        await connection.execute(delete.text, *delete.arguments(of_session))

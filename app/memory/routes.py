@@ -169,7 +169,9 @@ async def add_events(app_name: AppName, user_id: UserId, request: Request) -> Re
     body = validate_body(AddMemoryEventsRequest, document)
     # The events as sent (validated above), so that content is kept verbatim.
     events: list[dict[str, Any]] = document["events"]
-    added = await memory_of(request).add_events(app_name, user_id, body.session_id, events)
+    added = await memory_of(request).add_events(
+        app_name, user_id, body.session_id, events, body.rewound_event_ids
+    )
     return rendering.json_response({"memoriesAdded": added})
 
 

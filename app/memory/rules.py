@@ -26,6 +26,24 @@ def event_text(document: dict[str, Any]) -> str | None:
     return "\n".join(texts) if texts else None
 
 
+def without_thoughts(document: dict[str, Any]) -> dict[str, Any]:
+    """The event with its content's thought parts left out (a model's
+    reasoning, not what was said): what memory keeps of an event, as ADK's
+    memory services (2.15) keep it."""
+    content = document.get("content")
+    if not isinstance(content, dict):
+        return document
+    parts = content.get("parts")
+    if not isinstance(parts, list) or not any(_is_thought(part) for part in parts):
+        return document
+    visible = [part for part in parts if not _is_thought(part)]
+    return {**document, "content": {**content, "parts": visible}}
+
+
+def _is_thought(part: object) -> bool:
+    return isinstance(part, dict) and part.get("thought") is True
+
+
 def event_role(document: dict[str, Any]) -> str | None:
     content = document.get("content")
     role = content.get("role") if isinstance(content, dict) else None

@@ -5,75 +5,32 @@ memory, forget a user) and searched with `search_memory`."""
 import asyncio
 import logging
 import time
-import uuid
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
-from ..core import json_codec
 from ..core.config import (
     DEFAULT_MIN_SIMILARITY,
     DEFAULT_RELEVANCE_MARGIN,
     RESPONSE_OVERHEAD_BYTES,
 )
 from ..core.errors import EmbedderUnavailable, SemanticSearchOff, SessionNotFound
-from ..core.limits import MAX_TIMESTAMP, MIN_TIMESTAMP, Limits
+from ..core.limits import Limits
 from ..core.metrics import MEMORY_SEARCH_FALLBACKS
-from ..sessions.domain import MemoryRecord, SessionKey, StoredEvent
+from ..sessions.domain import MemoryRecord, SessionKey
 from ..sessions.replica import ReadRouting, Replica
 from .domain import FoundMemory, MemoryPage, VectorQuery
 from .embedding import Embedder, EmbedderFailed, Vectors, stored_vector, stored_vectors
 from .first_pass import KeptSignBits
 from .ranking import how_found, hybrid_order, semantic_order
+from .records import as_taken, entry_record, memory_record
 from .relevance import ReferenceVectors, RelevanceRule, by_meaning
-from .rules import event_memory_id, event_role, event_text
+from .session_ingestion import SessionIngestion
 from .store import MemoryStore
 
 if TYPE_CHECKING:
     from .embedding_backlog import EmbeddingBacklog
 
 logger = logging.getLogger("session_state")
-
-
-def memory_record(session_id: str, document: dict[str, Any]) -> MemoryRecord | None:
-    """What memory keeps of an event: its text (searched) and its content as
-    given (returned, every part); None for an event without text.
-
-    Events stored before the value rules (app.core.json_rules) may hold NUL or a
-    timestamp out of range: the NUL is dropped and the time clamped, so such
-    an event cannot stop its session's ingestion.
-    """
-    text = event_text(document)
-    if text is None:
-        return None
-    timestamp = document.get("timestamp")
-    if not isinstance(timestamp, int | float) or timestamp != timestamp:
-        timestamp = MIN_TIMESTAMP
-    return MemoryRecord(
-        session_id=session_id,
-        event_id=event_memory_id(document),
-        author=str(document.get("author") or "").replace("\x00", ""),
-        role=event_role(document),
-        timestamp=min(max(float(timestamp), MIN_TIMESTAMP), MAX_TIMESTAMP),
-        text=text.replace("\x00", ""),
-        content=json_codec.dumps_text(document["content"]),
-    )
-
-
-def entry_record(entry: dict[str, Any], timestamp: float) -> MemoryRecord:
-    """What memory keeps of an entry written directly (ADK's add_memory):
-    its id (or a new one), its content and custom metadata as given."""
-    content = entry["content"]
-    metadata = entry.get("customMetadata", entry.get("custom_metadata"))
-    return MemoryRecord(
-        session_id="",
-        event_id=entry.get("id") or uuid.uuid4().hex,
-        author=entry.get("author") or "",
-        role=event_role(entry),
-        timestamp=timestamp,
-        text=event_text(entry) or "",
-        content=json_codec.dumps_text(content),
-        custom_metadata=None if metadata is None else json_codec.dumps_text(metadata),
-    )
 
 
 def _attach(records: list[MemoryRecord], model: str, vectors: Vectors) -> list[MemoryRecord]:
@@ -95,18 +52,6 @@ def _attach(records: list[MemoryRecord], model: str, vectors: Vectors) -> list[M
         )
         for record, vector in zip(records, stored_vectors(vectors), strict=True)
     ]
-
-
-def _as_taken(document: dict[str, Any], now: float) -> dict[str, Any]:
-    """The event with its id (named before the server's time is given to an
-    event without a timestamp, so that sending it again names it the same)
-    and a timestamp."""
-    if document.get("id") and document.get("timestamp") is not None:
-        return document
-    taken = {**document, "id": event_memory_id(document)}
-    if taken.get("timestamp") is None:
-        taken["timestamp"] = now
-    return taken
 
 
 SearchMode = Literal["keyword", "semantic", "hybrid"]
@@ -169,21 +114,16 @@ class MemoryService:
             self.backlog.wake()
 
     async def ingest_session(self, key: SessionKey) -> int:
-        """Stores the text of the session's events not ingested yet; returns
-        how many were added. Ingesting twice stores nothing twice."""
+        """Stores the text of the session's events not ingested yet, leaving
+        out (and deleting the memories of) the events a rewind undid;
+        returns how many were added. Ingesting twice stores nothing twice."""
 
         embedder = self.embedder if self.embedder is not None and self.embedder.inline else None
         if embedder is not None:
             await embedder.prepare()
 
-        def memories_of(batch: Sequence[StoredEvent]) -> list[MemoryRecord]:
-            records = [
-                record
-                for stored in batch
-                if (record := memory_record(key.session_id, json_codec.loads(stored.data)))
-                is not None
-            ]
-            if embedder is None or not records:
+        def with_vectors(records: list[MemoryRecord]) -> list[MemoryRecord]:
+            if embedder is None:
                 return records
             # Inside the store's transaction, hence synchronous: a batch of
             # short texts embeds in milliseconds (docs/performance.md, "Smaller
@@ -195,23 +135,35 @@ class MemoryService:
                 return records
             return _attach(records, embedder.model_id, vectors)
 
-        added = await self.store.ingest_session(key, memories_of, self.clock())
+        ingestion = SessionIngestion(key.session_id, with_vectors)
+        added = await self.store.ingest_session(key, ingestion, self.clock())
         if added is None:
             raise SessionNotFound.of(key)
         self._stored()
         return added
 
     async def add_events(
-        self, app_name: str, user_id: str, session_id: str | None, events: Sequence[dict[str, Any]]
+        self,
+        app_name: str,
+        user_id: str,
+        session_id: str | None,
+        events: Sequence[dict[str, Any]],
+        rewound_event_ids: Sequence[str] = (),
     ) -> int:
         """Takes the events' texts into memory (ADK's add_events_to_memory);
-        returns how many were new. Events without a session share one."""
+        returns how many were new. Events without a session share one. The
+        session's memories of `rewound_event_ids` (events a rewind undid)
+        are deleted first."""
         now = self.clock()
         records = [
             record
             for document in events
-            if (record := memory_record(session_id or "", _as_taken(document, now))) is not None
+            if (record := memory_record(session_id or "", as_taken(document, now))) is not None
         ]
+        if rewound_event_ids:
+            await self.store.remove_session_memories(
+                app_name, user_id, session_id or "", rewound_event_ids
+            )
         added = await self.store.add_memories(app_name, user_id, await self._with_vectors(records))
         self._stored()
         return added

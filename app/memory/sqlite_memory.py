@@ -3,19 +3,25 @@
 in the deleting transaction, through the sessions' hook
 (app.sessions.sqlite_session_hooks)."""
 
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from typing import TypeVar
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from ..sessions import sqlite_statements as session_sql
-from ..sessions.domain import EmbeddingBacklogCount, MemoryRecord, SessionKey, TombstoneKind
+from ..sessions.domain import (
+    EmbeddingBacklogCount,
+    MemoryRecord,
+    SessionKey,
+    StoredEvent,
+    TombstoneKind,
+)
 from ..sessions.sqlite_session_hooks import SqliteSessionHooks
 from . import sqlite_statements as sql
 from .candidates import gather_memory_candidates
 from .domain import MemoryCandidates, VectorQuery
 from .embedding import StoredVector
-from .store import MemoriesOf
+from .store import SessionIngestion
 
 # Rows per statement when memories are written or a session's events read
 # for memory: a long history is taken in bounded memory.
@@ -28,9 +34,19 @@ def _batches(items: Sequence[T]) -> list[Sequence[T]]:
     return [items[start : start + MEMORY_BATCH] for start in range(0, len(items), MEMORY_BATCH)]
 
 
+async def _session_events(
+    connection: AsyncConnection, key: SessionKey
+) -> AsyncIterator[list[StoredEvent]]:
+    """The session's events in order, MEMORY_BATCH at a time."""
+    after_seq = 0
+    while batch := await session_sql.read_events_after(connection, key, after_seq, MEMORY_BATCH):
+        after_seq = batch[-1].seq
+        yield batch
+
+
 class SqliteMemory(SqliteSessionHooks):
     async def ingest_session(
-        self, key: SessionKey, memories_of: MemoriesOf, now: float
+        self, key: SessionKey, ingestion: SessionIngestion, now: float
     ) -> int | None:
         added = 0
         async with self._write() as connection:
@@ -38,15 +54,23 @@ class SqliteMemory(SqliteSessionHooks):
             # delete of the session (with its memories) waits.
             if await session_sql.read_session(connection, key, now) is None:
                 return None
-            after_seq = 0
-            while batch := await session_sql.read_events_after(
-                connection, key, after_seq, MEMORY_BATCH
-            ):
-                after_seq = batch[-1].seq
+            async for batch in _session_events(connection, key):
+                ingestion.note(batch)
+            async for batch in _session_events(connection, key):
                 added += await sql.insert_memories(
-                    connection, key.app_name, key.user_id, memories_of(batch)
+                    connection, key.app_name, key.user_id, ingestion.memories_of(batch)
                 )
+            for event_ids in _batches(ingestion.undone_event_ids()):
+                await sql.delete_session_memories_of(connection, key, event_ids)
         return added
+
+    async def remove_session_memories(
+        self, app_name: str, user_id: str, session_id: str, event_ids: Sequence[str]
+    ) -> None:
+        key = SessionKey(app_name, user_id, session_id)
+        async with self._write() as connection:
+            for batch in _batches(event_ids):
+                await sql.delete_session_memories_of(connection, key, batch)
 
     async def add_memories(
         self, app_name: str, user_id: str, records: Sequence[MemoryRecord]

@@ -114,6 +114,21 @@ async def _forgotten_among(
     return set(result.scalars())
 
 
+async def delete_session_memories_of(
+    connection: AsyncConnection, key: SessionKey, event_ids: Sequence[str]
+) -> None:
+    """Deletes the session's memories of these events (not forgotten: the
+    ids may be taken again)."""
+    await connection.execute(
+        delete(memories).where(
+            memories.c.app_name == key.app_name,
+            memories.c.user_id == key.user_id,
+            memories.c.session_id == key.session_id,
+            memories.c.event_id.in_(event_ids),
+        )
+    )
+
+
 async def replace_memories(
     connection: AsyncConnection, app_name: str, user_id: str, records: Sequence[MemoryRecord]
 ) -> None:

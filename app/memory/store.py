@@ -2,15 +2,31 @@
 keyword and vector candidates, and the embedding backlog. Implemented by both
 backends' stores (app.stores)."""
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Protocol
 
 from ..sessions.domain import EmbeddingBacklogCount, MemoryRecord, SessionKey, StoredEvent
 from .domain import MemoryCandidates, VectorQuery
 from .embedding import StoredVector
 
-# What memory keeps of a batch of a session's stored events.
-MemoriesOf = Callable[[Sequence[StoredEvent]], list[MemoryRecord]]
+
+class SessionIngestion(Protocol):
+    """What memory takes of a stored session, whose events a store reads
+    twice in one transaction: first all of them (`note`), then, batch by
+    batch, their memories (`memories_of`)."""
+
+    def note(self, events: Sequence[StoredEvent]) -> None:
+        """A batch of the first reading, in order."""
+        ...
+
+    def memories_of(self, events: Sequence[StoredEvent]) -> list[MemoryRecord]:
+        """What memory keeps of a batch of the second reading."""
+        ...
+
+    def undone_event_ids(self) -> list[str]:
+        """The memory ids of the events a rewind undid (after the first
+        reading): their memories of the session are deleted."""
+        ...
 
 
 class MemoryStore(Protocol):
@@ -19,11 +35,18 @@ class MemoryStore(Protocol):
     # delete_memory cannot bring a deleted id back.
 
     async def ingest_session(
-        self, key: SessionKey, memories_of: MemoriesOf, now: float
+        self, key: SessionKey, ingestion: SessionIngestion, now: float
     ) -> int | None:
         """Stores the memories of the session's events not stored yet, read
-        in bounded batches; returns how many were added, None if there is no
-        such session."""
+        in bounded batches, and deletes those of the events a rewind undid;
+        returns how many were added, None if there is no such session."""
+        ...
+
+    async def remove_session_memories(
+        self, app_name: str, user_id: str, session_id: str, event_ids: Sequence[str]
+    ) -> None:
+        """Deletes the session's memories of these events (a rewind undid
+        them); unlike delete_memory, the ids may be taken again."""
         ...
 
     async def add_memories(

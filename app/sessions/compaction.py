@@ -34,6 +34,7 @@ from dataclasses import dataclass
 
 from . import adk_events
 from .adk_events import Document, Facts, Interval
+from .rewound import first_events, live_indexes
 
 
 @dataclass(frozen=True)
@@ -64,11 +65,8 @@ def compacted(events_json: str, keep_invocations: int = 0) -> CompactedEvents:
 def left_out(documents: Sequence[Document], keep_invocations: int = 0) -> set[int]:
     """The indexes of the events a compacted read leaves out."""
     events = [adk_events.facts(document) for document in documents]
-    first_of: dict[str, int] = {}
-    for index, event in enumerate(events):
-        if event.invocation is not None:
-            first_of.setdefault(event.invocation, index)
-    live = live_indexes(events, first_of)
+    first_of = first_events([event.invocation for event in events])
+    live = live_indexes([event.rewind_target for event in events], first_of)
     # ADK's root compactors write unscoped compaction events without a branch.
     summaries = [
         index for index in sorted(live) if events[index].is_compaction and not events[index].scoped
@@ -97,24 +95,6 @@ def left_out(documents: Sequence[Document], keep_invocations: int = 0) -> set[in
         and coverage.covers(event)
     }
     return going - _calls_kept_for_answers(documents, going)
-
-
-def live_indexes(events: Sequence[Facts], first_of: dict[str, int]) -> set[int]:
-    """The events no rewind undid, as ADK's `_apply_rewinds` finds them:
-    walking back from the newest, a rewind marker skips every event back to
-    the first of the invocation it names (itself included)."""
-    live: set[int] = set()
-    index = len(events) - 1
-    while index >= 0:
-        target = events[index].rewind_target
-        if target is None:
-            live.add(index)
-        else:
-            start = first_of.get(target)
-            if start is not None and start < index:
-                index = start
-        index -= 1
-    return live
 
 
 class _Coverage:

@@ -443,6 +443,12 @@ class AddMemoryEventsRequest(WireModel):
     custom_metadata: dict[str, Any] | None = Field(
         default=None, description="Accepted as ADK passes it; no key is interpreted."
     )
+    rewound_event_ids: list[MemoryId] = Field(
+        default_factory=list,
+        description="Events of the session a rewind undid (ADK 2.15's memory services delete "
+        "them when a session is added): the session's memories of them are deleted, not "
+        "forgotten (the ids may be taken again).",
+    )
 
 
 class AddMemoryEventsResponse(WireModel):

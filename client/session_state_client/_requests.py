@@ -4,7 +4,7 @@ async clients, and when a failed attempt may be repeated."""
 import functools
 import random
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, TypeAlias, TypeVar
 from urllib.parse import quote
@@ -632,12 +632,15 @@ def add_events_to_memory(
     events: list[dict[str, Any]],
     session_id: str | None,
     custom_metadata: Mapping[str, Any] | None,
+    rewound_event_ids: Sequence[str] = (),
 ) -> Call[MemoryEventsResult]:
     body: dict[str, Any] = {"events": events}
     if session_id is not None:
         body["sessionId"] = session_id
     if custom_metadata is not None:
         body["customMetadata"] = dict(custom_metadata)
+    if rewound_event_ids:
+        body["rewoundEventIds"] = list(rewound_event_ids)
     return Call(
         "POST",
         f"{_memory_path(app_name, user_id)}/events",

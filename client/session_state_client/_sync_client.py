@@ -589,11 +589,16 @@ class SessionStateClient:
         events: list[dict[str, Any]],
         session_id: str | None = None,
         custom_metadata: Mapping[str, Any] | None = None,
+        rewound_event_ids: Sequence[str] = (),
     ) -> MemoryEventsResult:
         """Takes the texts of these events (ADK Event JSON) into the user's
-        memory; an event already taken (same session and id) is skipped."""
+        memory; an event already taken (same session and id) is skipped.
+        `rewound_event_ids`: events of the session a rewind undid, whose
+        memories are deleted first (ADK 2.15's add_session_to_memory)."""
         return self._send(
-            _requests.add_events_to_memory(app_name, user_id, events, session_id, custom_metadata)
+            _requests.add_events_to_memory(
+                app_name, user_id, events, session_id, custom_metadata, rewound_event_ids
+            )
         )
 
     def add_memory(

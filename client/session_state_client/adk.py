@@ -27,6 +27,7 @@ try:
     from google.adk.errors._stale_session_error import StaleSessionError
     from google.adk.errors.already_exists_error import AlreadyExistsError
     from google.adk.errors.session_not_found_error import SessionNotFoundError
+    from google.adk.events._rewind_events import get_active_events
     from google.adk.events.event import Event
     from google.adk.memory.base_memory_service import BaseMemoryService, SearchMemoryResponse
     from google.adk.memory.memory_entry import MemoryEntry
@@ -444,15 +445,20 @@ class HttpSessionService(_ServerClient, BaseSessionService):
 
 class HttpMemoryService(_ServerClient, BaseMemoryService):
     """ADK's BaseMemoryService over HTTP (constructor: `_ServerClient`), with
-    ADK 2.13's add_events_to_memory, add_memory and delete_memory. The
+    ADK 2.15's add_events_to_memory, add_memory and delete_memory. The
     sessions given may be kept anywhere: their events are sent."""
 
     async def add_session_to_memory(self, session: Session) -> None:
-        await self.add_events_to_memory(
-            app_name=session.app_name,
+        """As ADK's memory services (2.15): the events no rewind undid are
+        taken, and the session's memories of those a rewind undid deleted."""
+        live = get_active_events(session.events)
+        live_ids = {event.id for event in live}
+        await self._add_events(
+            session.app_name,
             user_id=session.user_id,
-            events=session.events,
+            events=live,
             session_id=session.id,
+            rewound_event_ids=[event.id for event in session.events if event.id not in live_ids],
         )
 
     async def add_events_to_memory(
@@ -464,17 +470,31 @@ class HttpMemoryService(_ServerClient, BaseMemoryService):
         session_id: str | None = None,
         custom_metadata: Mapping[str, object] | None = None,
     ) -> None:
+        await self._add_events(app_name, user_id, events, session_id, custom_metadata)
+
+    async def _add_events(
+        self,
+        app_name: str,
+        user_id: str,
+        events: Sequence[Event],
+        session_id: str | None,
+        custom_metadata: Mapping[str, object] | None = None,
+        rewound_event_ids: Sequence[str] = (),
+    ) -> None:
         # As ADK's services: only events with content parts can be memories.
         documents = [
             _event_json(event) for event in events if event.content and event.content.parts
         ]
-        for batch in _batches(documents):
+        # The rewound events' memories go with the first request (or alone).
+        batches = list(_batches(documents)) or ([[]] if rewound_event_ids else [])
+        for index, batch in enumerate(batches):
             await self.client.add_events_to_memory(
                 app_name=app_name,
                 user_id=user_id,
                 events=batch,
                 session_id=session_id,
                 custom_metadata=custom_metadata,
+                rewound_event_ids=rewound_event_ids if index == 0 else (),
             )
 
     async def add_memory(

@@ -5,9 +5,10 @@ reference: both must pass every test.
 Every behaviour that ADK's own memory-service unit tests check of a memory
 service (tests/unittests/memory/test_in_memory_memory_service.py in
 google/adk-python, as of ADK 2.13) is stated here in our words, its
-thread-safety test included; each test has a deadline, so a hang fails instead
-of blocking the run. Tests of the in-memory store's internals are stated by
-what a search then finds."""
+thread-safety test included, with what ADK 2.15 changed (a session is taken
+without what a rewind undid; thought parts are not memories); each test has a
+deadline, so a hang fails instead of blocking the run. Tests of the in-memory
+store's internals are stated by what a search then finds."""
 
 import asyncio
 import threading
@@ -15,7 +16,7 @@ import unicodedata
 from typing import Any
 
 import pytest
-from google.adk.events import Event
+from google.adk.events import Event, EventActions
 from google.adk.memory import InMemoryMemoryService
 from google.adk.sessions import Session
 from google.genai import types
@@ -264,3 +265,55 @@ def test_searches_run_safely_while_other_threads_add(memory, app):
     assert not failures, failures
     assert len(searches) == 120 and all(searches)
     assert asyncio.run(_found(memory, app, "written59")) == ["fact written59"]
+
+
+def _rewind_marker(before_invocation: str) -> Event:
+    return Event(
+        id=f"rewind-{before_invocation}",
+        invocation_id=f"e-{before_invocation}",
+        author="user",
+        timestamp=1_000.0,
+        actions=EventActions(rewind_before_invocation_id=before_invocation),
+    )
+
+
+@pytest.mark.parametrize("added_before_the_rewind", [False, True])
+async def test_a_session_is_taken_without_what_a_rewind_undid(memory, app, added_before_the_rewind):
+    # ADK 2.15: add_session_to_memory takes the events no rewind undid, and
+    # a session taken again after a rewind no longer finds what it undid.
+    first = _said("Owls hunt at night", "e1")
+    undone = [_said("Owls eat cake", "e2"), _said("Cake owls again", "e3")]
+    undone[1].invocation_id = undone[0].invocation_id
+    if added_before_the_rewind:
+        await memory.add_session_to_memory(_session(app, "s1", first, *undone))
+        assert sorted(await _found(memory, app, "cake")) == ["Cake owls again", "Owls eat cake"]
+    rewound = _session(
+        app,
+        "s1",
+        first,
+        *undone,
+        _rewind_marker(undone[0].invocation_id),
+        _said("Owls sleep by day", "e4"),
+    )
+    await memory.add_session_to_memory(rewound)
+    assert await _found(memory, app, "cake") == []
+    assert sorted(await _found(memory, app, "owls")) == ["Owls hunt at night", "Owls sleep by day"]
+
+
+async def test_thought_parts_are_neither_searched_nor_returned(memory, app):
+    # ADK 2.15: a model's thoughts are not memories of what was said.
+    thinking = Event(
+        id="t1",
+        invocation_id="i",
+        author="model",
+        timestamp=1_000.0,
+        content=types.Content(
+            role="model",
+            parts=[types.Part(text="Zebras, hmm", thought=True), types.Part(text="Giraffes win")],
+        ),
+    )
+    await memory.add_session_to_memory(_session(app, "s1", thinking))
+    assert await _found(memory, app, "zebras") == []
+    result = await memory.search_memory(app_name=app, user_id="ada", query="giraffes")
+    (entry,) = result.memories
+    assert [part.text for part in entry.content.parts] == ["Giraffes win"]

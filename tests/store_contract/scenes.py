@@ -2,7 +2,7 @@
 outcome of a store call as a value."""
 
 import json
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Sequence
 from typing import Any, TypeVar
 
 from session_state.sessions.domain import (
@@ -105,18 +105,32 @@ async def outcome_of(awaitable: Awaitable[T]) -> T | Exception:
         return error
 
 
-def memories_of(session_id: str) -> Callable[[Sequence[StoredEvent]], list[MemoryRecord]]:
-    """What memory keeps of stored events: one record per event, its text."""
+class _Ingestion:
+    """What memory keeps of stored events: one record per event, its text;
+    no rewinds (app.memory.session_ingestion reads those)."""
 
-    def records(batch: Sequence[StoredEvent]) -> list[MemoryRecord]:
+    def __init__(self, session_id: str) -> None:
+        self.session_id = session_id
+
+    def note(self, events: Sequence[StoredEvent]) -> None:
+        pass
+
+    def memories_of(self, events: Sequence[StoredEvent]) -> list[MemoryRecord]:
         kept = []
-        for stored in batch:
+        for stored in events:
             document: dict[str, Any] = json.loads(stored.data)
             text = document["content"]["parts"][0]["text"]
-            kept.append(MemoryRecord(session_id, document["id"], "planner", "model", NOW, text))
+            kept.append(
+                MemoryRecord(self.session_id, document["id"], "planner", "model", NOW, text)
+            )
         return kept
 
-    return records
+    def undone_event_ids(self) -> list[str]:
+        return []
+
+
+def memories_of(session_id: str) -> _Ingestion:
+    return _Ingestion(session_id)
 
 
 def memory(

@@ -2,7 +2,11 @@
 and forgetting memories, and searching them."""
 
 import asyncio
+import json
 
+from session_state.memory.session_ingestion import SessionIngestion
+from session_state.sessions.domain import NewEvent
+from session_state.sessions.state import ScopedDelta
 from session_state.stores import Store
 
 from .scenes import APP, LIMIT, NOW, append, create, event, key, memories_of, memory
@@ -37,6 +41,16 @@ async def test_added_memories_are_stored_once_and_forgotten_ones_stay_out(store:
 
     assert await store.add_memories(APP, "ada", records) == 0
     assert await _texts(store, "museum") == ["museum tickets"]
+
+
+async def test_removing_a_sessions_memories_leaves_others_and_lets_them_back(store: Store):
+    records = [memory("m1", "museum one", "s1"), memory("m1", "museum two", "s2")]
+    await store.add_memories(APP, "ada", [*records, memory("m2", "museum three", "s1")])
+
+    await store.remove_session_memories(APP, "ada", "s1", ["m1", "unknown"])
+    assert sorted(await _texts(store, "museum")) == ["museum three", "museum two"]
+    # Removed, not forgotten: the id may be taken again.
+    assert await store.add_memories(APP, "ada", records[:1]) == 1
 
 
 async def test_forgetting_an_unknown_memory_is_a_no_op(store: Store):
@@ -105,3 +119,24 @@ async def test_an_add_racing_a_forget_never_brings_the_id_back(store: Store, sec
             record.event_id
             for record, _share in await store.search_memories(APP, "ada", "museum", 50, LIMIT)
         }
+
+
+async def test_an_ingestion_leaves_out_and_deletes_what_a_rewind_undid(store: Store):
+    await create(store, key())
+    await append(store, key(), event("e1", text="flight to Lisbon"), event("e2", text="flight x"))
+    assert await store.ingest_session(key(), SessionIngestion("s1", list), NOW) == 2
+    marker = {
+        "id": "r1",
+        "invocationId": "e-r1",
+        "author": "user",
+        "timestamp": NOW,
+        "actions": {"rewindBeforeInvocationId": "inv-e2"},
+    }
+    no_delta = ScopedDelta({}, {}, {})
+    await append(store, key(), NewEvent("r1", "e-r1", "user", NOW, json.dumps(marker), no_delta))
+    await append(store, key(), event("e3", text="flight home"))
+
+    # The real ingestion (app.memory.session_ingestion), through the store's
+    # two readings: e2 was undone, its memory goes; e3 is new.
+    assert await store.ingest_session(key(), SessionIngestion("s1", list), NOW) == 1
+    assert sorted(await _texts(store, "flight")) == ["flight home", "flight to Lisbon"]
