@@ -626,14 +626,13 @@ def main(argv: list[str] | None = None) -> int:
     window_s = (
         arguments.window if arguments.window is not None else (0.0 if arguments.quick else WINDOW_S)
     )
+    stock_threads, stock_steps = QUICK_STOCK if arguments.quick else STOCK
+    stock = Shape(stock_threads, stock_steps, arguments.value_bytes)
     document: dict[str, Any] = {
         "langgraph": version("langgraph"),
         "langgraph-checkpoint-postgres": version("langgraph-checkpoint-postgres"),
         "window_s": window_s,
-        "stock": {
-            "threads": (QUICK_STOCK if arguments.quick else STOCK)[0],
-            "steps": (QUICK_STOCK if arguments.quick else STOCK)[1],
-        },
+        "stock": {"threads": stock_threads, "steps": stock_steps},
         "shapes": [],
     }
     tables, checks = [], []
@@ -643,7 +642,6 @@ def main(argv: list[str] | None = None) -> int:
             before = stack.enter_context(head_checkout())
         for count_of_threads in threads:
             shape = Shape(count_of_threads, steps, arguments.value_bytes)
-            stock = Shape(*(QUICK_STOCK if arguments.quick else STOCK), arguments.value_bytes)
             sides = asyncio.run(run_shape(shape, count, window_s, before, arguments.granian, stock))
             tables.append(markdown(shape, sides, window_s))
             checks += goals(shape, sides)

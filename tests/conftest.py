@@ -220,10 +220,8 @@ def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
 
 @pytest.fixture
 def settings(database_url: str) -> Settings:
-    # A loaded CI machine (two cores, a failover cluster starting beside)
-    # can take longer than the 5 s default to hand out a first connection;
-    # the tests of timeouts set their own.
-    return Settings(database_url=database_url, db_timeout_seconds=30)
+    # Its database timeout is the test process's (pytest_configure).
+    return Settings(database_url=database_url)
 
 
 @asynccontextmanager

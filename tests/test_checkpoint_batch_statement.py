@@ -5,6 +5,7 @@ contract suite (tests/checkpoint_contract/test_operations.py) checks that
 both store what the operations one by one store; this proves which one ran,
 by the statements prepared on a store's one connection."""
 
+import asyncio
 import uuid
 from collections.abc import AsyncIterator
 
@@ -93,3 +94,45 @@ async def test_a_batch_the_database_refuses_in_its_one_statement_stores_nothing(
     found, _ = await listed(checkpoints, key)
     assert [c.checkpoint_id for c in found] == ["c1"]
     assert found[0].writes == []
+
+
+async def test_batches_racing_deletes_of_their_thread_leave_no_rows_without_a_thread(
+    postgres_url: str,
+):
+    """A batch that finds its thread deleted under it writes nothing or
+    opens the thread again: never values, checkpoints or writes without a
+    thread, which a new thread of that id would find. Real concurrency: a
+    pool of connections, the batch and the delete sent at once, round
+    after round; the batches to a stored thread took the one statement."""
+    store = await PostgresStore.connect(Settings(database_url=postgres_url, db_pool_size=4))
+    try:
+        checkpoints = store.checkpoint_store()
+        key = thread(f"race-{uuid.uuid4().hex[:8]}")
+        outcomes = {"deleted": 0, "kept": 0}
+        for round_ in range(40):
+            await checkpoints.put_checkpoint(key, OWNER, checkpoint(f"c{round_:02}a"), NOW)
+            step = _step(f"c{round_:02}b", f"c{round_:02}a")
+            _, deleted = await asyncio.gather(
+                checkpoints.apply_operations(key, OWNER, step, NOW),
+                checkpoints.delete_thread(key),
+            )
+            async with store.pool.acquire() as connection:
+                thread_rows = await connection.fetchval(
+                    "SELECT count(*) FROM lg_threads WHERE app_name = $1 AND thread_id = $2",
+                    key.app_name,
+                    key.thread_id,
+                )
+                for table in ("lg_checkpoints", "lg_channel_values", "lg_writes"):
+                    rows = await connection.fetchval(
+                        f"SELECT count(*) FROM {table} WHERE app_name = $1 AND thread_id = $2",
+                        key.app_name,
+                        key.thread_id,
+                    )
+                    assert thread_rows or not rows, (round_, table, rows)
+            outcomes["kept" if thread_rows else "deleted"] += 1
+            assert deleted
+        assert await _prepared(store)
+    finally:
+        await store.close()
+    # Both orders happened: the race was run, not serialised away.
+    assert outcomes["deleted"] and outcomes["kept"], outcomes

@@ -144,9 +144,9 @@ INSERT INTO lg_writes
         value_type, value)
 SELECT :app_name, :thread_id, w.checkpoint_ns, w.checkpoint_id, w.task_id, w.task_path, w.idx,
        w.channel, w.value_type, w.value
-  FROM unnest(:write_ns::text[], :write_checkpoint_id::text[], :write_task_id::text[],
-              :write_task_path::text[], :write_idx::int[], :write_channel::text[],
-              :write_value_type::text[], :write_value::bytea[], :write_replace::boolean[])
+  FROM unnest(:writes_ns::text[], :writes_checkpoint_id::text[], :writes_task_id::text[],
+              :writes_task_path::text[], :writes_idx::int[], :writes_channel::text[],
+              :writes_value_type::text[], :writes_value::bytea[], :writes_replace::boolean[])
        AS w(checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, value_type, value,
             replace)
  WHERE {_IF_LIVE} AND {"" if replace else "NOT "}w.replace
@@ -162,8 +162,8 @@ _BATCH_TO_LIVE_THREAD = Statement.of(
 INSERT INTO lg_channel_values
        (app_name, thread_id, checkpoint_ns, channel, version, value_type, value)
 SELECT :app_name, :thread_id, v.checkpoint_ns, v.channel, v.version, v.value_type, v.value
-  FROM unnest(:value_ns::text[], :value_channel::text[], :value_version::text[],
-              :value_value_type::text[], :value_value::bytea[])
+  FROM unnest(:values_ns::text[], :values_channel::text[], :values_version::text[],
+              :values_value_type::text[], :values_value::bytea[])
        AS v(checkpoint_ns, channel, version, value_type, value)
  WHERE {_IF_LIVE}
 ON CONFLICT DO NOTHING),
@@ -173,10 +173,10 @@ INSERT INTO lg_checkpoints
         checkpoint_type, checkpoint, channel_versions, metadata)
 SELECT :app_name, :thread_id, c.checkpoint_ns, c.checkpoint_id, c.parent, c.run_id,
        c.checkpoint_type, c.checkpoint, c.channel_versions::jsonb, c.metadata::jsonb
-  FROM unnest(:checkpoint_ns::text[], :checkpoint_checkpoint_id::text[],
-              :checkpoint_parent::text[], :checkpoint_run_id::text[],
-              :checkpoint_checkpoint_type::text[], :checkpoint_checkpoint::bytea[],
-              :checkpoint_versions::text[], :checkpoint_metadata::text[])
+  FROM unnest(:checkpoints_ns::text[], :checkpoints_checkpoint_id::text[],
+              :checkpoints_parent::text[], :checkpoints_run_id::text[],
+              :checkpoints_checkpoint_type::text[], :checkpoints_checkpoint::bytea[],
+              :checkpoints_versions::text[], :checkpoints_metadata::text[])
        AS c(checkpoint_ns, checkpoint_id, parent, run_id, checkpoint_type, checkpoint,
             channel_versions, metadata)
  WHERE {_IF_LIVE}

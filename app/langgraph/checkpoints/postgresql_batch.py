@@ -1,7 +1,8 @@
 """A thread's batch of puts and put_writes (POST .../operations) as the
 columns of one statement (app.langgraph.checkpoints.postgresql's
 `_BATCH_TO_LIVE_THREAD`): every operation's rows side by side, an array per
-column, so that a batch to a live thread costs one round trip instead of a
+column, named `<table>_<column>` (`values_`, `checkpoints_`, `writes_`), so
+that a batch to a live thread costs one round trip instead of a
 transaction's several.
 
 One statement writes all its rows at once, not in the batch's order, so it
@@ -40,29 +41,29 @@ def one_statement_columns(
                     return None
                 writes.add(write)
             count = len(rows["task_id"])
-            columns["write_ns"] += [namespace] * count
-            columns["write_checkpoint_id"] += [checkpoint_id] * count
-            columns["write_replace"] += [second] * count
+            columns["writes_ns"] += [namespace] * count
+            columns["writes_checkpoint_id"] += [checkpoint_id] * count
+            columns["writes_replace"] += [second] * count
             for name in _WRITE_COLUMNS:
-                columns[f"write_{name}"] += rows[name]
+                columns[f"writes_{name}"] += rows[name]
             continue
         checkpoint = (namespace, second["checkpoint_id"])
         if checkpoint in checkpoints:
             return None
         checkpoints.add(checkpoint)
-        columns["value_ns"] += [namespace] * len(rows["channel"])
+        columns["values_ns"] += [namespace] * len(rows["channel"])
         for name in _VALUE_COLUMNS:
-            columns[f"value_{name}"] += rows[name]
-        columns["checkpoint_ns"].append(namespace)
+            columns[f"values_{name}"] += rows[name]
+        columns["checkpoints_ns"].append(namespace)
         for name in _CHECKPOINT_COLUMNS:
-            columns[f"checkpoint_{name}"].append(second[name])
-        columns["checkpoint_versions"].append(json_text(second["channel_versions"]))
-        columns["checkpoint_metadata"].append(json_text(second["metadata"]))
+            columns[f"checkpoints_{name}"].append(second[name])
+        columns["checkpoints_versions"].append(json_text(second["channel_versions"]))
+        columns["checkpoints_metadata"].append(json_text(second["metadata"]))
     return columns
 
 
 _NAMES = (
-    *(f"value_{name}" for name in ("ns", *_VALUE_COLUMNS)),
-    *(f"checkpoint_{name}" for name in ("ns", *_CHECKPOINT_COLUMNS, "versions", "metadata")),
-    *(f"write_{name}" for name in ("ns", "checkpoint_id", *_WRITE_COLUMNS, "replace")),
+    *(f"values_{name}" for name in ("ns", *_VALUE_COLUMNS)),
+    *(f"checkpoints_{name}" for name in ("ns", *_CHECKPOINT_COLUMNS, "versions", "metadata")),
+    *(f"writes_{name}" for name in ("ns", "checkpoint_id", *_WRITE_COLUMNS, "replace")),
 )
