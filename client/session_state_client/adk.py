@@ -45,6 +45,7 @@ from session_state_client import _exceptions
 from session_state_client._async_client import AsyncSessionStateClient
 from session_state_client._models import Session as WireSession
 from session_state_client._requests import encode
+from session_state_client._session_options import session_options
 
 __all__ = [
     "URI_SCHEMES",
@@ -265,11 +266,27 @@ class HttpSessionService(_ServerClient, BaseSessionService):
         user_id: str,
         state: dict[str, Any] | None = None,
         session_id: str | None = None,
+        **options: Any,
     ) -> Session:
+        """As ADK's services; `options` are those of ADK's
+        VertexAiSessionService, so code written for it runs unchanged:
+        `ttl` ("7200s", seconds or a timedelta: the session expires that
+        long after its last event), `expire_time` or `expireTime` (RFC 3339
+        text, an aware datetime or epoch seconds) and `labels` (GCP's label
+        rules). ValueError for any other option, for `display_name` (the
+        server keeps no display names: a label can hold one) and for both
+        `ttl` and an expiry time."""
         session_id = _session_id(session_id)
+        lifetime = session_options(options)
         try:
             wire = await self.client.create_session(
-                app_name=app_name, user_id=user_id, session_id=session_id, state=state
+                app_name=app_name,
+                user_id=user_id,
+                session_id=session_id,
+                state=state,
+                ttl_seconds=lifetime.ttl_seconds,
+                expire_time=lifetime.expire_time,
+                labels=lifetime.labels,
             )
         except _exceptions.AlreadyExistsError as error:
             raise AlreadyExistsError(f"Session with id {session_id} already exists.") from error
