@@ -95,7 +95,6 @@ EXCLUDED: dict[str, list[str]] = {
         "test_pop_item_returns_none_after_dropping_only_corrupt_rows",
         "test_get_items_same_timestamp_consistent_order",
         "test_pop_item_same_timestamp_returns_latest",
-        "test_get_items_orders_by_id_for_ties",
         # A row's stored time rewritten into the past: our server orders
         # events by their place, so a backdated one stays the latest
         # (tests/client/test_openai_sessions.py has the same case).
