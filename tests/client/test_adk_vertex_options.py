@@ -27,9 +27,7 @@ async def _stored(base_url: str, app: str, session_id: str) -> Any:
         return await client.get_session(app_name=app, user_id="u", session_id=session_id)
 
 
-@pytest.mark.parametrize(
-    "ttl", ["7200s", " 7200s ", 7200, 7200.0, timedelta(hours=2)], ids=repr
-)
+@pytest.mark.parametrize("ttl", ["7200s", " 7200s ", 7200, 7200.0, timedelta(hours=2)], ids=repr)
 async def test_a_ttl_makes_the_session_expire_that_long_after_its_last_event(base_url, ttl):
     app = f"vx-{uuid.uuid4().hex[:8]}"
     async with HttpSessionService(base_url=base_url) as service:
