@@ -67,6 +67,8 @@ def _seconds(ttl: object) -> float:
 
 def _epoch(expire_time: object) -> float:
     if isinstance(expire_time, int | float) and not isinstance(expire_time, bool):
+        if not math.isfinite(expire_time):
+            raise ValueError(f"expire_time must be a finite number of seconds: {expire_time!r}")
         return float(expire_time)
     if isinstance(expire_time, str):
         try:
