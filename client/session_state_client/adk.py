@@ -42,6 +42,7 @@ except ModuleNotFoundError as missing:
     raise extra_missing(__name__, "ADK", "adk", missing) from missing
 
 from session_state_client import _exceptions
+from session_state_client._adk_state_form import holds_bytes, stored_state
 from session_state_client._async_client import AsyncSessionStateClient
 from session_state_client._models import Session as WireSession
 from session_state_client._requests import encode
@@ -180,6 +181,9 @@ def _batches(documents: list[dict[str, Any]]) -> Iterator[list[dict[str, Any]]]:
 
 def _event_json(event: Event) -> dict[str, Any]:
     document: dict[str, Any] = event.model_dump(mode="json", by_alias=True, exclude_none=True)
+    delta = event.actions.state_delta
+    if holds_bytes(delta):
+        document["actions"]["stateDelta"] = stored_state(delta)
     return document
 
 
@@ -189,8 +193,9 @@ _EVENT_SERIALIZER = Event.__pydantic_serializer__
 def _event_bytes(event: Event) -> dict[str, Any] | bytes:
     """The event as the body of its append: dumped once, straight to JSON
     bytes (no dict in between; the same bytes as encoding `_event_json`).
-    An event without an id goes as a dict, which the client gives one."""
-    if not event.id:
+    An event without an id goes as a dict, which the client gives one, and
+    so does a state delta holding bytes, in the form state keeps them."""
+    if not event.id or holds_bytes(event.actions.state_delta):
         return _event_json(event)
     return _EVENT_SERIALIZER.to_json(event, by_alias=True, exclude_none=True)
 
@@ -283,7 +288,7 @@ class HttpSessionService(_ServerClient, BaseSessionService):
                 app_name=app_name,
                 user_id=user_id,
                 session_id=session_id,
-                state=state,
+                state=stored_state(state) if state else state,
                 ttl_seconds=lifetime.ttl_seconds,
                 expire_time=lifetime.expire_time,
                 labels=lifetime.labels,
