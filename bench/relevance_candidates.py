@@ -20,7 +20,11 @@ background as its k-th nearest reference text, or the mean of its k
 nearest (as CSLS), combined by max or mean; backgrounds against reference
 texts of the same form (questions, statements) or of the other's form;
 vectors centred on the reference texts' mean; the question embedded
-without punctuation, or without English stop words.
+without punctuation, or without English stop words; and, with no reference
+texts, how a memory stands among the user's memories for the question (its
+cosine's z-score among them, or its cosine less the best of the others'),
+whose scores have a scale of their own (their margin columns mean
+nothing: read "facts above it").
 
     python -m bench.relevance_candidates    # prints, writes bench/results/<name>.json
 
@@ -108,6 +112,10 @@ class Candidate:
     background: tuple[int, str, str] | None = (2, "kth", "max")
     # "all" reference texts, "same" form as the text, or the "other" text's form
     form: str = "all"
+    # Instead of reference texts, how the memory stands among the user's
+    # memories for the question: "z" (its cosine's z-score among them) or
+    # "next" (its cosine less the best of the others').
+    among_memories: str | None = None
 
 
 def _background(vectors: Matrix, reference: Matrix, k: int, how: str) -> Matrix:
@@ -115,10 +123,26 @@ def _background(vectors: Matrix, reference: Matrix, k: int, how: str) -> Matrix:
     return _kth(similarity, k) if how == "kth" else _top_mean(similarity, k)
 
 
+def _among_memories(cosine: Matrix, how: str) -> Matrix:
+    if how == "z":
+        mean = cosine.mean(axis=1, keepdims=True)
+        deviation = cosine.std(axis=1, keepdims=True)
+        z: Matrix = ((cosine - mean) / deviation).astype(np.float32)
+        return z
+    # Each memory against the best of the others: the best one against the
+    # second, every other against the best.
+    ordered = np.sort(cosine, axis=1)
+    best, second = ordered[:, -1:], ordered[:, -2:-1]
+    next_best: Matrix = (cosine - np.where(cosine >= best, second, best)).astype(np.float32)
+    return next_best
+
+
 def scores(candidate: Candidate, texts: Texts) -> tuple[Matrix, Matrix]:
     """(cosine, score) of every question (rows) with every memory."""
     memories, questions, reference = texts.vectors()
     cosine: Matrix = questions @ memories.T
+    if candidate.among_memories is not None:
+        return cosine, _among_memories(cosine, candidate.among_memories)
     if candidate.background is None:
         return cosine, cosine
     k, how, combine = candidate.background
@@ -235,6 +259,8 @@ CANDIDATES = (
     Candidate("64 dimensions, 2nd, max", _dimensions(64)),
     Candidate("question without punctuation, 2nd, max", _without_punctuation),
     Candidate("question without stop words, 2nd, max", _without_stop_words),
+    Candidate("z-score among the user's memories", _plain, among_memories="z"),
+    Candidate("less the user's next best memory", _plain, among_memories="next"),
 )
 
 
