@@ -55,6 +55,7 @@ BENCHMARKS: dict[str, tuple[str, ...]] = {
     "replica_reads": ("--quick",),
     "failover": ("--quick",),
     "token_checks": ("--quick",),
+    "machine_noise": ("--quick",),
 }
 # Benchmarks whose quick run is another's part: module -> the one running it.
 INSIDE = {"adk_api": "run"}
