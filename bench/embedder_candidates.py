@@ -1,6 +1,7 @@
 """Embedders that install offline (their weights inside a package of a
 registry), measured on the labelled set's tuning part only
-(tests/memory_evaluation_set.py; the held-out part is never read here),
+(tests/memory_evaluation_set.py; the held-out part is read only by
+`--held-out-once`),
 as bench.relevance_candidates measures the bundled model.
 
 For each installed embedder and each score (plain cosine; the service's
@@ -35,6 +36,11 @@ importable):
     PYTHONPATH=<that venv's site-packages> python -m bench.embedder_candidates
     python -m bench.embedder_candidates --quick   # without them: the bundled model only
 
+Once a candidate and its margin are chosen on the tuning part,
+`--held-out-once CANDIDATE --margin M [--floor F]` runs that choice on the
+held-out part, once: hit@1 and hit@3 by plain cosine and under the rule,
+and the unrelated questions answered with nothing.
+
 Figures: docs/performance.md, "Offline embedders (issue 42)".
 """
 
@@ -57,7 +63,7 @@ from bench import RESULTS
 from session_state.memory.embedding import wordllama_vectors
 from session_state.memory.reference_texts import REFERENCE_TEXTS
 from session_state.memory.relevance import REFERENCE_RANK
-from tests.memory_evaluation_set import TUNING
+from tests.memory_evaluation_set import HELD_OUT, TUNING
 
 Matrix = npt.NDArray[np.float32]
 # What a question and a memory are embedded as: (questions, memories).
@@ -243,6 +249,72 @@ def _installed_megabytes(distributions: Sequence[str]) -> float:
     return round(total / 1e6, 1)
 
 
+def _reference(ask: Embed, store: Embed) -> Matrix:
+    """The reference texts, which stand for memories and questions alike:
+    each embedded as what its form is (a question or not)."""
+    is_question = [text.rstrip().endswith(("?", "？")) for text in REFERENCE_TEXTS]  # noqa: RUF001
+    reference: Matrix = np.concatenate(
+        [
+            ask([text for text, asks in zip(REFERENCE_TEXTS, is_question, strict=True) if asks]),
+            store(
+                [text for text, asks in zip(REFERENCE_TEXTS, is_question, strict=True) if not asks]
+            ),
+        ]
+    )
+    return reference
+
+
+@dataclass(frozen=True)
+class HeldOut:
+    """One embedder, chosen on the tuning part, run once on the held-out
+    part: the paraphrases' hit@1 and hit@3 by plain cosine (the model's
+    ranking, every memory returned) and under the rule (only memories whose
+    relevance is above the margin and cosine above the floor, ranked by
+    relevance), and the unrelated questions answered with nothing."""
+
+    margin: float
+    floor: float
+    paraphrases: int
+    unrelated: int
+    plain_hit_at_1: int
+    plain_hit_at_3: int
+    rule_hit_at_1: int
+    rule_hit_at_3: int
+    unrelated_answered_with_nothing: int
+
+
+def held_out_once(candidate: Candidate, margin: float, floor: float) -> HeldOut:
+    ask, store = candidate.load()
+    ids = list(HELD_OUT.memories)
+    memories = store([HELD_OUT.memories[memory] for memory in ids])
+    paraphrases = [question for question, _ in HELD_OUT.paraphrases]
+    questions = ask(paraphrases + [question for question, _ in HELD_OUT.unrelated])
+    reference = _reference(ask, store)
+    cosine: Matrix = questions @ memories.T
+    relevance = cosine - np.maximum(
+        _background(questions, reference, REFERENCE_RANK)[:, None],
+        _background(memories, reference, REFERENCE_RANK)[None, :],
+    )
+    admitted = (relevance > margin) & (cosine > floor)
+    facts = np.array([ids.index(fact) for _, fact in HELD_OUT.paraphrases])
+    rows = np.arange(len(paraphrases))
+    plain_rank = (cosine[rows] > cosine[rows, facts][:, None]).sum(axis=1)
+    fact_relevance = relevance[rows, facts][:, None]
+    rule_rank = ((relevance[rows] > fact_relevance) & admitted[rows]).sum(axis=1)
+    fact_admitted = admitted[rows, facts]
+    return HeldOut(
+        margin=margin,
+        floor=floor,
+        paraphrases=len(paraphrases),
+        unrelated=len(HELD_OUT.unrelated),
+        plain_hit_at_1=int((plain_rank == 0).sum()),
+        plain_hit_at_3=int((plain_rank < 3).sum()),
+        rule_hit_at_1=int((fact_admitted & (rule_rank == 0)).sum()),
+        rule_hit_at_3=int((fact_admitted & (rule_rank < 3)).sum()),
+        unrelated_answered_with_nothing=int((~admitted[len(paraphrases) :].any(axis=1)).sum()),
+    )
+
+
 def measure(candidate: Candidate, repeat: int) -> Measured:
     started = time.perf_counter()
     ask, store = candidate.load()
@@ -257,17 +329,7 @@ def measure(candidate: Candidate, repeat: int) -> Measured:
     embed_memories_ms = (time.perf_counter() - started) * 1000
     embed_memories_cpu_ms = (time.process_time() - cpu) * 1000
     questions = ask(paraphrases + unrelated)
-    # The reference texts stand for memories and questions alike: each
-    # embedded as what its form is (a question or not).
-    is_question = [text.rstrip().endswith(("?", "？")) for text in REFERENCE_TEXTS]  # noqa: RUF001
-    reference = np.concatenate(
-        [
-            ask([text for text, asks in zip(REFERENCE_TEXTS, is_question, strict=True) if asks]),
-            store(
-                [text for text, asks in zip(REFERENCE_TEXTS, is_question, strict=True) if not asks]
-            ),
-        ]
-    )
+    reference = _reference(ask, store)
     cosine: Matrix = questions @ memories.T
     scores = {"plain cosine": cosine}
     for rank, name in RULES.items():
@@ -300,7 +362,16 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--name", default="embedder_candidates")
     parser.add_argument("--quick", action="store_true", help="10 timed embeds, not 200")
+    parser.add_argument(
+        "--held-out-once",
+        metavar="CANDIDATE",
+        help="instead: run this candidate, chosen on the tuning part, on the held-out part",
+    )
+    parser.add_argument("--margin", type=float, default=0.0, help="with --held-out-once")
+    parser.add_argument("--floor", type=float, default=-1.0, help="with --held-out-once")
     arguments = parser.parse_args(argv)
+    if arguments.held_out_once:
+        return _run_held_out(arguments)
     repeat = 10 if arguments.quick else 200
     report: dict[str, Measured | str] = {}
     for candidate in CANDIDATES:
@@ -358,6 +429,25 @@ def main(argv: list[str] | None = None) -> int:
         )
         + "\n"
     )
+    return 0
+
+
+def _run_held_out(arguments: argparse.Namespace) -> int:
+    chosen = {candidate.name: candidate for candidate in CANDIDATES}[arguments.held_out_once]
+    found = held_out_once(chosen, arguments.margin, arguments.floor)
+    print(
+        f"held-out part, {chosen.name}, margin {found.margin:+.3f}, floor {found.floor:+.2f}:"
+        f" {found.paraphrases} paraphrases, {found.unrelated} unrelated"
+    )
+    print(f"  plain cosine: hit@1 {found.plain_hit_at_1}, hit@3 {found.plain_hit_at_3}")
+    print(
+        f"  the rule:     hit@1 {found.rule_hit_at_1}, hit@3 {found.rule_hit_at_3},"
+        f" unrelated answered with nothing {found.unrelated_answered_with_nothing}"
+        f" of {found.unrelated}"
+    )
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    result = {"candidate": chosen.name, **asdict(found)}
+    (RESULTS / f"{arguments.name}.json").write_text(json.dumps(result, indent=2) + "\n")
     return 0
 
 
