@@ -1,5 +1,5 @@
 """Embedders that install offline (their weights inside a package of a
-registry), measured on the labelled set's tuning part only
+registry), measured on the labelled set's tuning part
 (tests/memory_evaluation_set.py; the held-out part is read only by
 `--held-out-once`),
 as bench.relevance_candidates measures the bundled model.
