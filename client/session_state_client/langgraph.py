@@ -65,6 +65,7 @@ try:
         Checkpoint,
         CheckpointMetadata,
         CheckpointTuple,
+        DeltaChannelHistory,
         get_checkpoint_id,
         get_serializable_checkpoint_metadata,
     )
@@ -91,6 +92,8 @@ from session_state_client._constants import (
     DEFAULT_TIMEOUT,
     RETRYABLE_STATUSES,
 )
+from session_state_client._delta_history import PAGE as DELTA_PAGE
+from session_state_client._delta_history import Ancestors, DeltaWalk
 from session_state_client._exceptions import (
     APIStatusError,
     error_from_response,
@@ -683,6 +686,32 @@ class SessionStateSaver(_Closing, BaseCheckpointSaver[str]):
         for request in self._prune_requests(thread_ids, strategy):
             self._server.send(request)
 
+    def get_delta_channel_history(
+        self, *, config: RunnableConfig, channels: Sequence[str]
+    ) -> Mapping[str, DeltaChannelHistory]:
+        """The base saver's answer, read from pages of the thread's
+        checkpoints instead of one request per ancestor
+        (session_state_client._delta_history)."""
+        walk = DeltaWalk(channels)
+        if not walk.channels:
+            return {}
+        target = self.get_tuple(config)
+        if target is None:
+            return walk.history()
+        ancestors = Ancestors(target.config)
+        cursor = target.parent_config
+        while cursor is not None and walk.remaining:
+            found = ancestors.get(cursor)
+            if found is None and not ancestors.exhausted:
+                listing, before = ancestors.listing, ancestors.before
+                ancestors.take(list(self.list(listing, before=before, limit=DELTA_PAGE)))
+                continue
+            if found is None:
+                break
+            walk.visit(found)
+            cursor = found.parent_config
+        return walk.history()
+
     # -- BaseCheckpointSaver, async ------------------------------------------------
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
@@ -903,6 +932,31 @@ class SessionStateSaver(_Closing, BaseCheckpointSaver[str]):
     async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         for request in self._prune_requests(thread_ids, strategy):
             await self._server.asend(request)
+
+    async def aget_delta_channel_history(
+        self, *, config: RunnableConfig, channels: Sequence[str]
+    ) -> Mapping[str, DeltaChannelHistory]:
+        """As get_delta_channel_history."""
+        walk = DeltaWalk(channels)
+        if not walk.channels:
+            return {}
+        target = await self.aget_tuple(config)
+        if target is None:
+            return walk.history()
+        ancestors = Ancestors(target.config)
+        cursor = target.parent_config
+        while cursor is not None and walk.remaining:
+            found = ancestors.get(cursor)
+            if found is None and not ancestors.exhausted:
+                listing, before = ancestors.listing, ancestors.before
+                page = self.alist(listing, before=before, limit=DELTA_PAGE)
+                ancestors.take([found async for found in page])
+                continue
+            if found is None:
+                break
+            walk.visit(found)
+            cursor = found.parent_config
+        return walk.history()
 
     # -- versions ------------------------------------------------------------------
 
