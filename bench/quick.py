@@ -56,6 +56,7 @@ BENCHMARKS: dict[str, tuple[str, ...]] = {
     "failover": ("--quick",),
     "token_checks": ("--quick",),
     "machine_noise": ("--quick",),
+    "delta_history": ("--quick",),  # LangGraph's DeltaChannel, against AsyncPostgresSaver
 }
 # Benchmarks whose quick run is another's part: module -> the one running it.
 INSIDE = {"adk_api": "run"}
