@@ -17,7 +17,7 @@ of the ancestors between the checkpoint and the seed, oldest first, in each
 checkpoint's `pending_writes` order, and the seed if an ancestor holds one.
 """
 
-from collections.abc import Sequence
+from collections.abc import Generator, Sequence
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
@@ -91,3 +91,35 @@ class Ancestors:
         if page:
             self.before = page[-1].config
         self.exhausted = len(page) < PAGE
+
+
+# What the walk asks its driver for: a page of the checkpoints of `listing`
+# older than `before`, newest first.
+PageRequest = tuple[RunnableConfig, RunnableConfig]
+Walking = Generator[PageRequest, list[CheckpointTuple], None]
+
+
+def ancestry(target: CheckpointTuple, walk: DeltaWalk) -> Walking:
+    """Walks from `target`'s parent until `walk` needs nothing more or the
+    chain ends, asking for a page whenever the next ancestor is not read
+    yet; the sync and async savers answer with their own list."""
+    ancestors = Ancestors(target.config)
+    cursor = target.parent_config
+    while cursor is not None and walk.remaining:
+        found = ancestors.get(cursor)
+        if found is None and not ancestors.exhausted:
+            ancestors.take((yield ancestors.listing, ancestors.before))
+            continue
+        if found is None:
+            return
+        walk.visit(found)
+        cursor = found.parent_config
+
+
+def next_request(walking: Walking, page: list[CheckpointTuple] | None) -> PageRequest | None:
+    """The walk's next page request once `page` is given (None: start), or
+    None once it is done."""
+    try:
+        return next(walking) if page is None else walking.send(page)
+    except StopIteration:
+        return None

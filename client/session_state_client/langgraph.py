@@ -93,7 +93,7 @@ from session_state_client._constants import (
     RETRYABLE_STATUSES,
 )
 from session_state_client._delta_history import PAGE as DELTA_PAGE
-from session_state_client._delta_history import Ancestors, DeltaWalk
+from session_state_client._delta_history import DeltaWalk, ancestry, next_request
 from session_state_client._exceptions import (
     APIStatusError,
     error_from_response,
@@ -696,20 +696,12 @@ class SessionStateSaver(_Closing, BaseCheckpointSaver[str]):
         if not walk.channels:
             return {}
         target = self.get_tuple(config)
-        if target is None:
-            return walk.history()
-        ancestors = Ancestors(target.config)
-        cursor = target.parent_config
-        while cursor is not None and walk.remaining:
-            found = ancestors.get(cursor)
-            if found is None and not ancestors.exhausted:
-                listing, before = ancestors.listing, ancestors.before
-                ancestors.take(list(self.list(listing, before=before, limit=DELTA_PAGE)))
-                continue
-            if found is None:
-                break
-            walk.visit(found)
-            cursor = found.parent_config
+        if target is not None:
+            walking = ancestry(target, walk)
+            request = next_request(walking, None)
+            while request is not None:
+                page = list(self.list(request[0], before=request[1], limit=DELTA_PAGE))
+                request = next_request(walking, page)
         return walk.history()
 
     # -- BaseCheckpointSaver, async ------------------------------------------------
@@ -941,21 +933,12 @@ class SessionStateSaver(_Closing, BaseCheckpointSaver[str]):
         if not walk.channels:
             return {}
         target = await self.aget_tuple(config)
-        if target is None:
-            return walk.history()
-        ancestors = Ancestors(target.config)
-        cursor = target.parent_config
-        while cursor is not None and walk.remaining:
-            found = ancestors.get(cursor)
-            if found is None and not ancestors.exhausted:
-                listing, before = ancestors.listing, ancestors.before
-                page = self.alist(listing, before=before, limit=DELTA_PAGE)
-                ancestors.take([found async for found in page])
-                continue
-            if found is None:
-                break
-            walk.visit(found)
-            cursor = found.parent_config
+        if target is not None:
+            walking = ancestry(target, walk)
+            request = next_request(walking, None)
+            while request is not None:
+                listed = self.alist(request[0], before=request[1], limit=DELTA_PAGE)
+                request = next_request(walking, [found async for found in listed])
         return walk.history()
 
     # -- versions ------------------------------------------------------------------
