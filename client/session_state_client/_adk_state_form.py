@@ -12,13 +12,24 @@ from google.adk.sessions._session_util import make_json_safe_state
 
 
 def holds_bytes(value: Any) -> bool:
-    """Whether `bytes` sit anywhere in `value`'s containers (keys too)."""
-    if isinstance(value, bytes | bytearray):
-        return True
-    if isinstance(value, dict):
-        return any(holds_bytes(key) or holds_bytes(item) for key, item in value.items())
-    if isinstance(value, list | tuple | set | frozenset):
-        return any(holds_bytes(item) for item in value)
+    """Whether `bytes` sit anywhere in `value`'s containers (keys too).
+    Walked with a stack and each container once, so that a deep or
+    circular value ends here and gets pydantic's own error when sent."""
+    pending, seen = [value], set()
+    while pending:
+        item = pending.pop()
+        if isinstance(item, bytes | bytearray):
+            return True
+        if not isinstance(item, dict | list | tuple | set | frozenset) or id(item) in seen:
+            continue
+        # Only the value's own objects go on the stack (no temporaries), so
+        # an id seen stays that object's while the walk lasts.
+        seen.add(id(item))
+        if isinstance(item, dict):
+            pending.extend(item.keys())
+            pending.extend(item.values())
+        else:
+            pending.extend(item)
     return False
 
 

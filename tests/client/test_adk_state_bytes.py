@@ -97,3 +97,37 @@ async def test_a_value_json_cannot_hold_is_stored_as_adks_database_service_store
         got = await service.get_session(app_name=app, user_id="u", session_id=session.id)
         read[name] = got.state
     assert read["ours"] == read["theirs"] == {"f": repr(len)}
+
+
+def _deep(levels: int) -> list:
+    outer: list = []
+    inner = outer
+    for _ in range(levels):
+        inner.append([])
+        inner = inner[0]
+    return outer
+
+
+async def test_a_deep_or_circular_delta_is_refused_before_anything_is_sent(ours, app):
+    """The adapter's look for bytes ends on any shape (no recursion, each
+    container once); what JSON cannot carry is then pydantic's ValueError,
+    as before, and nothing is stored."""
+    circular: list = []
+    circular.append(circular)
+    session = await ours.create_session(app_name=app, user_id="u")
+    for delta in ({"deep": _deep(100_000)}, {"circular": circular}):
+        acting = Event(author="agent", invocation_id="i1", actions=EventActions(state_delta=delta))
+        with pytest.raises(ValueError):
+            await ours.append_event(session, acting)
+    read = await ours.get_session(app_name=app, user_id="u", session_id=session.id)
+    assert read.events == [] and read.state == {}
+
+
+async def test_bytes_deep_in_tuples_and_keys_are_found(ours, app):
+    session = await ours.create_session(app_name=app, user_id="u")
+    delta = {"t": ((((b"\xff",),),),), "m": {"k": [1, (2, b"ok")]}}
+    await ours.append_event(
+        session, Event(author="agent", invocation_id="i1", actions=EventActions(state_delta=delta))
+    )
+    read = await ours.get_session(app_name=app, user_id="u", session_id=session.id)
+    assert read.state == {"t": [[[["/w=="]]]], "m": {"k": [1, [2, "ok"]]}}
