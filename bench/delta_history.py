@@ -38,7 +38,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 
 from bench import RESULTS
-from bench.run import ADMIN_DSN, Server, create_database, drop_database, migrate
+from bench.run import Server, create_database, drop_database, dsn, migrate, percentile
 from bench.spread import percent, spread, verdict
 from session_state_client.langgraph import SessionStateSaver
 
@@ -76,10 +76,6 @@ class WalkedSaver(SessionStateSaver):
         )
 
 
-def _dsn(database: str) -> str:
-    return ADMIN_DSN.rsplit("/", 1)[0] + f"/{database}"
-
-
 async def _fill(graph: Any, config: dict[str, Any], turns: int) -> int:
     for _ in range(turns):
         await graph.ainvoke({"messages": [MESSAGE]}, config)
@@ -93,11 +89,6 @@ async def _reads(graph: Any, config: dict[str, Any], reads: int) -> list[float]:
         await graph.aget_state(config)
         timings.append((time.perf_counter() - started) * 1000)
     return timings
-
-
-def _p99(values: list[float]) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(0.99 * (len(ordered) - 1)))]
 
 
 async def measure(rounds: int, turns: int, reads: int) -> dict[str, Any]:
@@ -116,7 +107,7 @@ async def measure(rounds: int, turns: int, reads: int) -> dict[str, Any]:
             SessionStateSaver(server.base_url, app_name="bench") as ours,
             WalkedSaver(server.base_url, app_name="bench") as walked,
             AsyncConnectionPool(
-                _dsn(theirs_database),
+                dsn(theirs_database),
                 min_size=1,
                 max_size=2,
                 kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row},
@@ -136,7 +127,7 @@ async def measure(rounds: int, turns: int, reads: int) -> dict[str, Any]:
                     await _reads(graphs[side], config, 2)  # warm
                     timings = await _reads(graphs[side], config, reads)
                     p50[side].append(statistics.median(timings))
-                    p99[side].append(_p99(timings))
+                    p99[side].append(percentile(timings, 0.99))
     finally:
         if server is not None:
             server.stop()

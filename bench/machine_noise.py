@@ -37,7 +37,7 @@ from typing import Any
 import asyncpg
 
 from bench import RESULTS
-from bench.run import ADMIN_DSN, create_database, drop_database
+from bench.run import create_database, drop_database, dsn
 from bench.spread import percent, spread
 
 DOCUMENT = {"messages": [{"role": "user", "text": "x" * 200, "n": n} for n in range(8)]}
@@ -65,9 +65,9 @@ def _on_database(
     def arguments(done: int) -> tuple[int, ...]:
         return (done,) if numbered else ()
 
-    def bound(dsn: str) -> Workload:
+    def bound(address: str) -> Workload:
         async def run(window: float) -> int:
-            connection = await asyncpg.connect(dsn)
+            connection = await asyncpg.connect(address)
             try:
                 if setup:
                     await connection.execute(setup)
@@ -94,15 +94,15 @@ DATABASE_WORKLOADS = {
 
 async def measure(rounds: int, window: float) -> dict[str, Any]:
     database = await create_database("bench_machine_noise")
-    dsn = ADMIN_DSN.rsplit("/", 1)[0] + f"/{database}"
+    address = dsn(database)
     try:
-        setup = await asyncpg.connect(dsn)
+        setup = await asyncpg.connect(address)
         try:
             await setup.execute("CREATE TABLE noise (id bigserial PRIMARY KEY, n bigint)")
         finally:
             await setup.close()
         workloads: dict[str, Workload] = {"python": _python}
-        workloads.update({name: bound(dsn) for name, bound in DATABASE_WORKLOADS.items()})
+        workloads.update({name: bound(address) for name, bound in DATABASE_WORKLOADS.items()})
         figures: dict[str, list[float]] = {name: [] for name in workloads}
         steal: dict[str, list[float]] = {name: [] for name in workloads}
         load: list[float] = []

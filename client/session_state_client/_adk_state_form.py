@@ -1,14 +1,11 @@
-"""State values in the form ADK's persistent session services store them
-(DatabaseSessionService's state tables, VertexAiSessionService's events):
-UTF-8 `bytes` as text, other bytes as standard base64, a value JSON cannot
-hold as its repr with ADK's warning. The server derives a session's state
-from the event it stores, so the adapter sends the state delta in that
-form; sent as pydantic dumps an Event, bytes would read back as URL-safe
-base64."""
+"""Whether a state value holds `bytes`, which ADK's persistent session
+services store in a form of their own (ADK's `make_json_safe_state`: UTF-8
+bytes as text, other bytes as standard base64). The server derives a
+session's state from the event it stores, so the adapter sends such a
+delta in that form; sent as pydantic dumps an Event, bytes would read back
+as URL-safe base64."""
 
 from typing import Any
-
-from google.adk.sessions._session_util import make_json_safe_state
 
 
 def holds_bytes(value: Any) -> bool:
@@ -31,8 +28,3 @@ def holds_bytes(value: Any) -> bool:
         else:
             pending.extend(item)
     return False
-
-
-def stored_state(state: dict[str, Any]) -> dict[str, Any]:
-    """`state` as ADK's persistent services store it."""
-    return make_json_safe_state(state)

@@ -93,9 +93,11 @@ class Ancestors:
         self.exhausted = len(page) < PAGE
 
 
-# What the walk asks its driver for: a page of the checkpoints of `listing`
-# older than `before`, newest first.
-PageRequest = tuple[RunnableConfig, RunnableConfig]
+# What the walk asks its driver for: the saver's list(config, before=...,
+# limit=PAGE). A page of the checkpoints of `listing` older than `before`,
+# newest first; or, with no `before` and a config naming a checkpoint, that
+# checkpoint alone (or nothing).
+PageRequest = tuple[RunnableConfig, RunnableConfig | None]
 Walking = Generator[PageRequest, list[CheckpointTuple], None]
 
 
@@ -111,7 +113,13 @@ def ancestry(target: CheckpointTuple, walk: DeltaWalk) -> Walking:
             ancestors.take((yield ancestors.listing, ancestors.before))
             continue
         if found is None:
-            return
+            # In no page: a parent whose id sorts after its child's (put by
+            # hand, not by LangGraph's time-ordered ids). By id, as the base
+            # walk reads every ancestor.
+            alone = yield cursor, None
+            if not alone:
+                return
+            found = alone[0]
         walk.visit(found)
         cursor = found.parent_config
 

@@ -31,6 +31,7 @@ try:
     from google.adk.events.event import Event
     from google.adk.memory.base_memory_service import BaseMemoryService, SearchMemoryResponse
     from google.adk.memory.memory_entry import MemoryEntry
+    from google.adk.sessions._session_util import make_json_safe_state
     from google.adk.sessions.base_session_service import (
         BaseSessionService,
         GetSessionConfig,
@@ -42,7 +43,7 @@ except ModuleNotFoundError as missing:
     raise extra_missing(__name__, "ADK", "adk", missing) from missing
 
 from session_state_client import _exceptions
-from session_state_client._adk_state_form import holds_bytes, stored_state
+from session_state_client._adk_state_form import holds_bytes
 from session_state_client._async_client import AsyncSessionStateClient
 from session_state_client._models import Session as WireSession
 from session_state_client._requests import encode
@@ -180,10 +181,14 @@ def _batches(documents: list[dict[str, Any]]) -> Iterator[list[dict[str, Any]]]:
 
 
 def _event_json(event: Event) -> dict[str, Any]:
+    return _event_document(event, holds_bytes(event.actions.state_delta))
+
+
+def _event_document(event: Event, delta_holds_bytes: bool) -> dict[str, Any]:
     document: dict[str, Any] = event.model_dump(mode="json", by_alias=True, exclude_none=True)
-    delta = event.actions.state_delta
-    if holds_bytes(delta):
-        document["actions"]["stateDelta"] = stored_state(delta)
+    if delta_holds_bytes:
+        # In the form ADK's persistent services store state (_adk_state_form).
+        document["actions"]["stateDelta"] = make_json_safe_state(event.actions.state_delta)
     return document
 
 
@@ -195,8 +200,9 @@ def _event_bytes(event: Event) -> dict[str, Any] | bytes:
     bytes (no dict in between; the same bytes as encoding `_event_json`).
     An event without an id goes as a dict, which the client gives one, and
     so does a state delta holding bytes, in the form state keeps them."""
-    if not event.id or holds_bytes(event.actions.state_delta):
-        return _event_json(event)
+    delta_holds_bytes = holds_bytes(event.actions.state_delta)
+    if not event.id or delta_holds_bytes:
+        return _event_document(event, delta_holds_bytes)
     return _EVENT_SERIALIZER.to_json(event, by_alias=True, exclude_none=True)
 
 
@@ -288,7 +294,7 @@ class HttpSessionService(_ServerClient, BaseSessionService):
                 app_name=app_name,
                 user_id=user_id,
                 session_id=session_id,
-                state=stored_state(state) if state else state,
+                state=make_json_safe_state(state) if state else state,
                 ttl_seconds=lifetime.ttl_seconds,
                 expire_time=lifetime.expire_time,
                 labels=lifetime.labels,

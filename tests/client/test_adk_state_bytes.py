@@ -11,6 +11,7 @@ from google.adk.events import Event, EventActions
 from google.adk.sessions import DatabaseSessionService
 
 from session_state_client.adk import HttpSessionService
+from tests.client.own_loops import runs_cleanly
 
 DELTA = {
     "text": b"hi",
@@ -131,3 +132,48 @@ async def test_bytes_deep_in_tuples_and_keys_are_found(ours, app):
     )
     read = await ours.get_session(app_name=app, user_id="u", session_id=session.id)
     assert read.state == {"t": [[[["/w=="]]]], "m": {"k": [1, [2, "ok"]]}}
+
+
+_LOOPS_PROGRAM = """
+import asyncio, sys, threading
+from google.adk.events import Event, EventActions
+from session_state_client.adk import HttpSessionService
+
+base_url, app_name = sys.argv[1], sys.argv[2]
+service = HttpSessionService(base_url=base_url)
+failures = []
+
+async def session_with_bytes(user_id):
+    session = await service.create_session(
+        app_name=app_name, user_id=user_id, state={"c": b"\\xfe"}
+    )
+    delta = {"text": b"hi", "raw": b"\\xff\\x00"}
+    event = Event(author="agent", invocation_id="i1", actions=EventActions(state_delta=delta))
+    await service.append_event(session, event)
+    await service.append_events(session, [
+        Event(author="agent", invocation_id="i1", actions=EventActions(state_delta={"n": b"x"}))
+    ])
+    read = await service.get_session(app_name=app_name, user_id=user_id, session_id=session.id)
+    if read.state != {"c": "/g==", "text": "hi", "raw": "/wA=", "n": "x"}:
+        failures.append(read.state)
+
+def worker(number):
+    for loop in range(2):  # two loops, one after the other, on each OS thread
+        asyncio.run(asyncio.wait_for(session_with_bytes(f"u{number}-{loop}"), 60))
+
+threads = [threading.Thread(target=worker, args=(number,)) for number in range(4)]
+for thread in threads:
+    thread.start()
+for thread in threads:
+    thread.join()
+asyncio.run(service.close())
+print("failures:", failures)
+print("done")
+"""
+
+
+def test_threads_each_on_its_own_loop_store_bytes_alike_and_close_cleanly(server, app):
+    """As ADK's sync Runner.run does: four OS threads, each running two
+    event loops in turn, create and append state with bytes through one
+    HttpSessionService, which then closes with nothing left unclosed."""
+    runs_cleanly(_LOOPS_PROGRAM, server.base_url, app)

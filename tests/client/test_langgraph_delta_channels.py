@@ -16,11 +16,12 @@ from typing import Annotated, Any, TypedDict
 
 import httpx
 from langgraph.channels.delta import DeltaChannel
-from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.base import BaseCheckpointSaver, empty_checkpoint
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 
 from session_state_client.langgraph import SessionStateSaver
+from tests.client.own_loops import runs_cleanly
 from tests.conftest import ServerProcess
 
 CHANNELS = ["items", "notes"]
@@ -157,3 +158,80 @@ async def test_a_long_history_is_read_in_pages_not_one_request_per_ancestor(
     assert walked_requests > 100
     # The checkpoint, then two pages of 100.
     assert paged_requests == 3
+
+
+async def test_a_parent_whose_id_sorts_after_its_childs_is_still_walked(server: ServerProcess):
+    """Checkpoints put by hand need not have LangGraph's time-ordered ids:
+    a parent that no page of older checkpoints holds is read by id, as the
+    base walk reads it, down to the seed."""
+    async with _saver(server) as saver:
+        thread = {"thread_id": "by-hand", "checkpoint_ns": ""}
+        parent: str | None = None
+        # The root holds the seed; each later checkpoint has a smaller id.
+        for checkpoint_id, values in (("z", {"items": ["seed"]}), ("m", {}), ("b", {})):
+            checkpoint = empty_checkpoint()
+            checkpoint["id"] = checkpoint_id
+            checkpoint["channel_values"] = values
+            versions = {channel: saver.get_next_version(None, None) for channel in values}
+            checkpoint["channel_versions"] = versions
+            config = {"configurable": {**thread, "checkpoint_id": parent}}
+            stored = await saver.aput(config, checkpoint, {"step": 0}, versions)
+            await saver.aput_writes(stored, [("items", f"written at {checkpoint_id}")], "task")
+            parent = checkpoint_id
+        target = {"configurable": {**thread, "checkpoint_id": "b"}}
+        walked = await BaseCheckpointSaver.aget_delta_channel_history(
+            saver, config=target, channels=["items"]
+        )
+        paged = await saver.aget_delta_channel_history(config=target, channels=["items"])
+        # The seed's checkpoint's own writes count, as the base walk has it.
+        written = [("task", "items", f"written at {name}") for name in ("z", "m")]
+        assert walked == {"items": {"writes": written, "seed": ["seed"]}}
+        assert paged == walked
+        assert saver.get_delta_channel_history(config=target, channels=["items"]) == walked
+
+
+_LOOPS_PROGRAM = """
+import asyncio, sys, threading
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from session_state_client.langgraph import SessionStateSaver
+from tests.client.test_langgraph_delta_channels import CHANNELS, _graph
+
+base_url, app_name = sys.argv[1], sys.argv[2]
+saver = SessionStateSaver(base_url, app_name=app_name)
+failures = []
+
+async def turns(thread_id):
+    graph, config = _graph(saver), {"configurable": {"thread_id": thread_id}}
+    n = 0
+    for _ in range(6):
+        n = (await graph.ainvoke({"n": n}, config))["n"]
+    latest = await saver.aget_tuple(config)
+    paged = await saver.aget_delta_channel_history(config=latest.config, channels=CHANNELS)
+    walked = await BaseCheckpointSaver.aget_delta_channel_history(
+        saver, config=latest.config, channels=CHANNELS
+    )
+    items = (await graph.aget_state(config)).values["items"]
+    if paged != walked or len(items) != 12:
+        failures.append((thread_id, len(items)))
+
+def worker(number):
+    for loop in range(2):  # two loops, one after the other, on each OS thread
+        asyncio.run(asyncio.wait_for(turns(f"t{number}-{loop}"), 60))
+
+threads = [threading.Thread(target=worker, args=(number,)) for number in range(4)]
+for thread in threads:
+    thread.start()
+for thread in threads:
+    thread.join()
+saver.close()
+print("failures:", failures)
+print("done")
+"""
+
+
+def test_threads_each_on_its_own_loop_walk_histories_and_close_cleanly(server: ServerProcess):
+    """As LangGraph's sync callers and ADK's sync Runner.run do: four OS
+    threads, each running two event loops in turn, run DeltaChannel graphs
+    and read their histories through one saver, which then closes with
+    nothing left unclosed."""
+    runs_cleanly(_LOOPS_PROGRAM, server.base_url, f"lg-{uuid.uuid4().hex[:10]}")
