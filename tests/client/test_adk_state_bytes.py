@@ -135,7 +135,8 @@ async def test_bytes_deep_in_tuples_and_keys_are_found(ours, app):
 
 
 _LOOPS_PROGRAM = """
-import asyncio, sys, threading
+import asyncio, sys
+from tests.client.own_loops import on_threads_and_loops
 from google.adk.events import Event, EventActions
 from session_state_client.adk import HttpSessionService
 
@@ -157,15 +158,7 @@ async def session_with_bytes(user_id):
     if read.state != {"c": "/g==", "text": "hi", "raw": "/wA=", "n": "x"}:
         failures.append(read.state)
 
-def worker(number):
-    for loop in range(2):  # two loops, one after the other, on each OS thread
-        asyncio.run(asyncio.wait_for(session_with_bytes(f"u{number}-{loop}"), 60))
-
-threads = [threading.Thread(target=worker, args=(number,)) for number in range(4)]
-for thread in threads:
-    thread.start()
-for thread in threads:
-    thread.join()
+on_threads_and_loops(lambda thread, loop: session_with_bytes(f"u{thread}-{loop}"))
 asyncio.run(service.close())
 print("failures:", failures)
 print("done")

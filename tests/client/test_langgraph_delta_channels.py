@@ -191,7 +191,8 @@ async def test_a_parent_whose_id_sorts_after_its_childs_is_still_walked(server: 
 
 
 _LOOPS_PROGRAM = """
-import asyncio, sys, threading
+import asyncio, sys
+from tests.client.own_loops import on_threads_and_loops
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from session_state_client.langgraph import SessionStateSaver
 from tests.client.test_langgraph_delta_channels import CHANNELS, _graph
@@ -214,15 +215,7 @@ async def turns(thread_id):
     if paged != walked or len(items) != 12:
         failures.append((thread_id, len(items)))
 
-def worker(number):
-    for loop in range(2):  # two loops, one after the other, on each OS thread
-        asyncio.run(asyncio.wait_for(turns(f"t{number}-{loop}"), 60))
-
-threads = [threading.Thread(target=worker, args=(number,)) for number in range(4)]
-for thread in threads:
-    thread.start()
-for thread in threads:
-    thread.join()
+on_threads_and_loops(lambda thread, loop: turns(f"t{thread}-{loop}"))
 saver.close()
 print("failures:", failures)
 print("done")
